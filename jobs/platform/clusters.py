@@ -1,0 +1,27 @@
+"""The clusters Argo CD deploys to, and where Argo CD finds this repository."""
+
+from trainkit import ArgoCD, Cluster
+
+argocd = ArgoCD(repo_url="https://git.example.com/ml/trainkit-jobs.git", revision="main")
+
+gpu_east = Cluster(
+    name="gpu-east",
+    server="https://gpu-east.k8s.example.com:6443",
+    gpu_resource="nvidia.com/gpu",
+    gpus_per_node=8,
+)
+
+rocm_west = Cluster(
+    name="rocm-west",
+    destination_name="rocm-west",  # registered in Argo CD under this name
+    gpu_resource="amd.com/gpu",
+    gpus_per_node=8,
+)
+
+# NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).
+a800_north = Cluster(
+    name="a800-north",
+    server="https://a800-north.k8s.example.com:6443",
+    gpu_resource="baidu.com/a800_80g_cgpu",
+    gpus_per_node=8,
+)

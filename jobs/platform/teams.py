@@ -1,0 +1,21 @@
+"""Teams, their queues, and where they may run."""
+
+from trainkit import Capacity, Queue, Team
+
+vision_queue = Queue(
+    name="vision",
+    weight=2,
+    capability=Capacity(cpu=256, memory="2Ti", gpu=32),
+    clusters=["gpu-east", "rocm-west"],
+)
+
+llm_queue = Queue(
+    name="llm",
+    weight=4,
+    capability=Capacity(cpu=512, memory="4Ti", gpu=64),
+    clusters=["gpu-east", "a800-north"],
+)
+
+vision = Team(name="vision", queues=["vision"], clusters=["gpu-east", "rocm-west"])
+
+llm = Team(name="llm", namespace="llm-training", queues=["llm"], clusters=["gpu-east", "a800-north"])

@@ -1,0 +1,46 @@
+"""trainkit: Python definitions of distributed training jobs → GitOps manifests.
+
+Only the names in ``__all__`` are public; every module is an implementation detail.
+"""
+
+from .errors import (
+    DefinitionError,
+    ManifestError,
+    Problem,
+    RehearsalError,
+    SetupError,
+    StaleOutputError,
+    TrainkitError,
+)
+from .model import (
+    ArgoCD,
+    Capacity,
+    Cluster,
+    PyTorchJob,
+    Queue,
+    Resources,
+    Script,
+    Team,
+    Toleration,
+    Volume,
+)
+
+__all__ = [
+    "ArgoCD",
+    "Capacity",
+    "Cluster",
+    "DefinitionError",
+    "ManifestError",
+    "Problem",
+    "PyTorchJob",
+    "Queue",
+    "RehearsalError",
+    "Resources",
+    "Script",
+    "SetupError",
+    "StaleOutputError",
+    "Team",
+    "Toleration",
+    "TrainkitError",
+    "Volume",
+]

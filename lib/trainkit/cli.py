@@ -1,0 +1,126 @@
+"""The ``trainkit`` command: thin wrappers that call library functions and print results."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import Problem, StaleOutputError, TrainkitError
+from .schema import write_schemas
+from .synth import synthesize
+
+__all__ = ["main"]
+
+CACHE = Path(".trainkit") / "yaml-cache.json"
+
+
+def _synth(args: argparse.Namespace) -> int:
+    out = synthesize(Path(args.jobs), Path(args.out), check=args.check, cache_path=CACHE)
+    if args.check:
+        _raise_if_stale(out.changes, args.out)
+        print(f"{args.out}/ is up to date ({len(out.files)} files)")
+    else:
+        print(f"{args.out}/: {out.changes.summary()}")
+    return 0
+
+
+def _raise_if_stale(changes: object, out: str) -> None:
+    from .write import Changes
+
+    assert isinstance(changes, Changes)
+    if not changes.any:
+        return
+    problems = [
+        Problem(file=f"{out}/{path}", message=f"{what}; run `make synth` and commit the result")
+        for what, paths in (
+            ("would be added", changes.added),
+            ("is out of date", changes.changed),
+            ("would be removed", changes.removed),
+        )
+        for path in paths
+    ]
+    raise StaleOutputError(problems)
+
+
+def _check(args: argparse.Namespace) -> int:
+    out = synthesize(Path(args.jobs), Path(args.out), check=True, cache_path=CACHE)
+    _raise_if_stale(out.changes, args.out)
+    print(f"{args.out}/ is up to date ({len(out.files)} files)")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    changes = write_schemas(Path(args.out), check=args.check)
+    if args.check:
+        _raise_if_stale(changes, args.out)
+        print(f"{args.out}/ is up to date")
+    else:
+        print(f"{args.out}/: {changes.summary()}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainkit",
+        description="Turn Python training-job definitions under jobs/ into the Kubernetes "
+        "manifests Argo CD syncs (generated/).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser(
+        "synth",
+        help="write generated/ from jobs/",
+        description="Load every definition under --jobs, validate it, and write "
+        "the generated tree atomically (stale files of deleted jobs are removed). "
+        "On any error nothing is written and every problem is printed.",
+    )
+    _common(s)
+    s.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the output directory is not up to date",
+    )
+    s.set_defaults(func=_synth)
+
+    c = sub.add_parser(
+        "check",
+        help="fail if generated/ is stale or invalid",
+        description="Check that the output directory is exactly what the "
+        "definitions produce (the CI gate).",
+    )
+    _common(c)
+    c.set_defaults(func=_check)
+
+    sc = sub.add_parser(
+        "schema",
+        help="write the JSON Schemas of the definition kinds",
+        description="Write one JSON Schema per definition kind (for editors and CI).",
+    )
+    sc.add_argument("--out", default="schemas", help="directory to write (default: schemas)")
+    sc.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    sc.set_defaults(func=_schema)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", default="jobs", help="directory of definitions (default: jobs)")
+    p.add_argument("--out", default="generated", help="output directory (default: generated)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    args.out = str(args.out).rstrip("/") or "."
+    try:
+        code: int = args.func(args)
+    except TrainkitError as e:
+        for problem in e.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print(f"trainkit {args.command}: {len(e.problems)} error(s)", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""What the operators inject into training containers, in one place.
+
+The manifest renderers refuse these names in user env (the operator would
+override them or duplicate them), and the rehearsal computes the same values
+for a local run, so both read the contract from here.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PYTORCHJOB_MASTER_PORT",
+    "RESERVED_ENV",
+    "RESERVED_ENV_PREFIXES",
+    "pytorchjob_env",
+    "reserved_env_reason",
+]
+
+# training-operator v1.9 default port (name "pytorchjob-port") on container "pytorch".
+PYTORCHJOB_MASTER_PORT = 23456
+
+RESERVED_ENV: dict[str, str] = {
+    "MASTER_ADDR": "the Training Operator sets it to the Master pod's service",
+    "MASTER_PORT": "the Training Operator sets it to the Master's pytorchjob-port",
+    "WORLD_SIZE": "the Training Operator sets it to nodes × procs_per_node",
+    "RANK": "the Training Operator sets it to the node rank",
+    "PYTHONUNBUFFERED": "the Training Operator always appends PYTHONUNBUFFERED=1",
+    "LOCAL_RANK": "torchrun sets it for every process it starts",
+    "LOCAL_WORLD_SIZE": "torchrun sets it for every process it starts",
+    "GROUP_RANK": "torchrun sets it for every process it starts",
+}
+
+RESERVED_ENV_PREFIXES: dict[str, str] = {
+    "PET_": "PET_* variables are torchrun's settings, injected by the operator from "
+    "nodes and procs_per_node",
+}
+
+
+def reserved_env_reason(name: str) -> str | None:
+    """Why ``name`` may not be set by a user, or None when it may."""
+    if name in RESERVED_ENV:
+        return RESERVED_ENV[name]
+    for prefix, reason in RESERVED_ENV_PREFIXES.items():
+        if name.startswith(prefix):
+            return reason
+    return None
+
+
+def pytorchjob_env(
+    *,
+    job_name: str,
+    nodes: int,
+    procs_per_node: int,
+    node_rank: int,
+    master_addr: str | None = None,
+    master_port: int = PYTORCHJOB_MASTER_PORT,
+) -> dict[str, str]:
+    """The env Training Operator v1.9 gives the container ``pytorch`` of one node.
+
+    Node 0 is the Master, nodes 1..n-1 are Worker i-1 (``RANK`` = node rank).
+    ``master_addr`` defaults to the Master's service name ``<job>-master-0``.
+    """
+    addr = master_addr if master_addr is not None else f"{job_name}-master-0"
+    return {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": addr,
+        "PET_MASTER_ADDR": addr,
+        "MASTER_PORT": str(master_port),
+        "PET_MASTER_PORT": str(master_port),
+        "WORLD_SIZE": str(nodes * procs_per_node),
+        "RANK": str(node_rank),
+        "PET_NODE_RANK": str(node_rank),
+        "PET_NPROC_PER_NODE": str(procs_per_node),
+        "PET_NNODES": str(nodes),
+    }

@@ -1,0 +1,91 @@
+"""The base every user-facing model shares: frozen, strict about unknown fields.
+
+Field docstrings are the descriptions in ``schemas/`` (``use_attribute_docstrings``).
+A model that fails validation raises ``ModelError`` carrying the kind and the
+object's name, so the loader can say *which* object in a file is wrong.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+
+from ..errors import DefinitionError, Problem
+
+__all__ = ["ModelError", "TrainkitModel"]
+
+
+class ModelError(DefinitionError):
+    """A model was constructed with invalid values.
+
+    The loader re-homes the problems to the definition file and line; used on
+    its own (outside ``jobs/``) the file is ``<python>``.
+    """
+
+    def __init__(self, kind: str, name: object, error: ValidationError) -> None:
+        self.kind = kind
+        self.name = name if isinstance(name, str) else None
+        self.errors = error.errors(include_url=False)
+        obj = f"{kind} {self.name!r}" if self.name else kind
+        super().__init__(
+            Problem(file="<python>", obj=obj, field=_loc(e["loc"]), message=_msg(e))
+            for e in self.errors
+        )
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _msg(err: Any) -> str:
+    msg = str(err["msg"])
+    # pydantic prefixes messages from our validators with "Value error, "; drop the noise.
+    msg = msg.removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return "unknown field; check the spelling (see schemas/ for the allowed fields)"
+    if err["type"] == "missing":
+        return "required field is missing"
+    return msg
+
+
+class TrainkitModel(BaseModel):
+    """Base of all trainkit definition objects."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_default=True,
+        str_strip_whitespace=False,
+    )
+
+    kind: ClassVar[str] = ""
+    _defined_at: tuple[str, int] | None = PrivateAttr(default=None)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise ModelError(type(self).__name__, data.get("name"), e) from None
+        # Remember the caller's file and line so later errors (unknown queue, …)
+        # can point at the definition, not only at its file.
+        caller = sys._getframe(1)
+        self._defined_at = (caller.f_code.co_filename, caller.f_lineno)
+
+    @property
+    def defined_at(self) -> tuple[str, int] | None:
+        """(file, line) where the object was constructed, when known."""
+        return self._defined_at
+
+    def describe(self) -> str:
+        """``Kind 'name'`` as used in error messages."""
+        name = getattr(self, "name", None)
+        return f"{type(self).__name__} {name!r}" if name else type(self).__name__

@@ -1,0 +1,102 @@
+"""Parts shared by job kinds: resources per node, scripts, volumes, tolerations."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import TrainkitModel
+from .fields import CpuQuantity, DNS1123Label, MemoryQuantity, Path
+
+__all__ = ["WORKSPACE", "Resources", "Script", "Toleration", "Volume"]
+
+WORKSPACE = "/workspace"
+"""Where the ConfigMap holding a job's script is mounted."""
+
+
+class Resources(TrainkitModel):
+    """Resources of one node (pod); requests equal limits so the scheduler packs GPUs exactly."""
+
+    cpu: CpuQuantity
+    """CPU cores per node, e.g. ``32`` or ``"500m"``."""
+    memory: MemoryQuantity
+    """Memory per node with a unit, e.g. ``"256Gi"``."""
+    gpu: int = Field(default=0, ge=0)
+    """GPUs per node, counted in the cluster's GPU resource (``nvidia.com/gpu``, …)."""
+
+
+class Script(TrainkitModel):
+    """A training script next to the definition, shipped in a ConfigMap at ``/workspace``."""
+
+    path: str = Field(min_length=1)
+    """Path of the script relative to the definition file, e.g. ``scripts/train.py``."""
+
+    @classmethod
+    def file(cls, path: str) -> Script:
+        """The script at ``path``, relative to the definition file."""
+        return cls(path=path)
+
+    @model_validator(mode="after")
+    def _relative(self) -> Script:
+        norm = posixpath.normpath(self.path)
+        if self.path.startswith("/") or norm.startswith(".."):
+            raise ValueError(
+                f"script path {self.path!r} must be relative to the definition file "
+                "and stay inside jobs/"
+            )
+        return self
+
+    @property
+    def filename(self) -> str:
+        """The file's name inside ``/workspace``."""
+        return posixpath.basename(self.path)
+
+    @property
+    def mount_path(self) -> str:
+        return f"{WORKSPACE}/{self.filename}"
+
+
+class Volume(TrainkitModel):
+    """A PersistentVolumeClaim mounted into every node."""
+
+    claim: DNS1123Label
+    """Name of an existing PersistentVolumeClaim in the team's namespace."""
+    path: Path
+    """Mount path inside the container, e.g. ``/mnt/data``."""
+    read_only: bool = False
+    """Mount read-only (recommended for datasets)."""
+    sub_path: str | None = None
+    """Mount only this sub-directory of the volume."""
+
+    @model_validator(mode="after")
+    def _not_reserved(self) -> Volume:
+        for reserved in (WORKSPACE, "/dev/shm"):
+            if self.path == reserved or self.path.startswith(reserved + "/"):
+                raise ValueError(
+                    f"mount path {self.path!r} is used by trainkit ({reserved}); "
+                    "choose another path, e.g. /mnt/data"
+                )
+        return self
+
+
+class Toleration(TrainkitModel):
+    """Lets the job's pods run on nodes with a matching taint."""
+
+    key: str | None = None
+    """Taint key; ``None`` with ``operator='Exists'`` tolerates every taint."""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    """``Equal`` matches ``value``; ``Exists`` matches any value."""
+    value: str | None = None
+    """Taint value for ``operator='Equal'``."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    """Taint effect to tolerate; ``None`` means all effects."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("operator 'Exists' takes no value; drop value= or use 'Equal'")
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without key needs operator='Exists'")
+        return self

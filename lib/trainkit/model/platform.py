@@ -1,0 +1,112 @@
+"""Platform objects, declared by the platform team in ``jobs/platform/``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import TrainkitModel
+from .fields import ClusterRef, CpuQuantity, DNS1123Label, MemoryQuantity, ResourceName
+
+__all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
+
+# Volcano's scheduler creates these itself and refuses to delete them.
+RESERVED_QUEUES = frozenset({"root", "default"})
+
+
+class Cluster(TrainkitModel):
+    """A Kubernetes cluster that Argo CD syncs ``generated/clusters/<name>/`` to."""
+
+    name: DNS1123Label
+    """Cluster name; also the directory under ``generated/clusters/``."""
+    server: str | None = None
+    """Argo CD destination by API server URL, e.g. ``https://kubernetes.default.svc``."""
+    destination_name: str | None = None
+    """Argo CD destination by the cluster's name in Argo CD (instead of ``server``)."""
+    gpu_resource: ResourceName = "nvidia.com/gpu"
+    """Extended resource name of the GPUs, e.g. ``nvidia.com/gpu``, ``amd.com/gpu``."""
+    gpus_per_node: int = Field(ge=0)
+    """GPUs on one node; a job may not ask for more per node."""
+    scheduler: Literal["volcano", "default"] = "volcano"
+    """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
+
+    @model_validator(mode="after")
+    def _one_destination(self) -> Cluster:
+        if (self.server is None) == (self.destination_name is None):
+            raise ValueError(
+                "give exactly one Argo CD destination: server='https://…' or "
+                "destination_name='<cluster name in Argo CD>'"
+            )
+        return self
+
+
+class Capacity(TrainkitModel):
+    """An amount of resources; ``gpu`` is counted in the cluster's GPU resource."""
+
+    cpu: CpuQuantity | None = None
+    """CPU cores, e.g. ``64`` or ``"500m"``."""
+    memory: MemoryQuantity | None = None
+    """Memory with a unit, e.g. ``"256Gi"``."""
+    gpu: int | None = Field(default=None, ge=0)
+    """Number of GPUs (rendered as the cluster's ``gpu_resource``)."""
+
+
+class Queue(TrainkitModel):
+    """A Volcano queue (``scheduling.volcano.sh/v1beta1``, cluster-scoped)."""
+
+    name: DNS1123Label
+    """Queue name; teams list the queues they may use."""
+    weight: int = Field(default=1, ge=1, le=65535)
+    """Share of the cluster for Volcano's ``proportion`` plugin."""
+    capability: Capacity | None = None
+    """Hard upper limit of what the queue's jobs may use together."""
+    reclaimable: bool = True
+    """Whether other queues may reclaim resources this queue has borrowed."""
+    parent: DNS1123Label | None = None
+    """Parent queue for hierarchical queues; ``None`` means Volcano's ``root``."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the queue exists on; ``None`` means every cluster."""
+
+    @model_validator(mode="after")
+    def _not_builtin(self) -> Queue:
+        if self.name in RESERVED_QUEUES:
+            raise ValueError(
+                f"queue {self.name!r} is created by Volcano itself and must not be generated; "
+                "choose another name"
+            )
+        if self.parent == self.name:
+            raise ValueError("a queue cannot be its own parent")
+        return self
+
+
+class Team(TrainkitModel):
+    """A team: the directory ``jobs/<name>/`` holds its jobs."""
+
+    name: DNS1123Label
+    """Team name; must equal its directory under ``jobs/``."""
+    namespace: DNS1123Label | None = None
+    """Namespace of the team's objects; defaults to the team name."""
+    queues: list[DNS1123Label] = []
+    """Queues the team may use; the first is the default for its jobs."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the team may run on; ``None`` means every cluster."""
+
+    @property
+    def target_namespace(self) -> str:
+        return self.namespace or self.name
+
+
+class ArgoCD(TrainkitModel):
+    """Where Argo CD finds this repository; one per platform."""
+
+    repo_url: str = Field(min_length=1)
+    """Git URL of this repository as Argo CD knows it."""
+    revision: str = "main"
+    """Branch, tag or commit Argo CD follows."""
+    path: str = "generated"
+    """Directory of the generated tree inside the repository."""
+    namespace: DNS1123Label = "argocd"
+    """Namespace Argo CD runs in."""
+    project: DNS1123Label = "trainkit"
+    """Name of the AppProject that confines the generated Applications."""

@@ -1,0 +1,57 @@
+"""Labels, annotations and Argo CD sync waves shared by every rendered object."""
+
+from __future__ import annotations
+
+__all__ = [
+    "JOB_LABEL",
+    "MANAGED_BY",
+    "SOURCE_ANNOTATION",
+    "SYNC_WAVE",
+    "TEAM_LABEL",
+    "metadata",
+    "wave",
+]
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+TEAM_LABEL = "trainkit.dev/team"
+JOB_LABEL = "trainkit.dev/job"
+SOURCE_ANNOTATION = "trainkit.dev/source"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+
+# Argo CD applies a wave only when the previous one is synced *and healthy*, and
+# a running job never becomes healthy until it ends: platform objects go first,
+# every job shares the last wave so no job blocks another.
+_WAVES = {"Namespace": -30, "Queue": -20, "ConfigMap": -5, "PyTorchJob": 0}
+
+
+def wave(kind: str, depth: int = 0) -> str:
+    """Sync wave of a kind; queue parents (smaller depth) before their children."""
+    return str(_WAVES[kind] + depth)
+
+
+def metadata(
+    *,
+    name: str,
+    kind: str,
+    source: str,
+    namespace: str | None = None,
+    team: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    depth: int = 0,
+) -> dict[str, object]:
+    """Metadata every trainkit object carries: who manages it, where it came from, its wave."""
+    meta: dict[str, object] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    all_labels = {MANAGED_BY: "trainkit"}
+    if team is not None:
+        all_labels[TEAM_LABEL] = team
+    all_labels.update(labels or {})
+    meta["labels"] = all_labels
+    meta["annotations"] = {
+        SOURCE_ANNOTATION: source,
+        SYNC_WAVE: wave(kind, depth),
+        **(annotations or {}),
+    }
+    return meta

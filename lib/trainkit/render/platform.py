@@ -1,0 +1,49 @@
+"""Namespace and Volcano Queue manifests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Capacity, Cluster
+from ..plan import PlannedQueue
+from .meta import metadata
+
+__all__ = ["render_namespace", "render_queue", "render_resources"]
+
+
+def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata(name=namespace, kind="Namespace", source=source, team=team),
+    }
+
+
+def render_resources(cap: Capacity, cluster: Cluster) -> dict[str, str]:
+    """A resource map in the cluster's words (``gpu`` → its GPU resource name)."""
+    out: dict[str, str] = {}
+    if cap.cpu is not None:
+        out["cpu"] = cap.cpu
+    if cap.memory is not None:
+        out["memory"] = cap.memory
+    if cap.gpu:
+        out[cluster.gpu_resource] = str(cap.gpu)
+    return out
+
+
+def render_queue(pq: PlannedQueue, cluster: Cluster) -> dict[str, Any]:
+    q = pq.queue
+    # Volcano's controller patches a missing parent to "root"; writing it avoids drift.
+    spec: dict[str, Any] = {
+        "parent": q.parent or "root",
+        "reclaimable": q.reclaimable,
+        "weight": q.weight,
+    }
+    if q.capability is not None:
+        spec["capability"] = render_resources(q.capability, cluster)
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": metadata(name=q.name, kind="Queue", source=pq.definition.file, depth=pq.depth),
+        "spec": spec,
+    }

@@ -1,0 +1,157 @@
+"""PyTorchJob (kubeflow.org/v1, Training Operator v1.9) and its script ConfigMap."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+from ..injected_env import PYTORCHJOB_MASTER_PORT
+from ..model import WORKSPACE, Capacity, PyTorchJob
+from ..plan import PlannedJob
+from .meta import JOB_LABEL, MANAGED_BY, TEAM_LABEL, metadata
+from .platform import render_resources
+
+__all__ = ["render_pytorchjob", "render_script_configmap", "script_configmap_name"]
+
+CONTAINER = "pytorch"  # the operator's webhook requires this container name
+PORT_NAME = "pytorchjob-port"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def script_configmap_name(job: PyTorchJob, files: dict[str, str]) -> str:
+    """``<job>-script-<hash>``: an edited script gets a new ConfigMap, so a running
+    job never sees its code change under it and Argo CD prunes the old one."""
+    digest = hashlib.sha256()
+    for fname in sorted(files):
+        digest.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
+    return f"{job.name}-script-{digest.hexdigest()[:10]}"
+
+
+def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
+    files = dict(pj.definition.files)
+    if pj.job.script is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            name=script_configmap_name(pj.job, files),
+            kind="ConfigMap",
+            source=pj.definition.file,
+            namespace=pj.namespace,
+            team=pj.definition.team,
+            labels={JOB_LABEL: pj.job.name},
+        ),
+        "data": files,
+    }
+
+
+def _container(pj: PlannedJob) -> dict[str, Any]:
+    job = pj.job
+    res = render_resources(
+        Capacity(cpu=job.resources.cpu, memory=job.resources.memory, gpu=job.resources.gpu),
+        pj.cluster,
+    )
+    c: dict[str, Any] = {"name": CONTAINER, "image": job.image}
+    if job.script is not None:
+        # torchrun reads nnodes, nproc_per_node, node_rank and the master address
+        # from the PET_* variables the operator injects.
+        c["command"] = ["torchrun", job.script.mount_path]
+        c["workingDir"] = WORKSPACE
+    else:
+        c["command"] = list(job.command or [])
+    if job.args:
+        c["args"] = list(job.args)
+    if job.env:
+        c["env"] = [{"name": k, "value": v} for k, v in job.env.items()]
+    c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
+    c["resources"] = {"limits": res, "requests": dict(res)}
+    mounts = []
+    if job.script is not None:
+        mounts.append({"mountPath": WORKSPACE, "name": "script"})
+    if job.shm_size is not None:
+        mounts.append({"mountPath": "/dev/shm", "name": "dshm"})
+    for v in job.volumes:
+        m: dict[str, Any] = {"mountPath": v.path, "name": v.claim}
+        if v.read_only:
+            m["readOnly"] = True
+        if v.sub_path:
+            m["subPath"] = v.sub_path
+        mounts.append(m)
+    if mounts:
+        c["volumeMounts"] = mounts
+    return c
+
+
+def _pod_template(pj: PlannedJob) -> dict[str, Any]:
+    job = pj.job
+    spec: dict[str, Any] = {"containers": [_container(pj)]}
+    if pj.queue is not None:
+        spec["schedulerName"] = "volcano"
+    volumes: list[dict[str, Any]] = []
+    if job.script is not None:
+        name = script_configmap_name(job, dict(pj.definition.files))
+        volumes.append({"configMap": {"name": name}, "name": "script"})
+    if job.shm_size is not None:
+        volumes.append(
+            {"emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}, "name": "dshm"}
+        )
+    for v in job.volumes:
+        claim: dict[str, Any] = {"claimName": v.claim}
+        if v.read_only:
+            claim["readOnly"] = True
+        volumes.append({"name": v.claim, "persistentVolumeClaim": claim})
+    if volumes:
+        spec["volumes"] = volumes
+    if job.node_selector:
+        spec["nodeSelector"] = dict(job.node_selector)
+    if job.tolerations:
+        spec["tolerations"] = [t.model_dump(exclude_none=True) for t in job.tolerations]
+    labels = {MANAGED_BY: "trainkit", TEAM_LABEL: pj.definition.team, JOB_LABEL: job.name}
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
+    job = pj.job
+    template = _pod_template(pj)
+    replicas: dict[str, Any] = {
+        "Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}
+    }
+    if job.nodes > 1:
+        replicas["Worker"] = {
+            "replicas": job.nodes - 1,
+            "restartPolicy": job.restart_policy,
+            # A copy, so that YAML dumpers never emit anchors for the shared template.
+            "template": copy.deepcopy(template),
+        }
+    # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
+    # is re-created and runs again.
+    run_policy: dict[str, Any] = {"cleanPodPolicy": "None"}
+    if job.backoff_limit is not None:
+        run_policy["backoffLimit"] = job.backoff_limit
+    if job.deadline_seconds is not None:
+        run_policy["activeDeadlineSeconds"] = job.deadline_seconds
+    annotations = {}
+    if pj.queue is not None:
+        run_policy["schedulingPolicy"] = {"minAvailable": job.nodes, "queue": pj.queue}
+        # The operator reads the queue from schedulingPolicy; the annotation is
+        # copied to the PodGroup and is what Volcano's tools display.
+        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": metadata(
+            name=job.name,
+            kind="PyTorchJob",
+            source=pj.definition.file,
+            namespace=pj.namespace,
+            team=pj.definition.team,
+            annotations=annotations,
+        ),
+        "spec": {
+            "nprocPerNode": str(job.nprocs),
+            "pytorchReplicaSpecs": replicas,
+            "runPolicy": run_policy,
+        },
+    }

@@ -1,0 +1,132 @@
+"""Manifest dicts → YAML text through cdk8s, with a content-hash cache.
+
+cdk8s (jsii) runs in a node child process and every construct crosses into it,
+so the cache keeps the YAML of every object ever synthesized, keyed by a hash of
+its content: a re-run with no change never starts node, and one changed job
+costs one construct.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+__all__ = ["YamlCache", "to_yaml"]
+
+# Bump when the bytes for the same dict may change (cdk8s upgrade, layout rules).
+_FORMAT = "1"
+
+
+def _key(body: dict[str, Any]) -> str:
+    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class YamlCache:
+    """YAML text per content hash, kept in one JSON file and pruned to what was used."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._stamp = f"{_FORMAT}/cdk8s-{version('cdk8s')}"
+        self._old: dict[str, str] = {}
+        self._used: dict[str, str] = {}
+        if path is not None and path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}
+            if isinstance(data, dict) and data.get("stamp") == self._stamp:
+                entries = data.get("entries")
+                self._old = entries if isinstance(entries, dict) else {}
+
+    def get(self, key: str) -> str | None:
+        text = self._used.get(key) or self._old.get(key)
+        if text is not None:
+            self._used[key] = text
+        return text
+
+    def put(self, key: str, text: str) -> None:
+        self._used[key] = text
+
+    def save(self) -> None:
+        """Write the entries used in this run (atomically), if they differ from the file."""
+        if self.path is None or self._used == self._old:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cache-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"stamp": self._stamp, "entries": self._used}, f, ensure_ascii=False)
+        os.replace(tmp, self.path)
+
+
+def to_yaml(
+    groups: Sequence[tuple[str, Sequence[dict[str, Any]]]], cache: YamlCache
+) -> list[list[str]]:
+    """YAML text of every body, grouped like the input (one cdk8s Chart per group)."""
+    keys = [[_key(b) for b in bodies] for _, bodies in groups]
+    missing: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = []
+    for (chart, bodies), gkeys in zip(groups, keys, strict=True):
+        todo = [(k, b) for k, b in zip(gkeys, bodies, strict=True) if cache.get(k) is None]
+        if todo:
+            missing.append((chart, todo))
+    if missing:
+        texts = _synth([(chart, [b for _, b in todo]) for chart, todo in missing])
+        for (_, todo), group_texts in zip(missing, texts, strict=True):
+            for (k, _), text in zip(todo, group_texts, strict=True):
+                cache.put(k, text)
+    return [[cache.get(k) or "" for k in gkeys] for gkeys in keys]
+
+
+def _silence_node_banner() -> None:
+    """jsii prints an 11-line end-of-life banner for old node majors on every start;
+    it buries real errors. The variable must name the running major."""
+    var = "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"
+    if var in os.environ:
+        return
+    node = os.environ.get("JSII_NODE") or shutil.which("node")
+    if node is None:
+        return  # jsii raises its own clear error
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return
+    major = out.stdout.strip().lstrip("v").split(".")[0]
+    if major.isdigit():
+        os.environ[var] = major
+
+
+def _synth(groups: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[list[str]]:
+    _silence_node_banner()
+    import cdk8s
+
+    app = cdk8s.App()
+    for chart_id, bodies in groups:
+        # No namespace on the chart: cdk8s would stamp it onto cluster-scoped kinds.
+        chart = cdk8s.Chart(app, chart_id)
+        for i, body in enumerate(bodies):
+            obj = cdk8s.ApiObject(chart, str(i), api_version=body["apiVersion"], kind=body["kind"])
+            obj.add_json_patch(
+                *(
+                    cdk8s.JsonPatch.add(f"/{k}", v)
+                    for k, v in body.items()
+                    if k not in ("apiVersion", "kind")
+                )
+            )
+    docs = app.synth_yaml().split("\n---\n")
+    docs = [d if d.endswith("\n") else d + "\n" for d in docs]
+    out: list[list[str]] = []
+    pos = 0
+    for _, bodies in groups:
+        out.append(docs[pos : pos + len(bodies)])
+        pos += len(bodies)
+    if pos != len(docs):
+        raise RuntimeError(f"cdk8s returned {len(docs)} documents for {pos} objects")
+    return out

@@ -1,0 +1,228 @@
+"""Plan → files of ``generated/``: layout, headers, kustomizations, Argo CD.
+
+The layout (relative to the output directory)::
+
+    argocd/                      applied once by an admin: AppProject, one Application per
+                                 cluster, the argocd-cm health checks
+    clusters/<cluster>/          what Argo CD syncs to <cluster>
+        kustomization.yaml       lists every file below; teaches kustomize the CRD fields
+        kustomizeconfig.yaml
+        namespaces/<ns>.yaml
+        queues/<queue>.yaml
+        <namespace>/pytorchjob-<name>.yaml, configmap-<name>.yaml
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import argocd
+from .load import load_jobs
+from .plan import ClusterPlan, Plan, build_plan
+from .render import argocd as render_argocd
+from .render.platform import render_namespace, render_queue
+from .render.pytorchjob import render_pytorchjob, render_script_configmap
+from .serialize import YamlCache, to_yaml
+from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
+
+__all__ = ["Output", "Rendered", "render_files", "synthesize"]
+
+KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
+DEFAULT_COMMAND = "make synth"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    path: str
+    body: dict[str, Any]
+    source: str
+
+
+@dataclass(frozen=True)
+class Output:
+    files: dict[str, bytes]
+    plan: Plan
+    changes: Changes
+
+
+def _header(source: str) -> str:
+    command = os.environ.get("TRAINKIT_SYNTH_COMMAND") or DEFAULT_COMMAND
+    return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
+
+
+def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
+    base = f"clusters/{cp.cluster.name}"
+    for ns, team, source in cp.namespaces:
+        yield Rendered(
+            f"{base}/namespaces/{ns}.yaml",
+            render_namespace(namespace=ns, team=team, source=source),
+            source,
+        )
+    for pq in cp.queues:
+        yield Rendered(
+            f"{base}/queues/{pq.queue.name}.yaml", render_queue(pq, cp.cluster), pq.definition.file
+        )
+    for pj in cp.jobs:
+        cm = render_script_configmap(pj)
+        if cm is not None:
+            yield Rendered(
+                f"{base}/{pj.namespace}/configmap-{cm['metadata']['name']}.yaml",
+                cm,
+                pj.definition.file,
+            )
+        yield Rendered(
+            f"{base}/{pj.namespace}/pytorchjob-{pj.job.name}.yaml",
+            render_pytorchjob(pj),
+            pj.definition.file,
+        )
+
+
+def _argocd_objects(plan: Plan) -> Iterator[Rendered]:
+    cfg, cdef = plan.argocd, plan.argocd_definition
+    if cfg is None or cdef is None:
+        return
+    labels = {"app.kubernetes.io/managed-by": "trainkit"}
+    destinations = []
+    for cp in plan.clusters:
+        c = cp.cluster
+        dest = {"server": c.server} if c.server else {"name": c.destination_name or ""}
+        # The Application itself has no destination namespace (every object names
+        # its own), and Argo CD matches that empty namespace against the project.
+        destinations.append({**dest, "namespace": "*"})
+        app = render_argocd.render_application(
+            cluster=c.name,
+            server=c.server,
+            destination_name=c.destination_name,
+            repo_url=cfg.repo_url,
+            revision=cfg.revision,
+            path=f"{cfg.path.strip('/')}/clusters/{c.name}",
+            project=cfg.project,
+            argocd_namespace=cfg.namespace,
+            labels=labels,
+        )
+        yield Rendered(f"argocd/application-{c.name}.yaml", app, cp.definition.file)
+    yield Rendered(
+        "argocd/appproject.yaml",
+        render_argocd.render_app_project(
+            name=cfg.project,
+            argocd_namespace=cfg.namespace,
+            repo_url=cfg.repo_url,
+            destinations=destinations,
+            labels=labels,
+        ),
+        cdef.file,
+    )
+    yield Rendered(
+        "argocd/argocd-cm-health.yaml",
+        render_argocd.render_health_patch(
+            argocd_namespace=cfg.namespace, checks=argocd.health_checks()
+        ),
+        cdef.file,
+    )
+
+
+def _kustomization(paths: list[str], with_config: bool) -> dict[str, Any]:
+    k: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    if with_config:
+        k["configurations"] = [KUSTOMIZE_CONFIG]
+    k["resources"] = paths
+    return k
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
+
+
+def render_files(plan: Plan, cache: YamlCache) -> dict[str, bytes]:
+    """Every file of the generated tree, as bytes (deterministic for a given plan)."""
+    groups: list[tuple[str, list[Rendered]]] = [
+        (cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters
+    ]
+    argo = list(_argocd_objects(plan))
+    if argo:
+        groups.append(("argocd", argo))
+    texts = to_yaml([(chart, [r.body for r in items]) for chart, items in groups], cache)
+    files: dict[str, str] = {}
+    for (_, items), group_texts in zip(groups, texts, strict=True):
+        for r, text in zip(items, group_texts, strict=True):
+            files[r.path] = _header(r.source) + text
+    for cp in plan.clusters:
+        base = f"clusters/{cp.cluster.name}/"
+        paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
+        files[base + "kustomization.yaml"] = _header("jobs/") + _dump(_kustomization(paths, True))
+        files[base + KUSTOMIZE_CONFIG] = _header("trainkit") + _dump(kustomize_config())
+    if argo:
+        paths = sorted(p.removeprefix("argocd/") for p in files if p.startswith("argocd/"))
+        files["argocd/kustomization.yaml"] = _header("jobs/platform/") + _dump(
+            _kustomization(paths, False)
+        )
+    return {k: files[k].encode("utf-8") for k in sorted(files)}
+
+
+def kustomize_config() -> dict[str, Any]:
+    """Teach kustomize where CRD pod templates refer to ConfigMaps, Secrets, PVCs and queues,
+    so overlays can use namePrefix/nameSuffix and generators without breaking references."""
+    replica_types = ("Master", "Worker")
+    refs = {
+        "ConfigMap": [
+            "volumes/configMap/name",
+            "volumes/projected/sources/configMap/name",
+            "containers/envFrom/configMapRef/name",
+            "containers/env/valueFrom/configMapKeyRef/name",
+            "initContainers/envFrom/configMapRef/name",
+            "initContainers/env/valueFrom/configMapKeyRef/name",
+        ],
+        "Secret": [
+            "volumes/secret/secretName",
+            "volumes/projected/sources/secret/name",
+            "containers/envFrom/secretRef/name",
+            "containers/env/valueFrom/secretKeyRef/name",
+            "initContainers/envFrom/secretRef/name",
+            "initContainers/env/valueFrom/secretKeyRef/name",
+            "imagePullSecrets/name",
+        ],
+        "PersistentVolumeClaim": ["volumes/persistentVolumeClaim/claimName"],
+    }
+    name_refs = []
+    for kind, paths in refs.items():
+        specs = [
+            {"kind": "PyTorchJob", "path": f"spec/pytorchReplicaSpecs/{rt}/template/spec/{p}"}
+            for rt in replica_types
+            for p in paths
+        ]
+        name_refs.append({"kind": kind, "version": "v1", "fieldSpecs": specs})
+    return {"nameReference": name_refs}
+
+
+def synthesize(
+    jobs_dir: Path,
+    out_dir: Path,
+    *,
+    root: Path | None = None,
+    check: bool = False,
+    cache_path: Path | None = None,
+) -> Output:
+    """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check)."""
+    root = root or Path.cwd()
+    plan = build_plan(load_jobs(jobs_dir, root))
+    cache = YamlCache(cache_path)
+    files = render_files(plan, cache)
+    if check:
+        changes = compare_tree(out_dir, files)
+    else:
+        changes = write_tree(out_dir, files, display=_display(out_dir, root))
+    cache.save()
+    return Output(files, plan, changes)
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix() + "/"
+    except ValueError:
+        return path.as_posix()

@@ -13,11 +13,9 @@ from .synth import synthesize
 
 __all__ = ["main"]
 
-CACHE = Path(".trainkit") / "yaml-cache.json"
-
 
 def _synth(args: argparse.Namespace) -> int:
-    out = synthesize(Path(args.jobs), Path(args.out), check=args.check, cache_path=CACHE)
+    out = synthesize(Path(args.jobs), Path(args.out), check=args.check)
     if args.check:
         _raise_if_stale(out.changes, args.out)
         print(f"{args.out}/ is up to date ({len(out.files)} files)")
@@ -45,7 +43,7 @@ def _raise_if_stale(changes: object, out: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    out = synthesize(Path(args.jobs), Path(args.out), check=True, cache_path=CACHE)
+    out = synthesize(Path(args.jobs), Path(args.out), check=True)
     _raise_if_stale(out.changes, args.out)
     print(f"{args.out}/ is up to date ({len(out.files)} files)")
     return 0

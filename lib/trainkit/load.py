@@ -58,8 +58,13 @@ def definition_files(jobs_dir: Path) -> list[Path]:
 
 
 def load_jobs(jobs_dir: Path, root: Path | None = None) -> list[Definition]:
-    """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems."""
-    root = root or Path.cwd()
+    """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems.
+
+    Paths in messages and manifests are relative to ``root``, by default the
+    directory holding ``jobs/`` (the repository), so they never depend on the
+    working directory.
+    """
+    root = root or jobs_dir.resolve().parent
     if not jobs_dir.is_dir():
         raise DefinitionError(
             [Problem(file=_rel(jobs_dir, root), message="directory not found; pass --jobs DIR")]
@@ -80,8 +85,8 @@ def load_file(
     path: Path, root: Path | None = None, *, jobs_dir: Path | None = None
 ) -> list[Definition]:
     """Import one definition file and return its objects (placement rules checked)."""
-    root = root or Path.cwd()
     jobs_dir = jobs_dir or _guess_jobs_dir(path)
+    root = root or jobs_dir.resolve().parent
     rel = _rel(path, root)
     parts = path.resolve().relative_to(jobs_dir.resolve()).parts
     if len(parts) < 2:

@@ -35,6 +35,7 @@ __all__ = ["Output", "Rendered", "render_files", "synthesize"]
 
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
 DEFAULT_COMMAND = "make synth"
+CACHE_FILE = Path(".trainkit") / "yaml-cache.json"
 
 
 @dataclass(frozen=True)
@@ -207,11 +208,17 @@ def synthesize(
     root: Path | None = None,
     check: bool = False,
     cache_path: Path | None = None,
+    use_cache: bool = True,
 ) -> Output:
-    """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check)."""
-    root = root or Path.cwd()
+    """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
+
+    The YAML cache lives in ``<root>/.trainkit/`` unless ``cache_path`` says otherwise.
+    """
+    root = root or jobs_dir.resolve().parent
+    if use_cache and cache_path is None:
+        cache_path = root / CACHE_FILE
     plan = build_plan(load_jobs(jobs_dir, root))
-    cache = YamlCache(cache_path)
+    cache = YamlCache(cache_path if use_cache else None)
     files = render_files(plan, cache)
     if check:
         changes = compare_tree(out_dir, files)

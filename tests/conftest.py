@@ -1,0 +1,139 @@
+"""Shared fixtures: the repository, a copy of the examples to break, the CRDs, the CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from trainkit.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def crds_dir() -> Path:
+    """CRDs from TRAINKIT_CRDS, else ../shared/crds; missing is a failure, never a skip."""
+    raw = os.environ.get("TRAINKIT_CRDS")
+    path = Path(raw) if raw else REPO.parent / "shared" / "crds"
+    if not path.is_absolute():
+        path = (REPO / path).resolve()
+    if not path.is_dir():
+        pytest.fail(
+            f"CRD directory {path} not found: set TRAINKIT_CRDS to a directory of "
+            "CustomResourceDefinitions (e.g. ../shared/crds)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def crds() -> Path:
+    return crds_dir()
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+@dataclass
+class Workspace:
+    """A scratch repository holding a copy of the example jobs/."""
+
+    root: Path
+
+    @property
+    def jobs(self) -> Path:
+        return self.root / "jobs"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "generated"
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {
+            p.relative_to(self.out).as_posix(): p.read_bytes()
+            for p in sorted(self.out.rglob("*"))
+            if p.is_file()
+        }
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    shutil.copytree(REPO / "jobs", tmp_path / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    return Workspace(tmp_path)
+
+
+@pytest.fixture
+def cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ws: Workspace
+) -> Callable[..., Run]:
+    """Run ``trainkit ARGS`` inside the scratch repository."""
+
+    def run(*args: str) -> Run:
+        monkeypatch.chdir(ws.root)
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Run(code, captured.out, captured.err)
+
+    return run
+
+
+PLATFORM = """\
+from trainkit import ArgoCD, Capacity, Cluster, Queue, Team
+
+argocd = ArgoCD(repo_url="https://git.example.com/jobs.git")
+east = Cluster(name="east", server="https://east.example.com", gpus_per_node=8)
+west = Cluster(name="west", destination_name="west", gpu_resource="amd.com/gpu", gpus_per_node=4)
+plain = Cluster(name="plain", server="https://plain.example.com", gpus_per_node=2,
+                scheduler="default")
+research = Queue(name="research", capability=Capacity(gpu=16))
+vision = Team(name="vision", queues=["research"])
+"""
+
+JOB = """\
+from trainkit import PyTorchJob, Resources, Script
+
+job = PyTorchJob(
+    name="ddp",
+    image="registry.example.com/pytorch:2",
+    script=Script.file("scripts/train.py"),
+    nodes=2,
+    resources=Resources(cpu=4, memory="16Gi", gpu=4),
+    clusters=["east", "west"],
+)
+"""
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Workspace:
+    """A minimal repository: three clusters, one queue, one team, one job."""
+    w = Workspace(tmp_path)
+    w.write("jobs/platform/platform.py", PLATFORM)
+    w.write("jobs/vision/ddp.py", JOB)
+    w.write("jobs/vision/scripts/train.py", "print('training')\n")
+    return w
+
+
+@pytest.fixture
+def bare_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bare: Workspace
+) -> Callable[..., Run]:
+    def run(*args: str) -> Run:
+        monkeypatch.chdir(bare.root)
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Run(code, captured.out, captured.err)
+
+    return run

@@ -1,0 +1,370 @@
+"""The Argo CD Lua health checks, run in a Lua 5.1 sandbox shaped like Argo CD's.
+
+Argo CD runs ``resource.customizations.health.*`` scripts in gopher-lua (Lua 5.1) with only
+the package, base and table libraries and a reduced ``os`` (``util/lua/lua.go``: ``SkipOpenLibs``
+unless ``useOpenLibs`` is set for the kind). The runtime here removes ``string``, ``math``,
+``io``, ``os``, ``debug``, ``coroutine`` and the string metatable, so a script that calls
+``string.format`` or ``("x"):upper()`` fails here as it would in Argo CD.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import pytest
+
+try:  # a real Lua 5.1, like gopher-lua
+    from lupa.lua51 import LuaError, LuaRuntime, lua_type
+except ImportError:  # pragma: no cover - lupa wheels built without the 5.1 module
+    from lupa import LuaError, LuaRuntime, lua_type
+
+from trainkit.argocd import HEALTH_KEY_PREFIX, health_checks
+
+VALID_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
+
+PYTORCHJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PyTorchJob"
+TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
+QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
+
+_SANDBOX = """
+debug.setmetatable("", nil)
+string, math, io, os, debug, coroutine, python = nil, nil, nil, nil, nil, nil, nil
+"""
+
+
+def _runtime() -> Any:
+    lua = LuaRuntime(register_eval=False, register_builtins=False)
+    assert lua.eval("_VERSION") == "Lua 5.1"
+    lua.execute(_SANDBOX)
+    return lua
+
+
+def to_lua(lua: Any, value: Any) -> Any:
+    """JSON-like Python value -> Lua value, the way Argo CD's decodeValue builds ``obj``."""
+    if isinstance(value, Mapping):
+        table = lua.table()
+        for key, item in value.items():
+            if item is not None:
+                table[key] = to_lua(lua, item)
+        return table
+    if isinstance(value, list):
+        table = lua.table()
+        for index, item in enumerate(value, start=1):
+            table[index] = to_lua(lua, item)
+        return table
+    return value
+
+
+def run_health(script: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    lua = _runtime()
+    lua.globals().obj = to_lua(lua, obj)
+    result = lua.execute(script)
+    assert lua_type(result) == "table", f"script returned {result!r}, Argo CD needs a table"
+    out = dict(result.items())
+    assert set(out) <= {"status", "message"}, out
+    assert out.get("status") in VALID_STATUSES, out
+    assert isinstance(out.get("message"), str), out
+    return out
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict[str, str]:
+    return health_checks()
+
+
+# --- the sandbox itself ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'return {status = string.format("%s", "Healthy"), message = ""}',
+        'return {status = ("healthy"):upper(), message = ""}',
+        'return {status = "Healthy", message = tostring(math.floor(1.5))}',
+    ],
+)
+def test_sandbox_rejects_libraries_argo_cd_does_not_load(script: str) -> None:
+    # LuaError must come from the same lupa module as the runtime: lupa.LuaError is the
+    # default runtime's class and does not catch lupa.lua51.LuaError.
+    with pytest.raises(LuaError):
+        run_health(script, {})
+
+
+def test_sandbox_keeps_base_and_table_libraries() -> None:
+    out = run_health(
+        "local t = {} table.insert(t, 'a') "
+        "return {status = 'Healthy', message = tostring(#t) .. type(next) .. obj.kind}",
+        {"kind": "X"},
+    )
+    assert out == {"status": "Healthy", "message": "1functionX"}
+
+
+def test_converter_makes_one_based_lists() -> None:
+    out = run_health(
+        "return {status = 'Healthy', message = obj.items[1] .. obj.items[2] .. #obj.items}",
+        {"items": ["a", "b"]},
+    )
+    assert out["message"] == "ab2"
+
+
+# --- the loader --------------------------------------------------------------------------------
+
+
+def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
+    assert list(checks) == sorted([PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY])
+    package = resources.files("trainkit.argocd")
+    for key, source in checks.items():
+        file_name = key.removeprefix(HEALTH_KEY_PREFIX) + ".lua"
+        assert source == package.joinpath(file_name).read_text(encoding="utf-8")
+        assert "return" in source
+
+
+def test_scripts_use_no_string_library(checks: dict[str, str]) -> None:
+    for key, source in checks.items():
+        code = "\n".join(line.split("--", 1)[0] for line in source.splitlines())
+        assert "string." not in code, key
+        assert ":format(" not in code, key
+
+
+# --- PyTorchJob --------------------------------------------------------------------------------
+
+
+def cond(
+    type_: str, status: str, reason: str | None = None, message: str | None = None
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "type": type_,
+        "status": status,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    if reason is not None:
+        c["reason"] = reason
+    if message is not None:
+        c["message"] = message
+    return c
+
+
+def pytorchjob(*conditions: dict[str, Any] | None, status: Any = "conditions") -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "resnet", "namespace": "ml"},
+        "spec": {"pytorchReplicaSpecs": {}},
+    }
+    if status == "conditions":
+        obj["status"] = {"conditions": list(conditions), "replicaStatuses": {}}
+    elif status is not None:
+        obj["status"] = status
+    return obj
+
+
+CREATED = cond("Created", "True", "PyTorchJobCreated", "PyTorchJob resnet is created.")
+RUNNING = cond("Running", "True", "PyTorchJobRunning", "PyTorchJob ml/resnet is running.")
+RUNNING_OFF = cond("Running", "False", "PyTorchJobRunning", "PyTorchJob ml/resnet is running.")
+RESTARTING = cond(
+    "Restarting",
+    "True",
+    "PyTorchJobRestarting",
+    "PyTorchJob resnet is restarting because 1 Worker replica(s) failed.",
+)
+SUCCEEDED = cond(
+    "Succeeded", "True", "PyTorchJobSucceeded", "PyTorchJob resnet is successfully completed."
+)
+FAILED = cond(
+    "Failed",
+    "True",
+    "PyTorchJobFailed",
+    "PyTorchJob resnet is failed because 1 Master replica(s) failed.",
+)
+SUSPENDED = cond("Suspended", "True", "PyTorchJobSuspended", "PyTorchJob resnet is suspended.")
+RESUMED = cond("Suspended", "False", "PyTorchJobResumed", "PyTorchJob resnet is resumed.")
+
+PYTORCHJOB_CASES = [
+    pytest.param(pytorchjob(status=None), "Progressing", "Waiting", id="no-status"),
+    pytest.param(
+        pytorchjob(status={"replicaStatuses": {}}), "Progressing", "Waiting", id="no-conditions"
+    ),
+    pytest.param(pytorchjob(), "Progressing", "Waiting", id="empty-conditions"),
+    pytest.param(pytorchjob(CREATED), "Progressing", "PyTorchJob resnet is created.", id="created"),
+    pytest.param(pytorchjob(CREATED, RUNNING), "Progressing", "ml/resnet is running", id="running"),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING, RESTARTING),
+        "Progressing",
+        "1 Worker replica(s) failed",
+        id="restarting",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING_OFF, SUCCEEDED),
+        "Healthy",
+        "successfully completed",
+        id="succeeded",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING_OFF, FAILED),
+        "Degraded",
+        "1 Master replica(s) failed",
+        id="failed",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING, FAILED),
+        "Degraded",
+        "1 Master replica(s) failed",
+        id="failed-wins-over-running",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, SUSPENDED), "Suspended", "resnet is suspended", id="suspended"
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RESUMED, RUNNING), "Progressing", "ml/resnet is running", id="resumed"
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING, cond("Failed", "False", "PyTorchJobFailed", "not failed")),
+        "Progressing",
+        "ml/resnet is running",
+        id="failed-false-is-not-degraded",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, SUSPENDED, FAILED),
+        "Degraded",
+        "1 Master replica(s) failed",
+        id="failed-wins-over-suspended",
+    ),
+    pytest.param(
+        pytorchjob(CREATED, RUNNING_OFF, SUCCEEDED, RESTARTING),
+        "Healthy",
+        "successfully completed",
+        id="succeeded-wins",
+    ),
+    pytest.param(
+        pytorchjob(cond("Failed", "True")),
+        "Degraded",
+        "PyTorchJob failed",
+        id="failed-bare-condition",
+    ),
+    pytest.param(
+        pytorchjob(cond("Failed", "True", "BackoffLimitExceeded", "")),
+        "Degraded",
+        "BackoffLimitExceeded",
+        id="failed-empty-message-uses-reason",
+    ),
+    pytest.param(
+        pytorchjob(cond("Running", "Unknown", "X", "unknown"), cond("Created", "False")),
+        "Progressing",
+        "Waiting for the PyTorchJob to start",
+        id="no-true-condition",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "status", "message_part"), PYTORCHJOB_CASES)
+def test_pytorchjob_health(
+    checks: dict[str, str], obj: dict[str, Any], status: str, message_part: str
+) -> None:
+    out = run_health(checks[PYTORCHJOB_KEY], obj)
+    assert out["status"] == status
+    assert message_part in out["message"]
+
+
+def test_pytorchjob_message_carries_reason_and_message(checks: dict[str, str]) -> None:
+    out = run_health(checks[PYTORCHJOB_KEY], pytorchjob(CREATED, FAILED))
+    assert out == {
+        "status": "Degraded",
+        "message": "PyTorchJobFailed: PyTorchJob resnet is failed because 1 Master replica(s) failed.",
+    }
+
+
+# --- TrainJob ----------------------------------------------------------------------------------
+
+
+def trainjob(*conditions: dict[str, Any], status: Any = "conditions") -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "llm", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+    }
+    if status == "conditions":
+        obj["status"] = {"conditions": list(conditions)}
+    elif status is not None:
+        obj["status"] = status
+    return obj
+
+
+TJ_SUSPENDED = cond("Suspended", "True", "Suspended", "TrainJob is suspended")
+TJ_RESUMED = cond("Suspended", "False", "Resumed", "TrainJob is resumed")
+TJ_COMPLETE = cond("Complete", "True", "JobSetCompleted", "jobset completed successfully")
+TJ_FAILED = cond(
+    "Failed", "True", "DeadlineExceeded", "TrainJob exceeded its activeDeadlineSeconds"
+)
+
+TRAINJOB_CASES = [
+    pytest.param(trainjob(status=None), "Progressing", "Waiting", id="no-status"),
+    pytest.param(trainjob(status={"jobsStatus": []}), "Progressing", "Waiting", id="no-conditions"),
+    pytest.param(trainjob(), "Progressing", "Waiting", id="empty-conditions"),
+    pytest.param(trainjob(TJ_SUSPENDED), "Suspended", "TrainJob is suspended", id="suspended"),
+    pytest.param(trainjob(TJ_RESUMED), "Progressing", "TrainJob is running", id="resumed"),
+    pytest.param(
+        trainjob(TJ_RESUMED, TJ_COMPLETE), "Healthy", "jobset completed successfully", id="complete"
+    ),
+    pytest.param(
+        trainjob(TJ_FAILED), "Degraded", "exceeded its activeDeadlineSeconds", id="failed"
+    ),
+    pytest.param(
+        trainjob(TJ_SUSPENDED, TJ_FAILED), "Degraded", "DeadlineExceeded", id="failed-wins"
+    ),
+    pytest.param(
+        trainjob(TJ_RESUMED, cond("Failed", "False", "X", "not failed")),
+        "Progressing",
+        "TrainJob is running",
+        id="failed-false-is-not-degraded",
+    ),
+    pytest.param(
+        trainjob(cond("Complete", "True")), "Healthy", "TrainJob is complete", id="complete-bare"
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "status", "message_part"), TRAINJOB_CASES)
+def test_trainjob_health(
+    checks: dict[str, str], obj: dict[str, Any], status: str, message_part: str
+) -> None:
+    out = run_health(checks[TRAINJOB_KEY], obj)
+    assert out["status"] == status
+    assert message_part in out["message"]
+
+
+# --- Volcano Queue -----------------------------------------------------------------------------
+
+
+def queue(status: dict[str, Any] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "research"},
+        "spec": {"weight": 1, "reclaimable": True},
+    }
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+QUEUE_CASES = [
+    pytest.param(queue(None), "Progressing", "Waiting", id="no-status"),
+    pytest.param(queue({"allocated": {"cpu": "0"}}), "Progressing", "Waiting", id="no-state"),
+    pytest.param(queue({"state": "Open", "running": 2}), "Healthy", "Open", id="open"),
+    pytest.param(queue({"state": "Closed"}), "Suspended", "Closed", id="closed"),
+    pytest.param(queue({"state": "Closing"}), "Progressing", "Closing", id="closing"),
+    pytest.param(queue({"state": "Unknown"}), "Degraded", "Unknown", id="unknown"),
+    pytest.param(queue({"state": "Bogus"}), "Degraded", "Bogus", id="unexpected"),
+]
+
+
+@pytest.mark.parametrize(("obj", "status", "message_part"), QUEUE_CASES)
+def test_queue_health(
+    checks: dict[str, str], obj: dict[str, Any], status: str, message_part: str
+) -> None:
+    out = run_health(checks[QUEUE_KEY], obj)
+    assert out["status"] == status
+    assert message_part in out["message"]

@@ -1,0 +1,108 @@
+import pytest
+
+from trainkit.cli import main
+
+BROKEN = {
+    "syntax error": (
+        "jobs/vision/ddp.py",
+        "job = PyTorchJob(\n",
+        ["jobs/vision/ddp.py:1: syntax error"],
+    ),
+    "exception at import": (
+        "jobs/vision/ddp.py",
+        "import os\nos.environ['NO_SUCH_VAR']\n",
+        ["jobs/vision/ddp.py:2: KeyError while importing the definition"],
+    ),
+    "invalid field": (
+        "jobs/vision/ddp.py",
+        "from trainkit import PyTorchJob, Resources\n"
+        "job = PyTorchJob(name='ddp', image='i', command=['x'], nodes=-1,\n"
+        "                 resources=Resources(cpu=1, memory='1Gi'))\n",
+        [
+            "jobs/vision/ddp.py:2: PyTorchJob 'ddp': nodes: Input should be greater than or equal to 1"
+        ],
+    ),
+    "unknown queue": (
+        "jobs/vision/ddp.py",
+        "from trainkit import PyTorchJob, Resources\n"
+        "job = PyTorchJob(name='ddp', image='i', command=['x'], queue='gpu-hogs',\n"
+        "                 resources=Resources(cpu=1, memory='1Gi'))\n",
+        [
+            "jobs/vision/ddp.py:2: PyTorchJob 'ddp': queue: team 'vision' may not use queue 'gpu-hogs'"
+        ],
+    ),
+    "too many GPUs": (
+        "jobs/vision/ddp.py",
+        "from trainkit import PyTorchJob, Resources\n"
+        "job = PyTorchJob(name='ddp', image='i', command=['x'], clusters=['west'],\n"
+        "                 resources=Resources(cpu=1, memory='1Gi', gpu=6))\n",
+        [
+            "jobs/vision/ddp.py:2: PyTorchJob 'ddp': resources.gpu: 6 exceeds the 4 GPUs per node of cluster 'west'"
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_definition_leaves_generated_untouched(bare, bare_cli, case):
+    assert bare_cli("synth").code == 0
+    before = bare.snapshot()
+    rel, source, expected = BROKEN[case]
+    bare.write(rel, source)
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert "Traceback" not in run.err
+    for line in expected:
+        assert f"error: {line}" in run.err, run.err
+    assert run.err.rstrip().endswith("error(s)")
+    assert bare.snapshot() == before
+
+
+def test_several_errors_are_all_printed(bare, bare_cli):
+    bare.write("jobs/vision/a.py", "raise ValueError('first')\n")
+    bare.write("jobs/vision/b.py", "raise ValueError('second')\n")
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert "first" in run.err and "second" in run.err
+    assert "trainkit synth: 2 error(s)" in run.err
+
+
+def test_synth_then_check(bare, bare_cli):
+    run = bare_cli("synth")
+    assert run.code == 0 and "added" in run.out
+    assert bare_cli("check").code == 0
+    bare.write("jobs/vision/scripts/train.py", "print('changed')\n")
+    run = bare_cli("check")
+    assert run.code == 1
+    assert "run `make synth` and commit the result" in run.err
+    assert "pytorchjob-ddp.yaml: is out of date" in run.err
+    assert "would be added" in run.err and "would be removed" in run.err
+    run = bare_cli("synth", "--check")
+    assert run.code == 1
+
+
+def test_schema_command(bare, bare_cli):
+    run = bare_cli("schema", "--out", "schemas")
+    assert run.code == 0
+    assert (bare.root / "schemas/PyTorchJob.json").is_file()
+    assert bare_cli("schema", "--out", "schemas", "--check").code == 0
+    (bare.root / "schemas/PyTorchJob.json").write_text("{}\n")
+    assert bare_cli("schema", "--out", "schemas", "--check").code == 1
+
+
+@pytest.mark.parametrize("command", ["synth", "check", "schema"])
+def test_every_command_explains_itself(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: trainkit {command}" in out
+    assert "--out" in out
+
+
+def test_top_level_help_lists_commands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for command in ("synth", "check", "schema"):
+        assert command in out

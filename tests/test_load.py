@@ -1,0 +1,112 @@
+from pathlib import Path
+
+import pytest
+
+from trainkit import DefinitionError, PyTorchJob, Queue
+from trainkit.load import definition_files, load_jobs
+
+
+def load(ws):
+    return load_jobs(ws.jobs, ws.root)
+
+
+def problems(ws) -> list[str]:
+    with pytest.raises(DefinitionError) as exc:
+        load(ws)
+    return [str(p) for p in exc.value.problems]
+
+
+def test_collects_module_level_objects_with_team_file_and_line(bare):
+    defs = load(bare)
+    job = next(d for d in defs if isinstance(d.obj, PyTorchJob))
+    assert (job.file, job.team, job.line) == ("jobs/vision/ddp.py", "vision", 3)
+    assert job.files == {"train.py": "print('training')\n"}
+    kinds = sorted(type(d.obj).__name__ for d in defs)
+    assert kinds == ["ArgoCD", "Cluster", "Cluster", "Cluster", "PyTorchJob", "Queue", "Team"]
+
+
+def test_lists_of_objects_are_collected_once(bare):
+    bare.write(
+        "jobs/platform/more.py",
+        "from trainkit import Queue\n"
+        "queues = [Queue(name=f'q{i}') for i in range(3)]\n"
+        "first = queues[0]\n",
+    )
+    names = [d.obj.name for d in load(bare) if isinstance(d.obj, Queue)]
+    assert names == ["q0", "q1", "q2", "research"]
+
+
+def test_scripts_and_private_files_are_never_imported(bare):
+    bare.write("jobs/vision/scripts/helper.py", "raise SystemExit('must not run')\n")
+    bare.write("jobs/vision/_shared.py", "raise SystemExit('must not run')\n")
+    files = [p.relative_to(bare.jobs).as_posix() for p in definition_files(bare.jobs)]
+    assert files == ["platform/platform.py", "vision/ddp.py"]
+
+
+def test_order_does_not_depend_on_the_file_system(bare):
+    for name in ["b", "a", "c"]:
+        bare.write(
+            f"jobs/platform/{name}.py", f"from trainkit import Queue\nq = Queue(name='{name}')\n"
+        )
+    names = [d.obj.name for d in load(bare) if isinstance(d.obj, Queue)]
+    assert names == ["a", "b", "c", "research"]
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        ("jobs/vision/broken.py", "job = (\n", "jobs/vision/broken.py:1: syntax error"),
+        (
+            "jobs/vision/boom.py",
+            "x = 1\nraise RuntimeError('no GPU quota file')\n",
+            "jobs/vision/boom.py:2: RuntimeError while importing the definition: no GPU quota file",
+        ),
+        (
+            "jobs/vision/typo.py",
+            "from trainkit import PyTorchJob, Resources\n\n"
+            "j = PyTorchJob(name='t', image='i', command=['x'], nodez=2,\n"
+            "               resources=Resources(cpu=1, memory='1Gi'))\n",
+            "jobs/vision/typo.py:3: PyTorchJob 't': nodez: unknown field",
+        ),
+        (
+            "jobs/loose.py",
+            "x = 1\n",
+            "jobs/loose.py: definitions belong in jobs/<team>/ or jobs/platform/",
+        ),
+        (
+            "jobs/vision/cluster.py",
+            "from trainkit import Cluster\nc = Cluster(name='x', server='https://x', gpus_per_node=1)\n",
+            "jobs/vision/cluster.py:2: Cluster 'x': platform objects belong in jobs/platform/",
+        ),
+    ],
+)
+def test_broken_files_are_reported_with_file_and_line(bare, rel, source, expected):
+    bare.write(rel, source)
+    assert any(p.startswith(expected) for p in problems(bare)), problems(bare)
+
+
+def test_every_broken_file_is_reported_not_only_the_first(bare):
+    bare.write("jobs/vision/a.py", "raise ValueError('a')\n")
+    bare.write("jobs/vision/b.py", "def (\n")
+    found = problems(bare)
+    assert [p.split(":")[0] for p in found] == ["jobs/vision/a.py", "jobs/vision/b.py"]
+
+
+def test_missing_script_names_the_field(bare):
+    (bare.root / "jobs/vision/scripts/train.py").unlink()
+    (msg,) = problems(bare)
+    assert msg.startswith(
+        "jobs/vision/ddp.py:3: PyTorchJob 'ddp': script.path: 'scripts/train.py' not found"
+    )
+
+
+def test_binary_or_huge_scripts_are_refused(bare):
+    (bare.root / "jobs/vision/scripts/train.py").write_bytes(b"\xff\xfe")
+    assert "not UTF-8" in problems(bare)[0]
+    (bare.root / "jobs/vision/scripts/train.py").write_bytes(b"#" * 1_000_001)
+    assert "at most 1 MiB" in problems(bare)[0]
+
+
+def test_missing_jobs_directory(tmp_path: Path):
+    with pytest.raises(DefinitionError, match="directory not found"):
+        load_jobs(tmp_path / "nope", tmp_path)

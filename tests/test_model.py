@@ -1,0 +1,120 @@
+import pytest
+
+from trainkit import (
+    Capacity,
+    Cluster,
+    DefinitionError,
+    PyTorchJob,
+    Queue,
+    Resources,
+    Script,
+    Toleration,
+    Volume,
+)
+
+RES = Resources(cpu=8, memory="32Gi", gpu=4)
+
+
+def job(**kw):
+    base = {"name": "train", "image": "img:1", "command": ["python", "t.py"], "resources": RES}
+    base.update(kw)
+    return PyTorchJob(**base)
+
+
+def messages(exc: pytest.ExceptionInfo[DefinitionError]) -> list[str]:
+    return [f"{p.obj}|{p.field}|{p.message}" for p in exc.value.problems]
+
+
+def test_defaults_follow_the_gpus():
+    assert job().nprocs == 4
+    assert job(resources=Resources(cpu=1, memory="1Gi")).nprocs == 1
+    assert job(nodes=3, procs_per_node=2).world_size == 6
+
+
+def test_models_are_frozen():
+    j = job()
+    with pytest.raises(Exception, match="frozen"):
+        j.nodes = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kw", "field", "text"),
+    [
+        ({"name": "Bad_Name"}, "name", "DNS-1035"),
+        ({"name": "1abc"}, "name", "DNS-1035"),
+        ({"nodes": 0}, "nodes", "greater than or equal to 1"),
+        ({"procs_per_node": 0}, "procs_per_node", "greater than or equal to 1"),
+        ({"restart_policy": "Sometimes"}, "restart_policy", "OnFailure"),
+        ({"nprocPerNode": 8}, "nprocPerNode", "unknown field"),
+        ({"env": {"PET_NNODES": "2"}}, "env", "PET_NNODES may not be set"),
+        ({"env": {"MASTER_ADDR": "x"}}, "env", "Training Operator sets it"),
+        ({"env": {"1BAD": "x"}}, "env.1BAD.[key]", "not a valid environment variable"),
+        ({"shm_size": "20"}, "shm_size", "did you mean '20Gi'"),
+        ({"image": "has space"}, "image", "pattern"),
+    ],
+)
+def test_job_field_errors_name_the_field(kw, field, text):
+    with pytest.raises(DefinitionError) as exc:
+        job(**kw)
+    (msg,) = [m for m in messages(exc) if m.split("|")[1] == field]
+    assert msg.startswith("PyTorchJob")
+    assert text in msg
+
+
+def test_script_or_command_exactly_one():
+    with pytest.raises(DefinitionError, match="exactly one of script"):
+        job(script=Script.file("t.py"))
+    with pytest.raises(DefinitionError, match="exactly one of script"):
+        job(command=None)
+
+
+def test_long_names_that_break_the_operator_services_are_refused():
+    # The operator names Services <job>-worker-<i>; "-worker-0" is 9 characters.
+    name = "a" * 54
+    assert job(name=name, nodes=2).name == name
+    assert job(name="a" * 63, nodes=1).nodes == 1
+    with pytest.raises(DefinitionError, match="shorten the name to 54"):
+        job(name="a" * 55, nodes=2)
+
+
+def test_resources_messages():
+    with pytest.raises(DefinitionError) as exc:
+        Resources(cpu=-1, memory="1Gi", gpu=-2)
+    text = "\n".join(messages(exc))
+    assert "cpu" in text and "negative" in text
+    assert "gpu" in text and "greater than or equal to 0" in text
+    with pytest.raises(DefinitionError, match="not a Kubernetes quantity"):
+        Resources(cpu="lots", memory="1Gi")
+
+
+def test_volumes_and_tolerations():
+    with pytest.raises(DefinitionError, match="used by trainkit"):
+        Volume(claim="data", path="/workspace/data")
+    with pytest.raises(DefinitionError, match="absolute path"):
+        Volume(claim="data", path="data")
+    with pytest.raises(DefinitionError, match="mount more than once"):
+        job(volumes=[Volume(claim="a", path="/d"), Volume(claim="b", path="/d")])
+    with pytest.raises(DefinitionError, match="takes no value"):
+        Toleration(key="k", operator="Exists", value="v")
+
+
+def test_platform_models():
+    with pytest.raises(DefinitionError, match="exactly one Argo CD destination"):
+        Cluster(name="c", gpus_per_node=8)
+    with pytest.raises(DefinitionError, match="extended resource name"):
+        Cluster(name="c", server="https://x", gpus_per_node=8, gpu_resource="gpu")
+    with pytest.raises(DefinitionError, match="created by Volcano itself"):
+        Queue(name="default")
+    with pytest.raises(DefinitionError, match="own parent"):
+        Queue(name="a", parent="a")
+    with pytest.raises(DefinitionError, match="less than or equal to 65535"):
+        Queue(name="a", weight=70000)
+    assert Capacity(cpu=2.5).cpu == "2.5"
+
+
+def test_script_paths_stay_inside_jobs():
+    with pytest.raises(DefinitionError, match="relative to the definition file"):
+        Script.file("../../etc/passwd")
+    with pytest.raises(DefinitionError, match="relative to the definition file"):
+        Script.file("/abs/train.py")
+    assert Script.file("scripts/train.py").mount_path == "/workspace/train.py"

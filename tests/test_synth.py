@@ -1,0 +1,136 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainkit import SetupError
+from trainkit import serialize as serialize_mod
+from trainkit.synth import synthesize
+from trainkit.write import HEADER_PREFIX
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def synth(ws, **kw):
+    return synthesize(ws.jobs, ws.out, **kw)
+
+
+def test_layout_headers_and_kustomization(bare):
+    out = synth(bare)
+    files = sorted(out.files)
+    assert "clusters/east/vision/pytorchjob-ddp.yaml" in files
+    assert "clusters/east/queues/research.yaml" in files
+    assert "clusters/plain/namespaces/vision.yaml" in files
+    assert "argocd/application-west.yaml" in files
+    for rel, data in out.files.items():
+        assert data.startswith(HEADER_PREFIX), rel
+        assert b"Do not edit" in data.splitlines()[0]
+        assert b"make synth" in data.splitlines()[1]
+    kust = yaml.safe_load(out.files["clusters/east/kustomization.yaml"])
+    east = sorted(
+        f.removeprefix("clusters/east/")
+        for f in files
+        if f.startswith("clusters/east/")
+        and f.split("/")[-1] not in ("kustomization.yaml", "kustomizeconfig.yaml")
+    )
+    assert kust["resources"] == east
+    assert kust["configurations"] == ["kustomizeconfig.yaml"]
+    assert "namespace" not in kust  # it would land on cluster-scoped Queues
+
+
+def test_every_manifest_round_trips_to_its_rendered_dict(bare):
+    from trainkit.load import load_jobs
+    from trainkit.plan import build_plan
+    from trainkit.synth import _cluster_objects
+
+    plan = build_plan(load_jobs(bare.jobs, bare.root))
+    out = synth(bare)
+    for cp in plan.clusters:
+        for r in _cluster_objects(cp):
+            assert yaml.safe_load(out.files[r.path]) == r.body
+
+
+def test_second_run_changes_nothing_and_never_starts_node(bare, monkeypatch):
+    synth(bare)
+    before = bare.snapshot()
+
+    def no_node(*a, **k):
+        raise AssertionError("cdk8s was started although every object was cached")
+
+    monkeypatch.setattr(serialize_mod, "_synth", no_node)
+    out = synth(bare)
+    assert not out.changes.any
+    assert bare.snapshot() == before
+
+
+def test_one_changed_script_synthesizes_only_its_objects(bare, monkeypatch):
+    synth(bare)
+    seen = []
+    real = serialize_mod._synth
+
+    def spy(groups):
+        seen.extend(b["kind"] for _, bodies in groups for b in bodies)
+        return real(groups)
+
+    monkeypatch.setattr(serialize_mod, "_synth", spy)
+    bare.write("jobs/vision/scripts/train.py", "print('v2')\n")
+    out = synth(bare)
+    assert sorted(seen) == ["ConfigMap", "ConfigMap", "PyTorchJob", "PyTorchJob"]
+    assert len(out.changes.added) == 2 and len(out.changes.removed) == 2
+
+
+def test_deleting_a_job_prunes_its_files(bare):
+    synth(bare)
+    (bare.root / "jobs/vision/ddp.py").unlink()
+    out = synth(bare)
+    assert not any("ddp" in f for f in bare.snapshot())
+    assert sorted(out.changes.removed) == sorted(f for f in out.changes.removed if "ddp" in f)
+    assert len(out.changes.removed) == 4
+
+
+def test_check_mode_writes_nothing(bare):
+    out = synth(bare, check=True)
+    assert not bare.out.exists()
+    assert len(out.changes.added) == len(out.files)
+
+
+def test_refuses_to_replace_files_it_did_not_write(bare):
+    bare.write("generated/notes.md", "mine\n")
+    with pytest.raises(SetupError, match=r"notes\.md"):
+        synth(bare)
+    assert bare.snapshot() == {"notes.md": b"mine\n"}
+
+
+def test_no_stray_directories_are_left_beside_the_output(bare):
+    synth(bare)
+    bare.write("jobs/vision/scripts/train.py", "print('v2')\n")
+    synth(bare)
+    assert sorted(p.name for p in bare.root.iterdir()) == [".trainkit", "generated", "jobs"]
+
+
+def _run_synth(jobs: Path, out: Path, cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "trainkit", "synth", "--jobs", str(jobs), "--out", str(out)],
+        cwd=cwd,
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+    )
+
+
+def _read(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def test_output_is_byte_identical_across_hash_seeds_time_zones_and_cwd(bare, tmp_path):
+    # Each run is cold (its own cache) so cdk8s itself is exercised each time.
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run_synth(bare.jobs, a, bare.root, {"PYTHONHASHSEED": "1", "TZ": "UTC"})
+    shutil.rmtree(bare.root / ".trainkit")
+    _run_synth(bare.jobs, b, tmp_path, {"PYTHONHASHSEED": "4242", "TZ": "Asia/Shanghai"})
+    assert _read(a) == _read(b)
+    assert len(_read(a)) > 10

@@ -1,0 +1,54 @@
+"""The README is a tested program: its code blocks are the real files, its output is real."""
+
+import re
+import shutil
+from pathlib import Path
+
+from trainkit.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_readme_opens_with_the_setup_and_test_commands():
+    first = blocks("sh")[0].splitlines()
+    assert first[0].startswith("make setup synth")
+    assert first[1].startswith("make test")
+    makefile = (REPO / "Makefile").read_text()
+    for target in ("setup", "synth", "test", "check", "schemas", "bench"):
+        assert re.search(rf"^{target}:", makefile, flags=re.M), target
+    assert "make test" in (REPO / ".ci/run").read_text()
+
+
+def test_python_examples_are_the_files_in_jobs():
+    examples = blocks("python")
+    assert len(examples) >= 2
+    for code in examples:
+        header, body = code.split("\n", 1)
+        path = REPO / header.removeprefix("# ").strip()
+        assert path.read_text(encoding="utf-8") == body, f"README block differs from {path}"
+
+
+def test_error_example_is_what_synth_prints(tmp_path, monkeypatch, capsys):
+    shutil.copytree(REPO / "jobs", tmp_path / "jobs")
+    job = tmp_path / "jobs/vision/resnet50_ddp.py"
+    job.write_text(job.read_text().replace("gpu=8", "gpu=12"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["synth"]) == 1
+    err = capsys.readouterr().err
+    (example,) = [b for b in blocks("") if b.startswith("error:")]
+    assert err == example
+    assert not (tmp_path / "generated").exists()
+
+
+def test_commands_in_the_table_exist(capsys):
+    for command in re.findall(r"^\| `trainkit (\w+)", README, flags=re.M):
+        try:
+            main([command, "--help"])
+        except SystemExit as e:
+            assert e.code == 0
+        assert f"usage: trainkit {command}" in capsys.readouterr().out

@@ -221,6 +221,12 @@ def _read_scripts(obj: TrainkitModel, path: Path, rel: str, line: int | None) ->
         raise problem(
             f"{obj.script.path!r} is not UTF-8 text; ship binaries in the image"
         ) from None
+    bad = sorted({c for c in text if (ord(c) < 32 and c not in "\t\n\r") or c == "\x7f"})
+    if bad:
+        raise problem(
+            f"{obj.script.path!r} contains control characters ({', '.join(map(repr, bad))}) "
+            "that YAML cannot carry; remove them"
+        )
     return {obj.script.filename: text}
 
 

@@ -14,12 +14,13 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["YamlCache", "to_yaml"]
+__all__ = ["YamlCache", "prewarm", "to_yaml"]
 
 # Bump when the bytes for the same dict may change (cdk8s upgrade, layout rules).
 _FORMAT = "1"
@@ -46,6 +47,10 @@ class YamlCache:
             if isinstance(data, dict) and data.get("stamp") == self._stamp:
                 entries = data.get("entries")
                 self._old = entries if isinstance(entries, dict) else {}
+
+    @property
+    def empty(self) -> bool:
+        return not self._old and not self._used
 
     def get(self, key: str) -> str | None:
         text = self._used.get(key) or self._old.get(key)
@@ -85,6 +90,25 @@ def to_yaml(
     return [[cache.get(k) or "" for k in gkeys] for gkeys in keys]
 
 
+_warming: threading.Thread | None = None
+
+
+def prewarm() -> None:
+    """Start node and load cdk8s in the background (a cold run will need it).
+
+    Node's start-up (~0.5 s) then overlaps with importing the definition files.
+    """
+    global _warming
+    if _warming is None:
+        _warming = threading.Thread(target=_import_cdk8s, name="cdk8s-prewarm", daemon=True)
+        _warming.start()
+
+
+def _import_cdk8s() -> None:
+    _silence_node_banner()
+    import cdk8s  # noqa: F401 - importing starts the jsii kernel
+
+
 def _silence_node_banner() -> None:
     """jsii prints an 11-line end-of-life banner for old node majors on every start;
     it buries real errors. The variable must name the running major."""
@@ -104,6 +128,13 @@ def _silence_node_banner() -> None:
 
 
 def _synth(groups: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[list[str]]:
+    """One cdk8s Chart per group holding one ``v1/List`` of the group's objects.
+
+    Every construct is a round trip into node (~2 ms), so the objects travel as
+    the items of a single construct and are cut apart again from cdk8s's YAML.
+    """
+    if _warming is not None:
+        _warming.join()
     _silence_node_banner()
     import cdk8s
 
@@ -111,22 +142,33 @@ def _synth(groups: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[list[
     for chart_id, bodies in groups:
         # No namespace on the chart: cdk8s would stamp it onto cluster-scoped kinds.
         chart = cdk8s.Chart(app, chart_id)
-        for i, body in enumerate(bodies):
-            obj = cdk8s.ApiObject(chart, str(i), api_version=body["apiVersion"], kind=body["kind"])
-            obj.add_json_patch(
-                *(
-                    cdk8s.JsonPatch.add(f"/{k}", v)
-                    for k, v in body.items()
-                    if k not in ("apiVersion", "kind")
-                )
-            )
+        items = cdk8s.ApiObject(chart, "items", api_version="v1", kind="List")
+        items.add_json_patch(cdk8s.JsonPatch.add("/items", list(bodies)))
     docs = app.synth_yaml().split("\n---\n")
-    docs = [d if d.endswith("\n") else d + "\n" for d in docs]
-    out: list[list[str]] = []
-    pos = 0
-    for _, bodies in groups:
-        out.append(docs[pos : pos + len(bodies)])
-        pos += len(bodies)
-    if pos != len(docs):
-        raise RuntimeError(f"cdk8s returned {len(docs)} documents for {pos} objects")
+    if len(docs) != len(groups):
+        raise RuntimeError(f"cdk8s returned {len(docs)} documents for {len(groups)} charts")
+    out = [_split_items(doc) for doc in docs]
+    for (chart_id, bodies), texts in zip(groups, out, strict=True):
+        if len(texts) != len(bodies):
+            raise RuntimeError(f"chart {chart_id}: {len(texts)} items for {len(bodies)} objects")
     return out
+
+
+def _split_items(doc: str) -> list[str]:
+    """Cut the items of a List document back into standalone YAML documents.
+
+    cdk8s writes ``items:`` at column 0 and each item as ``  - key: …`` with its
+    other lines indented by four; block scalars are indented further, so
+    removing four columns restores each object exactly as a top-level document.
+    """
+    lines = doc.rstrip("\n").split("\n")
+    start = lines.index("items:") + 1
+    items: list[list[str]] = []
+    for line in lines[start:]:
+        if line.startswith("  - "):
+            items.append([line[4:]])
+        elif items and (line.startswith("    ") or not line.strip()):
+            items[-1].append(line[4:])
+        else:
+            raise RuntimeError(f"unexpected line in cdk8s output: {line!r}")
+    return ["\n".join(item) + "\n" for item in items]

@@ -28,7 +28,7 @@ from .plan import ClusterPlan, Plan, build_plan
 from .render import argocd as render_argocd
 from .render.platform import render_namespace, render_queue
 from .render.pytorchjob import render_pytorchjob, render_script_configmap
-from .serialize import YamlCache, to_yaml
+from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
 __all__ = ["Output", "Rendered", "render_files", "synthesize"]
@@ -217,8 +217,10 @@ def synthesize(
     root = root or jobs_dir.resolve().parent
     if use_cache and cache_path is None:
         cache_path = root / CACHE_FILE
-    plan = build_plan(load_jobs(jobs_dir, root))
     cache = YamlCache(cache_path if use_cache else None)
+    if cache.empty:
+        prewarm()
+    plan = build_plan(load_jobs(jobs_dir, root))
     files = render_files(plan, cache)
     if check:
         changes = compare_tree(out_dir, files)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import Problem, StaleOutputError, TrainkitError
+from .errors import ManifestError, Problem, StaleOutputError, TrainkitError
 from .schema import write_schemas
 from .synth import synthesize
 
@@ -43,9 +43,44 @@ def _raise_if_stale(changes: object, out: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    out = synthesize(Path(args.jobs), Path(args.out), check=True)
+    from .validate import crds_dir, kustomize_build, load_crds, validate_paths
+
+    out_dir = Path(args.out)
+    out = synthesize(Path(args.jobs), out_dir, check=True)
     _raise_if_stale(out.changes, args.out)
-    print(f"{args.out}/ is up to date ({len(out.files)} files)")
+    directory = crds_dir(args.crds)
+    crds = load_crds(directory) if directory is not None else None
+    problems = validate_paths([out_dir], crds, root=Path.cwd())
+    builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
+    builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
+    for build in builds:
+        problems.extend(kustomize_build(build)[1])
+    if problems:
+        raise ManifestError(problems)
+    against = f"the CRDs in {directory}" if directory else "object rules only (no --crds)"
+    print(
+        f"{args.out}/ is up to date ({len(out.files)} files); valid against {against}; "
+        f"{len(builds)} kustomize builds"
+    )
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .validate import crds_dir, format_json, format_text, load_crds, validate_paths
+
+    directory = crds_dir(args.crds)
+    crds = load_crds(directory) if directory is not None else None
+    problems = validate_paths([Path(p) for p in args.paths], crds, root=Path.cwd())
+    if args.format == "json":
+        print(format_json(problems), end="")
+    elif problems:
+        print(format_text(problems), end="")
+    if problems:
+        print(f"trainkit validate: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    if args.format == "text":
+        against = f"the CRDs in {directory}" if directory else "object rules only (no --crds)"
+        print(f"valid: {', '.join(args.paths)} against {against}")
     return 0
 
 
@@ -89,7 +124,32 @@ def _parser() -> argparse.ArgumentParser:
         "definitions produce (the CI gate).",
     )
     _common(c)
+    _crds(c)
     c.set_defaults(func=_check)
+
+    v = sub.add_parser(
+        "validate",
+        help="validate manifests against CRDs and Kubernetes rules",
+        description="Validate YAML manifests offline as the API server would: "
+        "CRD schemas (unknown fields are errors, the server would drop them "
+        "silently), CEL rules, names, labels and quantities. A kind with no CRD "
+        "in the directory is reported.",
+    )
+    v.add_argument(
+        "paths",
+        nargs="*",
+        default=["generated"],
+        metavar="PATH",
+        help="files or directories (default: generated)",
+    )
+    _crds(v)
+    v.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text for people (default), json for CI",
+    )
+    v.set_defaults(func=_validate)
 
     sc = sub.add_parser(
         "schema",
@@ -102,6 +162,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _crds(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--crds",
+        metavar="DIR",
+        help="directory of CustomResourceDefinitions (default: $TRAINKIT_CRDS); "
+        "dump yours with `kubectl get crd -o yaml`",
+    )
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", default="jobs", help="directory of definitions (default: jobs)")
     p.add_argument("--out", default="generated", help="output directory (default: generated)")
@@ -109,7 +178,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    args.out = str(args.out).rstrip("/") or "."
+    if hasattr(args, "out"):
+        args.out = str(args.out).rstrip("/") or "."
     try:
         code: int = args.func(args)
     except TrainkitError as e:

@@ -1,0 +1,189 @@
+"""Generated manifests are what the cluster accepts: CRD schemas (unknown fields are
+errors), CEL rules, names, labels, quantities. Property test: anything the models
+accept renders to manifests that validate."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainkit import (
+    Capacity,
+    Cluster,
+    PyTorchJob,
+    Queue,
+    Resources,
+    Script,
+    Team,
+    Toleration,
+    Volume,
+)
+from trainkit.load import Definition
+from trainkit.plan import build_plan
+from trainkit.synth import _cluster_objects, synthesize
+from trainkit.validate import load_crds, validate_paths, validate_text
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def crdset(crds):
+    return load_crds(crds)
+
+
+def test_examples_validate_against_the_upstream_crds(crdset, tmp_path):
+    out = synthesize(REPO / "jobs", tmp_path / "generated", cache_path=tmp_path / "c.json")
+    assert validate_paths([tmp_path / "generated"], crdset, root=tmp_path) == []
+    kinds = {yaml.safe_load(d)["kind"] for d in out.files.values() if b"\nkind: " in d}
+    assert {"PyTorchJob", "Queue", "Application", "AppProject"} <= kinds
+
+
+def test_bare_repository_validates(bare, crdset):
+    synthesize(bare.jobs, bare.out)
+    assert validate_paths([bare.out], crdset, root=bare.root) == []
+
+
+def test_a_misspelt_field_is_reported_with_its_path(bare, crdset):
+    synthesize(bare.jobs, bare.out)
+    path = bare.out / "clusters/east/vision/pytorchjob-ddp.yaml"
+    path.write_text(path.read_text().replace("minAvailable", "minAvailible"))
+    (problem,) = validate_paths([path], crdset, root=bare.root)
+    assert problem.field == "spec.runPolicy.schedulingPolicy.minAvailible"
+    assert "unknown field" in problem.message
+
+
+def test_check_command_validates_and_builds(bare, bare_cli, crds):
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+    assert "valid against the CRDs" in run.out and "4 kustomize builds" in run.out
+
+
+def test_check_fails_on_a_hand_edited_manifest(bare, bare_cli, crds):
+    assert bare_cli("synth").code == 0
+    path = bare.out / "clusters/east/queues/research.yaml"
+    path.write_text(path.read_text().replace("weight: 1", "weight: 0"))
+    run = bare_cli("check", "--crds", str(crds))
+    assert run.code == 1
+    assert "clusters/east/queues/research.yaml: is out of date" in run.err
+
+
+def test_validate_command_formats(bare, bare_cli, crds):
+    assert bare_cli("synth").code == 0
+    assert bare_cli("validate", "--crds", str(crds)).code == 0
+    path = bare.out / "clusters/west/vision/pytorchjob-ddp.yaml"
+    path.write_text(path.read_text().replace("replicas: 1", "replicas: one", 1))
+    run = bare_cli("validate", "--crds", str(crds), "--format", "json")
+    assert run.code == 1
+    (row,) = yaml.safe_load(run.out)
+    assert row["file"] == "generated/clusters/west/vision/pytorchjob-ddp.yaml"
+    assert row["field"] == "spec.pytorchReplicaSpecs.Master.replicas"
+
+
+def test_missing_crds_directory_is_an_error_not_a_skip(bare_cli, monkeypatch):
+    monkeypatch.setenv("TRAINKIT_CRDS", "/nonexistent/crds")
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check")
+    assert run.code == 1
+    assert "TRAINKIT_CRDS directory does not exist" in run.err
+
+
+# --- property: whatever the models accept renders to valid manifests -------------------
+
+names = st.from_regex(r"[a-z][a-z0-9]{0,10}(-[a-z0-9]{1,5})?", fullmatch=True)
+quantities = st.one_of(st.integers(1, 512).map(str), st.sampled_from(["500m", "1.5", "64"]))
+memory = st.sampled_from(["1Gi", "512Mi", "2Ti", "64Gi", "100M"])
+
+
+@st.composite
+def jobs(draw):
+    gpu = draw(st.integers(0, 8))
+    script = draw(st.booleans())
+    return PyTorchJob(
+        name=draw(names),
+        image=draw(st.sampled_from(["img:1", "registry.example.com/a/b@sha256:" + "0" * 64])),
+        script=Script.file("train.py") if script else None,
+        command=None
+        if script
+        else draw(st.lists(st.text("abc -", min_size=1), min_size=1, max_size=3)),
+        args=draw(st.lists(st.text(max_size=10), max_size=3)),
+        env=draw(
+            st.dictionaries(
+                st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(
+                    lambda k: not k.startswith("PET_") and k not in {"RANK", "WORLD_SIZE"}
+                ),
+                st.text(max_size=8),
+                max_size=3,
+            )
+        ),
+        nodes=draw(st.integers(1, 64)),
+        procs_per_node=draw(st.none() | st.integers(1, max(gpu, 1))),
+        resources=Resources(cpu=draw(quantities), memory=draw(memory), gpu=gpu),
+        shm_size=draw(st.none() | memory),
+        volumes=draw(
+            st.lists(
+                st.builds(
+                    Volume,
+                    claim=names,
+                    path=st.sampled_from(["/mnt/a", "/mnt/b", "/data"]),
+                    read_only=st.booleans(),
+                ),
+                max_size=2,
+                unique_by=(lambda v: v.path, lambda v: v.claim),
+            )
+        ),
+        node_selector=draw(
+            st.dictionaries(st.sampled_from(["gpu", "zone", "example.com/pool"]), names, max_size=2)
+        ),
+        tolerations=draw(
+            st.lists(
+                st.builds(
+                    Toleration,
+                    key=st.sampled_from(["gpu", "spot"]),
+                    operator=st.just("Exists"),
+                    effect=st.sampled_from([None, "NoSchedule"]),
+                ),
+                max_size=2,
+            )
+        ),
+        restart_policy=draw(st.sampled_from(["OnFailure", "Never", "ExitCode", "Always"])),
+        backoff_limit=draw(st.none() | st.integers(0, 10)),
+        deadline_seconds=draw(st.none() | st.integers(1, 10**7)),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    job=jobs(),
+    volcano=st.booleans(),
+    script=st.text(max_size=50).filter(lambda t: all(ord(c) >= 32 or c in "\t\n" for c in t)),
+)
+def test_anything_the_models_accept_renders_valid_manifests(crdset, job, volcano, script):
+    cluster = Cluster(
+        name="c",
+        server="https://c",
+        gpus_per_node=8,
+        gpu_resource="amd.com/gpu",
+        scheduler="volcano" if volcano else "default",
+    )
+    defs = [
+        Definition(cluster, "jobs/platform/p.py", "platform"),
+        Definition(
+            Queue(name="q", capability=Capacity(gpu=8, cpu=8)), "jobs/platform/p.py", "platform"
+        ),
+        Definition(Team(name="t", queues=["q"]), "jobs/platform/p.py", "platform"),
+        Definition(job, "jobs/t/j.py", "t", files={"train.py": script} if job.script else {}),
+    ]
+    (cp,) = build_plan(defs).clusters
+    for rendered in _cluster_objects(cp):
+        text = yaml.safe_dump(rendered.body)
+        assert validate_text(text, rendered.path, crdset) == [], rendered.body
+    worker = _cluster_objects(cp)
+    bodies = [r.body for r in worker if r.body["kind"] == "PyTorchJob"]
+    (pj,) = bodies
+    specs = pj["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["replicas"] == 1
+    assert specs.get("Worker", {"replicas": 0})["replicas"] == job.nodes - 1
+    assert pj["spec"]["nprocPerNode"] == str(job.nprocs)

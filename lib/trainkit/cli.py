@@ -43,7 +43,7 @@ def _raise_if_stale(changes: object, out: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .validate import crds_dir, kustomize_build, load_crds, validate_paths
+    from .validate import crds_dir, kustomize_build, load_crds, validate_paths, validate_text
 
     out_dir = Path(args.out)
     out = synthesize(Path(args.jobs), out_dir, check=True)
@@ -54,7 +54,10 @@ def _check(args: argparse.Namespace) -> int:
     builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
     builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
     for build in builds:
-        problems.extend(kustomize_build(build)[1])
+        text, build_problems = kustomize_build(build)
+        problems.extend(build_problems)
+        # What Argo CD applies is the build output, so validate that too.
+        problems.extend(validate_text(text, f"{build.as_posix()} (kustomize build)", crds))
     if problems:
         raise ManifestError(problems)
     against = f"the CRDs in {directory}" if directory else "object rules only (no --crds)"

@@ -64,7 +64,8 @@ def load_jobs(jobs_dir: Path, root: Path | None = None) -> list[Definition]:
     directory holding ``jobs/`` (the repository), so they never depend on the
     working directory.
     """
-    root = root or jobs_dir.resolve().parent
+    jobs_dir = jobs_dir.resolve()
+    root = (root or jobs_dir.parent).resolve()
     if not jobs_dir.is_dir():
         raise DefinitionError(
             [Problem(file=_rel(jobs_dir, root), message="directory not found; pass --jobs DIR")]
@@ -85,10 +86,11 @@ def load_file(
     path: Path, root: Path | None = None, *, jobs_dir: Path | None = None
 ) -> list[Definition]:
     """Import one definition file and return its objects (placement rules checked)."""
-    jobs_dir = jobs_dir or _guess_jobs_dir(path)
-    root = root or jobs_dir.resolve().parent
+    path = path.resolve()
+    jobs_dir = (jobs_dir or _guess_jobs_dir(path)).resolve()
+    root = (root or jobs_dir.parent).resolve()
     rel = _rel(path, root)
-    parts = path.resolve().relative_to(jobs_dir.resolve()).parts
+    parts = path.relative_to(jobs_dir).parts
     if len(parts) < 2:
         raise DefinitionError(
             [
@@ -231,10 +233,9 @@ def _read_scripts(obj: TrainkitModel, path: Path, rel: str, line: int | None) ->
 
 
 def _line_in(obj: TrainkitModel, path: Path) -> int | None:
+    # The file was compiled under str(path), so its frames carry exactly that name.
     at = obj.defined_at
-    if at and Path(at[0]).resolve() == path.resolve():
-        return at[1]
-    return None
+    return at[1] if at and at[0] == str(path) else None
 
 
 def _line_from_tb(tb: TracebackType | None, path: Path) -> int | None:
@@ -248,6 +249,6 @@ def _line_from_tb(tb: TracebackType | None, path: Path) -> int | None:
 
 def _rel(path: Path, root: Path) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return path.relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
@@ -122,8 +121,8 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
         replicas["Worker"] = {
             "replicas": job.nodes - 1,
             "restartPolicy": job.restart_policy,
-            # A copy, so that YAML dumpers never emit anchors for the shared template.
-            "template": copy.deepcopy(template),
+            # Built again, not shared, so YAML dumpers never emit anchors for it.
+            "template": _pod_template(pj),
         }
     # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
     # is re-created and runs again.

@@ -1,0 +1,29 @@
+"""Offline validation of generated manifests against the cluster's CRDs.
+
+What the API server would reject or silently change — unknown (pruned)
+fields, wrong types, bounds, CEL rules, invalid names, labels and quantities
+— is found before Argo CD syncs, with the file, object and JSON path.
+
+    crds = load_crds(crds_dir(option))            # or None: object rules only
+    problems = validate_paths([Path("generated")], crds, root=repo)
+    text, build_problems = kustomize_build(Path("generated/overlays/prod"))
+    print(format_text(problems))                  # or format_json(problems)
+"""
+
+from __future__ import annotations
+
+from trainkit.validate.crds import CrdSet, crds_dir, load_crds
+from trainkit.validate.files import validate_paths, validate_text
+from trainkit.validate.kustomize import kustomize_build
+from trainkit.validate.report import format_json, format_text
+
+__all__ = [
+    "CrdSet",
+    "crds_dir",
+    "format_json",
+    "format_text",
+    "kustomize_build",
+    "load_crds",
+    "validate_paths",
+    "validate_text",
+]

@@ -1,0 +1,38 @@
+"""Turning Problems into text for people and JSON for tools (CI annotations, editors)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from trainkit.errors import Problem
+
+__all__ = ["format_json", "format_text"]
+
+
+def _key(p: Problem) -> tuple[str, int, str, str, str]:
+    return (p.file, p.line or 0, p.obj, p.field, p.message)
+
+
+def format_text(problems: Iterable[Problem]) -> str:
+    """Grouped by file: the file on its own line, then ``  line N: obj: field: message``."""
+    lines: list[str] = []
+    current: str | None = None
+    for p in sorted(problems, key=_key):
+        if p.file != current:
+            current = p.file
+            lines.append(p.file)
+        parts = [f"line {p.line}"] if p.line is not None else []
+        parts += [x for x in (p.obj, p.field) if x]
+        parts.append(p.message)
+        lines.append("  " + ": ".join(parts))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def format_json(problems: Iterable[Problem]) -> str:
+    """A sorted JSON list of ``{file, line, obj, field, message}`` objects."""
+    rows = [
+        {"file": p.file, "line": p.line, "obj": p.obj, "field": p.field, "message": p.message}
+        for p in sorted(problems, key=_key)
+    ]
+    return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"

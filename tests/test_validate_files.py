@@ -1,0 +1,207 @@
+"""Walking manifest files, kustomize builds and the two report formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainkit.errors import Problem, SetupError
+from trainkit.validate import (
+    CrdSet,
+    format_json,
+    format_text,
+    kustomize_build,
+    load_crds,
+    validate_paths,
+    validate_text,
+)
+
+REPO = Path(__file__).parents[1]
+DATA = REPO / "tests" / "data" / "validate"
+
+
+def shared_crds() -> Path:
+    raw = os.environ.get("TRAINKIT_CRDS")
+    path = REPO / raw if raw else REPO / ".." / "shared" / "crds"
+    if not path.is_dir():
+        pytest.fail(
+            f"CRD directory {path} does not exist: set TRAINKIT_CRDS to a directory of CRDs "
+            "(CI uses ../shared/crds relative to the repository)"
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def crds() -> CrdSet:
+    return load_crds(shared_crds())
+
+
+JOB_WITH_TYPO = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data: {a: b}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: typo
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: x
+              nprocPerNod: 8
+"""
+
+
+def test_fixture_manifests_pass_with_and_without_crds(crds: CrdSet) -> None:
+    assert validate_paths([DATA / "manifests"], crds, REPO) == []
+    assert validate_paths([DATA / "manifests"], None, REPO) == []
+
+
+def test_problem_has_relative_file_and_line_of_the_field(crds: CrdSet, tmp_path: Path) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "all.yaml").write_text(JOB_WITH_TYPO)
+    [problem] = validate_paths([tmp_path / "jobs"], crds, tmp_path)
+    assert problem == Problem(
+        file="jobs/all.yaml",
+        line=20,
+        obj="PyTorchJob 'typo'",
+        field="spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].nprocPerNod",
+        message="unknown field; the API server would drop it silently",
+    )
+
+
+def test_without_crds_only_object_rules_run(tmp_path: Path) -> None:
+    text = JOB_WITH_TYPO.replace("name: typo", "name: Typo")
+    found = validate_text(text, "all.yaml", None)
+    assert [(p.field, p.line) for p in found] == [("metadata.name", 10)]
+
+
+def test_yaml_syntax_error_is_a_problem_with_a_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x\n")
+    [problem] = validate_paths([tmp_path / "bad.yaml"], None, tmp_path)
+    assert problem.file == "bad.yaml"
+    assert problem.line is not None
+    assert problem.message.startswith("invalid YAML: ")
+
+
+def test_missing_path_is_a_problem(tmp_path: Path) -> None:
+    [problem] = validate_paths([tmp_path / "nope.yaml"], None, tmp_path)
+    assert (problem.file, problem.message) == ("nope.yaml", "no such file or directory")
+
+
+def test_kustomize_files_and_kindless_documents_are_skipped(crds: CrdSet, tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [job.yaml]\nconfigurations: [kustomizeconfig.yaml]\n"
+        "patches:\n  - path: patch-queue.yaml\n"
+    )
+    (tmp_path / "kustomizeconfig.yaml").write_text("nameReference:\n  - kind: ConfigMap\n")
+    # a strategic-merge patch: a fragment that would fail required-field checks on its own
+    (tmp_path / "patch-queue.yaml").write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: job}\n"
+        "spec: {runPolicy: {schedulingPolicy: {queue: gold}}}\n"
+    )
+    (tmp_path / "job.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: B}\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
+    found = validate_paths([tmp_path], crds, tmp_path)
+    assert [(p.file, p.field) for p in found] == [("job.yaml", "metadata.name")]
+    # named explicitly, the patch is validated (and fails as the fragment it is)
+    [patch] = validate_paths([tmp_path / "patch-queue.yaml"], crds, tmp_path)
+    assert patch.field == "spec.pytorchReplicaSpecs"
+
+
+def test_list_items_are_validated() -> None:
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "  - {apiVersion: v1, kind: ConfigMap, metadata: {name: ok}}\n"
+        "  - {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_OK}}\n"
+    )
+    [problem] = validate_text(text, "list.yaml", None)
+    assert (problem.obj, problem.field, problem.line) == (
+        "ConfigMap 'Not_OK'",
+        "items[1].metadata.name",
+        5,
+    )
+
+
+def test_document_with_kind_but_no_api_version() -> None:
+    [problem] = validate_text("kind: ConfigMap\nmetadata: {name: a}\n", "x.yaml", None)
+    assert problem.field == "apiVersion"
+
+
+def test_kustomize_build_of_a_tiny_kustomization(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\nnamespace: team-vision\ncommonLabels: {app: demo}\n"
+    )
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    text, problems = kustomize_build(tmp_path)
+    assert problems == []
+    assert "kind: ConfigMap" in text
+    assert "namespace: team-vision" in text
+    assert validate_text(text, "build", None) == []
+
+
+def test_kustomize_build_reports_a_broken_kustomization(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    text, problems = kustomize_build(tmp_path)
+    assert text == ""
+    assert problems
+    assert all(p.file == str(tmp_path) for p in problems)
+    assert "missing.yaml" in " ".join(p.message for p in problems)
+
+
+def test_kustomize_build_without_kubectl_is_a_setup_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert shutil.which("kubectl"), "kubectl must be installed for the kustomize tests"
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.raises(SetupError, match="kubectl not found on PATH; install it"):
+        kustomize_build(tmp_path)
+
+
+PROBLEMS = [
+    Problem(file="b.yaml", message="m2", obj="Queue 'q'", field="spec.weight", line=7),
+    Problem(file="a.yaml", message="no CRD", obj="FooJob 'f'"),
+    Problem(file="b.yaml", message="m1", obj="Queue 'q'", field="metadata.name", line=3),
+]
+
+
+def test_format_text_groups_by_file() -> None:
+    assert format_text(PROBLEMS) == (
+        "a.yaml\n"
+        "  FooJob 'f': no CRD\n"
+        "b.yaml\n"
+        "  line 3: Queue 'q': metadata.name: m1\n"
+        "  line 7: Queue 'q': spec.weight: m2\n"
+    )
+    assert format_text([]) == ""
+
+
+def test_format_json_is_sorted_and_stable() -> None:
+    rows = json.loads(format_json(PROBLEMS))
+    assert rows == [
+        {"file": "a.yaml", "line": None, "obj": "FooJob 'f'", "field": "", "message": "no CRD"},
+        {
+            "file": "b.yaml",
+            "line": 3,
+            "obj": "Queue 'q'",
+            "field": "metadata.name",
+            "message": "m1",
+        },
+        {"file": "b.yaml", "line": 7, "obj": "Queue 'q'", "field": "spec.weight", "message": "m2"},
+    ]
+    assert format_json(reversed(PROBLEMS)) == format_json(PROBLEMS)
+    assert json.loads(format_json([])) == []

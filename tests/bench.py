@@ -53,15 +53,41 @@ def make_tree(root: Path, jobs: int) -> None:
 
 def timed_cli(root: Path, *args: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "trainkit", *args], cwd=root, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "trainkit", *args], cwd=root, check=True, capture_output=True
+    )
     return time.perf_counter() - start
+
+
+def timed_validate(generated: Path) -> tuple[float, float, int] | None:
+    import os
+
+    from trainkit.validate import load_crds, validate_paths
+
+    raw = os.environ.get("TRAINKIT_CRDS")
+    if not raw:
+        return None
+    start = time.perf_counter()
+    crds = load_crds(Path(raw))
+    loaded = time.perf_counter()
+    problems = validate_paths([generated], crds, root=generated.parent)
+    done = time.perf_counter()
+    if problems:
+        raise SystemExit(f"generated manifests do not validate: {problems[:3]}")
+    n = sum(
+        1
+        for p in generated.rglob("*.yaml")
+        if p.name not in ("kustomization.yaml", "kustomizeconfig.yaml")
+    )
+    return loaded - start, done - loaded, n
 
 
 def dumper_baseline(generated: Path, out: Path) -> float:
     """Plain CSafeDumper writing the same manifests to the same number of files."""
-    bodies = [(p.relative_to(generated), yaml.load(p.read_text(), Loader=yaml.CSafeLoader))
-              for p in sorted(generated.rglob("*.yaml"))]
+    bodies = [
+        (p.relative_to(generated), yaml.load(p.read_text(), Loader=yaml.CSafeLoader))
+        for p in sorted(generated.rglob("*.yaml"))
+    ]
     start = time.perf_counter()
     for rel, body in bodies:
         path = out / rel
@@ -83,14 +109,29 @@ def main() -> None:
         job = root / "jobs/team3/job_3.py"
         job.write_text(job.read_text().replace('"--epochs", "3"', '"--epochs", "30"'))
         one = timed_cli(root, "synth")
+        validate = timed_validate(root / "generated")
         shutil.rmtree(root / ".trainkit")
         (root / "generated/clusters/east/kustomization.yaml").touch()
         base = dumper_baseline(root / "generated", root / "baseline")
         print(f"{args.jobs} jobs, {files} files")
         print(f"CSafeDumper writing the same manifests : {base:6.2f} s  (1.0×)")
-        print(f"cold synth (process, node, cdk8s)       : {cold:6.2f} s  ({cold / base:.1f}×; target ≤ 4×)")
-        print(f"no-change re-run                        : {noop:6.2f} s  ({noop / base:.1f}×; target < 0.5 s)")
-        print(f"one changed job                         : {one:6.2f} s  ({one / base:.1f}×; target < 1 s)")
+        print(
+            f"cold synth (process, node, cdk8s)       : {cold:6.2f} s  ({cold / base:.1f}×; target ≤ 4×)"
+        )
+        print(
+            f"no-change re-run                        : {noop:6.2f} s  ({noop / base:.1f}×; target < 0.5 s)"
+        )
+        print(
+            f"one changed job                         : {one:6.2f} s  ({one / base:.1f}×; target < 1 s)"
+        )
+        if validate is not None:
+            load, check, n = validate
+            print(
+                f"validate {n} manifests against the CRDs : {check:6.2f} s  (target < 2 s; "
+                f"loading the CRDs once: {load:.2f} s)"
+            )
+        else:
+            print("validate: set TRAINKIT_CRDS to a CRD directory to measure validation")
 
 
 if __name__ == "__main__":

@@ -90,19 +90,28 @@ def test_schema_command(bare, bare_cli):
     assert bare_cli("schema", "--out", "schemas", "--check").code == 1
 
 
-@pytest.mark.parametrize("command", ["synth", "check", "schema"])
-def test_every_command_explains_itself(command, capsys):
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        ("synth", "--out"),
+        ("check", "--crds"),
+        ("schema", "--out"),
+        ("validate", "--format"),
+        ("rehearse", "--procs-per-node"),
+    ],
+)
+def test_every_command_explains_itself(command, option, capsys):
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert f"usage: trainkit {command}" in out
-    assert "--out" in out
+    assert option in out
 
 
 def test_top_level_help_lists_commands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for command in ("synth", "check", "schema"):
+    for command in ("synth", "check", "schema", "validate", "rehearse"):
         assert command in out

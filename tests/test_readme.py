@@ -11,7 +11,19 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+    """Bodies of the fenced blocks whose info string is ``lang`` ("" for plain fences)."""
+    out, current, info = [], None, ""
+    for line in README.splitlines(keepends=True):
+        if line.startswith("```"):
+            if current is None:
+                current, info = [], line[3:].strip()
+            else:
+                if info == lang:
+                    out.append("".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return out
 
 
 def test_readme_opens_with_the_setup_and_test_commands():
@@ -52,3 +64,11 @@ def test_commands_in_the_table_exist(capsys):
         except SystemExit as e:
             assert e.code == 0
         assert f"usage: trainkit {command}" in capsys.readouterr().out
+
+
+def test_rehearse_example_runs(monkeypatch, capsys):
+    (line,) = [b.strip() for b in blocks("sh") if b.startswith("trainkit rehearse")]
+    monkeypatch.chdir(REPO)
+    assert main(line.split()[1:]) == 0
+    out = capsys.readouterr().out
+    assert "[node1/rank3]" in out

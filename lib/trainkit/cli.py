@@ -87,6 +87,21 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rehearse(args: argparse.Namespace) -> int:
+    from .rehearse import rehearse_file
+
+    # rehearse_file prints per-rank output and its own verdict as it goes.
+    rehearse_file(
+        Path(args.file),
+        job_name=args.job,
+        nodes=args.nodes,
+        procs_per_node=args.procs_per_node,
+        timeout=args.timeout,
+        out=sys.stdout,
+    )
+    return 0
+
+
 def _schema(args: argparse.Namespace) -> int:
     changes = write_schemas(Path(args.out), check=args.check)
     if args.check:
@@ -153,6 +168,28 @@ def _parser() -> argparse.ArgumentParser:
         help="text for people (default), json for CI",
     )
     v.set_defaults(func=_validate)
+
+    r = sub.add_parser(
+        "rehearse",
+        help="run a job's script locally as N nodes × P processes with torchrun",
+        description="Run the job's real script on this machine's CPU: one torchrun per "
+        "simulated node with exactly the env the Training Operator injects (master mapped "
+        "to 127.0.0.1, free ports), the job's env and args, and the script in a stand-in "
+        "for /workspace. GPU-only settings are downgraded and reported. Fails, naming the "
+        "node and rank, if any process exits non-zero; stops every process at --timeout. "
+        "Needs torch: pip install -e '.[rehearse]'.",
+    )
+    r.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
+    r.add_argument("--job", help="job name, when the file defines several")
+    r.add_argument("--nodes", type=int, help="simulated nodes (default: the job's)")
+    r.add_argument("--procs-per-node", type=int, help="processes per node (default: the job's)")
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds before every process is stopped (default: 300)",
+    )
+    r.set_defaults(func=_rehearse)
 
     sc = sub.add_parser(
         "schema",

@@ -1,0 +1,95 @@
+"""Finding and stopping every process a rehearsal started.
+
+Each node's launcher runs in its own session, and torchrun starts each worker
+in a session of its own too, so killing the launcher's process group is not
+enough: the runner keeps learning the process groups of all descendants while
+they run, and signals every one of them when it stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Proc", "descendants", "kill_groups", "live_in_groups", "process_table"]
+
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Proc:
+    ppid: int
+    pgid: int
+    zombie: bool
+    """Exited, waiting for its parent to collect it: no longer running."""
+
+
+def process_table() -> dict[int, Proc]:
+    """Every process on the machine: pid → parent, process group, zombie."""
+    if (_PROC / "self" / "stat").exists():
+        return _from_proc()
+    return _from_ps()
+
+
+def _from_proc() -> dict[int, Proc]:
+    table = {}
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if len(fields) < 3:
+            continue
+        table[int(entry.name)] = Proc(int(fields[1]), int(fields[2]), fields[0] in "ZX")
+    return table
+
+
+def _from_ps() -> dict[int, Proc]:
+    out = subprocess.run(
+        ["ps", "-A", "-o", "pid=", "-o", "ppid=", "-o", "pgid=", "-o", "stat="],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    table = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].isdigit():
+            table[int(parts[0])] = Proc(int(parts[1]), int(parts[2]), parts[3].startswith("Z"))
+    return table
+
+
+def descendants(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
+    """``roots`` and every process below them."""
+    children: dict[int, list[int]] = {}
+    for pid, proc in table.items():
+        children.setdefault(proc.ppid, []).append(pid)
+    seen: set[int] = set()
+    todo = [r for r in roots if r in table]
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.add(pid)
+            todo.extend(children.get(pid, []))
+    return seen
+
+
+def live_in_groups(table: dict[int, Proc], groups: set[int]) -> set[int]:
+    """Running (not zombie) members of ``groups``."""
+    return {pid for pid, p in table.items() if p.pgid in groups and not p.zombie}
+
+
+def kill_groups(groups: Iterable[int], sig: signal.Signals) -> None:
+    """Send ``sig`` to each process group that still exists."""
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)

@@ -1,0 +1,477 @@
+"""Running a rehearsal: start the nodes, stream their output, stop them all, judge the result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from ..errors import Problem, RehearsalError, SetupError
+from ..model import PyTorchJob
+from .output import (
+    Follower,
+    LauncherTracebacks,
+    RankFailure,
+    Source,
+    cpu_hints,
+    looks_like_peer_failure,
+    parse_torchrun_failures,
+)
+from .plan import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal, pod_name
+from .procs import descendants, kill_groups, live_in_groups, process_table
+
+__all__ = ["RehearsalReport", "rehearse", "require_torch"]
+
+POLL_SECONDS = 0.05
+SCAN_SECONDS = 0.25
+FAILURE_GRACE_SECONDS = 2.0
+"""After a node fails, how long the others get to exit and report their own failures."""
+STOP_GRACE_SECONDS = 3.0
+"""Between SIGTERM (torchrun then stops its workers) and SIGKILL."""
+TAIL_LINES = 15
+_SIGNALLED = {-int(signal.SIGTERM), -int(signal.SIGKILL)}
+
+
+@dataclass(frozen=True)
+class RehearsalReport:
+    """A rehearsal that succeeded: its size, what was changed for it and how long it took."""
+
+    job: str
+    file: str
+    nodes: int
+    procs_per_node: int
+    changes: tuple[str, ...]
+    commands: tuple[str, ...]
+    """The command line of each node, node 0 first."""
+    seconds: float
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+def require_torch() -> None:
+    """Raise SetupError unless this interpreter can import torch (never imports it)."""
+    if find_spec("torch") is None:
+        raise SetupError(
+            [
+                Problem(
+                    file="trainkit",
+                    message=f"rehearse runs the training script with torchrun, but PyTorch is "
+                    f"not installed for {sys.executable}; install the optional extra with "
+                    "pip install -e '.[rehearse]' (in a checkout) or "
+                    "pip install 'trainkit[rehearse]' (the CPU build of torch is enough)",
+                )
+            ]
+        )
+    if os.name != "posix":
+        raise SetupError("rehearse needs Linux or macOS (it runs each node in its own session)")
+
+
+def rehearse(
+    job: PyTorchJob,
+    *,
+    script_text: str | None = None,
+    source_dir: Path | None = None,
+    file: str = "<python>",
+    nodes: int | None = None,
+    procs_per_node: int | None = None,
+    timeout: float = 300.0,
+    out: TextIO | None = None,
+) -> RehearsalReport:
+    """Run ``job``'s script on this machine as ``nodes`` by ``procs_per_node`` processes.
+
+    ``script_text`` is the script the ConfigMap would ship (read from
+    ``source_dir / job.script.path`` when None); ``file`` names the definition
+    in messages. Output goes to ``out`` (default stdout), each line prefixed
+    ``[nodeN/rankR]`` (``[nodeN]`` for the launcher itself). Raises
+    RehearsalError when a process exits non-zero or ``timeout`` seconds pass;
+    every process started is stopped in all cases, also on KeyboardInterrupt.
+    """
+    require_torch()
+    out = sys.stdout if out is None else out
+
+    def problem(message: str) -> Problem:
+        return Problem(file=file, obj=job.describe(), message=message)
+
+    if timeout <= 0:
+        raise RehearsalError([problem("--timeout must be positive")])
+    if job.script is not None and script_text is None:
+        if source_dir is None:
+            raise RehearsalError([problem("give script_text or source_dir to find the script")])
+        try:
+            script_text = (source_dir / job.script.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise RehearsalError([problem(f"cannot read {job.script.path}: {e}")]) from None
+
+    with tempfile.TemporaryDirectory(
+        prefix=f"trainkit-rehearse-{job.name}-", ignore_cleanup_errors=True
+    ) as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        if job.script is not None and script_text is not None:
+            (workspace / job.script.filename).write_text(script_text, encoding="utf-8")
+        plan = plan_rehearsal(
+            job,
+            workspace=workspace,
+            log_dir=Path(tmp) / "logs",
+            master_port=_free_port(),
+            nodes=nodes,
+            procs_per_node=procs_per_node,
+            file=file,
+        )
+        _header(plan, file, out)
+        start = time.monotonic()
+        _Run(plan, out, file).run(timeout)
+        seconds = time.monotonic() - start
+    _say(
+        out,
+        f"succeeded: {plan.nodes} node(s) × {plan.procs_per_node} process(es) in {seconds:.1f} s",
+    )
+    return RehearsalReport(
+        job=job.name,
+        file=file,
+        nodes=plan.nodes,
+        procs_per_node=plan.procs_per_node,
+        changes=plan.changes,
+        commands=tuple(launch.command_line for launch in plan.launches),
+        seconds=seconds,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOCAL_MASTER_ADDR, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _say(out: TextIO, line: str) -> None:
+    out.write(f"[rehearse] {line}\n")
+    out.flush()
+
+
+def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
+    _say(
+        out,
+        f"{plan.job.describe()} ({file}): {plan.nodes} node(s) × {plan.procs_per_node} "
+        f"process(es) on CPU, world size {plan.world_size}",
+    )
+    _say(out, "changed for the rehearsal:")
+    for change in plan.changes:
+        _say(out, f"  - {change}")
+    for launch in plan.launches:
+        _say(
+            out,
+            f"node {launch.node_rank} ({pod_name(plan.job.name, launch.node_rank)}): "
+            f"{launch.command_line}",
+        )
+
+
+class _Terminated(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise _Terminated so the nodes are stopped (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    node: int
+    rank: int | None
+    code: int
+
+
+class _Run:
+    def __init__(self, plan: RehearsalPlan, out: TextIO, file: str) -> None:
+        self.plan = plan
+        self.out = out
+        self.file = file
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.followers: list[Follower] = []
+        self.tails: defaultdict[Source, deque[str]] = defaultdict(lambda: deque(maxlen=TAIL_LINES))
+        self.recent: deque[str] = deque(maxlen=TAIL_LINES)
+        self.groups: set[int] = set()
+        self.exits: dict[int, int] = {}
+        """Node rank → exit code, in the order the nodes ended by themselves."""
+        self.launcher_tracebacks: dict[int, LauncherTracebacks] = {}
+        self.stopping = False
+        """Once set, torchrun's own lines (its reaction to being stopped) are not shown."""
+        self.last_lines: list[str] = []
+
+    # -- running ---------------------------------------------------------------
+
+    def run(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        try:
+            with _signals_raise():
+                self._start()
+                timed_out = self._wait(deadline)
+        except _Terminated as e:
+            self._stop()
+            raise RehearsalError(
+                [self._problem(f"stopped by {e}; every process of the rehearsal was stopped")]
+            ) from None
+        except KeyboardInterrupt:
+            self._stop()
+            _say(self.out, "interrupted; every process of the rehearsal was stopped")
+            raise
+        except BaseException:
+            self._stop()
+            raise
+        running = [n for n in range(len(self.procs)) if n not in self.exits]
+        self._stop()
+        failed = [n for n, code in self.exits.items() if code != 0]
+        if failed:
+            raise RehearsalError([self._problem(self._failure_message(failed))])
+        if timed_out:
+            raise RehearsalError([self._problem(self._timeout_message(timeout, running))])
+
+    def _start(self) -> None:
+        for launch in self.plan.launches:
+            n = launch.node_rank
+            launch.log_dir.mkdir(parents=True, exist_ok=True)
+            node_log = launch.log_dir.parent / f"node{n}.log"
+            try:
+                with node_log.open("wb") as fh:
+                    proc = subprocess.Popen(
+                        launch.argv,
+                        env=dict(launch.env),
+                        cwd=self.plan.workspace,
+                        stdin=subprocess.DEVNULL,
+                        stdout=fh,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+            except OSError as e:
+                raise RehearsalError(
+                    [self._problem(f"cannot start node {n}: {launch.argv[0]}: {e.strerror}")]
+                ) from None
+            self.procs.append(proc)
+            self.groups.add(proc.pid)
+            self.followers.append(
+                Follower(node_log.parent, node_log.name, (n, None), f"[node{n}] ")
+            )
+            if not launch.torchrun:
+                continue
+            self.launcher_tracebacks[n] = LauncherTracebacks()
+            for local in range(self.plan.procs_per_node):
+                rank = self.plan.global_rank(n, local)
+                for stream in ("stdout", "stderr"):
+                    self.followers.append(
+                        Follower(
+                            launch.log_dir,
+                            f"*/attempt_*/{local}/{stream}.log",
+                            (n, rank),
+                            f"[node{n}/rank{rank}] ",
+                        )
+                    )
+
+    def _wait(self, deadline: float) -> bool:
+        """Until every node ended, a failure's grace passed, or the deadline (→ True)."""
+        first_failure: float | None = None
+        last_scan = 0.0
+        while True:
+            got = self._pump()
+            now = time.monotonic()
+            if now - last_scan >= SCAN_SECONDS:
+                self._scan()
+                last_scan = now
+            for n, proc in enumerate(self.procs):
+                if n not in self.exits and (code := proc.poll()) is not None:
+                    self.exits[n] = code
+            if len(self.exits) == len(self.procs):
+                return False
+            if any(code != 0 for code in self.exits.values()):
+                # The operator fails the whole job; let the other nodes report first.
+                first_failure = first_failure or now
+                if now - first_failure >= FAILURE_GRACE_SECONDS:
+                    return False
+            if now >= deadline:
+                self.last_lines = list(self.recent)
+                return True
+            if not got:
+                time.sleep(POLL_SECONDS)
+
+    def _pump(self, final: bool = False) -> bool:
+        got = False
+        for f in self.followers:
+            lines = f.read(final)
+            got = got or bool(lines)
+            node, rank = f.source
+            shorten = self.launcher_tracebacks.get(node) if rank is None else None
+            if shorten is not None:
+                if self.stopping:
+                    continue
+                lines = [out for line in lines for out in shorten.feed(line)]
+                if final:
+                    lines += shorten.flush()
+            for line in lines:
+                text = f.prefix + line
+                self.out.write(text + "\n")
+                self.tails[f.source].append(line)
+                self.recent.append(text)
+        if got:
+            self.out.flush()
+        return got
+
+    # -- stopping --------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """Learn the process groups of everything below the launchers still running."""
+        table = process_table()
+        roots = [p.pid for p in self.procs if p.returncode is None]
+        own = os.getpgrp()
+        for pid in descendants(table, roots):
+            pgid = table[pid].pgid
+            if pgid > 1 and pgid != own:
+                self.groups.add(pgid)
+
+    def _settled(self) -> bool:
+        if any(p.poll() is None for p in self.procs):
+            return False
+        return not live_in_groups(process_table(), self.groups)
+
+    def _settle(self, seconds: float) -> bool:
+        end = time.monotonic() + seconds
+        while not self._settled():
+            if time.monotonic() >= end:
+                return False
+            self._pump()
+            time.sleep(POLL_SECONDS)
+        return True
+
+    def _stop(self) -> None:
+        """Stop every process the rehearsal started: SIGTERM, then SIGKILL."""
+        interrupted = False
+        try:
+            self._scan()
+            if not self._settled():
+                self._pump()
+                self.stopping = True
+                running = [str(n) for n, p in enumerate(self.procs) if p.poll() is None]
+                if running:
+                    _say(
+                        self.out,
+                        f"stopping node(s) {', '.join(running)}: SIGTERM, and SIGKILL "
+                        f"after {STOP_GRACE_SECONDS:g} s",
+                    )
+                kill_groups(self.groups, signal.SIGTERM)
+                self._settle(STOP_GRACE_SECONDS)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop hard, then let it through
+            interrupted = True
+        if not self._settled():
+            self._scan()
+            roots = {p.pid for p in self.procs}
+            # Workers first, so their launchers (still alive) collect them.
+            kill_groups(self.groups - roots, signal.SIGKILL)
+            self._settle(0.5)
+            kill_groups(self.groups, signal.SIGKILL)
+        for proc in self.procs:
+            proc.wait()
+        self._pump(final=True)
+        for f in self.followers:
+            f.close()
+        if interrupted:
+            raise KeyboardInterrupt
+
+    # -- judging ---------------------------------------------------------------
+
+    def _problem(self, message: str) -> Problem:
+        return Problem(file=self.file, obj=self.plan.job.describe(), message=message)
+
+    def _where(self, node: int, rank: int | None) -> str:
+        pod = pod_name(self.plan.job.name, node)
+        if rank is None:
+            return f"node {node} (pod {pod})"
+        local = rank - self.plan.global_rank(node, 0)
+        return f"rank {rank} on node {node} (pod {pod}, local rank {local})"
+
+    def _failures(self, failed_nodes: list[int]) -> list[_Failed]:
+        """Failed ranks, the likely root cause first."""
+        ranks: list[tuple[RankFailure, int]] = []
+        for n in failed_nodes:
+            launch = self.plan.launches[n]
+            if launch.torchrun:
+                log = launch.log_dir.parent / f"node{n}.log"
+                text = log.read_text(encoding="utf-8", errors="replace")
+                ranks.extend((f, n) for f in parse_torchrun_failures(text))
+        genuine = [(f, n) for f, n in ranks if f.exitcode not in _SIGNALLED] or ranks
+
+        def order(item: tuple[RankFailure, int]) -> tuple[bool, int]:
+            f, n = item
+            return looks_like_peer_failure(self.tails[(n, f.rank)]), self._last_output(n, f.rank)
+
+        found = [_Failed(n, f.rank, f.exitcode) for f, n in sorted(genuine, key=order)]
+        reported = {f.node for f in found}
+        found += [_Failed(n, None, self.exits[n]) for n in failed_nodes if n not in reported]
+        return found
+
+    def _last_output(self, node: int, rank: int) -> int:
+        return max((f.mtime_ns() for f in self.followers if f.source == (node, rank)), default=0)
+
+    def _failure_message(self, failed_nodes: list[int]) -> str:
+        first, *others = self._failures(failed_nodes)
+        lines = [
+            f"{self._where(first.node, first.rank)} exited with code {first.code}; "
+            "the operator would mark the whole job Failed"
+        ]
+        tail = list(self.tails[(first.node, first.rank)])
+        if not tail and first.rank is not None:
+            tail = list(self.tails[(first.node, None)])
+        label = f"node{first.node}" + (f"/rank{first.rank}" if first.rank is not None else "")
+        if tail:
+            lines.append(f"last lines of {label}:")
+            lines.extend(f"  | {line}" for line in tail)
+        else:
+            lines.append(f"{label} printed nothing")
+        lines.extend(f"hint: {h}" for h in cpu_hints(tail))
+        if others:
+            lines.append(
+                "also failed: "
+                + ", ".join(f"{self._where(f.node, f.rank)} with code {f.code}" for f in others)
+            )
+        return "\n".join(lines)
+
+    def _timeout_message(self, timeout: float, running: list[int]) -> str:
+        nodes = ", ".join(str(n) for n in running)
+        lines = [
+            f"timed out after {timeout:g} s (--timeout) with node(s) {nodes} still running; "
+            "every process of the rehearsal was stopped"
+        ]
+        if self.last_lines:
+            lines.append("last lines before the timeout:")
+            lines.extend(f"  | {line}" for line in self.last_lines)
+        lines.extend(f"hint: {h}" for h in cpu_hints(self.last_lines))
+        return "\n".join(lines)

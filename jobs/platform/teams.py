@@ -18,4 +18,6 @@ llm_queue = Queue(
 
 vision = Team(name="vision", queues=["vision"], clusters=["gpu-east", "rocm-west"])
 
-llm = Team(name="llm", namespace="llm-training", queues=["llm"], clusters=["gpu-east", "a800-north"])
+llm = Team(
+    name="llm", namespace="llm-training", queues=["llm"], clusters=["gpu-east", "a800-north"]
+)

@@ -8,28 +8,17 @@ not — and transition (``oldSelf``) rules only run when an old object is given.
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from conftest import crds_dir as shared_crds
 from trainkit.validate import CrdSet, load_crds
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
-
-
-def shared_crds() -> Path:
-    raw = os.environ.get("TRAINKIT_CRDS")
-    path = REPO / raw if raw else REPO / ".." / "shared" / "crds"
-    if not path.is_dir():
-        pytest.fail(
-            f"CRD directory {path} does not exist: set TRAINKIT_CRDS to a directory of CRDs "
-            "(CI uses ../shared/crds relative to the repository)"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,27 +8,16 @@ skipped validation suite would look green while checking nothing.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import crds_dir as shared_crds
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
 
 REPO = Path(__file__).parents[1]
-
-
-def shared_crds() -> Path:
-    raw = os.environ.get("TRAINKIT_CRDS")
-    path = REPO / raw if raw else REPO / ".." / "shared" / "crds"
-    if not path.is_dir():
-        pytest.fail(
-            f"CRD directory {path} does not exist: set TRAINKIT_CRDS to a directory of CRDs "
-            "(CI uses ../shared/crds relative to the repository)"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from conftest import crds_dir as shared_crds
 from trainkit.errors import Problem, SetupError
 from trainkit.validate import (
     CrdSet,
@@ -22,17 +22,6 @@ from trainkit.validate import (
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
-
-
-def shared_crds() -> Path:
-    raw = os.environ.get("TRAINKIT_CRDS")
-    path = REPO / raw if raw else REPO / ".." / "shared" / "crds"
-    if not path.is_dir():
-        pytest.fail(
-            f"CRD directory {path} does not exist: set TRAINKIT_CRDS to a directory of CRDs "
-            "(CI uses ../shared/crds relative to the repository)"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ unknown-field rule shows up as a failure, not as a vaguer message.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,23 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import crds_dir as shared_crds
 from trainkit.errors import Problem
 from trainkit.validate import CrdSet, load_crds
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
 MANIFESTS = DATA / "manifests"
-
-
-def shared_crds() -> Path:
-    raw = os.environ.get("TRAINKIT_CRDS")
-    path = REPO / raw if raw else REPO / ".." / "shared" / "crds"
-    if not path.is_dir():
-        pytest.fail(
-            f"CRD directory {path} does not exist: set TRAINKIT_CRDS to a directory of CRDs "
-            "(CI uses ../shared/crds relative to the repository)"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")

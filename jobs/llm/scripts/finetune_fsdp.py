@@ -14,6 +14,7 @@ full fine-tuned state dict is saved there as ``finetuned.pt`` by rank 0.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import sys
@@ -188,54 +189,64 @@ def full_state_dict(module: nn.Module) -> dict[str, Any]:
     )
 
 
+def train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> int:
+    """Train and report; every object holding the process group lives in here."""
+    torch.manual_seed(args.seed)  # same initial weights on every rank
+    model, strategy = shard(TinyLM(args.seq_len).to(device), args.strategy, device, rank)
+    print(f"rank {rank}: {strategy}, {local_params(model)} parameters held locally", flush=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+
+    tokens = load_tokens(
+        args.steps_per_epoch * args.batch_size * world, args.seq_len, args.seed, rank
+    )
+    mine = tokens[rank::world]  # this rank's shard
+    start, step, loss_avg = time.monotonic(), 0, float("nan")
+    for epoch in range(args.epochs):
+        order = torch.randperm(len(mine), generator=torch.Generator().manual_seed(epoch))
+        for i in range(args.steps_per_epoch):
+            batch = mine[order[i * args.batch_size : (i + 1) * args.batch_size]].to(device)
+            loss = model(batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            avg = loss.detach().clone()
+            dist.all_reduce(avg)
+            loss_avg = avg.item() / world
+            if not math.isfinite(loss_avg):
+                print(f"loss is {loss_avg} at step {step}", file=sys.stderr, flush=True)
+                return 1
+            if rank == 0:
+                print(f"epoch {epoch + 1} step {step} loss={loss_avg:.6f}", flush=True)
+
+    output = os.environ.get("OUTPUT_PATH")
+    state = full_state_dict(model) if output and Path(output).is_dir() else None
+    if rank == 0 and output:
+        if state is not None:
+            target = Path(output) / "finetuned.pt"
+            torch.save(state, target)
+            print(f"saved {len(state)} tensors to {target}", flush=True)
+        else:
+            print(f"OUTPUT_PATH={output} is not a directory here; not saving", flush=True)
+    print(
+        f"done strategy={strategy} steps={step} loss={loss_avg:.4f} rank={rank} "
+        f"world={world} seconds={time.monotonic() - start:.1f}",
+        flush=True,
+    )
+    return 0
+
+
 def main() -> int:
     args = parse_args()
     rank, world, device = setup()
     try:
-        torch.manual_seed(args.seed)  # same initial weights on every rank
-        model, strategy = shard(TinyLM(args.seq_len).to(device), args.strategy, device, rank)
-        print(f"rank {rank}: {strategy}, {local_params(model)} parameters held locally", flush=True)
-        opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
-
-        tokens = load_tokens(
-            args.steps_per_epoch * args.batch_size * world, args.seq_len, args.seed, rank
-        )
-        mine = tokens[rank::world]  # this rank's shard
-        start, step, loss_avg = time.monotonic(), 0, float("nan")
-        for epoch in range(args.epochs):
-            order = torch.randperm(len(mine), generator=torch.Generator().manual_seed(epoch))
-            for i in range(args.steps_per_epoch):
-                batch = mine[order[i * args.batch_size : (i + 1) * args.batch_size]].to(device)
-                loss = model(batch)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                step += 1
-                avg = loss.detach().clone()
-                dist.all_reduce(avg)
-                loss_avg = avg.item() / world
-                if not math.isfinite(loss_avg):
-                    print(f"loss is {loss_avg} at step {step}", file=sys.stderr, flush=True)
-                    return 1
-                if rank == 0:
-                    print(f"epoch {epoch + 1} step {step} loss={loss_avg:.6f}", flush=True)
-
-        output = os.environ.get("OUTPUT_PATH")
-        state = full_state_dict(model) if output and Path(output).is_dir() else None
-        if rank == 0 and output:
-            if state is not None:
-                target = Path(output) / "finetuned.pt"
-                torch.save(state, target)
-                print(f"saved {len(state)} tensors to {target}", flush=True)
-            else:
-                print(f"OUTPUT_PATH={output} is not a directory here; not saving", flush=True)
-        print(
-            f"done strategy={strategy} steps={step} loss={loss_avg:.4f} rank={rank} "
-            f"world={world} seconds={time.monotonic() - start:.1f}",
-            flush=True,
-        )
-        return 0
+        return train(args, rank, world, device)
     finally:
+        # DDP and FSDP hold the process group: once train() returned they are
+        # garbage, so collect them now and destroy_process_group() tears gloo down
+        # while Python still runs. Left to interpreter exit, gloo's threads can abort
+        # the process ("terminate called without an active exception", SIGABRT).
+        gc.collect()
         dist.destroy_process_group()
 
 

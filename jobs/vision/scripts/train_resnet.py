@@ -14,6 +14,7 @@ and rank 0 checks with an all-reduce that every rank holds the same model.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -107,56 +108,68 @@ def checksum(model: nn.Module) -> float:
     return float(sum(p.detach().double().sum().item() for p in model.parameters()))
 
 
+def train(
+    args: argparse.Namespace, rank: int, world: int, local_rank: int, device: torch.device
+) -> int:
+    """Train and report; every object holding the process group lives in here."""
+    torch.manual_seed(args.seed)  # same initial weights on every rank
+    model = SmallResNet().to(device)
+    ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None)
+    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+
+    data = synthetic_mnist(args.steps_per_epoch * args.batch_size * world, args.seed)
+    sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=args.seed)
+    loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
+
+    start = time.monotonic()
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        ddp.train()
+        total, seen = 0.0, 0
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(ddp(images), labels)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(labels)
+            seen += len(labels)
+        stats = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
+        dist.all_reduce(stats)
+        if rank == 0:
+            print(f"epoch {epoch + 1}/{args.epochs} loss={stats[0] / stats[1]:.4f}", flush=True)
+
+    local = checksum(model)
+    print(f"checksum={local:.6f} rank={rank} world={world}", flush=True)
+    lo = torch.tensor([local], dtype=torch.float64, device=device)
+    hi = lo.clone()
+    dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+    dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        spread = (hi - lo).item()
+        print(
+            f"all-reduced checksum: min={lo.item():.6f} max={hi.item():.6f} "
+            f"({args.epochs * args.steps_per_epoch} steps in "
+            f"{time.monotonic() - start:.1f}s)",
+            flush=True,
+        )
+        if spread > 1e-6:
+            print(f"ranks disagree on the model (spread {spread:g})", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main() -> int:
     args = parse_args()
     rank, world, local_rank, device = setup()
     try:
-        torch.manual_seed(args.seed)  # same initial weights on every rank
-        model = SmallResNet().to(device)
-        ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None)
-        opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
-
-        data = synthetic_mnist(args.steps_per_epoch * args.batch_size * world, args.seed)
-        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=args.seed)
-        loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
-
-        start = time.monotonic()
-        for epoch in range(args.epochs):
-            sampler.set_epoch(epoch)
-            ddp.train()
-            total, seen = 0.0, 0
-            for images, labels in loader:
-                images, labels = images.to(device), labels.to(device)
-                opt.zero_grad(set_to_none=True)
-                loss = F.cross_entropy(ddp(images), labels)
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(labels)
-                seen += len(labels)
-            stats = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
-            dist.all_reduce(stats)
-            if rank == 0:
-                print(f"epoch {epoch + 1}/{args.epochs} loss={stats[0] / stats[1]:.4f}", flush=True)
-
-        local = checksum(model)
-        print(f"checksum={local:.6f} rank={rank} world={world}", flush=True)
-        lo = torch.tensor([local], dtype=torch.float64, device=device)
-        hi = lo.clone()
-        dist.all_reduce(lo, op=dist.ReduceOp.MIN)
-        dist.all_reduce(hi, op=dist.ReduceOp.MAX)
-        if rank == 0:
-            spread = (hi - lo).item()
-            print(
-                f"all-reduced checksum: min={lo.item():.6f} max={hi.item():.6f} "
-                f"({args.epochs * args.steps_per_epoch} steps in "
-                f"{time.monotonic() - start:.1f}s)",
-                flush=True,
-            )
-            if spread > 1e-6:
-                print(f"ranks disagree on the model (spread {spread:g})", file=sys.stderr)
-                return 1
-        return 0
+        return train(args, rank, world, local_rank, device)
     finally:
+        # DDP and FSDP hold the process group: once train() returned they are
+        # garbage, so collect them now and destroy_process_group() tears gloo down
+        # while Python still runs. Left to interpreter exit, gloo's threads can abort
+        # the process ("terminate called without an active exception", SIGABRT).
+        gc.collect()
         dist.destroy_process_group()
 
 

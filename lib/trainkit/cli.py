@@ -10,6 +10,7 @@ from pathlib import Path
 from .errors import ManifestError, Problem, StaleOutputError, TrainkitError
 from .schema import write_schemas
 from .synth import synthesize
+from .write import Changes
 
 __all__ = ["main"]
 
@@ -24,10 +25,7 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _raise_if_stale(changes: object, out: str) -> None:
-    from .write import Changes
-
-    assert isinstance(changes, Changes)
+def _raise_if_stale(changes: Changes, out: str) -> None:
     if not changes.any:
         return
     problems = [

@@ -75,19 +75,25 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-@pytest.fixture
-def cli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ws: Workspace
+def _runner(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], root: Path
 ) -> Callable[..., Run]:
-    """Run ``trainkit ARGS`` inside the scratch repository."""
+    """Run ``trainkit ARGS`` inside ``root``, capturing exit code, stdout and stderr."""
 
     def run(*args: str) -> Run:
-        monkeypatch.chdir(ws.root)
+        monkeypatch.chdir(root)
         code = main(list(args))
         captured = capsys.readouterr()
         return Run(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ws: Workspace
+) -> Callable[..., Run]:
+    return _runner(monkeypatch, capsys, ws.root)
 
 
 PLATFORM = """\
@@ -130,10 +136,4 @@ def bare(tmp_path: Path) -> Workspace:
 def bare_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bare: Workspace
 ) -> Callable[..., Run]:
-    def run(*args: str) -> Run:
-        monkeypatch.chdir(bare.root)
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
+    return _runner(monkeypatch, capsys, bare.root)

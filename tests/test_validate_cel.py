@@ -154,7 +154,7 @@ def test_list_map_items_are_correlated_by_key_for_transition_rules(crds: CrdSet)
 
 
 def test_unsupported_function_is_listed_once_and_skipped() -> None:
-    widgets = load_crds(DATA / "crds")
+    widgets = load_crds(DATA / "widget-definitions")
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["memory"] = "512Mi"  # would break the quantity() rule, which cannot run
     assert widgets.validate(doc, "w.yaml") == []
@@ -165,7 +165,7 @@ def test_unsupported_function_is_listed_once_and_skipped() -> None:
 
 
 def test_rules_see_schema_defaults_and_report_at_field_path() -> None:
-    widgets = load_crds(DATA / "crds")
+    widgets = load_crds(DATA / "widget-definitions")
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["size"] = 11  # maxSize is not set: its default 10 applies
     [problem] = widgets.validate(doc, "w.yaml")
@@ -175,7 +175,7 @@ def test_rules_see_schema_defaults_and_report_at_field_path() -> None:
 
 
 def test_added_string_helper_lower_ascii() -> None:
-    widgets = load_crds(DATA / "crds")
+    widgets = load_crds(DATA / "widget-definitions")
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["tags"] = ["alpha", "Beta"]
     assert [p.message for p in widgets.validate(doc, "w.yaml")] == ["tags must be lowercase"]

@@ -31,7 +31,7 @@ def crds() -> CrdSet:
 
 @pytest.fixture(scope="module")
 def widgets() -> CrdSet:
-    return load_crds(DATA / "crds")
+    return load_crds(DATA / "widget-definitions")
 
 
 def manifest(name: str) -> dict[str, Any]:

@@ -14,6 +14,11 @@ from trainkit.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Tests run commands from scratch directories: a relative TRAINKIT_CRDS (as in
+# `TRAINKIT_CRDS=../shared/crds make test`) means relative to the repository.
+if os.environ.get("TRAINKIT_CRDS") and not Path(os.environ["TRAINKIT_CRDS"]).is_absolute():
+    os.environ["TRAINKIT_CRDS"] = str((REPO / os.environ["TRAINKIT_CRDS"]).resolve())
+
 
 def crds_dir() -> Path:
     """CRDs from TRAINKIT_CRDS, else ../shared/crds; missing is a failure, never a skip."""

@@ -13,6 +13,7 @@ TRICKY = [
     "---\nitems:\n  - not a list item\n- x\n",
     "windows\r\nline endings\r\n",
     "",
+    "0\t0\n1\t2 tab-separated\n",
     "\n\n\nblank first\n",
     "unicode: 训练 ✓ \u00a0nbsp\n",
     "yes\nno\non: off\n~\nnull\n0x10\n1e3\n",

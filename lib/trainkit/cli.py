@@ -179,8 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
     r.add_argument("--job", help="job name, when the file defines several")
-    r.add_argument("--nodes", type=int, help="simulated nodes (default: the job's)")
-    r.add_argument("--procs-per-node", type=int, help="processes per node (default: the job's)")
+    r.add_argument("--nodes", type=int, help="simulated nodes (default: the job's, at most 2)")
+    r.add_argument(
+        "--procs-per-node", type=int, help="processes per node (default: the job's, at most 2)"
+    )
     r.add_argument(
         "--timeout",
         type=float,
@@ -220,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out = str(args.out).rstrip("/") or "."
     try:
         code: int = args.func(args)
+    except KeyboardInterrupt:
+        # Commands that start processes (rehearse) stop all of them before re-raising.
+        print(f"trainkit {args.command}: interrupted", file=sys.stderr)
+        return 130
     except TrainkitError as e:
         for problem in e.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -20,6 +20,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 __all__ = ["YamlCache", "prewarm", "to_yaml"]
 
 # Bump when the bytes for the same dict may change (cdk8s upgrade, layout rules).
@@ -85,8 +87,8 @@ def to_yaml(
     if missing:
         texts = _synth([(chart, [b for _, b in todo]) for chart, todo in missing])
         for (_, todo), group_texts in zip(missing, texts, strict=True):
-            for (k, _), text in zip(todo, group_texts, strict=True):
-                cache.put(k, text)
+            for (k, body), text in zip(todo, group_texts, strict=True):
+                cache.put(k, _readable(body, text))
     return [[cache.get(k) or "" for k in gkeys] for gkeys in keys]
 
 
@@ -107,6 +109,23 @@ def prewarm() -> None:
 def _import_cdk8s() -> None:
     _silence_node_banner()
     import cdk8s  # noqa: F401 - importing starts the jsii kernel
+
+
+def _readable(body: dict[str, Any], text: str) -> str:
+    """cdk8s writes a string such as ``0<TAB>0`` as a plain scalar that YAML 1.1 readers
+    (PyYAML, our own validator) reject. Only tabs trigger it, so only objects holding a
+    tab are read back; one that does not round-trip is written by libyaml instead."""
+    if "\\t" not in json.dumps(body, ensure_ascii=False):  # JSON escapes a tab as \\t
+        return text
+    try:
+        # The pure-Python reader is the strict one (libyaml accepts the tab).
+        if yaml.load(text, Loader=yaml.SafeLoader) == body:
+            return text
+    except yaml.YAMLError:
+        pass
+    return str(
+        yaml.dump(body, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+    )
 
 
 def _silence_node_banner() -> None:

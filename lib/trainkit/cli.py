@@ -6,11 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import ManifestError, Problem, StaleOutputError, TrainkitError
 from .schema import write_schemas
 from .synth import synthesize
 from .write import Changes
+
+if TYPE_CHECKING:
+    from .validate import CrdSet
 
 __all__ = ["main"]
 
@@ -40,37 +44,37 @@ def _raise_if_stale(changes: Changes, out: str) -> None:
     raise StaleOutputError(problems)
 
 
+def _load_crds(option: str | None) -> tuple[CrdSet | None, str]:
+    """The CRDs to validate against (``--crds`` or ``$TRAINKIT_CRDS``) and how to say so."""
+    from .validate import crds_dir, load_crds
+
+    directory = crds_dir(option)
+    if directory is None:
+        return None, "object rules only (no --crds)"
+    return load_crds(directory), f"the CRDs in {directory}"
+
+
 def _check(args: argparse.Namespace) -> int:
-    from .validate import crds_dir, kustomize_build, load_crds, validate_paths, validate_text
+    from .validate import validate_tree
 
     out_dir = Path(args.out)
     out = synthesize(Path(args.jobs), out_dir, check=True)
     _raise_if_stale(out.changes, args.out)
-    directory = crds_dir(args.crds)
-    crds = load_crds(directory) if directory is not None else None
-    problems = validate_paths([out_dir], crds, root=Path.cwd())
-    builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
-    builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
-    for build in builds:
-        text, build_problems = kustomize_build(build)
-        problems.extend(build_problems)
-        # What Argo CD applies is the build output, so validate that too.
-        problems.extend(validate_text(text, f"{build.as_posix()} (kustomize build)", crds))
+    crds, against = _load_crds(args.crds)
+    problems, builds = validate_tree(out_dir, crds, root=Path.cwd())
     if problems:
         raise ManifestError(problems)
-    against = f"the CRDs in {directory}" if directory else "object rules only (no --crds)"
     print(
         f"{args.out}/ is up to date ({len(out.files)} files); valid against {against}; "
-        f"{len(builds)} kustomize builds"
+        f"{builds} kustomize builds"
     )
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .validate import crds_dir, format_json, format_text, load_crds, validate_paths
+    from .validate import format_json, format_text, validate_paths
 
-    directory = crds_dir(args.crds)
-    crds = load_crds(directory) if directory is not None else None
+    crds, against = _load_crds(args.crds)
     problems = validate_paths([Path(p) for p in args.paths], crds, root=Path.cwd())
     if args.format == "json":
         print(format_json(problems), end="")
@@ -80,7 +84,6 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"trainkit validate: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     if args.format == "text":
-        against = f"the CRDs in {directory}" if directory else "object rules only (no --crds)"
         print(f"valid: {', '.join(args.paths)} against {against}")
     return 0
 

@@ -83,15 +83,14 @@ def _container(pj: PlannedJob) -> dict[str, Any]:
     return c
 
 
-def _pod_template(pj: PlannedJob) -> dict[str, Any]:
+def _pod_template(pj: PlannedJob, script_configmap: str | None) -> dict[str, Any]:
     job = pj.job
     spec: dict[str, Any] = {"containers": [_container(pj)]}
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     volumes: list[dict[str, Any]] = []
-    if job.script is not None:
-        name = script_configmap_name(job, dict(pj.definition.files))
-        volumes.append({"configMap": {"name": name}, "name": "script"})
+    if script_configmap is not None:
+        volumes.append({"configMap": {"name": script_configmap}, "name": "script"})
     if job.shm_size is not None:
         volumes.append(
             {"emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}, "name": "dshm"}
@@ -113,7 +112,8 @@ def _pod_template(pj: PlannedJob) -> dict[str, Any]:
 
 def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
-    template = _pod_template(pj)
+    cm = script_configmap_name(job, dict(pj.definition.files)) if job.script else None
+    template = _pod_template(pj, cm)
     replicas: dict[str, Any] = {
         "Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}
     }
@@ -122,7 +122,7 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
             "replicas": job.nodes - 1,
             "restartPolicy": job.restart_policy,
             # Built again, not shared, so YAML dumpers never emit anchors for it.
-            "template": _pod_template(pj),
+            "template": _pod_template(pj, cm),
         }
     # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
     # is re-created and runs again.

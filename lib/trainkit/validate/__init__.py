@@ -16,6 +16,7 @@ from trainkit.validate.crds import CrdSet, crds_dir, load_crds
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.kustomize import kustomize_build
 from trainkit.validate.report import format_json, format_text
+from trainkit.validate.tree import validate_tree
 
 __all__ = [
     "CrdSet",
@@ -26,4 +27,5 @@ __all__ = [
     "load_crds",
     "validate_paths",
     "validate_text",
+    "validate_tree",
 ]

@@ -6,6 +6,7 @@ def test_all_is_pinned_and_sorted():
         "ArgoCD",
         "Capacity",
         "Cluster",
+        "ClusterTrainingRuntime",
         "DefinitionError",
         "ManifestError",
         "Problem",
@@ -18,6 +19,8 @@ def test_all_is_pinned_and_sorted():
         "StaleOutputError",
         "Team",
         "Toleration",
+        "TrainJob",
+        "TrainingRuntime",
         "TrainkitError",
         "Volume",
     ]

@@ -16,12 +16,15 @@ from .model import (
     ArgoCD,
     Capacity,
     Cluster,
+    ClusterTrainingRuntime,
     PyTorchJob,
     Queue,
     Resources,
     Script,
     Team,
     Toleration,
+    TrainingRuntime,
+    TrainJob,
     Volume,
 )
 
@@ -29,6 +32,7 @@ __all__ = [
     "ArgoCD",
     "Capacity",
     "Cluster",
+    "ClusterTrainingRuntime",
     "DefinitionError",
     "ManifestError",
     "Problem",
@@ -41,6 +45,8 @@ __all__ = [
     "StaleOutputError",
     "Team",
     "Toleration",
+    "TrainJob",
+    "TrainingRuntime",
     "TrainkitError",
     "Volume",
 ]

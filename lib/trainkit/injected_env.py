@@ -11,8 +11,12 @@ __all__ = [
     "PYTORCHJOB_MASTER_PORT",
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
+    "TRAINER_MASTER_PORT",
+    "TRAINJOB_RESERVED_ENV",
     "pytorchjob_env",
     "reserved_env_reason",
+    "trainjob_env",
+    "trainjob_reserved_env_reason",
 ]
 
 # training-operator v1.9 default port (name "pytorchjob-port") on container "pytorch".
@@ -71,4 +75,57 @@ def pytorchjob_env(
         "PET_NODE_RANK": str(node_rank),
         "PET_NPROC_PER_NODE": str(procs_per_node),
         "PET_NNODES": str(nodes),
+    }
+
+
+# Kubeflow Trainer v2.3 torch plugin: port 29500 on container "node" of the
+# replicated job "node"; the webhook rejects these names in spec.trainer.env.
+TRAINER_MASTER_PORT = 29500
+
+TRAINJOB_RESERVED_ENV: dict[str, str] = {
+    "PET_NNODES": "Kubeflow Trainer's torch plugin sets it from nodes",
+    "PET_NPROC_PER_NODE": "Kubeflow Trainer's torch plugin sets it from procs_per_node",
+    "PET_NODE_RANK": "Kubeflow Trainer's torch plugin sets it to the pod's completion index",
+    "PET_MASTER_ADDR": "Kubeflow Trainer's torch plugin sets it to the first node's address",
+    "PET_MASTER_PORT": "Kubeflow Trainer's torch plugin sets it to 29500",
+    "MASTER_ADDR": "torchrun sets it for every process it starts",
+    "MASTER_PORT": "torchrun sets it for every process it starts",
+    "WORLD_SIZE": "torchrun sets it to nodes × procs_per_node",
+    "RANK": "torchrun sets it for every process it starts",
+    "LOCAL_RANK": "torchrun sets it for every process it starts",
+    "LOCAL_WORLD_SIZE": "torchrun sets it for every process it starts",
+    "GROUP_RANK": "torchrun sets it for every process it starts",
+}
+
+
+def trainjob_reserved_env_reason(name: str) -> str | None:
+    """Why ``name`` may not be set in a TrainJob or runtime, or None when it may."""
+    if name in TRAINJOB_RESERVED_ENV:
+        return TRAINJOB_RESERVED_ENV[name]
+    if name.startswith("PET_"):
+        return "PET_* variables are torchrun's settings; set nodes and procs_per_node instead"
+    return None
+
+
+def trainjob_env(
+    *,
+    trainjob: str,
+    nodes: int,
+    procs_per_node: int,
+    node_rank: int,
+    master_addr: str | None = None,
+    master_port: int = TRAINER_MASTER_PORT,
+) -> dict[str, str]:
+    """The env Kubeflow Trainer v2.3 gives container ``node`` of one pod of a TrainJob.
+
+    ``trainjob`` is the object's name; the first pod's address is
+    ``<trainjob>-node-0-0.<trainjob>`` (JobSet's headless service).
+    """
+    addr = master_addr if master_addr is not None else f"{trainjob}-node-0-0.{trainjob}"
+    return {
+        "PET_NNODES": str(nodes),
+        "PET_NPROC_PER_NODE": str(procs_per_node),
+        "PET_NODE_RANK": str(node_rank),
+        "PET_MASTER_ADDR": addr,
+        "PET_MASTER_PORT": str(master_port),
     }

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import DefinitionError, Problem, TrainkitError
-from .model import JOB_KINDS, PLATFORM_KINDS, PyTorchJob, TrainkitModel
+from .model import JOB_KINDS, PLATFORM_KINDS, PyTorchJob, TrainJob, TrainkitModel
 
 __all__ = ["PLATFORM_DIR", "Definition", "definition_files", "load_file", "load_jobs"]
 
@@ -196,7 +196,7 @@ def _collect(namespace: dict[str, object]) -> Iterator[TrainkitModel]:
 
 
 def _read_scripts(obj: TrainkitModel, path: Path, rel: str, line: int | None) -> dict[str, str]:
-    if not isinstance(obj, PyTorchJob) or obj.script is None:
+    if not isinstance(obj, PyTorchJob | TrainJob) or obj.script is None:
         return {}
     script_path = path.parent / obj.script.path
 

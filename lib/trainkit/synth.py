@@ -7,9 +7,12 @@ The layout (relative to the output directory)::
     clusters/<cluster>/          what Argo CD syncs to <cluster>
         kustomization.yaml       lists every file below; teaches kustomize the CRD fields
         kustomizeconfig.yaml
+        kustomize-openapi.yaml   tells kustomize which CRD kinds are cluster-scoped
         namespaces/<ns>.yaml
         queues/<queue>.yaml
-        <namespace>/pytorchjob-<name>.yaml, configmap-<name>.yaml
+        runtimes/<name>.yaml     ClusterTrainingRuntimes
+        <namespace>/pytorchjob-<name>.yaml, trainjob-<name>-r<run>.yaml,
+                    trainingruntime-<name>.yaml, configmap-<job>-script-<hash>.yaml
 """
 
 from __future__ import annotations
@@ -26,14 +29,22 @@ from . import argocd
 from .load import load_jobs
 from .plan import ClusterPlan, Plan, build_plan
 from .render import argocd as render_argocd
+from .render.kustomize import (
+    KUSTOMIZE_CONFIG,
+    KUSTOMIZE_OPENAPI,
+    cluster_scoped_openapi,
+    kustomization,
+    kustomize_config,
+)
 from .render.platform import render_namespace, render_queue
-from .render.pytorchjob import render_pytorchjob, render_script_configmap
+from .render.pytorchjob import render_pytorchjob
+from .render.script import render_script_configmap
+from .render.trainer import render_runtime, render_trainjob
 from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
 __all__ = ["Output", "Rendered", "render_files", "synthesize"]
 
-KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
 DEFAULT_COMMAND = "make synth"
 CACHE_FILE = Path(".trainkit") / "yaml-cache.json"
 
@@ -69,6 +80,13 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
         yield Rendered(
             f"{base}/queues/{pq.queue.name}.yaml", render_queue(pq, cp.cluster), pq.definition.file
         )
+    for pr in cp.runtimes:
+        path = (
+            f"{base}/{pr.namespace}/trainingruntime-{pr.runtime.name}.yaml"
+            if pr.namespace
+            else f"{base}/runtimes/{pr.runtime.name}.yaml"
+        )
+        yield Rendered(path, render_runtime(pr), pr.definition.file)
     for pj in cp.jobs:
         cm = render_script_configmap(pj)
         if cm is not None:
@@ -77,9 +95,10 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
                 cm,
                 pj.definition.file,
             )
+        body = render_trainjob(pj) if pj.kind == "TrainJob" else render_pytorchjob(pj)
         yield Rendered(
-            f"{base}/{pj.namespace}/pytorchjob-{pj.job.name}.yaml",
-            render_pytorchjob(pj),
+            f"{base}/{pj.namespace}/{pj.kind.lower()}-{pj.object_name}.yaml",
+            body,
             pj.definition.file,
         )
 
@@ -128,14 +147,6 @@ def _argocd_objects(plan: Plan) -> Iterator[Rendered]:
     )
 
 
-def _kustomization(paths: list[str], with_config: bool) -> dict[str, Any]:
-    k: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
-    if with_config:
-        k["configurations"] = [KUSTOMIZE_CONFIG]
-    k["resources"] = paths
-    return k
-
-
 def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
@@ -156,49 +167,17 @@ def render_files(plan: Plan, cache: YamlCache) -> dict[str, bytes]:
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
-        files[base + "kustomization.yaml"] = _header("jobs/") + _dump(_kustomization(paths, True))
+        files[base + "kustomization.yaml"] = _header("jobs/") + _dump(
+            kustomization(paths, cluster=True)
+        )
         files[base + KUSTOMIZE_CONFIG] = _header("trainkit") + _dump(kustomize_config())
+        files[base + KUSTOMIZE_OPENAPI] = _header("trainkit") + _dump(cluster_scoped_openapi())
     if argo:
         paths = sorted(p.removeprefix("argocd/") for p in files if p.startswith("argocd/"))
         files["argocd/kustomization.yaml"] = _header("jobs/platform/") + _dump(
-            _kustomization(paths, False)
+            kustomization(paths, cluster=False)
         )
     return {k: files[k].encode("utf-8") for k in sorted(files)}
-
-
-def kustomize_config() -> dict[str, Any]:
-    """Teach kustomize where CRD pod templates refer to ConfigMaps, Secrets, PVCs and queues,
-    so overlays can use namePrefix/nameSuffix and generators without breaking references."""
-    replica_types = ("Master", "Worker")
-    refs = {
-        "ConfigMap": [
-            "volumes/configMap/name",
-            "volumes/projected/sources/configMap/name",
-            "containers/envFrom/configMapRef/name",
-            "containers/env/valueFrom/configMapKeyRef/name",
-            "initContainers/envFrom/configMapRef/name",
-            "initContainers/env/valueFrom/configMapKeyRef/name",
-        ],
-        "Secret": [
-            "volumes/secret/secretName",
-            "volumes/projected/sources/secret/name",
-            "containers/envFrom/secretRef/name",
-            "containers/env/valueFrom/secretKeyRef/name",
-            "initContainers/envFrom/secretRef/name",
-            "initContainers/env/valueFrom/secretKeyRef/name",
-            "imagePullSecrets/name",
-        ],
-        "PersistentVolumeClaim": ["volumes/persistentVolumeClaim/claimName"],
-    }
-    name_refs = []
-    for kind, paths in refs.items():
-        specs = [
-            {"kind": "PyTorchJob", "path": f"spec/pytorchReplicaSpecs/{rt}/template/spec/{p}"}
-            for rt in replica_types
-            for p in paths
-        ]
-        name_refs.append({"kind": kind, "version": "v1", "fieldSpecs": specs})
-    return {"nameReference": name_refs}
 
 
 def synthesize(

@@ -21,7 +21,16 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # Argo CD applies a wave only when the previous one is synced *and healthy*, and
 # a running job never becomes healthy until it ends: platform objects go first,
 # every job shares the last wave so no job blocks another.
-_WAVES = {"Namespace": -30, "Queue": -20, "ConfigMap": -5, "PyTorchJob": 0}
+_WAVES = {
+    "Namespace": -30,
+    "Queue": -20,
+    # Trainer's webhook rejects a TrainJob whose runtime does not exist yet.
+    "ClusterTrainingRuntime": -10,
+    "TrainingRuntime": -10,
+    "ConfigMap": -5,
+    "PyTorchJob": 0,
+    "TrainJob": 0,
+}
 
 
 def wave(kind: str, depth: int = 0) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ..injected_env import PYTORCHJOB_MASTER_PORT
@@ -10,44 +9,25 @@ from ..model import WORKSPACE, Capacity, PyTorchJob
 from ..plan import PlannedJob
 from .meta import JOB_LABEL, MANAGED_BY, TEAM_LABEL, metadata
 from .platform import render_resources
+from .pod import (
+    claim_mounts,
+    claim_volumes,
+    script_mount,
+    script_volume,
+    shm_mount,
+    shm_volume,
+    tolerations,
+)
+from .script import script_configmap_name
 
-__all__ = ["render_pytorchjob", "render_script_configmap", "script_configmap_name"]
+__all__ = ["render_pytorchjob"]
 
 CONTAINER = "pytorch"  # the operator's webhook requires this container name
 PORT_NAME = "pytorchjob-port"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
-def script_configmap_name(job: PyTorchJob, files: dict[str, str]) -> str:
-    """``<job>-script-<hash>``: an edited script gets a new ConfigMap, so a running
-    job never sees its code change under it and Argo CD prunes the old one."""
-    digest = hashlib.sha256()
-    for fname in sorted(files):
-        digest.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
-    return f"{job.name}-script-{digest.hexdigest()[:10]}"
-
-
-def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
-    files = dict(pj.definition.files)
-    if pj.job.script is None:
-        return None
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(
-            name=script_configmap_name(pj.job, files),
-            kind="ConfigMap",
-            source=pj.definition.file,
-            namespace=pj.namespace,
-            team=pj.definition.team,
-            labels={JOB_LABEL: pj.job.name},
-        ),
-        "data": files,
-    }
-
-
-def _container(pj: PlannedJob) -> dict[str, Any]:
-    job = pj.job
+def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
     res = render_resources(
         Capacity(cpu=job.resources.cpu, memory=job.resources.memory, gpu=job.resources.gpu),
         pj.cluster,
@@ -68,52 +48,41 @@ def _container(pj: PlannedJob) -> dict[str, Any]:
     c["resources"] = {"limits": res, "requests": dict(res)}
     mounts = []
     if job.script is not None:
-        mounts.append({"mountPath": WORKSPACE, "name": "script"})
+        mounts.append(script_mount())
     if job.shm_size is not None:
-        mounts.append({"mountPath": "/dev/shm", "name": "dshm"})
-    for v in job.volumes:
-        m: dict[str, Any] = {"mountPath": v.path, "name": v.claim}
-        if v.read_only:
-            m["readOnly"] = True
-        if v.sub_path:
-            m["subPath"] = v.sub_path
-        mounts.append(m)
+        mounts.append(shm_mount())
+    mounts += claim_mounts(job.volumes)
     if mounts:
         c["volumeMounts"] = mounts
     return c
 
 
-def _pod_template(pj: PlannedJob, script_configmap: str | None) -> dict[str, Any]:
-    job = pj.job
-    spec: dict[str, Any] = {"containers": [_container(pj)]}
+def _pod_template(pj: PlannedJob, job: PyTorchJob, script_configmap: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [_container(pj, job)]}
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     volumes: list[dict[str, Any]] = []
     if script_configmap is not None:
-        volumes.append({"configMap": {"name": script_configmap}, "name": "script"})
+        volumes.append(script_volume(script_configmap))
     if job.shm_size is not None:
-        volumes.append(
-            {"emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}, "name": "dshm"}
-        )
-    for v in job.volumes:
-        claim: dict[str, Any] = {"claimName": v.claim}
-        if v.read_only:
-            claim["readOnly"] = True
-        volumes.append({"name": v.claim, "persistentVolumeClaim": claim})
+        volumes.append(shm_volume(job.shm_size))
+    volumes += claim_volumes(job.volumes)
     if volumes:
         spec["volumes"] = volumes
     if job.node_selector:
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
-        spec["tolerations"] = [t.model_dump(exclude_none=True) for t in job.tolerations]
+        spec["tolerations"] = tolerations(job.tolerations)
     labels = {MANAGED_BY: "trainkit", TEAM_LABEL: pj.definition.team, JOB_LABEL: job.name}
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
 def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
-    cm = script_configmap_name(job, dict(pj.definition.files)) if job.script else None
-    template = _pod_template(pj, cm)
+    if not isinstance(job, PyTorchJob):
+        raise TypeError(f"not a PyTorchJob: {pj.kind}")
+    cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
+    template = _pod_template(pj, job, cm)
     replicas: dict[str, Any] = {
         "Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}
     }
@@ -122,7 +91,7 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
             "replicas": job.nodes - 1,
             "restartPolicy": job.restart_policy,
             # Built again, not shared, so YAML dumpers never emit anchors for it.
-            "template": _pod_template(pj, cm),
+            "template": _pod_template(pj, job, cm),
         }
     # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
     # is re-created and runs again.

@@ -1,0 +1,35 @@
+"""Kubeflow Trainer runtimes (seed 003): what TrainJobs start from."""
+
+from trainkit import ClusterTrainingRuntime, Resources, TrainingRuntime
+
+# One name, two builds: a TrainJob naming "torch-distributed" gets the CUDA
+# image on NVIDIA clusters and the ROCm image on the AMD cluster.
+torch_cuda = ClusterTrainingRuntime(
+    name="torch-distributed",
+    image="registry.example.com/ml/pytorch:2.5.1-cuda12.4",
+    resources=Resources(cpu=16, memory="128Gi", gpu=8),
+    shm_size="16Gi",
+    env={"NCCL_DEBUG": "WARN"},
+    clusters=["gpu-east", "a800-north"],
+)
+
+torch_rocm = ClusterTrainingRuntime(
+    name="torch-distributed",
+    image="registry.example.com/ml/pytorch:2.5.1-rocm6.2",
+    resources=Resources(cpu=16, memory="128Gi", gpu=8),
+    shm_size="16Gi",
+    env={"NCCL_DEBUG": "WARN"},  # RCCL reads the NCCL_* variables
+    clusters=["rocm-west"],
+)
+
+# The LLM team's own runtime: four A800 nodes, InfiniBand for NCCL.
+llm_fsdp = TrainingRuntime(
+    name="fsdp-a800",
+    team="llm",
+    image="registry.example.com/ml/pytorch-training:2.5.1-cuda12.4",
+    nodes=4,
+    resources=Resources(cpu=64, memory="512Gi", gpu=8),
+    shm_size="20Gi",
+    env={"NCCL_IB_DISABLE": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+    clusters=["a800-north"],
+)

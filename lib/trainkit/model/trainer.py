@@ -1,0 +1,144 @@
+"""Kubeflow Trainer v2.3 definitions: torch runtimes and the TrainJobs that name them.
+
+A platform engineer declares runtimes in ``jobs/platform/`` (what every job of
+a kind shares: image, nodes, resources, shared memory, network env); an ML
+engineer's ``TrainJob`` names one and overrides only what differs.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from ..injected_env import trainjob_reserved_env_reason
+from .base import TrainkitModel
+from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
+from .job import Resources, Script, Toleration, Volume
+
+__all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
+
+MAX_RUN = 9999
+
+
+def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
+    bad = [(k, trainjob_reserved_env_reason(k)) for k in env if trainjob_reserved_env_reason(k)]
+    if bad:
+        raise ValueError(
+            "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"
+        )
+    return env
+
+
+class _TorchRuntime(TrainkitModel):
+    """Fields every torch runtime has, cluster-wide or namespaced."""
+
+    name: DNS1123Label
+    """Runtime name that TrainJobs give as ``runtime=``; version it (``torch-2-5``) instead of
+    editing one that jobs use."""
+    image: str = Field(min_length=1, pattern=r"^\S+$")
+    """Default container image of every node, e.g. ``pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime``."""
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Default number of nodes (pods) of a TrainJob."""
+    resources: Resources | None = None
+    """Default CPU, memory and GPUs of each node."""
+    shm_size: MemoryQuantity | None = None
+    """Size of ``/dev/shm`` (memory-backed emptyDir) on every node, e.g. ``"16Gi"``."""
+    env: dict[EnvName, str] = {}
+    """Environment of every node, e.g. NCCL network settings (``PET_*`` are refused)."""
+    node_selector: dict[str, str] = {}
+    """Node labels the pods must run on."""
+    tolerations: list[Toleration] = []
+    """Taints the pods tolerate."""
+    queue: DNS1123Label | None = None
+    """Volcano queue for TrainJobs that name none (trainkit's TrainJobs always name one)."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the runtime exists on; ``None`` means every cluster."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_reserved(env)
+
+
+class ClusterTrainingRuntime(_TorchRuntime):
+    """A torch runtime every team's TrainJobs may use (cluster-scoped)."""
+
+
+class TrainingRuntime(_TorchRuntime):
+    """A torch runtime only one team's TrainJobs may use (in the team's namespace)."""
+
+    team: DNS1123Label
+    """The team whose namespace holds the runtime."""
+
+
+def trainjob_object_name(name: str, run: int) -> str:
+    """The Kubernetes name of run ``run`` of TrainJob ``name``."""
+    return f"{name}-r{run}"
+
+
+class TrainJob(TrainkitModel):
+    """A Kubeflow Trainer TrainJob: a runtime plus what this job changes.
+
+    A TrainJob cannot change once created, so its Kubernetes name carries the
+    run number (``<name>-r<run>``): to run an edited job, raise ``run``.
+    """
+
+    name: DNS1035Name
+    """Job name; the object is named ``<name>-r<run>``."""
+    run: int = Field(default=1, ge=1, le=MAX_RUN)
+    """Run number; raise it to run an edited job (a TrainJob cannot change in place)."""
+    runtime: DNS1123Label
+    """Runtime to start from: the team's ``TrainingRuntime`` of that name, else the
+    ``ClusterTrainingRuntime``."""
+    image: str | None = Field(default=None, min_length=1, pattern=r"^\S+$")
+    """Container image; defaults to the runtime's."""
+    script: Script | None = None
+    """Training script next to the definition (``Script.file(...)``), run with torchrun."""
+    command: list[str] | None = None
+    """Command for images that carry their own code (instead of ``script``); defaults to the
+    runtime's."""
+    args: list[str] = []
+    """Arguments passed to the script or command."""
+    env: dict[EnvName, str] = {}
+    """Extra environment variables (``PET_*`` and torchrun's own are refused)."""
+    nodes: int | None = Field(default=None, ge=1, le=10000)
+    """Number of nodes (pods); defaults to the runtime's."""
+    procs_per_node: int | None = Field(default=None, ge=1, le=1024)
+    """Processes per node; defaults to the GPUs per node (Trainer's ``auto``)."""
+    resources: Resources | None = None
+    """CPU, memory and GPUs of each node; defaults to the runtime's."""
+    volumes: list[Volume] = []
+    """PersistentVolumeClaims mounted on every node."""
+    deadline_seconds: int | None = Field(default=None, ge=1)
+    """Fail the job when it has run this long."""
+    queue: DNS1123Label | None = None
+    """Volcano queue; defaults to the team's first queue."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters to run on; defaults to the team's clusters."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_reserved(env)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> TrainJob:
+        if self.script is not None and self.command is not None:
+            raise ValueError(
+                "give script=Script.file('train.py') (shipped in a ConfigMap) or "
+                "command=[...] (code inside the image), not both"
+            )
+        if self.command is not None and not self.command:
+            raise ValueError("command is empty; give the program to run, or leave it out")
+        paths = [v.path for v in self.volumes]
+        dupes = sorted({p for p in paths if paths.count(p) > 1})
+        if dupes:
+            raise ValueError(f"volumes mount more than once at {', '.join(dupes)}")
+        claims = [v.claim for v in self.volumes]
+        if len(set(claims)) != len(claims):
+            raise ValueError("each claim may be mounted once; use sub_path for parts of a volume")
+        return self
+
+    @property
+    def object_name(self) -> str:
+        """The Kubernetes name: ``<name>-r<run>``."""
+        return trainjob_object_name(self.name, self.run)

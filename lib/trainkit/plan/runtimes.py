@@ -1,0 +1,185 @@
+"""Trainer runtimes: where each exists, and which one a TrainJob's ``runtime=`` names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import Problem
+from ..load import Definition
+from ..model import Cluster, ClusterTrainingRuntime, Queue, Team, TrainingRuntime
+from .platform import check_clusters, on_cluster
+from .problems import known, problem
+
+__all__ = ["PlannedRuntime", "Runtimes", "collect_runtimes"]
+
+Runtime = ClusterTrainingRuntime | TrainingRuntime
+
+
+@dataclass(frozen=True)
+class PlannedRuntime:
+    """A runtime placed on one cluster."""
+
+    runtime: Runtime
+    definition: Definition
+    cluster: Cluster
+    namespace: str | None
+    """The team's namespace for a TrainingRuntime; None for a ClusterTrainingRuntime."""
+    queue: str | None
+    """Default Volcano queue, or None (none declared, or no Volcano on the cluster)."""
+
+    @property
+    def kind(self) -> str:
+        return type(self.runtime).__name__
+
+    def describe(self) -> str:
+        where = (
+            f" (team {self.runtime.team!r})" if isinstance(self.runtime, TrainingRuntime) else ""
+        )
+        return f"{self.kind} {self.runtime.name!r}{where}"
+
+
+@dataclass(frozen=True)
+class Runtimes:
+    """Every runtime placed on every cluster, and the lookup TrainJobs use."""
+
+    placed: tuple[PlannedRuntime, ...]
+
+    def on(self, cluster: str) -> list[PlannedRuntime]:
+        return [r for r in self.placed if r.cluster.name == cluster]
+
+    def resolve(self, name: str, team: str, cluster: str) -> PlannedRuntime | str:
+        """The runtime a TrainJob of ``team`` means on ``cluster``, or why there is none.
+
+        The team's own TrainingRuntime wins over a ClusterTrainingRuntime of the same
+        name (the order the Kubeflow SDK looks them up in).
+        """
+        here = self.on(cluster)
+        for kind in (TrainingRuntime, ClusterTrainingRuntime):
+            for r in here:
+                if type(r.runtime) is kind and r.runtime.name == name:
+                    if isinstance(r.runtime, TrainingRuntime) and r.runtime.team != team:
+                        continue
+                    return r
+        elsewhere = sorted(
+            {r.cluster.name for r in self.placed if r.runtime.name == name and _usable(r, team)}
+        )
+        if elsewhere:
+            return (
+                f"runtime {name!r} does not exist on cluster {cluster!r} (only on "
+                f"{known(elsewhere)}); add the cluster to the runtime's clusters or "
+                "choose other clusters"
+            )
+        foreign = [r for r in here if r.runtime.name == name]
+        if foreign:
+            return (
+                f"{foreign[0].describe()} belongs to another team; a TrainJob may use its "
+                "own team's TrainingRuntimes and every ClusterTrainingRuntime"
+            )
+        usable = sorted({r.describe() for r in here if _usable(r, team)})
+        return (
+            f"unknown runtime {name!r} on cluster {cluster!r}; runtimes there: "
+            f"{', '.join(usable) if usable else 'none'} (declare runtimes in jobs/platform/)"
+        )
+
+
+def _usable(r: PlannedRuntime, team: str) -> bool:
+    return not isinstance(r.runtime, TrainingRuntime) or r.runtime.team == team
+
+
+def collect_runtimes(
+    defs: Sequence[Definition],
+    clusters: dict[str, tuple[Cluster, Definition]],
+    teams: dict[str, tuple[Team, Definition]],
+    queues: dict[str, tuple[Queue, Definition]],
+    problems: list[Problem],
+) -> Runtimes:
+    """Place every runtime on its clusters; duplicates and bad references are problems."""
+    # One name may be defined more than once on disjoint clusters: the same
+    # runtime name with a CUDA image on NVIDIA clusters and a ROCm one on AMD.
+    seen: dict[tuple[str, str, str, str], Definition] = {}
+    placed: list[PlannedRuntime] = []
+    for d in defs:
+        rt = d.obj
+        if not isinstance(rt, ClusterTrainingRuntime | TrainingRuntime):
+            continue
+        owner = rt.team if isinstance(rt, TrainingRuntime) else ""
+        problems.extend(check_clusters(d, rt.clusters, set(clusters)))
+        namespace = None
+        allowed = set(clusters)
+        if isinstance(rt, TrainingRuntime):
+            if rt.team not in teams:
+                problems.append(
+                    problem(d, f"unknown team {rt.team!r}; declared teams: {known(teams)}", "team")
+                )
+                continue
+            team, tdef = teams[rt.team]
+            namespace = team.target_namespace
+            allowed = {c for c in clusters if on_cluster(team, c)}
+            for i, c in enumerate(rt.clusters or []):
+                if c in clusters and c not in allowed:
+                    problems.append(
+                        problem(
+                            d,
+                            f"team {rt.team!r} does not run on cluster {c!r} (Team.clusters "
+                            f"in {tdef.file} allows {known(allowed)})",
+                            f"clusters[{i}]",
+                        )
+                    )
+        for cname in sorted(allowed):
+            if not on_cluster(rt, cname):
+                continue
+            key = (type(rt).__name__, owner, rt.name, cname)
+            if key in seen:
+                first = seen[key]
+                problems.append(
+                    problem(
+                        d,
+                        f"{key[0]} {rt.name!r} is already defined for cluster {cname!r} at "
+                        f"{first.file}:{first.line}; rename one or give them disjoint clusters",
+                        "name",
+                    )
+                )
+                continue
+            seen[key] = d
+            cluster = clusters[cname][0]
+            placed.append(
+                PlannedRuntime(rt, d, cluster, namespace, _queue(d, rt, cluster, queues, problems))
+            )
+            gpu = rt.resources.gpu if rt.resources else 0
+            if gpu > cluster.gpus_per_node:
+                problems.append(
+                    problem(
+                        d,
+                        f"{gpu} exceeds the {cluster.gpus_per_node} GPUs per node of "
+                        f"cluster {cname!r}",
+                        "resources.gpu",
+                    )
+                )
+    placed.sort(key=lambda r: (r.cluster.name, r.kind, r.namespace or "", r.runtime.name))
+    return Runtimes(tuple(placed))
+
+
+def _queue(
+    d: Definition,
+    rt: Runtime,
+    cluster: Cluster,
+    queues: dict[str, tuple[Queue, Definition]],
+    problems: list[Problem],
+) -> str | None:
+    if rt.queue is None or cluster.scheduler != "volcano":
+        return None
+    if rt.queue not in queues:
+        problems.append(
+            problem(d, f"unknown queue {rt.queue!r}; defined queues: {known(queues)}", "queue")
+        )
+    elif not on_cluster(queues[rt.queue][0], cluster.name):
+        problems.append(
+            problem(
+                d,
+                f"queue {rt.queue!r} does not exist on cluster {cluster.name!r}; add the "
+                "cluster to the Queue's clusters or limit the runtime's clusters",
+                "queue",
+            )
+        )
+    return rt.queue

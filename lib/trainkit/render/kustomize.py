@@ -1,0 +1,139 @@
+"""The kustomize files of a cluster directory: what kustomize cannot know about CRD kinds.
+
+Kustomize treats every kind it has no schema for as namespaced and knows no
+name references inside CRD pod templates. Two small files fix that for the
+kinds trainkit writes, so overlays (``namespace:``, ``namePrefix:``,
+``images:``, generators) behave as they do for built-in kinds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CLUSTER_SCOPED",
+    "KUSTOMIZE_CONFIG",
+    "KUSTOMIZE_OPENAPI",
+    "cluster_scoped_openapi",
+    "kustomization",
+    "kustomize_config",
+]
+
+KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
+KUSTOMIZE_OPENAPI = "kustomize-openapi.yaml"
+
+# (group, version, kind, plural) of the cluster-scoped CRD kinds trainkit writes.
+CLUSTER_SCOPED = (
+    ("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
+    ("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes"),
+)
+
+_POD_REFS = {
+    "ConfigMap": [
+        "volumes/configMap/name",
+        "volumes/projected/sources/configMap/name",
+        "containers/envFrom/configMapRef/name",
+        "containers/env/valueFrom/configMapKeyRef/name",
+        "initContainers/envFrom/configMapRef/name",
+        "initContainers/env/valueFrom/configMapKeyRef/name",
+    ],
+    "Secret": [
+        "volumes/secret/secretName",
+        "volumes/projected/sources/secret/name",
+        "containers/envFrom/secretRef/name",
+        "containers/env/valueFrom/secretKeyRef/name",
+        "initContainers/envFrom/secretRef/name",
+        "initContainers/env/valueFrom/secretKeyRef/name",
+        "imagePullSecrets/name",
+    ],
+    "PersistentVolumeClaim": ["volumes/persistentVolumeClaim/claimName"],
+}
+
+_REPLICATED_POD = "template/spec/replicatedJobs/template/spec/template/spec"
+# Where each namespaced kind keeps pod specs that may refer to ConfigMaps, Secrets, claims.
+_POD_SPECS = (
+    ("PyTorchJob", "spec/pytorchReplicaSpecs/Master/template/spec"),
+    ("PyTorchJob", "spec/pytorchReplicaSpecs/Worker/template/spec"),
+    ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
+    ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
+)
+
+
+def kustomization(paths: list[str], *, cluster: bool) -> dict[str, Any]:
+    k: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    if cluster:
+        k["configurations"] = [KUSTOMIZE_CONFIG]
+        k["openapi"] = {"path": KUSTOMIZE_OPENAPI}
+    k["resources"] = paths
+    return k
+
+
+def kustomize_config() -> dict[str, Any]:
+    """Name references inside CRD pod templates (one fieldSpec per path: kustomize has no
+    wildcards), and ``spec.trainer.image`` for ``images:``."""
+    name_refs = []
+    for kind, paths in _POD_REFS.items():
+        specs = [{"kind": k, "path": f"{base}/{p}"} for k, base in _POD_SPECS for p in paths]
+        name_refs.append({"kind": kind, "version": "v1", "fieldSpecs": specs})
+    name_refs += [
+        {
+            "kind": kind,
+            "group": "trainer.kubeflow.org",
+            "version": "v1alpha1",
+            "fieldSpecs": [{"kind": "TrainJob", "path": "spec/runtimeRef/name"}],
+        }
+        for kind in ("ClusterTrainingRuntime", "TrainingRuntime")
+    ]
+    queue_annotation = "annotations/scheduling.volcano.sh\\/queue-name"  # "/" escaped
+    name_refs.append(
+        {
+            "kind": "Queue",
+            "group": "scheduling.volcano.sh",
+            "version": "v1beta1",
+            "fieldSpecs": [
+                {"kind": "PyTorchJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "PyTorchJob", "path": f"metadata/{queue_annotation}"},
+                {
+                    "kind": "TrainJob",
+                    "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"
+                    f"{queue_annotation}",
+                },
+                {
+                    "kind": "ClusterTrainingRuntime",
+                    "path": f"spec/template/metadata/{queue_annotation}",
+                },
+                {"kind": "TrainingRuntime", "path": f"spec/template/metadata/{queue_annotation}"},
+            ],
+        }
+    )
+    return {
+        "nameReference": name_refs,
+        "images": [{"kind": "TrainJob", "path": "spec/trainer/image"}],
+    }
+
+
+def cluster_scoped_openapi() -> dict[str, Any]:
+    """A swagger document whose paths tell kustomize's namespace transformer which CRD
+    kinds are cluster-scoped (a GET path without ``namespaces/{namespace}``).
+
+    Kustomize then leaves them without a namespace under a ``namespace:``
+    overlay. It replaces kustomize's built-in schema, so strategic-merge
+    patches of built-in kinds with merge keys (Deployment containers) would
+    replace lists: the tree holds only Namespaces, ConfigMaps and CRD kinds,
+    whose patches merge the same either way.
+    """
+    paths = {
+        f"/apis/{g}/{v}/{plural}/{{name}}": {
+            "get": {
+                "x-kubernetes-group-version-kind": {"group": g, "version": v, "kind": k},
+                "responses": {"200": {"description": "OK"}},
+            }
+        }
+        for g, v, k, plural in CLUSTER_SCOPED
+    }
+    return {
+        "swagger": "2.0",
+        "info": {"title": "cluster-scoped CRD kinds written by trainkit", "version": "v1"},
+        "paths": paths,
+        "definitions": {},
+    }

@@ -1,0 +1,67 @@
+"""Pod-level pieces every job kind shares: claims, shared memory, the script volume."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..model import WORKSPACE, Toleration, Volume
+
+__all__ = [
+    "SCRIPT_VOLUME",
+    "SHM_VOLUME",
+    "claim_mounts",
+    "claim_volumes",
+    "script_mount",
+    "script_volume",
+    "shm_mount",
+    "shm_volume",
+    "tolerations",
+]
+
+SCRIPT_VOLUME = "script"
+SHM_VOLUME = "dshm"
+
+
+def claim_mounts(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
+    out = []
+    for v in volumes:
+        m: dict[str, Any] = {"mountPath": v.path, "name": v.claim}
+        if v.read_only:
+            m["readOnly"] = True
+        if v.sub_path:
+            m["subPath"] = v.sub_path
+        out.append(m)
+    return out
+
+
+def claim_volumes(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
+    out = []
+    for v in volumes:
+        claim: dict[str, Any] = {"claimName": v.claim}
+        if v.read_only:
+            claim["readOnly"] = True
+        out.append({"name": v.claim, "persistentVolumeClaim": claim})
+    return out
+
+
+def script_mount() -> dict[str, Any]:
+    return {"mountPath": WORKSPACE, "name": SCRIPT_VOLUME}
+
+
+def script_volume(configmap: str) -> dict[str, Any]:
+    return {"configMap": {"name": configmap}, "name": SCRIPT_VOLUME}
+
+
+def shm_mount() -> dict[str, Any]:
+    return {"mountPath": "/dev/shm", "name": SHM_VOLUME}
+
+
+def shm_volume(size: str) -> dict[str, Any]:
+    # A memory-backed emptyDir: the container runtime's default /dev/shm is 64 MiB,
+    # too small for data loader workers and NCCL.
+    return {"emptyDir": {"medium": "Memory", "sizeLimit": size}, "name": SHM_VOLUME}
+
+
+def tolerations(items: Sequence[Toleration]) -> list[dict[str, Any]]:
+    return [t.model_dump(exclude_none=True) for t in items]

@@ -1,0 +1,186 @@
+"""Kubeflow Trainer v2.3 objects: (Cluster)TrainingRuntime and TrainJob.
+
+What the controller relies on (trainer v2.3.0 plugins): the replicated job
+``node`` labelled ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` with
+a container ``node``; the Volcano queue as the annotation
+``scheduling.volcano.sh/queue-name`` on the runtime template or a runtime
+patch; ``schedulerName`` is not set by Trainer, so the runtime sets it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..injected_env import TRAINER_MASTER_PORT
+from ..model import Capacity, Cluster, Resources, TrainingRuntime, TrainJob
+from ..plan import PlannedJob, PlannedRuntime
+from .meta import JOB_LABEL, MANAGED_BY, TEAM_LABEL, metadata
+from .platform import render_resources
+from .pod import (
+    claim_mounts,
+    claim_volumes,
+    script_mount,
+    script_volume,
+    shm_mount,
+    shm_volume,
+    tolerations,
+)
+from .script import script_configmap_name
+
+__all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
+
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+GROUP = "trainer.kubeflow.org"
+NODE = "node"  # the replicated job and the container Trainer writes spec.trainer into
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
+PATCH_MANAGER = "trainkit.dev/synth"
+
+
+def _requirements(res: Resources, cluster: Cluster) -> dict[str, Any]:
+    amounts = render_resources(Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu), cluster)
+    # Requests equal limits so the scheduler packs GPUs exactly (Guaranteed QoS).
+    return {"limits": amounts, "requests": dict(amounts)}
+
+
+def _env(env: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
+    rt, cluster = pr.runtime, pr.cluster
+    container: dict[str, Any] = {"name": NODE, "image": rt.image}
+    if rt.env:
+        container["env"] = _env(rt.env)
+    container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
+    if rt.resources is not None:
+        container["resources"] = _requirements(rt.resources, cluster)
+    pod: dict[str, Any] = {"containers": [container]}
+    if rt.shm_size is not None:
+        container["volumeMounts"] = [shm_mount()]
+        pod["volumes"] = [shm_volume(rt.shm_size)]
+    if rt.node_selector:
+        pod["nodeSelector"] = dict(rt.node_selector)
+    if rt.tolerations:
+        pod["tolerations"] = tolerations(rt.tolerations)
+    spec: dict[str, Any] = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
+    volcano = cluster.scheduler == "volcano"
+    if volcano:
+        # Trainer creates the PodGroup (all nodes or none); Volcano must also be
+        # the pods' scheduler, which Trainer does not set.
+        spec["podGroupPolicy"] = {"volcano": {}}
+        pod["schedulerName"] = "volcano"
+    template: dict[str, Any] = {}
+    if pr.queue is not None:
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: pr.queue}}
+    template["spec"] = {
+        "replicatedJobs": [
+            {
+                "name": NODE,
+                "replicas": 1,
+                "template": {
+                    "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
+                    "spec": {"template": {"spec": pod}},
+                },
+            }
+        ]
+    }
+    spec["template"] = template
+    team = rt.team if isinstance(rt, TrainingRuntime) else None
+    return {
+        "apiVersion": API_VERSION,
+        "kind": pr.kind,
+        "metadata": metadata(
+            name=rt.name,
+            kind=pr.kind,
+            source=pr.definition.file,
+            namespace=pr.namespace,
+            team=team,
+            labels={FRAMEWORK_LABEL: "torch"},
+        ),
+        "spec": spec,
+    }
+
+
+def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
+    """Only what the job itself says: the rest comes from the runtime, which
+    Trainer snapshots when the TrainJob is created, so a later runtime edit
+    never turns into an in-place change of a committed TrainJob."""
+    trainer: dict[str, Any] = {}
+    if job.image is not None:
+        trainer["image"] = job.image
+    if job.script is not None:
+        # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
+        # address from the PET_* variables Trainer injects.
+        trainer["command"] = ["torchrun", job.script.mount_path]
+    elif job.command is not None:
+        trainer["command"] = list(job.command)
+    if job.args:
+        trainer["args"] = list(job.args)
+    if job.env:
+        trainer["env"] = _env(job.env)
+    if job.nodes is not None:
+        trainer["numNodes"] = job.nodes
+    if job.procs_per_node is not None or job.resources is not None:
+        trainer["numProcPerNode"] = pj.procs_per_node
+    if job.resources is not None:
+        trainer["resourcesPerNode"] = _requirements(job.resources, pj.cluster)
+    return trainer
+
+
+def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
+    """Queue, pod labels and volumes: what spec.trainer cannot say."""
+    pod: dict[str, Any] = {}
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if job.script is not None:
+        volumes.append(script_volume(script_configmap_name(job.name, dict(pj.definition.files))))
+        mounts.append(script_mount())
+    volumes += claim_volumes(job.volumes)
+    mounts += claim_mounts(job.volumes)
+    if mounts:
+        pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
+    if volumes:
+        pod["volumes"] = volumes
+    labels = {MANAGED_BY: "trainkit", TEAM_LABEL: pj.definition.team, JOB_LABEL: job.name}
+    node_job: dict[str, Any] = {
+        "name": NODE,
+        "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod}}},
+    }
+    template: dict[str, Any] = {}
+    if pj.queue is not None:
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: pj.queue}}
+    template["spec"] = {"replicatedJobs": [node_job]}
+    return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
+
+
+def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
+    job, runtime = pj.job, pj.runtime
+    if not isinstance(job, TrainJob) or runtime is None:
+        raise TypeError(f"not a planned TrainJob: {pj.kind}")
+    spec: dict[str, Any] = {
+        # Written in full: the CRD defaults apiGroup and kind, and a default the
+        # API server fills in is a difference Argo CD would show.
+        "runtimeRef": {"apiGroup": GROUP, "kind": runtime.kind, "name": runtime.runtime.name},
+    }
+    trainer = _trainer(pj, job)
+    if trainer:
+        spec["trainer"] = trainer
+    spec["runtimePatches"] = [_runtime_patch(pj, job)]
+    if job.deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.deadline_seconds
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "TrainJob",
+        "metadata": metadata(
+            name=pj.object_name,
+            kind="TrainJob",
+            source=pj.definition.file,
+            namespace=pj.namespace,
+            team=pj.definition.team,
+            labels={JOB_LABEL: job.name},
+        ),
+        "spec": spec,
+    }

@@ -142,3 +142,39 @@ def bare_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bare: Workspace
 ) -> Callable[..., Run]:
     return _runner(monkeypatch, capsys, bare.root)
+
+
+RUNTIMES = """\
+from trainkit import ClusterTrainingRuntime, Resources, TrainingRuntime
+
+torch = ClusterTrainingRuntime(
+    name="torch",
+    image="registry.example.com/pytorch:2",
+    resources=Resources(cpu=8, memory="32Gi", gpu=2),
+    shm_size="8Gi",
+    env={"NCCL_DEBUG": "WARN"},
+    clusters=["east", "plain"],
+)
+own = TrainingRuntime(name="own", team="vision", image="registry.example.com/own:1", nodes=3)
+"""
+
+TRAINJOB = """\
+from trainkit import Script, TrainJob
+
+tj = TrainJob(
+    name="tj",
+    runtime="torch",
+    script=Script.file("scripts/train.py"),
+    args=["--epochs", "1"],
+    nodes=2,
+    clusters=["east"],
+)
+"""
+
+
+@pytest.fixture
+def tw(bare: Workspace) -> Workspace:
+    """The bare repository plus two runtimes and a TrainJob."""
+    bare.write("jobs/platform/runtimes.py", RUNTIMES)
+    bare.write("jobs/vision/tj.py", TRAINJOB)
+    return bare

@@ -9,6 +9,8 @@ def test_all_is_pinned_and_sorted():
         "ClusterTrainingRuntime",
         "DefinitionError",
         "ManifestError",
+        "NetworkProfile",
+        "Policy",
         "Problem",
         "PyTorchJob",
         "Queue",

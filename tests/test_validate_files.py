@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import crds_dir as shared_crds
+from trainkit.deployed import Baseline, baseline_from_git
 from trainkit.errors import Problem, SetupError
 from trainkit.validate import (
     CrdSet,
@@ -18,6 +21,7 @@ from trainkit.validate import (
     load_crds,
     validate_paths,
     validate_text,
+    validate_tree,
 )
 
 REPO = Path(__file__).parents[1]
@@ -194,3 +198,96 @@ def test_format_json_is_sorted_and_stable() -> None:
     ]
     assert format_json(reversed(PROBLEMS)) == format_json(PROBLEMS)
     assert json.loads(format_json([])) == []
+
+
+TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: x-r1
+  namespace: ns
+spec:
+  runtimeRef:
+    name: torch
+  trainer:
+    image: a:1
+"""
+
+
+@pytest.fixture
+def git_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """git without the user's config or a hook's GIT_DIR, and no repository above tmp_path."""
+    for name in [n for n in os.environ if n.startswith("GIT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def deployed_and_current(root: Path, deployed: str, current: str) -> tuple[Path, Baseline]:
+    """``generated/vision/trainjob.yaml`` committed on main as ``deployed``, on disk as ``current``."""
+    out = root / "generated"
+    (out / "vision").mkdir(parents=True)
+    (out / "vision" / "trainjob.yaml").write_text(deployed)
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "c"],
+    ):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    (out / "vision" / "trainjob.yaml").write_text(current)
+    return out, baseline_from_git(root, out, "main")
+
+
+@pytest.mark.usefixtures("git_env")
+def test_changed_immutable_field_is_reported_against_the_baseline(
+    crds: CrdSet, tmp_path: Path
+) -> None:
+    out, baseline = deployed_and_current(tmp_path, TRAINJOB, TRAINJOB.replace("a:1", "a:2"))
+    [problem] = validate_paths([out], crds, tmp_path, baseline=baseline)
+    assert problem == Problem(
+        file="generated/vision/trainjob.yaml",
+        line=9,
+        obj="TrainJob 'x-r1'",
+        field="spec.trainer",
+        message="field is immutable",
+    )
+    assert validate_paths([out], crds, tmp_path) == []
+    problems, builds = validate_tree(out, crds, tmp_path, baseline)
+    assert (problems, builds) == ([problem], 0)
+    assert validate_tree(out, crds, tmp_path) == ([], 0)
+
+
+@pytest.mark.usefixtures("git_env")
+def test_a_new_object_in_a_changed_file_has_no_old_version(crds: CrdSet, tmp_path: Path) -> None:
+    renamed = TRAINJOB.replace("x-r1", "x-r2").replace("a:1", "a:2")
+    out, baseline = deployed_and_current(tmp_path, TRAINJOB, renamed)
+    assert validate_paths([out], crds, tmp_path, baseline=baseline) == []
+    other_namespace = TRAINJOB.replace("ns", "other").replace("a:1", "a:2")
+    (out / "vision" / "trainjob.yaml").write_text(other_namespace)
+    assert validate_paths([out], crds, tmp_path, baseline=baseline) == []
+
+
+@pytest.mark.usefixtures("git_env")
+def test_old_object_is_found_among_several_documents_and_list_items(
+    crds: CrdSet, tmp_path: Path
+) -> None:
+    indented = "".join(f"    {line}\n" for line in TRAINJOB.splitlines()).replace(
+        "    apiVersion: trainer", "  - apiVersion: trainer", 1
+    )
+    as_list = f"apiVersion: v1\nkind: List\nitems:\n{indented}"
+    config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n"
+    changed = TRAINJOB.replace("torch", "mpi")
+    out, baseline = deployed_and_current(
+        tmp_path, f"{config}---\n{as_list}", f"{config}---\n{changed}"
+    )
+    [problem] = validate_paths([out], crds, tmp_path, baseline=baseline)
+    assert (problem.field, problem.message) == ("spec.runtimeRef", "field is immutable")
+
+
+def test_validate_text_with_old_text(crds: CrdSet) -> None:
+    changed = TRAINJOB.replace("a:1", "a:2")
+    [problem] = validate_text(changed, "t.yaml", crds, old_text=TRAINJOB)
+    assert (problem.field, problem.line) == ("spec.trainer", 9)
+    assert validate_text(changed, "t.yaml", crds, old_text="{not: [yaml") == []
+    assert validate_text(changed, "t.yaml", None, old_text=TRAINJOB) == []

@@ -27,4 +27,5 @@ job = PyTorchJob(
     deadline_seconds=7 * 24 * 3600,
     queue="llm",
     clusters=["a800-north"],
+    network="rdma",  # IPC_LOCK and rdma/hca (NetworkProfile in jobs/platform/policy.py)
 )

@@ -32,4 +32,5 @@ llm_fsdp = TrainingRuntime(
     shm_size="20Gi",
     env={"NCCL_IB_DISABLE": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
     clusters=["a800-north"],
+    network="rdma",
 )

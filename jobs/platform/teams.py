@@ -19,5 +19,9 @@ llm_queue = Queue(
 vision = Team(name="vision", queues=["vision"], clusters=["gpu-east", "rocm-west"])
 
 llm = Team(
-    name="llm", namespace="llm-training", queues=["llm"], clusters=["gpu-east", "a800-north"]
+    name="llm",
+    namespace="llm-training",
+    queues=["llm"],
+    clusters=["gpu-east", "a800-north"],
+    max_gpus=64,  # all the team's jobs on one cluster together
 )

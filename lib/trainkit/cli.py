@@ -20,7 +20,7 @@ __all__ = ["main"]
 
 
 def _synth(args: argparse.Namespace) -> int:
-    out = synthesize(Path(args.jobs), Path(args.out), check=args.check)
+    out = synthesize(Path(args.jobs), Path(args.out), check=args.check, against=args.against)
     if args.check:
         _raise_if_stale(out.changes, args.out)
         print(f"{args.out}/ is up to date ({len(out.files)} files)")
@@ -55,18 +55,21 @@ def _load_crds(option: str | None) -> tuple[CrdSet | None, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .validate import validate_tree
+    from .validate import grant_profiles, validate_tree
 
     out_dir = Path(args.out)
-    out = synthesize(Path(args.jobs), out_dir, check=True)
+    out = synthesize(Path(args.jobs), out_dir, check=True, against=args.against)
     _raise_if_stale(out.changes, args.out)
     crds, against = _load_crds(args.crds)
-    problems, builds = validate_tree(out_dir, crds, root=Path.cwd())
+    grant_profiles(crds, out.plan.network_profiles)
+    # CEL transition rules (oldSelf) run against the deployed version of each object.
+    problems, builds = validate_tree(out_dir, crds, root=Path.cwd(), baseline=out.baseline)
     if problems:
         raise ManifestError(problems)
     print(
         f"{args.out}/ is up to date ({len(out.files)} files); valid against {against}; "
-        f"{builds} kustomize builds"
+        f"{builds} kustomize builds; no in-place change of what {out.baseline.description} "
+        "deploys"
     )
     return 0
 
@@ -94,6 +97,7 @@ def _rehearse(args: argparse.Namespace) -> int:
     # rehearse_file prints per-rank output and its own verdict as it goes.
     rehearse_file(
         Path(args.file),
+        jobs_dir=Path(args.jobs) if args.jobs else None,
         job_name=args.job,
         nodes=args.nodes,
         procs_per_node=args.procs_per_node,
@@ -174,14 +178,25 @@ def _parser() -> argparse.ArgumentParser:
         "rehearse",
         help="run a job's script locally as N nodes × P processes with torchrun",
         description="Run the job's real script on this machine's CPU: one torchrun per "
-        "simulated node with exactly the env the Training Operator injects (master mapped "
+        "simulated node with exactly the env the Training Operator (PyTorchJob) or Kubeflow "
+        "Trainer (TrainJob, with the runtime of its first cluster) injects (master mapped "
         "to 127.0.0.1, free ports), the job's env and args, and the script in a stand-in "
         "for /workspace. GPU-only settings are downgraded and reported. Fails, naming the "
         "node and rank, if any process exits non-zero; stops every process at --timeout. "
         "Needs torch: pip install -e '.[rehearse]'.",
     )
     r.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
-    r.add_argument("--job", help="job name, when the file defines several")
+    r.add_argument(
+        "--job",
+        help="job name (name=), when the file defines several; KIND/NAME when a "
+        "PyTorchJob and a TrainJob share it",
+    )
+    r.add_argument(
+        "--jobs",
+        metavar="DIR",
+        help="directory of definitions whose platform/ holds a TrainJob's runtime "
+        "(default: the jobs/ directory holding FILE)",
+    )
     r.add_argument("--nodes", type=int, help="simulated nodes (default: the job's, at most 2)")
     r.add_argument(
         "--procs-per-node", type=int, help="processes per node (default: the job's, at most 2)"
@@ -217,6 +232,13 @@ def _crds(p: argparse.ArgumentParser) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", default="jobs", help="directory of definitions (default: jobs)")
     p.add_argument("--out", default="generated", help="output directory (default: generated)")
+    p.add_argument(
+        "--against",
+        metavar="REV",
+        help="git revision holding what is deployed, to refuse in-place changes of "
+        "TrainJobs and other immutable fields (default: origin/<ArgoCD revision>, else "
+        "<revision>, else the output directory on disk; 'disk' forces the latter)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ not definitions, and are never imported.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -57,12 +57,15 @@ def definition_files(jobs_dir: Path) -> list[Path]:
     return sorted(out, key=lambda p: p.relative_to(jobs_dir).as_posix())
 
 
-def load_jobs(jobs_dir: Path, root: Path | None = None) -> list[Definition]:
+def load_jobs(
+    jobs_dir: Path, root: Path | None = None, *, only: Collection[str] | None = None
+) -> list[Definition]:
     """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems.
 
     Paths in messages and manifests are relative to ``root``, by default the
     directory holding ``jobs/`` (the repository), so they never depend on the
-    working directory.
+    working directory. ``only`` limits the load to those directories under
+    ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``).
     """
     jobs_dir = jobs_dir.resolve()
     root = (root or jobs_dir.parent).resolve()
@@ -73,6 +76,8 @@ def load_jobs(jobs_dir: Path, root: Path | None = None) -> list[Definition]:
     defs: list[Definition] = []
     problems: list[Problem] = []
     for path in definition_files(jobs_dir):
+        if only is not None and path.relative_to(jobs_dir).parts[0] not in only:
+            continue
         try:
             defs.extend(load_file(path, root, jobs_dir=jobs_dir))
         except DefinitionError as e:

@@ -26,7 +26,9 @@ from typing import Any
 import yaml
 
 from . import argocd
-from .load import load_jobs
+from .deployed import Baseline, resolve_baseline
+from .inplace import refuse_in_place_changes
+from .load import Definition, load_jobs
 from .plan import ClusterPlan, Plan, build_plan
 from .render import argocd as render_argocd
 from .render.kustomize import (
@@ -54,6 +56,8 @@ class Rendered:
     path: str
     body: dict[str, Any]
     source: str
+    definition: Definition | None = None
+    """The job or runtime definition, for objects that may not change in place."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class Output:
     files: dict[str, bytes]
     plan: Plan
     changes: Changes
+    baseline: Baseline
+    """What the jobs and runtimes were compared with (the deployed tree)."""
 
 
 def _header(source: str) -> str:
@@ -86,7 +92,7 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
             if pr.namespace
             else f"{base}/runtimes/{pr.runtime.name}.yaml"
         )
-        yield Rendered(path, render_runtime(pr), pr.definition.file)
+        yield Rendered(path, render_runtime(pr), pr.definition.file, pr.definition)
     for pj in cp.jobs:
         cm = render_script_configmap(pj)
         if cm is not None:
@@ -100,6 +106,7 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
             f"{base}/{pj.namespace}/{pj.kind.lower()}-{pj.object_name}.yaml",
             body,
             pj.definition.file,
+            pj.definition,
         )
 
 
@@ -151,8 +158,13 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
 
-def render_files(plan: Plan, cache: YamlCache) -> dict[str, bytes]:
-    """Every file of the generated tree, as bytes (deterministic for a given plan)."""
+def render_files(
+    plan: Plan, cache: YamlCache, origins: dict[str, Definition] | None = None
+) -> dict[str, bytes]:
+    """Every file of the generated tree, as bytes (deterministic for a given plan).
+
+    ``origins``, when given, receives the definition of each job and runtime file.
+    """
     groups: list[tuple[str, list[Rendered]]] = [
         (cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters
     ]
@@ -164,6 +176,8 @@ def render_files(plan: Plan, cache: YamlCache) -> dict[str, bytes]:
     for (_, items), group_texts in zip(groups, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
             files[r.path] = _header(r.source) + text
+            if origins is not None and r.definition is not None:
+                origins[r.path] = r.definition
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
@@ -188,9 +202,13 @@ def synthesize(
     check: bool = False,
     cache_path: Path | None = None,
     use_cache: bool = True,
+    against: str | None = None,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
+    Nothing is written when a job or runtime would change where the cluster
+    forbids it, compared with the deployed tree: git revision ``against``, or
+    by default what Argo CD follows (see ``deployed.resolve_baseline``).
     The YAML cache lives in ``<root>/.trainkit/`` unless ``cache_path`` says otherwise.
     """
     root = root or jobs_dir.resolve().parent
@@ -200,13 +218,17 @@ def synthesize(
     if cache.empty:
         prewarm()
     plan = build_plan(load_jobs(jobs_dir, root))
-    files = render_files(plan, cache)
+    origins: dict[str, Definition] = {}
+    files = render_files(plan, cache, origins)
+    revision = plan.argocd.revision if plan.argocd else "main"
+    baseline = resolve_baseline(root, out_dir, against, revision)
+    refuse_in_place_changes(files, origins, baseline)
     if check:
         changes = compare_tree(out_dir, files)
     else:
         changes = write_tree(out_dir, files, display=_display(out_dir, root))
     cache.save()
-    return Output(files, plan, changes)
+    return Output(files, plan, changes, baseline)
 
 
 def _display(path: Path, root: Path) -> str:

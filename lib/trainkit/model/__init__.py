@@ -3,6 +3,7 @@
 from .base import ModelError, TrainkitModel
 from .job import WORKSPACE, Resources, Script, Toleration, Volume
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
+from .policy import NetworkProfile, Policy
 from .pytorchjob import PyTorchJob
 from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
@@ -13,6 +14,8 @@ __all__ = [
     "Cluster",
     "ClusterTrainingRuntime",
     "ModelError",
+    "NetworkProfile",
+    "Policy",
     "PyTorchJob",
     "Queue",
     "Resources",
@@ -29,6 +32,8 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     ArgoCD,
     Cluster,
     ClusterTrainingRuntime,
+    NetworkProfile,
+    Policy,
     Queue,
     Team,
     TrainingRuntime,

@@ -91,6 +91,9 @@ class Team(TrainkitModel):
     """Queues the team may use; the first is the default for its jobs."""
     clusters: list[ClusterRef] | None = None
     """Clusters the team may run on; ``None`` means every cluster."""
+    max_gpus: int | None = Field(default=None, ge=0)
+    """Most GPUs all the team's jobs on one cluster may use together (nodes × GPUs per node,
+    summed); ``None`` means no cap."""
 
     @property
     def target_namespace(self) -> str:

@@ -53,6 +53,10 @@ class PyTorchJob(TrainkitModel):
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
     """Clusters to run on; defaults to the team's clusters."""
+    network: DNS1123Label | None = None
+    """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
+    device resources and host network its pods get. Nothing else can ask for them; privileged
+    containers and host paths are never generated."""
 
     @field_validator("env")
     @classmethod

@@ -52,6 +52,9 @@ class _TorchRuntime(TrainkitModel):
     """Volcano queue for TrainJobs that name none (trainkit's TrainJobs always name one)."""
     clusters: list[ClusterRef] | None = None
     """Clusters the runtime exists on; ``None`` means every cluster."""
+    network: DNS1123Label | None = None
+    """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``) that every node gets;
+    the TrainJobs on this runtime inherit it."""
 
     @field_validator("env")
     @classmethod

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from ..errors import DefinitionError, Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import ArgoCD, Cluster, PyTorchJob, Queue, Team, TrainJob
+from ..model import ArgoCD, Cluster, NetworkProfile, Policy, PyTorchJob, Queue, Team, TrainJob
 from .jobs import PlannedJob, check_unique, place
 from .platform import by_name, check_queues, check_teams, on_cluster
+from .policy import check_policy
 from .problems import problem
 from .runtimes import PlannedRuntime, collect_runtimes
 
@@ -47,6 +48,8 @@ class Plan:
     clusters: tuple[ClusterPlan, ...]
     argocd: ArgoCD | None
     argocd_definition: Definition | None
+    network_profiles: tuple[NetworkProfile, ...] = ()
+    """Every declared profile: what manifests may grant pods (``trainkit check``)."""
 
 
 def build_plan(defs: Sequence[Definition]) -> Plan:
@@ -79,6 +82,9 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
         )
     placed = [p for j, d in jobs for p in place(j, d, teams, queues, clusters, runtimes, problems)]
     check_unique(placed, problems)
+    profiles = by_name(defs, NetworkProfile, problems)
+    policies = [d for d in defs if isinstance(d.obj, Policy)]
+    placed, runtimes = check_policy(placed, runtimes, teams, profiles, policies, clusters, problems)
     if problems:
         # A job on several clusters can hit the same cluster-independent problem on each.
         raise DefinitionError(list(dict.fromkeys(problems)))
@@ -116,4 +122,9 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
             )
         )
     argo = argocds[0] if argocds else None
-    return Plan(tuple(plans), argo[0] if argo else None, argo[1] if argo else None)
+    return Plan(
+        tuple(plans),
+        argo[0] if argo else None,
+        argo[1] if argo else None,
+        tuple(p for _, (p, _) in sorted(profiles.items())),
+    )

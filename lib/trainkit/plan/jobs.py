@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Cluster, PyTorchJob, Queue, Resources, Team, TrainJob
+from ..model import Cluster, NetworkProfile, PyTorchJob, Queue, Resources, Team, TrainJob
 from .platform import on_cluster
 from .problems import known, problem
 from .runtimes import PlannedRuntime, Runtimes
@@ -33,6 +33,8 @@ class PlannedJob:
     """Volcano queue, or None on clusters without Volcano."""
     runtime: PlannedRuntime | None = None
     """The runtime a TrainJob names, on this cluster; None for other kinds."""
+    network: NetworkProfile | None = None
+    """The network profile a PyTorchJob names (a TrainJob's is its runtime's)."""
 
     @property
     def kind(self) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import Cluster, ClusterTrainingRuntime, Queue, Team, TrainingRuntime
+from ..model import Cluster, ClusterTrainingRuntime, NetworkProfile, Queue, Team, TrainingRuntime
 from .platform import check_clusters, on_cluster
 from .problems import known, problem
 
@@ -27,6 +27,8 @@ class PlannedRuntime:
     """The team's namespace for a TrainingRuntime; None for a ClusterTrainingRuntime."""
     queue: str | None
     """Default Volcano queue, or None (none declared, or no Volcano on the cluster)."""
+    network: NetworkProfile | None = None
+    """The network profile the runtime names, resolved by the policy check."""
 
     @property
     def kind(self) -> str:

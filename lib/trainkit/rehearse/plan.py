@@ -1,5 +1,8 @@
 """What a rehearsal runs: one launcher per simulated node with the operator's env.
 
+The same for PyTorchJobs and TrainJobs: what differs between them comes from
+the job's Target (``target.py``).
+
 Pure apart from reading ``os.environ`` and checking whether files exist: no
 process is started here, so the env contract and the list of changes can be
 tested without torch.
@@ -17,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Problem, RehearsalError
-from ..injected_env import PYTORCHJOB_MASTER_PORT, pytorchjob_env, reserved_env_reason
-from ..model import WORKSPACE, PyTorchJob
+from ..injected_env import reserved_env_reason
+from ..model import WORKSPACE, PyTorchJob, TrainJob
+from ..plan import PlannedJob
+from .target import Target, pod_name, target_of
 
 __all__ = [
     "DEFAULT_MAX_NODES",
@@ -64,7 +69,7 @@ class NodeLaunch:
 
 @dataclass(frozen=True)
 class RehearsalPlan:
-    job: PyTorchJob
+    target: Target
     nodes: int
     procs_per_node: int
     workspace: Path
@@ -75,6 +80,10 @@ class RehearsalPlan:
     """Every way the rehearsal differs from the job on the cluster, in words."""
 
     @property
+    def job(self) -> PyTorchJob | TrainJob:
+        return self.target.job
+
+    @property
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
 
@@ -82,13 +91,8 @@ class RehearsalPlan:
         return node_rank * self.procs_per_node + local_rank
 
 
-def pod_name(job: str, node_rank: int) -> str:
-    """The operator's pod for a node rank: node 0 is the Master, node i is Worker i-1."""
-    return f"{job}-master-0" if node_rank == 0 else f"{job}-worker-{node_rank - 1}"
-
-
 def plan_rehearsal(
-    job: PyTorchJob,
+    job: PyTorchJob | PlannedJob | Target,
     *,
     workspace: Path,
     log_dir: Path,
@@ -101,35 +105,43 @@ def plan_rehearsal(
 ) -> RehearsalPlan:
     """The launches and the list of changes for rehearsing ``job`` on this machine.
 
-    ``base_env`` (default ``os.environ``) stands in for the image's env; the
-    job's env and the operator's env for each node are laid over it.
+    A TrainJob is given as its PlannedJob (or Target), whose runtime supplies
+    what the job leaves out. ``base_env`` (default ``os.environ``) stands in
+    for the image's env; the job's (and runtime's) env and the operator's env
+    for each node are laid over it.
     """
+    t = target_of(job)
     changes: list[str] = []
-    n = _size(file, job, "nodes", job.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
-    job_procs = job.nprocs
-    label = "procs_per_node"
-    if job.procs_per_node is None and job.resources.gpu:
-        label = "procs_per_node (one per GPU)"
+    n = _size(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
     p = _size(
-        file, job, label, job_procs, procs_per_node, "--procs-per-node", DEFAULT_MAX_PROCS, changes
+        file,
+        t,
+        t.procs_label,
+        t.procs_per_node,
+        procs_per_node,
+        "--procs-per-node",
+        DEFAULT_MAX_PROCS,
+        changes,
     )
 
-    if job.resources.gpu:
+    if t.gpu:
         changes.append(
-            f"resources.gpu {job.resources.gpu} → 0 (CPU rehearsal: CUDA_VISIBLE_DEVICES is "
+            f"resources.gpu {t.gpu} → 0 (CPU rehearsal: CUDA_VISIBLE_DEVICES is "
             "empty, so scripts take their CPU path and gloo instead of NCCL)"
         )
+    addr_var, port_var = t.master_vars
+    cluster = t.injected_env(nodes=n, procs_per_node=p, node_rank=0)
     changes.append(
-        f"MASTER_ADDR {pod_name(job.name, 0)} → {LOCAL_MASTER_ADDR} and MASTER_PORT "
-        f"{PYTORCHJOB_MASTER_PORT} → {master_port} (every node runs on this machine)"
+        f"{addr_var} {cluster[addr_var]} → {LOCAL_MASTER_ADDR} and {port_var} "
+        f"{cluster[port_var]} → {master_port} (every node runs on this machine)"
     )
-    if job.script is not None:
+    if t.script is not None:
         changes.append(
-            f"{WORKSPACE} → {workspace} (holds {job.script.filename}, as the ConfigMap would)"
+            f"{WORKSPACE} → {workspace} (holds {t.script.filename}, as the ConfigMap would)"
         )
 
-    env = _base_env(os.environ if base_env is None else base_env, python, changes)
-    env.update(_user_env(job, workspace, changes))
+    env = _base_env(os.environ if base_env is None else base_env, t, python, changes)
+    env.update(_user_env(t, workspace, changes))
     env["CUDA_VISIBLE_DEVICES"] = ""
     if "OMP_NUM_THREADS" not in env:
         # torchrun sets this for its workers when procs_per_node > 1; here every
@@ -138,14 +150,13 @@ def plan_rehearsal(
         changes.append(
             "OMP_NUM_THREADS=1 (all ranks share this machine's CPUs; set it in env to change)"
         )
-    changes.extend(_not_applied(job))
+    changes.extend(_not_applied(t, p))
 
     launches = []
     for node in range(n):
         node_env = dict(env)
         node_env.update(
-            pytorchjob_env(
-                job_name=job.name,
+            t.injected_env(
                 nodes=n,
                 procs_per_node=p,
                 node_rank=node,
@@ -154,10 +165,10 @@ def plan_rehearsal(
             )
         )
         node_logs = log_dir / f"node{node}"
-        argv, torchrun = _argv(job, workspace, node_logs, python, file)
+        argv, torchrun = _argv(t, workspace, node_logs, python, file)
         launches.append(NodeLaunch(node, argv, node_env, torchrun, node_logs))
     return RehearsalPlan(
-        job=job,
+        target=t,
         nodes=n,
         procs_per_node=p,
         workspace=workspace,
@@ -169,7 +180,7 @@ def plan_rehearsal(
 
 def _size(
     file: str,
-    job: PyTorchJob,
+    job: Target,
     what: str,
     value: int,
     asked: int | None,
@@ -194,10 +205,14 @@ def _size(
     return value
 
 
-def _base_env(inherited: Mapping[str, str], python: str, changes: list[str]) -> dict[str, str]:
+def _base_env(
+    inherited: Mapping[str, str], t: Target, python: str, changes: list[str]
+) -> dict[str, str]:
     env: dict[str, str] = {}
     dropped = []
     for k, v in inherited.items():
+        # Either operator's names, so a script never gets from this shell what
+        # only the other operator would have given it.
         if (
             reserved_env_reason(k)
             or k in _LAUNCHER_ENV
@@ -207,11 +222,21 @@ def _base_env(inherited: Mapping[str, str], python: str, changes: list[str]) -> 
             dropped.append(k)
         else:
             env[k] = v
-    dropped = [k for k in dropped if k != "PYTHONUNBUFFERED"]  # the operator sets it to 1
+    injected = t.injected_env(nodes=1, procs_per_node=1, node_rank=0)
+    # The Training Operator sets PYTHONUNBUFFERED=1 itself: dropping it changes nothing.
+    dropped = [k for k in dropped if k != "PYTHONUNBUFFERED" or k not in injected]
+    unset = sorted(k for k in dropped if reserved_env_reason(k) and not t.sets(k))
+    dropped = sorted(k for k in dropped if k not in unset)
     if dropped:
         changes.append(
-            "not inherited from this shell (the operator, torchrun or the rehearsal sets "
-            f"them): {', '.join(sorted(dropped))}"
+            f"not inherited from this shell ({t.operator}, torchrun or the rehearsal sets "
+            f"them): {', '.join(dropped)}"
+        )
+    if unset:
+        them = "them" if len(unset) > 1 else "it"
+        changes.append(
+            f"not inherited from this shell: {', '.join(unset)} ({t.operator} does not set "
+            f"{them} on the cluster; set {them} in env if the script needs {them})"
         )
     # The image's torchrun and python: the interpreter that has torch comes first.
     bindir = str(Path(python).parent)
@@ -221,10 +246,10 @@ def _base_env(inherited: Mapping[str, str], python: str, changes: list[str]) -> 
     return env
 
 
-def _user_env(job: PyTorchJob, workspace: Path, changes: list[str]) -> dict[str, str]:
+def _user_env(t: Target, workspace: Path, changes: list[str]) -> dict[str, str]:
     env = {}
     gpu_only = []
-    for k, v in job.env.items():
+    for k, v in t.env.items():
         if k == "CUDA_VISIBLE_DEVICES":
             changes.append(f"env CUDA_VISIBLE_DEVICES {v!r} → '' (CPU rehearsal)")
             continue
@@ -242,26 +267,22 @@ def _user_env(job: PyTorchJob, workspace: Path, changes: list[str]) -> dict[str,
     return env
 
 
-def _not_applied(job: PyTorchJob) -> list[str]:
+def _not_applied(t: Target, procs_per_node: int) -> list[str]:
     out = []
-    res = job.resources
-    out.append(
-        f"resources.cpu {res.cpu} and memory {res.memory} per node are not enforced "
-        "(all nodes share this machine)"
-    )
-    if job.shm_size is not None:
-        out.append(f"shm_size {job.shm_size}: not applied (this machine's /dev/shm is used)")
-    for v in job.volumes:
+    res = t.resources
+    if res is not None:
+        out.append(
+            f"resources.cpu {res.cpu} and memory {res.memory} per node are not enforced "
+            "(all nodes share this machine)"
+        )
+    if t.shm_size is not None:
+        out.append(f"shm_size {t.shm_size}: not applied (this machine's /dev/shm is used)")
+    for v in t.volumes:
         here = "exists" if Path(v.path).exists() else "does not exist"
         out.append(
             f"volume {v.claim!r} at {v.path} is not mounted ({v.path} {here} on this machine)"
         )
-    if job.restart_policy != "Never":
-        out.append(
-            f"restart_policy {job.restart_policy}: no restarts; the rehearsal stops at the "
-            "first failure"
-        )
-    return out
+    return out + t.notes(procs_per_node)
 
 
 def _torchrun(python: str, log_dir: Path) -> tuple[str, ...]:
@@ -271,13 +292,25 @@ def _torchrun(python: str, log_dir: Path) -> tuple[str, ...]:
 
 
 def _argv(
-    job: PyTorchJob, workspace: Path, log_dir: Path, python: str, file: str
+    t: Target, workspace: Path, log_dir: Path, python: str, file: str
 ) -> tuple[tuple[str, ...], bool]:
-    args = tuple(_to_workspace(a, workspace) for a in job.args)
-    if job.script is not None:
-        return (*_torchrun(python, log_dir), str(workspace / job.script.filename), *args), True
-    command = [_to_workspace(c, workspace) for c in job.command or []]
-    _check_command_files(job, [*command[1:], *args], workspace, file)
+    args = tuple(_to_workspace(a, workspace) for a in t.args)
+    if t.script is not None:
+        return (*_torchrun(python, log_dir), str(workspace / t.script.filename), *args), True
+    if t.command is None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=t.describe(),
+                    message=f"the job runs its image's entrypoint ({t.image}), which a "
+                    "rehearsal cannot see. Rehearse a job that ships its script "
+                    "(script=Script.file(...)) or names its command",
+                )
+            ]
+        )
+    command = [_to_workspace(c, workspace) for c in t.command]
+    _check_command_files(t, [*command[1:], *args], workspace, file)
     program = posixpath.basename(command[0])
     if program == "torchrun":
         return (*_torchrun(python, log_dir), *command[1:], *args), True
@@ -286,7 +319,7 @@ def _argv(
     return (*command, *args), False
 
 
-def _check_command_files(job: PyTorchJob, tokens: Sequence[str], cwd: Path, file: str) -> None:
+def _check_command_files(job: Target, tokens: Sequence[str], cwd: Path, file: str) -> None:
     """Say plainly when a command job runs a script that lives only in its image."""
     for token in tokens:
         if token.startswith("-") or not token.endswith(".py"):

@@ -21,6 +21,7 @@ from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
 from ..model import PyTorchJob
+from ..plan import PlannedJob
 from .output import (
     Follower,
     LauncherTracebacks,
@@ -30,10 +31,11 @@ from .output import (
     looks_like_peer_failure,
     parse_torchrun_failures,
 )
-from .plan import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal, pod_name
+from .plan import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
 from .procs import descendants, kill_groups, live_in_groups, process_table
+from .target import Target, target_of
 
-__all__ = ["RehearsalReport", "rehearse", "require_torch"]
+__all__ = ["RehearsalReport", "rehearse", "require_torch", "say"]
 
 POLL_SECONDS = 0.05
 SCAN_SECONDS = 0.25
@@ -57,6 +59,9 @@ class RehearsalReport:
     commands: tuple[str, ...]
     """The command line of each node, node 0 first."""
     seconds: float
+    kind: str = "PyTorchJob"
+    runtime: str | None = None
+    """For a TrainJob: the runtime used and the cluster it was taken from."""
 
     @property
     def world_size(self) -> int:
@@ -82,11 +87,11 @@ def require_torch() -> None:
 
 
 def rehearse(
-    job: PyTorchJob,
+    job: PyTorchJob | PlannedJob | Target,
     *,
     script_text: str | None = None,
     source_dir: Path | None = None,
-    file: str = "<python>",
+    file: str | None = None,
     nodes: int | None = None,
     procs_per_node: int | None = None,
     timeout: float = 300.0,
@@ -94,38 +99,46 @@ def rehearse(
 ) -> RehearsalReport:
     """Run ``job``'s script on this machine as ``nodes`` by ``procs_per_node`` processes.
 
-    ``script_text`` is the script the ConfigMap would ship (read from
-    ``source_dir / job.script.path`` when None); ``file`` names the definition
-    in messages. Output goes to ``out`` (default stdout), each line prefixed
+    A TrainJob is given as its PlannedJob (``trainkit.plan.build_plan``): its
+    runtime on that cluster supplies the image, sizes and env the job leaves
+    out. ``script_text`` is the script the ConfigMap would ship (by default the
+    planned definition's, else read from ``source_dir / job.script.path``);
+    ``file`` names the definition in messages (by default the planned one's). Output goes to ``out`` (default stdout), each line prefixed
     ``[nodeN/rankR]`` (``[nodeN]`` for the launcher itself). Raises
     RehearsalError when a process exits non-zero or ``timeout`` seconds pass;
     every process started is stopped in all cases, also on KeyboardInterrupt.
     """
     require_torch()
     out = sys.stdout if out is None else out
+    target = target_of(job)
+    d = target.definition
+    file = file or (d.file if d is not None else "<python>")
+    script = target.script
 
     def problem(message: str) -> Problem:
-        return Problem(file=file, obj=job.describe(), message=message)
+        return Problem(file=file, obj=target.describe(), message=message)
 
     if timeout <= 0:
         raise RehearsalError([problem("--timeout must be positive")])
-    if job.script is not None and script_text is None:
+    if script is not None and script_text is None and d is not None:
+        script_text = d.files.get(script.filename)
+    if script is not None and script_text is None:
         if source_dir is None:
             raise RehearsalError([problem("give script_text or source_dir to find the script")])
         try:
-            script_text = (source_dir / job.script.path).read_text(encoding="utf-8")
+            script_text = (source_dir / script.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise RehearsalError([problem(f"cannot read {job.script.path}: {e}")]) from None
+            raise RehearsalError([problem(f"cannot read {script.path}: {e}")]) from None
 
     with tempfile.TemporaryDirectory(
-        prefix=f"trainkit-rehearse-{job.name}-", ignore_cleanup_errors=True
+        prefix=f"trainkit-rehearse-{target.name}-", ignore_cleanup_errors=True
     ) as tmp:
         workspace = Path(tmp) / "workspace"
         workspace.mkdir()
-        if job.script is not None and script_text is not None:
-            (workspace / job.script.filename).write_text(script_text, encoding="utf-8")
+        if script is not None and script_text is not None:
+            (workspace / script.filename).write_text(script_text, encoding="utf-8")
         plan = plan_rehearsal(
-            job,
+            target,
             workspace=workspace,
             log_dir=Path(tmp) / "logs",
             master_port=_free_port(),
@@ -137,19 +150,26 @@ def rehearse(
         start = time.monotonic()
         _Run(plan, out, file).run(timeout)
         seconds = time.monotonic() - start
-    _say(
+    say(
         out,
         f"succeeded: {plan.nodes} node(s) × {plan.procs_per_node} process(es) in {seconds:.1f} s",
     )
     return RehearsalReport(
-        job=job.name,
+        job=target.name,
         file=file,
         nodes=plan.nodes,
         procs_per_node=plan.procs_per_node,
         changes=plan.changes,
         commands=tuple(launch.command_line for launch in plan.launches),
         seconds=seconds,
+        kind=type(target.job).__name__,
+        runtime=_runtime(target),
     )
+
+
+def _runtime(target: Target) -> str | None:
+    pr = target.runtime
+    return None if pr is None else f"{pr.describe()} of cluster {pr.cluster.name!r}"
 
 
 def _free_port() -> int:
@@ -159,25 +179,30 @@ def _free_port() -> int:
         return port
 
 
-def _say(out: TextIO, line: str) -> None:
+def say(out: TextIO, line: str) -> None:
+    """Write one line of the rehearsal's own (``[rehearse]``) to ``out``."""
     out.write(f"[rehearse] {line}\n")
     out.flush()
 
 
 def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
-    _say(
+    t = plan.target
+    say(
         out,
-        f"{plan.job.describe()} ({file}): {plan.nodes} node(s) × {plan.procs_per_node} "
+        f"{t.describe()} ({file}): {plan.nodes} node(s) × {plan.procs_per_node} "
         f"process(es) on CPU, world size {plan.world_size}",
     )
-    _say(out, "changed for the rehearsal:")
+    if t.runtime is not None:
+        d = t.runtime.definition
+        where = f"{d.file}:{d.line}" if d.line else d.file
+        say(out, f"runtime: {_runtime(t)} ({where}), image {t.image}")
+    say(out, "changed for the rehearsal:")
     for change in plan.changes:
-        _say(out, f"  - {change}")
+        say(out, f"  - {change}")
     for launch in plan.launches:
-        _say(
+        say(
             out,
-            f"node {launch.node_rank} ({pod_name(plan.job.name, launch.node_rank)}): "
-            f"{launch.command_line}",
+            f"node {launch.node_rank} ({t.pod(launch.node_rank)}): {launch.command_line}",
         )
 
 
@@ -245,7 +270,7 @@ class _Run:
             ) from None
         except KeyboardInterrupt:
             self._stop()
-            _say(self.out, "interrupted; every process of the rehearsal was stopped")
+            say(self.out, "interrupted; every process of the rehearsal was stopped")
             raise
         except BaseException:
             self._stop()
@@ -382,7 +407,7 @@ class _Run:
                 self.stopping = True
                 running = [str(n) for n, p in enumerate(self.procs) if p.poll() is None]
                 if running:
-                    _say(
+                    say(
                         self.out,
                         f"stopping node(s) {', '.join(running)}: SIGTERM, and SIGKILL "
                         f"after {STOP_GRACE_SECONDS:g} s",
@@ -409,10 +434,10 @@ class _Run:
     # -- judging ---------------------------------------------------------------
 
     def _problem(self, message: str) -> Problem:
-        return Problem(file=self.file, obj=self.plan.job.describe(), message=message)
+        return Problem(file=self.file, obj=self.plan.target.describe(), message=message)
 
     def _where(self, node: int, rank: int | None) -> str:
-        pod = pod_name(self.plan.job.name, node)
+        pod = self.plan.target.pod(node)
         if rank is None:
             return f"node {node} (pod {pod})"
         local = rank - self.plan.global_rank(node, 0)
@@ -445,7 +470,7 @@ class _Run:
         first, *others = self._failures(failed_nodes)
         lines = [
             f"{self._where(first.node, first.rank)} exited with code {first.code}; "
-            "the operator would mark the whole job Failed"
+            f"{self.plan.target.operator} would mark the whole job Failed"
         ]
         tail = list(self.tails[(first.node, first.rank)])
         if not tail and first.rank is not None:

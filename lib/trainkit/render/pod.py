@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import WORKSPACE, Toleration, Volume
+from ..model import WORKSPACE, NetworkProfile, Toleration, Volume
 
 __all__ = [
     "SCRIPT_VOLUME",
     "SHM_VOLUME",
     "claim_mounts",
     "claim_volumes",
+    "network_container",
+    "network_pod",
     "script_mount",
     "script_volume",
     "shm_mount",
@@ -43,6 +45,28 @@ def claim_volumes(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
             claim["readOnly"] = True
         out.append({"name": v.claim, "persistentVolumeClaim": claim})
     return out
+
+
+def network_container(container: dict[str, Any], profile: NetworkProfile | None) -> None:
+    """Add what a network profile grants to a container: its resources and capabilities."""
+    if profile is None:
+        return
+    if profile.resources:
+        res = container.setdefault("resources", {"limits": {}, "requests": {}})
+        for name in sorted(profile.resources):
+            # Extended resources are never overcommitted: requests equal limits.
+            res["limits"][name] = res["requests"][name] = str(profile.resources[name])
+    if profile.capabilities:
+        container["securityContext"] = {"capabilities": {"add": sorted(set(profile.capabilities))}}
+
+
+def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
+    """The host network, when the profile grants it, with cluster DNS kept working."""
+    if profile is not None and profile.host_network:
+        spec["hostNetwork"] = True
+        # The default policy would fall back to the node's resolv.conf and lose
+        # the cluster's Service names, which the operator's master address is.
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
 
 
 def script_mount() -> dict[str, Any]:

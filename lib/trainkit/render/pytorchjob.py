@@ -12,6 +12,8 @@ from .platform import render_resources
 from .pod import (
     claim_mounts,
     claim_volumes,
+    network_container,
+    network_pod,
     script_mount,
     script_volume,
     shm_mount,
@@ -46,6 +48,7 @@ def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
         c["env"] = [{"name": k, "value": v} for k, v in job.env.items()]
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
     c["resources"] = {"limits": res, "requests": dict(res)}
+    network_container(c, pj.network)
     mounts = []
     if job.script is not None:
         mounts.append(script_mount())
@@ -59,6 +62,7 @@ def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
 
 def _pod_template(pj: PlannedJob, job: PyTorchJob, script_configmap: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [_container(pj, job)]}
+    network_pod(spec, pj.network)
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     volumes: list[dict[str, Any]] = []

@@ -19,6 +19,8 @@ from .platform import render_resources
 from .pod import (
     claim_mounts,
     claim_volumes,
+    network_container,
+    network_pod,
     script_mount,
     script_volume,
     shm_mount,
@@ -57,7 +59,12 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
     if rt.resources is not None:
         container["resources"] = _requirements(rt.resources, cluster)
+    # TrainJobs inherit these: Trainer merges resourcesPerNode onto this container's
+    # resources (v2.3), and a TrainJob may not change once created, so the profile
+    # is never written into the TrainJob itself.
+    network_container(container, pr.network)
     pod: dict[str, Any] = {"containers": [container]}
+    network_pod(pod, pr.network)
     if rt.shm_size is not None:
         container["volumeMounts"] = [shm_mount()]
         pod["volumes"] = [shm_volume(rt.shm_size)]

@@ -18,6 +18,7 @@ from trainkit.errors import Problem, SetupError
 from trainkit.validate.cel import MISSING, RuleBook
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.objects import check_metadata
+from trainkit.validate.pod_security import BASELINE, PodAllowance, check_pod_security
 from trainkit.validate.quantities import check_quantities
 from trainkit.validate.schema import Node
 
@@ -73,6 +74,8 @@ class CrdSet:
         self.directory = directory
         self.versions = versions
         self.unsupported_rules: list[str] = []
+        self.pod_security: PodAllowance = BASELINE
+        """What pod templates may be granted; ``trainkit check`` sets the platform's profiles."""
         self._roots: dict[tuple[str, str, str], Node] = {}
 
     def kinds(self) -> set[tuple[str, str, str]]:
@@ -97,6 +100,7 @@ class CrdSet:
         out: list[Finding] = []
         check_metadata(doc, out)
         check_quantities(doc, out)
+        check_pod_security(doc, out, self.pod_security)
         api_version = str(doc.get("apiVersion", ""))
         group, _, version = api_version.rpartition("/")
         kind = str(doc.get("kind", ""))

@@ -1,0 +1,253 @@
+"""What is deployed: the generated tree as committed at the revision Argo CD follows.
+
+Immutable fields (a TrainJob's spec, a runtime's JobSet policies) can only be
+checked against the version the cluster already has. Argo CD applies the
+committed files of one revision, so that commit's ``generated/`` is the best
+offline stand-in for the cluster; without git, the files on disk are.
+
+Reading runs on every ``make synth``, so a git baseline costs a fixed handful
+of ``git`` processes whatever the tree's size: find the repository, resolve
+the revision, then one ``ls-tree`` and one ``cat-file --batch`` for all bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainkit.errors import Problem, SetupError
+
+__all__ = ["DISK", "Baseline", "baseline_from_dir", "baseline_from_git", "resolve_baseline"]
+
+DISK = "disk"
+"""``--against disk``: compare with the files on disk instead of a git revision."""
+
+_INSTALL_GIT = (
+    "git not found on PATH; install it (e.g. `apt-get install git`), "
+    f"or pass --against {DISK} to compare with the files on disk"
+)
+
+
+@dataclass(frozen=True)
+class _GitTree:
+    """The files below ``prefix`` as committed in ``commit``.
+
+    A commit id rather than the branch name: a fetch during the run cannot
+    make the listing and the contents come from two different trees.
+    """
+
+    git: str
+    top: Path
+    commit: str
+    prefix: str  # the directory relative to ``top`` with a trailing "/", or "" for ``top`` itself
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        wanted = set(paths)
+        if not wanted:
+            return {}
+        pathspec = ["--", self.prefix] if self.prefix else []
+        listed = _run(
+            self.git, self.top, "--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z",
+            self.commit, *pathspec,
+        )  # fmt: skip
+        names = (raw.decode("utf-8", "surrogateescape") for raw in listed.split(b"\0") if raw)
+        # cat-file --batch reads one object name per line, so a name holding a
+        # newline cannot be asked for (and is no manifest trainkit writes).
+        present = sorted(
+            rel
+            for name in names
+            if (rel := name.removeprefix(self.prefix)) in wanted and "\n" not in rel
+        )
+        if not present:
+            return {}
+        request = "".join(f"{self.commit}:{self.prefix}{rel}\n" for rel in present)
+        out = _run(self.git, self.top, "cat-file", "--batch", stdin=request.encode())
+        return {
+            rel: blob
+            for rel, blob in zip(present, _batch_objects(out), strict=True)
+            if blob is not None
+        }
+
+
+def _batch_objects(out: bytes) -> Iterable[bytes | None]:
+    """Each answer of ``git cat-file --batch``: the blob's bytes, or None (missing, not a blob)."""
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split(b" ")
+        pos = end + 1
+        # "<sha> <type> <size>\n<bytes>\n"; a failed lookup is "<name> missing\n" (or
+        # "ambiguous"), and a name may hold spaces, so only a numeric last word means content.
+        if not header[-1].isdigit():
+            yield None
+            continue
+        size = int(header[-1])
+        content = out[pos : pos + size]
+        pos += size + 1
+        # A submodule (gitlink) or a tree is no file that Argo CD would apply.
+        yield content if header[-2] == b"blob" else None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The deployed version of the files below ``directory``.
+
+    ``description`` says where it comes from, for messages (``origin/main
+    (1a2b3c4d5e6f)``, ``generated/ on disk``).
+    """
+
+    description: str
+    directory: Path
+    git: _GitTree | None = field(default=None, repr=False)
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """Bytes of those ``paths`` (POSIX, relative to ``directory``) that exist in the baseline."""
+        if self.git is not None:
+            return self.git.read_many(paths)
+        found: dict[str, bytes] = {}
+        for rel in paths:
+            try:
+                found[rel] = (self.directory / rel).read_bytes()
+            except OSError:
+                continue  # absent (or unreadable, which the validator reports itself)
+        return found
+
+
+def baseline_from_dir(out_dir: Path) -> Baseline:
+    """The files on disk below ``out_dir``."""
+    return Baseline(f"{_dir_name(out_dir)} on disk", out_dir)
+
+
+def baseline_from_git(root: Path, out_dir: Path, ref: str) -> Baseline:
+    """``out_dir`` as committed at git revision ``ref`` of the repository holding ``root``.
+
+    ``out_dir`` is relative to the current directory or absolute. Raises
+    ``SetupError`` when git, the repository or the revision is missing.
+    """
+    git = shutil.which("git")
+    if git is None:
+        raise SetupError([Problem(file=str(root), message=_INSTALL_GIT)])
+    top, why = _toplevel(git, root)
+    if top is None:
+        message = (
+            f"--against {ref} needs a git work tree, but this is not inside one ({why}); "
+            f"run trainkit inside the repository, or pass --against {DISK}"
+        )
+        raise SetupError([Problem(file=str(root), message=message)])
+    prefix = _prefix(top, out_dir)
+    if prefix is None:
+        raise SetupError([Problem(file=str(out_dir), message=_outside(top))])
+    commit = _commit(git, top, ref)
+    if commit is None:
+        raise SetupError([Problem(file=str(top), message=_no_such_revision(ref))])
+    return _git_baseline(git, top, out_dir, prefix, ref, commit)
+
+
+def resolve_baseline(
+    root: Path, out_dir: Path, against: str | None, revision: str = "main"
+) -> Baseline:
+    """The baseline to compare ``out_dir`` with.
+
+    ``against`` is a git revision, ``"disk"``, or None: then ``origin/<revision>``
+    (what Argo CD follows, as last fetched), else ``<revision>``, else the
+    files on disk when there is no git, repository or such branch.
+    """
+    if against == DISK:
+        return baseline_from_dir(out_dir)
+    if against is not None:
+        return baseline_from_git(root, out_dir, against)
+    git = shutil.which("git")
+    if git is None:
+        return _disk(out_dir, "git is not installed")
+    top, why = _toplevel(git, root)
+    if top is None:
+        return _disk(out_dir, f"no git repository: {why}")
+    prefix = _prefix(top, out_dir)
+    if prefix is None:
+        return _disk(out_dir, f"outside the git repository at {top}")
+    for ref in (f"origin/{revision}", revision):
+        commit = _commit(git, top, ref)
+        if commit is not None:
+            return _git_baseline(git, top, out_dir, prefix, ref, commit)
+    return _disk(out_dir, f"neither origin/{revision} nor {revision} exists in git")
+
+
+def _disk(out_dir: Path, why: str) -> Baseline:
+    """The files on disk, saying why git was not used (so nobody mistakes it for the cluster)."""
+    return Baseline(f"{_dir_name(out_dir)} on disk ({why})", out_dir)
+
+
+def _git_baseline(
+    git: str, top: Path, out_dir: Path, prefix: str, ref: str, commit: str
+) -> Baseline:
+    return Baseline(f"{ref} ({commit[:12]})", out_dir, _GitTree(git, top, commit, prefix))
+
+
+def _toplevel(git: str, root: Path) -> tuple[Path | None, str]:
+    """The work tree's top directory, or None and git's reason (not a repository, no access)."""
+    try:
+        result = subprocess.run(
+            [git, "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, check=False
+        )
+    except OSError as err:
+        return None, str(err)
+    if result.returncode != 0:
+        lines = result.stderr.decode(errors="replace").strip().splitlines()
+        return None, (lines[0] if lines else f"git exited with status {result.returncode}")
+    return Path(result.stdout.decode().rstrip("\n")), ""
+
+
+def _prefix(top: Path, out_dir: Path) -> str | None:
+    """``out_dir`` relative to ``top`` as a git path prefix; None when outside the repository."""
+    try:
+        rel = out_dir.resolve().relative_to(top.resolve())
+    except ValueError:
+        return None
+    return "" if rel == Path() else f"{rel.as_posix()}/"
+
+
+def _commit(git: str, top: Path, ref: str) -> str | None:
+    """The commit id ``ref`` names, or None when it names nothing (or no commit)."""
+    if ref.startswith("-"):
+        return None  # would be read as an option, and is no valid revision anyway
+    result = subprocess.run(
+        [git, "-C", str(top), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    commit = result.stdout.decode().strip()
+    return commit if result.returncode == 0 and commit else None
+
+
+def _run(git: str, top: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    result = subprocess.run(
+        [git, "-C", str(top), *args], input=stdin, capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        reason = result.stderr.decode(errors="replace").strip() or f"status {result.returncode}"
+        raise SetupError(
+            [Problem(file=str(top), message=f"`git {' '.join(args)}` failed: {reason}")]
+        )
+    return result.stdout
+
+
+def _no_such_revision(ref: str) -> str:
+    return (
+        f"git revision {ref!r} does not exist here (it must name a commit: a branch, tag or "
+        "commit id); if it is a remote branch, run `git fetch origin` first, or pass another "
+        f"--against (e.g. --against main, or --against {DISK} for the files on disk)"
+    )
+
+
+def _outside(top: Path) -> str:
+    return (
+        f"is outside the git repository at {top}, so git cannot tell what is deployed; "
+        f"write the output inside the repository, or pass --against {DISK}"
+    )
+
+
+def _dir_name(out_dir: Path) -> str:
+    return f"{out_dir.as_posix().rstrip('/')}/"

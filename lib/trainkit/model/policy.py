@@ -1,0 +1,99 @@
+"""Policy the platform engineer declares in ``jobs/platform/``: registries, GPU caps, networks.
+
+Definitions have no field that asks for a privileged container, a host path
+or the host's network: the only way to more than a plain pod is a
+``NetworkProfile`` declared here, which grants capabilities, extended
+resources and (optionally) the host network to the jobs and runtimes that
+name it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from .base import TrainkitModel
+from .fields import ClusterRef, DNS1123Label, ResourceName
+
+__all__ = ["Capability", "NetworkProfile", "Policy", "image_allowed"]
+
+# Linux capabilities (capabilities(7)) as Kubernetes writes them, without CAP_.
+Capability = Literal[
+    "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE",
+    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER",
+    "KILL", "LEASE", "LINUX_IMMUTABLE", "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN",
+    "NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON", "SETFCAP", "SETGID", "SETPCAP",
+    "SETUID", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT", "SYS_MODULE", "SYS_NICE", "SYS_PACCT",
+    "SYS_PTRACE", "SYS_RAWIO", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "SYSLOG",
+    "WAKE_ALARM",
+]  # fmt: skip
+
+
+def _registry(v: str) -> str:
+    if "/" not in v:
+        raise ValueError(
+            f"{v!r} names no repository; to allow every image of a registry write {v + '/'!r}"
+        )
+    return v
+
+
+Registry = Annotated[str, Field(min_length=1, pattern=r"^\S+$"), AfterValidator(_registry)]
+
+
+def _matches(image: str, prefix: str) -> bool:
+    if prefix.endswith(("/", ":")):
+        return image.startswith(prefix)
+    return image == prefix or image.startswith((prefix + ":", prefix + "@"))
+
+
+def _canonical(image: str) -> str:
+    """The reference as the container runtime reads it: Docker Hub spelt out."""
+    first, slash, _ = image.partition("/")
+    if not slash:
+        return f"docker.io/library/{image}"
+    if "." not in first and ":" not in first and first != "localhost":
+        return f"docker.io/{image}"
+    return image
+
+
+def image_allowed(image: str, prefixes: list[str]) -> bool:
+    """Whether ``image`` is under one of ``prefixes`` (``[]`` allows every image).
+
+    A prefix ending in ``/`` or ``:`` matches by prefix; any other prefix is a
+    whole repository and matches only itself with a tag or digest, so
+    ``registry.example.com/ml`` never admits ``registry.example.com/ml-evil/x``.
+    Docker Hub images match as written and spelt out (``docker.io/library/…``).
+    """
+    forms = {image, _canonical(image)}
+    return not prefixes or any(_matches(f, p) for f in forms for p in prefixes)
+
+
+class Policy(TrainkitModel):
+    """Platform-wide rules every job and runtime must follow; at most one per platform."""
+
+    registries: list[Registry] = []
+    """Allowed image prefixes, e.g. ``"registry.example.com/ml/"``; a prefix ends with ``/`` or
+    ``:``, anything else is one whole repository. Empty allows every registry."""
+    max_gpus_per_job: int | None = Field(default=None, ge=0)
+    """Most GPUs one job may use (nodes × GPUs per node); ``None`` means no cap."""
+
+
+class NetworkProfile(TrainkitModel):
+    """What pods of the jobs and runtimes naming it (``network=``) are granted, e.g. RDMA.
+
+    This is the only way a definition gets Linux capabilities, extra device
+    resources or the host network; privileged containers and host paths cannot
+    be asked for at all.
+    """
+
+    name: DNS1123Label
+    """Profile name that jobs and runtimes give as ``network=``."""
+    capabilities: list[Capability] = []
+    """Linux capabilities added to the container, e.g. ``["IPC_LOCK"]`` to pin RDMA memory."""
+    resources: dict[ResourceName, Annotated[int, Field(ge=1)]] = {}
+    """Extended resources each pod requests (and is limited to), e.g. ``{"rdma/hca": 1}``."""
+    host_network: bool = False
+    """Run pods in the node's network namespace (with ``dnsPolicy: ClusterFirstWithHostNet``)."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the profile exists on; ``None`` means every cluster."""

@@ -1,0 +1,180 @@
+"""Pod security of manifests: what a hand-written or overlaid pod template may not have.
+
+trainkit never generates privileged containers, host paths or host
+namespaces, and adds Linux capabilities or the host network only through a
+platform ``NetworkProfile``. An overlay or a hand-written manifest could add
+them anyway, and nothing in the CRD schemas refuses them: these rules do.
+
+Pod specs are found by shape, wherever a kind nests them (``Pod.spec``, any
+``template.spec`` holding pod fields: PyTorchJob replica specs, TrainJob
+runtime patches, (Cluster)TrainingRuntime and JobSet replicated jobs,
+Deployments, Jobs, CronJobs, …).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trainkit.validate.findings import Finding, JsonPath
+
+if TYPE_CHECKING:
+    from trainkit.validate.crds import CrdSet
+
+__all__ = ["BASELINE", "PodAllowance", "check_pod_security", "grant_profiles"]
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+# Fields only a PodSpec has among the objects that carry a ``template.spec``.
+_POD_FIELDS = frozenset({*_CONTAINER_LISTS, "volumes", "hostNetwork", "hostPID", "hostIPC"})
+_NEVER = {
+    "hostPID": "shares the node's process namespace",
+    "hostIPC": "shares the node's IPC namespace",
+}
+
+
+class GrantsPods(Protocol):
+    """What a network profile grants (``trainkit.NetworkProfile`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def capabilities(self) -> Sequence[str]: ...
+    @property
+    def host_network(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PodAllowance:
+    """What a pod may have beyond a plain pod: added capabilities, the host network."""
+
+    capabilities: frozenset[str]
+    host_network: bool
+    source: str
+    """Who grants it, for messages."""
+
+    @classmethod
+    def from_profiles(cls, profiles: Iterable[GrantsPods]) -> PodAllowance:
+        """The union of what the platform's network profiles grant."""
+        profiles = sorted(profiles, key=lambda p: p.name)
+        names = ", ".join(repr(p.name) for p in profiles)
+        return cls(
+            capabilities=frozenset(_cap(c) for p in profiles for c in p.capabilities),
+            host_network=any(p.host_network for p in profiles),
+            source=f"NetworkProfiles {names}" if profiles else "no NetworkProfile is declared",
+        )
+
+
+BASELINE = PodAllowance(
+    frozenset({"IPC_LOCK"}),
+    host_network=False,
+    source="the default: the RDMA profile of seed 002",
+)
+"""Without the platform's profiles: IPC_LOCK for RDMA, no host network."""
+
+
+def grant_profiles(crds: CrdSet | None, profiles: Iterable[GrantsPods]) -> None:
+    """Validate pods against what ``profiles`` grant instead of ``BASELINE``.
+
+    Without CRDs the object rules run with ``BASELINE``: there is no set to hold it.
+    """
+    if crds is not None:
+        crds.pod_security = PodAllowance.from_profiles(profiles)
+
+
+def _cap(name: str) -> str:
+    # The kubelet passes capabilities to the runtime with or without CAP_.
+    return name.upper().removeprefix("CAP_")
+
+
+def check_pod_security(
+    doc: dict[str, Any], out: list[Finding], allow: PodAllowance = BASELINE
+) -> None:
+    """Findings for every pod spec of one manifest."""
+    for path, spec in _pod_specs(doc):
+        _check_pod(spec, path, allow, out)
+
+
+def _pod_specs(doc: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+    spec = doc.get("spec")
+    if doc.get("kind") == "Pod" and doc.get("apiVersion") == "v1" and isinstance(spec, dict):
+        yield ("spec",), spec
+        return
+    yield from _walk(doc, ())
+
+
+def _walk(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(child, dict | list):
+                continue
+            spec = child.get("spec") if key == "template" and isinstance(child, dict) else None
+            if isinstance(spec, dict) and _POD_FIELDS.intersection(spec):
+                yield (*path, key, "spec"), spec
+            else:
+                yield from _walk(child, (*path, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            yield from _walk(child, (*path, i))
+
+
+def _check_pod(
+    spec: dict[str, Any], path: JsonPath, allow: PodAllowance, out: list[Finding]
+) -> None:
+    if spec.get("hostNetwork") is True and not allow.host_network:
+        out.append(
+            Finding(
+                (*path, "hostNetwork"),
+                f"pod security: the host network is not allowed ({allow.source}); remove "
+                "hostNetwork, or ask the platform team for a NetworkProfile with "
+                "host_network=True",
+            )
+        )
+    for key, why in _NEVER.items():
+        if spec.get(key) is True:
+            out.append(
+                Finding((*path, key), f"pod security: {key} {why} and is never allowed; remove it")
+            )
+    volumes = spec.get("volumes")
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        if isinstance(volume, dict) and volume.get("hostPath") is not None:
+            out.append(
+                Finding(
+                    (*path, "volumes", i, "hostPath"),
+                    f"pod security: volume {volume.get('name')!r} mounts a directory of the "
+                    "node (hostPath), which is never allowed; use a PersistentVolumeClaim or "
+                    "an emptyDir",
+                )
+            )
+    for key in _CONTAINER_LISTS:
+        containers = spec.get(key)
+        for i, c in enumerate(containers if isinstance(containers, list) else []):
+            if isinstance(c, dict) and isinstance(c.get("securityContext"), dict):
+                _check_container(c, (*path, key, i, "securityContext"), allow, out)
+
+
+def _check_container(
+    c: dict[str, Any], path: JsonPath, allow: PodAllowance, out: list[Finding]
+) -> None:
+    sc = c["securityContext"]
+    name = c.get("name")
+    if sc.get("privileged") is True:
+        out.append(
+            Finding(
+                (*path, "privileged"),
+                f"pod security: container {name!r} is privileged, which is never allowed; "
+                "remove privileged (a NetworkProfile grants the capabilities RDMA needs)",
+            )
+        )
+    caps = sc.get("capabilities")
+    added = caps.get("add") if isinstance(caps, dict) else None
+    allowed = ", ".join(repr(c) for c in sorted(allow.capabilities)) or "none"
+    for i, cap in enumerate(added if isinstance(added, list) else []):
+        if not isinstance(cap, str) or _cap(cap) not in allow.capabilities:
+            out.append(
+                Finding(
+                    (*path, "capabilities", "add", i),
+                    f"pod security: capability {cap!r} of container {name!r} is not allowed; "
+                    f"allowed: {allowed} ({allow.source}); remove it",
+                )
+            )

@@ -1,0 +1,115 @@
+"""A deployed TrainJob never changes in place: an edit needs a new run number."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from conftest import RUNTIMES, TRAINJOB
+
+GIT_ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git(root, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True)
+
+
+def test_editing_a_deployed_trainjob_asks_for_a_new_run(tw, bare_cli):
+    assert bare_cli("synth").code == 0
+    before = tw.snapshot()
+    tw.write("jobs/vision/tj.py", TRAINJOB.replace('"1"]', '"2"]'))
+    for command in ("synth", "check"):
+        r = bare_cli(command)
+        assert r.code == 1, r
+        assert (
+            "error: jobs/vision/tj.py:3: TrainJob 'tj': run: TrainJob 'tj-r1' on cluster 'east' "
+            "is deployed from generated/ on disk (no git repository: "
+        ) in r.err
+        assert (
+            "would change in place (spec.trainer.args), but a TrainJob cannot change once "
+            "created (Argo CD's sync would fail: field is immutable); set run=2 to start a "
+            "new run (Argo CD prunes 'tj-r1'), or revert the change"
+        ) in r.err
+        assert tw.snapshot() == before
+
+    tw.write("jobs/vision/tj.py", TRAINJOB.replace('"1"]', '"2"]').replace("nodes=2,", "run=2,"))
+    assert bare_cli("synth").code == 0
+    after = tw.snapshot()
+    assert "clusters/east/vision/trainjob-tj-r2.yaml" in after
+    assert "clusters/east/vision/trainjob-tj-r1.yaml" not in after
+
+
+def test_an_edited_script_is_a_new_run_too(tw, bare_cli):
+    assert bare_cli("synth").code == 0
+    tw.write("jobs/vision/scripts/train.py", "print('training harder')\n")
+    r = bare_cli("synth")
+    assert r.code == 1
+    assert "would change in place (spec.runtimePatches)" in r.err
+
+
+def test_runtime_edits_are_not_in_place_changes(tw, bare_cli):
+    assert bare_cli("synth").code == 0
+    # The TrainJob keeps only what it says; Trainer snapshots the runtime at creation.
+    tw.write("jobs/platform/runtimes.py", RUNTIMES.replace("pytorch:2", "pytorch:3"))
+    r = bare_cli("synth")
+    assert r.code == 0, r.err
+    assert "2 changed" in r.out  # the runtime on east and on plain
+
+
+def test_a_pytorchjob_queue_is_immutable(bare, bare_cli):
+    bare.write(
+        "jobs/platform/more.py",
+        "from trainkit import Queue\nother = Queue(name='other')\n",
+    )
+    platform = (bare.jobs / "platform/platform.py").read_text()
+    bare.write(
+        "jobs/platform/platform.py",
+        platform.replace('queues=["research"]', 'queues=["research", "other"]'),
+    )
+    assert bare_cli("synth").code == 0
+    job = (bare.jobs / "vision/ddp.py").read_text()
+    bare.write("jobs/vision/ddp.py", job.replace("nodes=2,", "nodes=2, queue='other',"))
+    r = bare_cli("synth")
+    assert r.code == 1
+    assert "PyTorchJob 'ddp' on cluster 'east' is deployed from" in r.err
+    assert "(spec.runPolicy.schedulingPolicy.queue)" in r.err
+    assert "rename the job to start a new one, or keep the old queue" in r.err
+
+
+def test_the_deployed_tree_is_the_committed_one(tw, bare_cli):
+    git(tw.root, "init", "-q", "-b", "main")
+    assert bare_cli("synth").code == 0
+    git(tw.root, "add", "-A")
+    git(tw.root, "commit", "-q", "-m", "deploy r1")
+    edited = TRAINJOB.replace('"1"]', '"2"]')
+    tw.write("jobs/vision/tj.py", edited)
+    r = bare_cli("synth")
+    assert r.code == 1
+    assert "is deployed from main (" in r.err
+
+    # On a branch not yet merged, iterating on a new run never trips over itself:
+    # only what main deploys counts.
+    tw.write("jobs/vision/tj.py", edited.replace("nodes=2,", "run=2,"))
+    assert bare_cli("synth").code == 0
+    tw.write("jobs/vision/tj.py", edited.replace("nodes=2,", "run=2,").replace('"2"]', '"3"]'))
+    assert bare_cli("synth").code == 0
+    # The disk baseline would refuse that second edit of run 2.
+    tw.write("jobs/vision/tj.py", edited.replace("nodes=2,", "run=2,"))
+    r = bare_cli("synth", "--against", "disk")
+    assert r.code == 1
+    assert "TrainJob 'tj-r2'" in r.err
+
+
+def test_an_unknown_revision_is_an_error(tw, bare_cli):
+    git(tw.root, "init", "-q", "-b", "main")
+    r = bare_cli("synth", "--against", "origin/nope")
+    assert r.code == 1
+    assert "git revision 'origin/nope' does not exist" in r.err

@@ -1,0 +1,259 @@
+"""Policy in jobs/platform/: registries, GPU caps, network profiles, and how they render."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from trainkit import DefinitionError, NetworkProfile, Policy, PyTorchJob, Resources
+from trainkit.load import load_jobs
+from trainkit.model.policy import image_allowed
+from trainkit.plan import build_plan
+from trainkit.validate import grant_profiles, load_crds, validate_tree
+
+POLICY = "jobs/platform/policy.py"
+RESNET = "jobs/vision/resnet50_ddp.py"
+RUNTIMES = "jobs/platform/runtimes.py"
+SFT = "jobs/llm/llama_sft_trainjob.py"
+FSDP = "jobs/llm/llama_finetune_fsdp.py"
+
+
+def edit(ws, rel: str, old: str, new: str) -> None:
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} not once in {rel}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+# (file, old, new) edits of the examples, and the exact error line(s) each must give.
+VIOLATIONS = {
+    "image from another registry": (
+        [(RESNET, "registry.example.com/ml/pytorch:2.5.1-cuda12.4", "docker.io/pytorch/x:1")],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': image: image 'docker.io/pytorch/x:1' is not "
+            f"from an allowed registry; Policy.registries in {POLICY} allows "
+            "'registry.example.com/ml/'; push the image there or ask the platform team to allow "
+            "its registry"
+        ],
+    ),
+    "look-alike registry host": (
+        [(RESNET, "registry.example.com/ml/", "registry.example.com.evil.io/ml/")],
+        [f"{RESNET}:5: PyTorchJob 'resnet50-ddp': image: image 'registry.example.com.evil.io/"],
+    ),
+    "runtime image from another registry": (
+        [(RUNTIMES, "registry.example.com/ml/pytorch:2.5.1-rocm6.2", "ghcr.io/rocm/pytorch:1")],
+        [
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': image: image "
+            "'ghcr.io/rocm/pytorch:1' is not from an allowed registry; Policy.registries in "
+            f"{POLICY} allows 'registry.example.com/ml/'"
+        ],
+    ),
+    "trainjob image from another registry": (
+        [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    image="nvcr.io/x:1",')],
+        [f"{SFT}:5: TrainJob 'llama-sft': image: image 'nvcr.io/x:1' is not from an allowed"],
+    ),
+    "job over the per-job GPU cap": (
+        [(RESNET, "    nodes=2,", "    nodes=9,")],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': nodes: 72 GPUs (9 nodes × 8) exceed the "
+            f"per-job cap of 64; Policy.max_gpus_per_job in {POLICY}; use fewer nodes or GPUs "
+            "per node"
+        ],
+    ),
+    "runtime defaults over the per-job GPU cap": (
+        [(RUNTIMES, "    nodes=4,", "    nodes=9,")],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': runtime: 72 GPUs (9 nodes × 8, from the runtime) "
+            f"exceed the per-job cap of 64; Policy.max_gpus_per_job in {POLICY}"
+        ],
+    ),
+    "team over its GPU cap on a cluster": (
+        [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,')],
+        [
+            "jobs/platform/teams.py:21: Team 'llm': max_gpus: the team's jobs on cluster "
+            "'a800-north' use 72 GPUs together but Team.max_gpus in jobs/platform/teams.py "
+            f"allows 64: PyTorchJob 'llama-finetune-fsdp' 32 ({FSDP}:5), TrainJob 'llama-sft' "
+            f"40 ({SFT}:5); lower the jobs' nodes or GPUs, or raise max_gpus"
+        ],
+    ),
+    "unknown network profile": (
+        [(RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",')],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: unknown network profile "
+            "'infiniband'; defined network profiles: 'rdma' (declare NetworkProfile(name=...) "
+            "in jobs/platform/)"
+        ],
+    ),
+    "network profile not on the job's cluster": (
+        [(RESNET, "    nodes=2,", '    nodes=2,\n    network="rdma",')],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: network profile 'rdma' does not "
+            f"exist on cluster 'gpu-east' (NetworkProfile.clusters in {POLICY} allows "
+            "'a800-north'); choose other clusters or add the cluster to the profile",
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: network profile 'rdma' does not "
+            "exist on cluster 'rocm-west'",
+        ],
+    ),
+    "runtime network profile not on its cluster": (
+        [
+            (
+                RUNTIMES,
+                '    clusters=["rocm-west"],',
+                '    clusters=["rocm-west"],\n    network="rdma",',
+            )
+        ],
+        [
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': network: network "
+            "profile 'rdma' does not exist on cluster 'rocm-west'"
+        ],
+    ),
+    "second policy": (
+        [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
+        [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
+    ),
+    "profile granting the GPU resource": (
+        [(POLICY, '{"rdma/hca": 1}', '{"rdma/hca": 1, "baidu.com/a800_80g_cgpu": 8}')],
+        [
+            f"{POLICY}:9: NetworkProfile 'rdma': resources.baidu.com/a800_80g_cgpu: "
+            "'baidu.com/a800_80g_cgpu' is the GPU resource of cluster 'a800-north'; GPUs come "
+            "from each job's resources.gpu, remove it here"
+        ],
+    ),
+    "registry entry without repository": (
+        [(POLICY, '["registry.example.com/ml/"]', '["registry.example.com"]')],
+        [
+            f"{POLICY}:5: Policy: registries[0]: 'registry.example.com' names no repository; to "
+            "allow every image of a registry write 'registry.example.com/'"
+        ],
+    ),
+    "privileged is no field of a job": (
+        [(RESNET, "    nodes=2,", "    nodes=2,\n    privileged=True,")],
+        [f"{RESNET}:5: PyTorchJob 'resnet50-ddp': privileged: unknown field"],
+    ),
+    "capability outside the known names": (
+        [(POLICY, '["IPC_LOCK"]', '["IPC_LOCK", "ALL"]')],
+        [f"{POLICY}:9: NetworkProfile 'rdma': capabilities[1]: Input should be 'AUDIT_CONTROL'"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIOLATIONS))
+@pytest.mark.parametrize("command", ["synth", "check"])
+def test_violation_fails_naming_the_rule_and_leaves_generated_untouched(ws, cli, case, command):
+    assert cli("synth").code == 0
+    before = ws.snapshot()
+    edits, expected = VIOLATIONS[case]
+    for rel, old, new in edits:
+        edit(ws, rel, old, new)
+    run = cli(command)
+    assert run.code == 1, run.out
+    assert "Traceback" not in run.err
+    for line in expected:
+        assert f"error: {line}" in run.err, run.err
+    assert ws.snapshot() == before
+
+
+def test_the_examples_follow_their_policy(ws, cli):
+    run = cli("synth")
+    assert run.code == 0, run.err
+
+
+def test_a_platform_without_policy_allows_any_registry(bare, bare_cli):
+    # The bare platform declares no Policy; its job's image is not under registry.example.com/ml/.
+    assert bare_cli("synth").code == 0
+
+
+@pytest.mark.parametrize(
+    ("image", "prefixes", "allowed"),
+    [
+        ("registry.example.com/ml/pytorch:2", ["registry.example.com/ml/"], True),
+        ("registry.example.com/mlx/pytorch:2", ["registry.example.com/ml/"], False),
+        ("registry.example.com.evil.io/ml/x:1", ["registry.example.com/"], False),
+        ("registry.example.com/ml/pytorch:2", ["registry.example.com/ml/pytorch"], True),
+        ("registry.example.com/ml/pytorch@sha256:ab", ["registry.example.com/ml/pytorch"], True),
+        ("registry.example.com/ml/pytorch-evil:2", ["registry.example.com/ml/pytorch"], False),
+        ("registry.example.com/ml/pytorch:2.5", ["registry.example.com/ml/pytorch:"], True),
+        ("registry.example.com/ml/pytorch-x:3", ["registry.example.com/ml/pytorch:"], False),
+        ("pytorch/pytorch:2.5", ["docker.io/pytorch/"], True),
+        ("ubuntu:24.04", ["docker.io/library/ubuntu"], True),
+        ("localhost/x:1", ["docker.io/"], False),
+        ("anything:1", [], True),
+    ],
+)
+def test_registry_prefixes(image, prefixes, allowed):
+    assert image_allowed(image, prefixes) is allowed
+
+
+def test_models_offer_no_way_to_privilege():
+    for field in ("privileged", "host_path", "host_network", "capabilities", "security_context"):
+        assert field not in PyTorchJob.model_fields
+    with pytest.raises(DefinitionError, match="unknown field"):
+        PyTorchJob(
+            name="x",
+            image="i:1",
+            command=["x"],
+            resources=Resources(cpu=1, memory="1Gi"),
+            host_network=True,
+        )
+    assert NetworkProfile(name="rdma").host_network is False
+    assert Policy().registries == []
+
+
+def _docs(path):
+    return list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+
+
+def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
+    assert cli("synth").code == 0
+    base = ws.out / "clusters/a800-north/llm-training"
+    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp.yaml")
+    for replica in ("Master", "Worker"):
+        pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
+        (c,) = pod["containers"]
+        assert c["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+        assert c["resources"]["limits"]["rdma/hca"] == "1"
+        assert c["resources"]["requests"]["rdma/hca"] == "1"
+        assert "hostNetwork" not in pod and "dnsPolicy" not in pod
+    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    assert node["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    assert node["resources"]["limits"]["rdma/hca"] == "1"
+    # A TrainJob cannot change once created: it inherits the profile through its runtime.
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    assert "rdma" not in yaml.safe_dump(trainjob) and "IPC_LOCK" not in yaml.safe_dump(trainjob)
+
+
+def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
+    assert cli("synth").code == 0
+    for path in ws.out.rglob("*.yaml"):
+        if "llama-finetune-fsdp" in path.name or "fsdp-a800" in path.name:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for word in ("securityContext", "hostNetwork", "rdma/hca", "dnsPolicy"):
+            assert word not in text, f"{word} in {path}"
+
+
+def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
+    edit(
+        ws,
+        POLICY,
+        '    clusters=["a800-north"],',
+        '    host_network=True,\n    clusters=["a800-north"],',
+    )
+    assert cli("synth").code == 0
+    (job,) = _docs(ws.out / "clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp.yaml")
+    pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    (runtime,) = _docs(ws.out / "clusters/a800-north/llm-training/trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    assert rjob["template"]["spec"]["template"]["spec"]["hostNetwork"] is True
+
+    crd_set = load_crds(crds)
+    problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
+    # Without the platform's profiles the default allowance has no host network.
+    assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork"}
+    assert all("pod security: the host network is not allowed" in p.message for p in problems)
+    grant_profiles(crd_set, build_plan(load_jobs(ws.jobs, ws.root)).network_profiles)
+    problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
+    assert problems == []

@@ -1,0 +1,235 @@
+"""Trainer v2.3: runtimes and TrainJobs from definition to manifest."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import TRAINJOB
+from trainkit import ClusterTrainingRuntime, DefinitionError, Resources, TrainJob
+from trainkit.load import load_jobs
+from trainkit.plan import build_plan
+from trainkit.synth import synthesize
+
+
+def problems(ws) -> list[str]:
+    with pytest.raises(DefinitionError) as exc:
+        build_plan(load_jobs(ws.jobs, ws.root))
+    return [str(p) for p in exc.value.problems]
+
+
+def docs(ws, rel: str) -> dict:
+    return yaml.safe_load((ws.out / rel).read_text())
+
+
+def test_trainjob_renders_what_the_controller_expects(tw):
+    synthesize(tw.jobs, tw.out)
+    tj = docs(tw, "clusters/east/vision/trainjob-tj-r1.yaml")
+    assert tj["metadata"]["name"] == "tj-r1"
+    assert tj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "0"
+    spec = tj["spec"]
+    assert spec["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        "name": "torch",
+    }
+    # Only what the job says: the runtime's image and resources stay in the runtime.
+    assert spec["trainer"] == {
+        "command": ["torchrun", "/workspace/train.py"],
+        "args": ["--epochs", "1"],
+        "numNodes": 2,
+    }
+    (patch,) = spec["runtimePatches"]
+    assert patch["manager"] == "trainkit.dev/synth"
+    template = patch["trainingRuntimeSpec"]["template"]
+    assert template["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "research"}
+    (node,) = template["spec"]["replicatedJobs"]
+    assert node["name"] == "node"
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod["containers"] == [
+        {"name": "node", "volumeMounts": [{"mountPath": "/workspace", "name": "script"}]}
+    ]
+    (volume,) = pod["volumes"]
+    cm = volume["configMap"]["name"]
+    assert (tw.out / f"clusters/east/vision/configmap-{cm}.yaml").is_file()
+
+
+def test_runtime_renders_the_trainer_job_with_gang_scheduling(tw):
+    synthesize(tw.jobs, tw.out)
+    rt = docs(tw, "clusters/east/runtimes/torch.yaml")
+    assert "namespace" not in rt["metadata"]
+    assert rt["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "torch"
+    assert rt["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-10"
+    spec = rt["spec"]
+    assert spec["mlPolicy"] == {"numNodes": 1, "torch": {}}
+    assert spec["podGroupPolicy"] == {"volcano": {}}
+    (job,) = spec["template"]["spec"]["replicatedJobs"]
+    assert job["name"] == "node"
+    assert job["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+    }
+    pod = job["template"]["spec"]["template"]["spec"]
+    assert pod["schedulerName"] == "volcano"
+    (node,) = pod["containers"]
+    assert node["name"] == "node"
+    assert node["resources"]["limits"] == {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}
+    assert node["env"] == [{"name": "NCCL_DEBUG", "value": "WARN"}]
+    assert {"mountPath": "/dev/shm", "name": "dshm"} in node["volumeMounts"]
+    # Without Volcano there is no PodGroup and no scheduler name.
+    plain = docs(tw, "clusters/plain/runtimes/torch.yaml")["spec"]
+    assert "podGroupPolicy" not in plain
+    assert "schedulerName" not in str(plain)
+
+
+def test_training_runtime_lives_in_the_team_namespace(tw):
+    synthesize(tw.jobs, tw.out)
+    rt = docs(tw, "clusters/west/vision/trainingruntime-own.yaml")
+    assert rt["kind"] == "TrainingRuntime"
+    assert rt["metadata"]["namespace"] == "vision"
+    assert rt["spec"]["mlPolicy"]["numNodes"] == 3
+
+
+def test_team_runtime_wins_over_cluster_runtime_of_the_same_name(tw):
+    tw.write(
+        "jobs/platform/more.py",
+        "from trainkit import TrainingRuntime\n"
+        "t = TrainingRuntime(name='torch', team='vision', image='registry.example.com/x:1')\n",
+    )
+    plan = build_plan(load_jobs(tw.jobs, tw.root))
+    (east,) = [cp for cp in plan.clusters if cp.cluster.name == "east"]
+    (tj,) = [j for j in east.jobs if j.kind == "TrainJob"]
+    assert tj.runtime is not None and tj.runtime.kind == "TrainingRuntime"
+
+
+def test_resources_and_procs_become_numprocpernode(tw):
+    tw.write(
+        "jobs/vision/tj.py",
+        TRAINJOB.replace(
+            "nodes=2,", "nodes=2, resources=Resources(cpu=4, memory='8Gi', gpu=1),"
+        ).replace("import Script", "import Resources, Script"),
+    )
+    synthesize(tw.jobs, tw.out)
+    trainer = docs(tw, "clusters/east/vision/trainjob-tj-r1.yaml")["spec"]["trainer"]
+    assert trainer["numProcPerNode"] == 1
+    assert trainer["resourcesPerNode"]["requests"]["nvidia.com/gpu"] == "1"
+
+
+def test_effective_values_come_from_the_runtime(tw):
+    plan = build_plan(load_jobs(tw.jobs, tw.root))
+    (east,) = [cp for cp in plan.clusters if cp.cluster.name == "east"]
+    (tj,) = [j for j in east.jobs if j.kind == "TrainJob"]
+    assert (tj.nodes, tj.procs_per_node, tj.object_name) == (2, 2, "tj-r1")
+    assert tj.resources is not None
+    assert tj.resources.model_dump() == Resources(cpu=8, memory="32Gi", gpu=2).model_dump()
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            ('runtime="torch"', 'runtime="torhc"'),
+            "jobs/vision/tj.py:3: TrainJob 'tj': runtime: unknown runtime 'torhc' on cluster "
+            "'east'; runtimes there: ClusterTrainingRuntime 'torch', TrainingRuntime 'own' "
+            "(team 'vision') (declare runtimes in jobs/platform/)",
+        ),
+        (
+            ('clusters=["east"]', 'clusters=["west"]'),
+            "TrainJob 'tj': runtime: runtime 'torch' does not exist on cluster 'west' (only on "
+            "'east', 'plain'); add the cluster to the runtime's clusters or choose other clusters",
+        ),
+        (
+            ("nodes=2,", "nodes=2, resources=Resources(cpu=1, memory='1Gi', gpu=16),"),
+            "TrainJob 'tj': resources.gpu: 16 exceeds the 8 GPUs per node of cluster 'east'",
+        ),
+        (
+            ("nodes=2,", "nodes=2, procs_per_node=6,"),
+            "TrainJob 'tj': procs_per_node: 6 processes per node but only 2 GPUs",
+        ),
+        (
+            ('name="tj"', 'name="t' + "x" * 51 + '"'),
+            "would exceed 63 characters; shorten the name by 1 characters",
+        ),
+    ],
+)
+def test_bad_trainjob_references(tw, edit, expected):
+    old, new = edit
+    text = TRAINJOB.replace(old, new).replace("import Script", "import Resources, Script")
+    tw.write("jobs/vision/tj.py", text)
+    found = problems(tw)
+    assert any(expected in p for p in found), found
+
+
+def test_another_teams_training_runtime_is_refused(tw):
+    tw.write(
+        "jobs/platform/other.py",
+        "from trainkit import Team, TrainingRuntime\n"
+        "nlp = Team(name='nlp', queues=['research'])\n"
+        "x = TrainingRuntime(name='theirs', team='nlp', image='registry.example.com/x:1')\n",
+    )
+    tw.write("jobs/vision/tj.py", TRAINJOB.replace('runtime="torch"', 'runtime="theirs"'))
+    (p,) = problems(tw)
+    assert "TrainingRuntime 'theirs' (team 'nlp') belongs to another team" in p
+
+
+def test_runtime_names_repeat_only_on_disjoint_clusters(tw):
+    tw.write(
+        "jobs/platform/zz_more.py",
+        "from trainkit import ClusterTrainingRuntime\n"
+        "again = ClusterTrainingRuntime(name='torch', image='registry.example.com/r:1',\n"
+        "                               clusters=['west', 'east'])\n",
+    )
+    (p,) = problems(tw)
+    assert p.startswith("jobs/platform/zz_more.py:2: ClusterTrainingRuntime 'torch': name: ")
+    assert "already defined for cluster 'east' at jobs/platform/runtimes.py:3" in p
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"env": {"PET_NNODES": "2"}}, "PET_NNODES may not be set: Kubeflow Trainer's torch"),
+        ({"env": {"WORLD_SIZE": "2"}}, "WORLD_SIZE may not be set: torchrun sets it"),
+        ({"nodes": 0}, "greater than or equal to 1"),
+        ({"procs_per_node": 0}, "greater than or equal to 1"),
+        ({"run": 0}, "greater than or equal to 1"),
+        ({"command": []}, "command is empty"),
+        ({"name": "Bad_Name"}, "name"),
+    ],
+)
+def test_trainjob_model_refuses(kwargs, message):
+    base = {"name": "tj", "runtime": "torch", "command": ["python", "x.py"]}
+    with pytest.raises(DefinitionError) as exc:
+        TrainJob(**{**base, **kwargs})
+    assert any(message in str(p) for p in exc.value.problems), exc.value.problems
+
+
+def test_runtime_model_refuses_reserved_env():
+    with pytest.raises(DefinitionError, match="PET_MASTER_PORT may not be set"):
+        ClusterTrainingRuntime(name="t", image="i:1", env={"PET_MASTER_PORT": "1"})
+
+
+def test_rendered_trainer_objects_round_trip_through_the_sdk_models(tw):
+    """kubeflow-trainer-api mirrors the v2.3 API and drops fields it does not know: a
+    rendered object that survives the round trip unchanged uses only v2.3 fields."""
+    from kubeflow_trainer_api.models.trainer_v1alpha1_cluster_training_runtime import (
+        TrainerV1alpha1ClusterTrainingRuntime,
+    )
+    from kubeflow_trainer_api.models.trainer_v1alpha1_train_job import TrainerV1alpha1TrainJob
+    from kubeflow_trainer_api.models.trainer_v1alpha1_training_runtime import (
+        TrainerV1alpha1TrainingRuntime,
+    )
+
+    models = {
+        "TrainJob": TrainerV1alpha1TrainJob,
+        "ClusterTrainingRuntime": TrainerV1alpha1ClusterTrainingRuntime,
+        "TrainingRuntime": TrainerV1alpha1TrainingRuntime,
+    }
+    synthesize(tw.jobs, tw.out)
+    seen = set()
+    for path in sorted(tw.out.rglob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        model = models.get(doc.get("kind"))
+        if model is None:
+            continue
+        seen.add(doc["kind"])
+        assert model.from_dict(doc).to_dict() == doc, path
+    assert seen == set(models)

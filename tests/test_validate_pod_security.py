@@ -1,0 +1,269 @@
+"""Pod security of hand-written or overlaid manifests (``trainkit validate``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from trainkit import NetworkProfile
+from trainkit.validate import grant_profiles, load_crds
+from trainkit.validate.findings import Finding, format_path
+from trainkit.validate.pod_security import BASELINE, PodAllowance, check_pod_security
+
+REPO = Path(__file__).resolve().parents[1]
+LLM = REPO / "generated/clusters/a800-north/llm-training"
+MASTER = "spec.pytorchReplicaSpecs.Master.template.spec"
+WORKER = "spec.pytorchReplicaSpecs.Worker.template.spec"
+RUNTIME_POD = "spec.template.spec.replicatedJobs[0].template.spec.template.spec"
+PATCH_POD = (
+    "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+    ".template.spec.template.spec"
+)
+
+
+def load(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((LLM / name).read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def pytorchjob() -> dict[str, Any]:
+    return load("pytorchjob-llama-finetune-fsdp.yaml")
+
+
+def pod(doc: dict[str, Any], replica: str) -> dict[str, Any]:
+    spec: dict[str, Any] = doc["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
+    return spec
+
+
+def privileged(doc: dict[str, Any]) -> None:
+    pod(doc, "Master")["containers"][0]["securityContext"]["privileged"] = True
+
+
+def host_path(doc: dict[str, Any]) -> None:
+    pod(doc, "Worker")["volumes"].append({"name": "node-root", "hostPath": {"path": "/"}})
+
+
+def host_network(doc: dict[str, Any]) -> None:
+    pod(doc, "Master")["hostNetwork"] = True
+
+
+def sys_admin(doc: dict[str, Any]) -> None:
+    pod(doc, "Worker")["containers"][0]["securityContext"]["capabilities"]["add"].append(
+        "SYS_ADMIN"
+    )
+
+
+HAND_EDITS = {
+    "privileged pod": (
+        privileged,
+        f"{MASTER}.containers[0].securityContext.privileged",
+        "pod security: container 'pytorch' is privileged, which is never allowed; remove "
+        "privileged (a NetworkProfile grants the capabilities RDMA needs)",
+    ),
+    "hostPath volume": (
+        host_path,
+        f"{WORKER}.volumes[4].hostPath",
+        "pod security: volume 'node-root' mounts a directory of the node (hostPath), which is "
+        "never allowed; use a PersistentVolumeClaim or an emptyDir",
+    ),
+    "host network": (
+        host_network,
+        f"{MASTER}.hostNetwork",
+        "pod security: the host network is not allowed (the default: the RDMA profile of seed "
+        "002); remove hostNetwork, or ask the platform team for a NetworkProfile with "
+        "host_network=True",
+    ),
+    "capability SYS_ADMIN": (
+        sys_admin,
+        f"{WORKER}.containers[0].securityContext.capabilities.add[1]",
+        "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
+        "'IPC_LOCK' (the default: the RDMA profile of seed 002); remove it",
+    ),
+}
+
+
+def write(root: Path, docs: list[dict[str, Any]]) -> str:
+    (root / "hand.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return "hand.yaml"
+
+
+@pytest.mark.parametrize("case", sorted(HAND_EDITS))
+@pytest.mark.parametrize("with_crds", [True, False], ids=["crds", "object-rules"])
+def test_hand_edited_pytorchjob_is_refused_with_its_json_path(ws, cli, crds, case, with_crds):
+    change, field, message = HAND_EDITS[case]
+    doc = pytorchjob()
+    change(doc)
+    args = ["validate", "--format", "json", write(ws.root, [doc])]
+    if with_crds:
+        args += ["--crds", str(crds)]
+    run = cli(*args)
+    assert run.code == 1
+    (problem,) = json.loads(run.out)
+    assert problem["file"] == "hand.yaml"
+    assert problem["obj"] == "PyTorchJob 'llama-finetune-fsdp'"
+    assert (problem["field"], problem["message"]) == (field, message)
+    assert isinstance(problem["line"], int)
+
+
+def test_text_report_names_file_line_object_and_path(ws, cli, crds):
+    doc = pytorchjob()
+    host_network(doc)
+    run = cli("validate", "--crds", str(crds), write(ws.root, [doc]))
+    assert run.code == 1
+    text = yaml.safe_dump_all([doc], sort_keys=False).splitlines()
+    line = next(i for i, t in enumerate(text, 1) if t.strip() == "hostNetwork: true")
+    assert run.out.splitlines() == [
+        "hand.yaml",
+        f"  line {line}: PyTorchJob 'llama-finetune-fsdp': {MASTER}.hostNetwork: "
+        + HAND_EDITS["host network"][2],
+    ]
+
+
+def test_the_generated_rdma_manifests_pass(ws, cli, crds):
+    docs = [
+        pytorchjob(),
+        load("trainingruntime-fsdp-a800.yaml"),
+        load("trainjob-llama-sft-r1.yaml"),
+    ]
+    run = cli("validate", "--crds", str(crds), write(ws.root, docs))
+    assert run.code == 0, run.out
+
+
+def test_cap_prefix_and_false_flags_are_fine(ws, cli, crds):
+    doc = pytorchjob()
+    master = pod(doc, "Master")
+    master["containers"][0]["securityContext"] = {
+        "capabilities": {"add": ["CAP_IPC_LOCK"]},
+        "privileged": False,
+    }
+    master["hostNetwork"] = False
+    assert cli("validate", "--crds", str(crds), write(ws.root, [doc])).code == 0
+
+
+def test_trainer_kinds_are_checked(ws, cli, crds):
+    runtime = load("trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjob["template"]["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {
+        "privileged": True
+    }
+    trainjob = load("trainjob-llama-sft-r1.yaml")
+    patch_pod = trainjob["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    patch_pod["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"].append(
+        {"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}
+    )
+    run = cli(
+        "validate", "--format", "json", "--crds", str(crds), write(ws.root, [runtime, trainjob])
+    )
+    assert run.code == 1
+    found = {(p["obj"], p["field"]) for p in json.loads(run.out)}
+    assert found == {
+        ("TrainingRuntime 'fsdp-a800'", f"{RUNTIME_POD}.containers[0].securityContext.privileged"),
+        ("TrainJob 'llama-sft-r1'", f"{PATCH_POD}.volumes[3].hostPath"),
+    }
+
+
+BUILTIN = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ml}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      hostPID: true
+      containers: [{name: web, image: registry.example.com/ml/web:1}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: debug, namespace: ml}
+spec:
+  hostIPC: true
+  containers: [{name: sh, image: registry.example.com/ml/sh:1}]
+  volumes: [{name: root, hostPath: {path: /}}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: clean, namespace: ml}
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          initContainers:
+            - {name: init, image: registry.example.com/ml/x:1, securityContext: {privileged: true}}
+          containers: [{name: main, image: registry.example.com/ml/x:1}]
+"""
+
+
+@pytest.mark.parametrize("with_crds", [True, False], ids=["crds", "object-rules"])
+def test_builtin_workloads_are_checked(ws, cli, crds, with_crds):
+    (ws.root / "builtin.yaml").write_text(BUILTIN, encoding="utf-8")
+    args = ["validate", "--format", "json", "builtin.yaml"]
+    if with_crds:
+        args += ["--crds", str(crds)]
+    run = cli(*args)
+    assert run.code == 1
+    found = {(p["obj"], p["field"], p["message"].split(" and ")[0]) for p in json.loads(run.out)}
+    assert found == {
+        (
+            "Deployment 'web'",
+            "spec.template.spec.hostPID",
+            "pod security: hostPID shares the node's process namespace",
+        ),
+        ("Pod 'debug'", "spec.hostIPC", "pod security: hostIPC shares the node's IPC namespace"),
+        (
+            "Pod 'debug'",
+            "spec.volumes[0].hostPath",
+            "pod security: volume 'root' mounts a directory of the node (hostPath), which is "
+            "never allowed; use a PersistentVolumeClaim or an emptyDir",
+        ),
+        (
+            "CronJob 'clean'",
+            "spec.jobTemplate.spec.template.spec.initContainers[0].securityContext.privileged",
+            "pod security: container 'init' is privileged, which is never allowed; remove "
+            "privileged (a NetworkProfile grants the capabilities RDMA needs)",
+        ),
+    }
+
+
+def findings(doc: dict[str, Any], allow: PodAllowance = BASELINE) -> list[tuple[str, str]]:
+    out: list[Finding] = []
+    check_pod_security(doc, out, allow)
+    return [(format_path(f.path), f.message) for f in out]
+
+
+def test_the_platforms_profiles_decide_what_is_granted():
+    doc = pytorchjob()
+    host_network(doc)
+    sys_admin(doc)
+    assert [p for p, _ in findings(doc)] == [
+        f"{MASTER}.hostNetwork",
+        f"{WORKER}.containers[0].securityContext.capabilities.add[1]",
+    ]
+    wide = NetworkProfile(name="wide", capabilities=["IPC_LOCK", "SYS_ADMIN"], host_network=True)
+    assert findings(doc, PodAllowance.from_profiles([wide])) == []
+    rdma = NetworkProfile(name="rdma", capabilities=["IPC_LOCK"])
+    nothing = findings(doc, PodAllowance.from_profiles([]))
+    # With no profile declared even the generated IPC_LOCK is refused: 2 nodes + hostNetwork.
+    assert len(nothing) == 4
+    assert all("(no NetworkProfile is declared)" in m for _, m in nothing)
+    messages = [m for _, m in findings(doc, PodAllowance.from_profiles([rdma]))]
+    assert len(messages) == 2
+    assert "allowed: 'IPC_LOCK' (NetworkProfiles 'rdma')" in messages[1]
+
+
+def test_grant_profiles_sets_the_allowance_of_a_crd_set(crds):
+    crd_set = load_crds(crds)
+    assert crd_set.pod_security == BASELINE
+    grant_profiles(crd_set, [NetworkProfile(name="hostnet", host_network=True)])
+    assert crd_set.pod_security.host_network is True
+    assert crd_set.pod_security.capabilities == frozenset()
+    grant_profiles(None, [])  # without CRDs the object rules keep the baseline

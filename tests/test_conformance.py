@@ -12,12 +12,15 @@ from hypothesis import strategies as st
 from trainkit import (
     Capacity,
     Cluster,
+    ClusterTrainingRuntime,
     PyTorchJob,
     Queue,
     Resources,
     Script,
     Team,
     Toleration,
+    TrainingRuntime,
+    TrainJob,
     Volume,
 )
 from trainkit.load import Definition
@@ -187,3 +190,86 @@ def test_anything_the_models_accept_renders_valid_manifests(crdset, job, volcano
     assert specs["Master"]["replicas"] == 1
     assert specs.get("Worker", {"replicas": 0})["replicas"] == job.nodes - 1
     assert pj["spec"]["nprocPerNode"] == str(job.nprocs)
+
+
+env_names = st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(
+    lambda k: (
+        not k.startswith("PET_")
+        and k not in {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
+    )
+)
+resources = st.builds(Resources, cpu=quantities, memory=memory, gpu=st.integers(0, 8))
+
+
+@st.composite
+def runtimes(draw, name: str):
+    kind = draw(st.sampled_from([ClusterTrainingRuntime, TrainingRuntime]))
+    extra = {"team": "t"} if kind is TrainingRuntime else {}
+    return kind(
+        name=name,
+        image=draw(st.sampled_from(["img:1", "registry.example.com/a/b:2"])),
+        nodes=draw(st.integers(1, 16)),
+        resources=draw(st.none() | resources),
+        shm_size=draw(st.none() | memory),
+        env=draw(st.dictionaries(env_names, st.text(max_size=8), max_size=2)),
+        queue=draw(st.none() | st.just("q")),
+        **extra,
+    )
+
+
+@st.composite
+def trainjobs(draw, runtime: str):
+    script = draw(st.booleans())
+    res = draw(st.none() | resources)
+    gpu = res.gpu if res else 0
+    return TrainJob(
+        name=draw(names),
+        run=draw(st.integers(1, 99)),
+        runtime=runtime,
+        image=draw(st.none() | st.just("img:3")),
+        script=Script.file("train.py") if script else None,
+        command=None if script else draw(st.none() | st.just(["python", "-m", "x"])),
+        args=draw(st.lists(st.text(max_size=10), max_size=3)),
+        env=draw(st.dictionaries(env_names, st.text(max_size=8), max_size=3)),
+        nodes=draw(st.none() | st.integers(1, 32)),
+        procs_per_node=draw(st.none() | st.integers(1, max(gpu, 1))),
+        resources=res,
+        volumes=draw(
+            st.lists(
+                st.builds(Volume, claim=names, path=st.sampled_from(["/mnt/a", "/data"])),
+                max_size=2,
+                unique_by=(lambda v: v.path, lambda v: v.claim),
+            )
+        ),
+        deadline_seconds=draw(st.none() | st.integers(1, 10**7)),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runtime=runtimes("rt"),
+    job=trainjobs("rt"),
+    volcano=st.booleans(),
+)
+def test_any_accepted_trainjob_and_runtime_render_valid_manifests(crdset, runtime, job, volcano):
+    cluster = Cluster(
+        name="c",
+        server="https://c",
+        gpus_per_node=8,
+        scheduler="volcano" if volcano else "default",
+    )
+    p = "jobs/platform/p.py"
+    defs = [
+        Definition(cluster, p, "platform"),
+        Definition(Queue(name="q"), p, "platform"),
+        Definition(Team(name="t", queues=["q"]), p, "platform"),
+        Definition(runtime, p, "platform"),
+        Definition(job, "jobs/t/j.py", "t", files={"train.py": "print(1)"} if job.script else {}),
+    ]
+    (cp,) = build_plan(defs).clusters
+    kinds = set()
+    for rendered in _cluster_objects(cp):
+        kinds.add(rendered.body["kind"])
+        text = yaml.safe_dump(rendered.body)
+        assert validate_text(text, rendered.path, crdset) == [], rendered.body
+    assert {"TrainJob", type(runtime).__name__} <= kinds

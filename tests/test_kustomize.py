@@ -80,3 +80,47 @@ def test_overlay_patches_with_json6902_keep_the_container(generated):
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 3
     assert worker["template"]["spec"]["containers"][0]["name"] == "pytorch"
+
+
+def test_namespace_overlay_keeps_cluster_scoped_kinds_cluster_scoped(tw):
+    synthesize(tw.jobs, tw.out)
+    overlay = tw.root / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [../generated/clusters/east]\nnamespace: ml\n"
+    )
+    docs = kustomize(overlay)
+    kinds = {d["kind"] for d in docs}
+    assert {"ClusterTrainingRuntime", "Queue", "TrainJob", "PyTorchJob"} <= kinds
+    for d in docs:
+        if d["kind"] in CLUSTER_SCOPED - {"Namespace"}:
+            assert "namespace" not in d["metadata"], d["metadata"]
+        elif d["kind"] != "Namespace":
+            assert d["metadata"]["namespace"] == "ml", d["metadata"]
+
+
+def test_name_prefix_follows_runtime_queue_and_script_references(tw):
+    tj_file = tw.jobs / "vision/tj.py"
+    tj_file.write_text(
+        tj_file.read_text().replace("nodes=2,", "image='registry.example.com/tj:1',")
+    )
+    synthesize(tw.jobs, tw.out)
+    overlay = tw.root / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [../generated/clusters/east]\n"
+        "namePrefix: dev-\n"
+        "images:\n- name: registry.example.com/tj\n  newTag: '7'\n"
+    )
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in kustomize(overlay)}
+    assert ("ClusterTrainingRuntime", "dev-torch") in docs
+    assert ("Queue", "dev-research") in docs
+    (tj,) = [d for (k, _), d in docs.items() if k == "TrainJob"]
+    assert tj["spec"]["runtimeRef"]["name"] == "dev-torch"
+    assert tj["spec"]["trainer"]["image"] == "registry.example.com/tj:7"
+    patch = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]
+    assert patch["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "dev-research"
+    pod = patch["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert ("ConfigMap", pod["volumes"][0]["configMap"]["name"]) in docs
+    (pytorchjob,) = [d for (k, _), d in docs.items() if k == "PyTorchJob"]
+    assert pytorchjob["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "dev-research"

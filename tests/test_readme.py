@@ -1,7 +1,9 @@
 """The README is a tested program: its code blocks are the real files, its output is real."""
 
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from trainkit.cli import main
@@ -72,3 +74,33 @@ def test_rehearse_example_runs(monkeypatch, capsys):
     assert main(line.split()[1:]) == 0
     out = capsys.readouterr().out
     assert "[node1/rank3]" in out
+
+
+def test_in_place_change_example_is_what_synth_prints(tmp_path, monkeypatch, capsys):
+    shutil.copytree(REPO / "jobs", tmp_path / "jobs")
+    monkeypatch.chdir(tmp_path)
+    assert main(["synth"]) == 0
+    env = {
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **env}
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "deployed"],
+        ["update-ref", "refs/remotes/origin/main", "HEAD"],
+    ):
+        subprocess.run(["git", *args], env=env, check=True, capture_output=True)
+    capsys.readouterr()
+    job = tmp_path / "jobs/vision/resnet50_trainjob.py"
+    job.write_text(job.read_text().replace('"10"', '"20"'))
+    assert main(["synth"]) == 1
+    err = capsys.readouterr().err
+    (example,) = blocks("text")
+    first = re.sub(r"origin/main \([0-9a-f]+\)", "origin/main (…)", err.splitlines()[0])
+    assert first == example.strip()

@@ -162,7 +162,7 @@ def test_default_without_a_remote_uses_the_local_branch(repo: Path) -> None:
 def test_default_outside_git_uses_the_directory(tmp_path: Path) -> None:
     write(tmp_path, {f"generated/{JOB}": "image: a:3\n"})
     baseline = resolve_baseline(tmp_path, tmp_path / "generated", None)
-    assert baseline.description.startswith(f"{tmp_path}/generated/ on disk (no git repository: ")
+    assert baseline.description.startswith(f"{tmp_path}/generated/ on disk (not a git repository)")
     assert baseline.read_many([JOB, "nope.yaml"]) == {JOB: b"image: a:3\n"}
 
 

@@ -31,7 +31,7 @@ def test_editing_a_deployed_trainjob_asks_for_a_new_run(tw, bare_cli):
         assert r.code == 1, r
         assert (
             "error: jobs/vision/tj.py:3: TrainJob 'tj': run: TrainJob 'tj-r1' on cluster 'east' "
-            "is deployed from generated/ on disk (no git repository: "
+            "is deployed from generated/ on disk (not a git repository) "
         ) in r.err
         assert (
             "would change in place (spec.trainer.args), but a TrainJob cannot change once "

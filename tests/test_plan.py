@@ -107,7 +107,7 @@ def test_platform_reference_errors_are_all_reported(bare):
     assert "queue parents form a cycle: a → b → a" in found
     assert "unknown parent queue 'ghost'" in found
     assert "clusters[0]: unknown cluster 'mars'" in found
-    assert "namespace 'vision' is already team" in found
+    assert "namespace 'vision' already belongs to team 'nlp' (jobs/platform/bad.py:5)" in found
     assert "queues[0]: unknown queue 'nope'" in found
     assert "duplicate Cluster name" in found
 

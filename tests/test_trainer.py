@@ -233,3 +233,14 @@ def test_rendered_trainer_objects_round_trip_through_the_sdk_models(tw):
         seen.add(doc["kind"])
         assert model.from_dict(doc).to_dict() == doc, path
     assert seen == set(models)
+
+
+def test_another_teams_runtime_on_another_cluster_is_named_as_such(ws):
+    job = ws.jobs / "vision/resnet50_trainjob.py"
+    job.write_text(job.read_text().replace('runtime="torch-distributed"', 'runtime="fsdp-a800"'))
+    found = problems(ws)
+    assert found == [
+        "jobs/vision/resnet50_trainjob.py:5: TrainJob 'resnet50': runtime: TrainingRuntime "
+        "'fsdp-a800' (team 'llm') belongs to another team; a TrainJob may use its own team's "
+        "TrainingRuntimes and every ClusterTrainingRuntime"
+    ]

@@ -74,15 +74,15 @@ HAND_EDITS = {
     "host network": (
         host_network,
         f"{MASTER}.hostNetwork",
-        "pod security: the host network is not allowed (the default: the RDMA profile of seed "
-        "002); remove hostNetwork, or ask the platform team for a NetworkProfile with "
-        "host_network=True",
+        "pod security: the host network is not allowed (the default: IPC_LOCK only, what an "
+        "RDMA network profile grants); remove hostNetwork, or ask the platform team for a "
+        "NetworkProfile with host_network=True",
     ),
     "capability SYS_ADMIN": (
         sys_admin,
         f"{WORKER}.containers[0].securityContext.capabilities.add[1]",
         "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
-        "'IPC_LOCK' (the default: the RDMA profile of seed 002); remove it",
+        "'IPC_LOCK' (the default: IPC_LOCK only, what an RDMA network profile grants); remove it",
     ),
 }
 

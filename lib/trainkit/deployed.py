@@ -164,7 +164,7 @@ def resolve_baseline(
         return _disk(out_dir, "git is not installed")
     top, why = _toplevel(git, root)
     if top is None:
-        return _disk(out_dir, f"no git repository: {why}")
+        return _disk(out_dir, why)
     prefix = _prefix(top, out_dir)
     if prefix is None:
         return _disk(out_dir, f"outside the git repository at {top}")
@@ -195,7 +195,10 @@ def _toplevel(git: str, root: Path) -> tuple[Path | None, str]:
     except OSError as err:
         return None, str(err)
     if result.returncode != 0:
-        lines = result.stderr.decode(errors="replace").strip().splitlines()
+        stderr = result.stderr.decode(errors="replace")
+        if "not a git repository" in stderr:
+            return None, "not a git repository"
+        lines = stderr.strip().splitlines()
         return None, (lines[0] if lines else f"git exited with status {result.returncode}")
     return Path(result.stdout.decode().rstrip("\n")), ""
 

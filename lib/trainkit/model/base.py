@@ -50,6 +50,11 @@ def _msg(err: Any) -> str:
     # pydantic prefixes messages from our validators with "Value error, "; drop the noise.
     msg = msg.removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
+        if err["loc"] and err["loc"][-1] == "namespace":
+            return (
+                "unknown field; jobs and runtimes live in their team's namespace "
+                "(Team.namespace in jobs/platform/)"
+            )
         return "unknown field; check the spelling (see schemas/ for the allowed fields)"
     if err["type"] == "missing":
         return "required field is missing"

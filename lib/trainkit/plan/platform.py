@@ -59,19 +59,20 @@ def check_teams(
     clusters: set[str],
     problems: list[Problem],
 ) -> None:
-    seen_ns: dict[str, str] = {}
+    seen_ns: dict[str, tuple[str, Definition]] = {}
     for name, (team, d) in teams.items():
         ns = team.target_namespace
         if ns in seen_ns:
+            other, od = seen_ns[ns]
             problems.append(
                 problem(
                     d,
-                    f"namespace {ns!r} is already team {seen_ns[ns]!r}'s; "
+                    f"namespace {ns!r} already belongs to team {other!r} ({od.file}:{od.line}); "
                     "each team needs its own namespace",
                     "namespace",
                 )
             )
-        seen_ns.setdefault(ns, name)
+        seen_ns.setdefault(ns, (name, d))
         for i, q in enumerate(team.queues):
             if q not in queues:
                 problems.append(

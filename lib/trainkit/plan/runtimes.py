@@ -72,7 +72,7 @@ class Runtimes:
                 f"{known(elsewhere)}); add the cluster to the runtime's clusters or "
                 "choose other clusters"
             )
-        foreign = [r for r in here if r.runtime.name == name]
+        foreign = [r for r in self.placed if r.runtime.name == name and not _usable(r, team)]
         if foreign:
             return (
                 f"{foreign[0].describe()} belongs to another team; a TrainJob may use its "

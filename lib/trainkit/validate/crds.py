@@ -124,6 +124,11 @@ class CrdSet:
         self._root(key).check(doc, (), MISSING if old is None else old, schema_found)
         # A bad quantity or name is reported once, by the clearer object rule.
         reported = {f.path for f in out}
+        if ("metadata", "name") in reported:
+            # The CRD's own name rules (TrainJob's RFC 1035 CEL) sit on the root object.
+            schema_found = [
+                f for f in schema_found if not (f.path == () and "metadata.name" in f.message)
+            ]
         out.extend(f for f in schema_found if f.path not in reported)
         return out
 

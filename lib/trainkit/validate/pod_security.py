@@ -68,7 +68,7 @@ class PodAllowance:
 BASELINE = PodAllowance(
     frozenset({"IPC_LOCK"}),
     host_network=False,
-    source="the default: the RDMA profile of seed 002",
+    source="the default: IPC_LOCK only, what an RDMA network profile grants",
 )
 """Without the platform's profiles: IPC_LOCK for RDMA, no host network."""
 

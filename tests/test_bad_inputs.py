@@ -1,0 +1,994 @@
+"""A corpus of broken inputs, each run through the real CLI in a copy of the examples.
+
+Every case starts from a successful ``trainkit synth`` of the example jobs/, breaks one
+thing (an edit of a real example file, a new file, or a hand-edited copy of a generated
+manifest), runs one command and asserts:
+
+- exit status 1 and no traceback;
+- the report names the file (with the line), the object and the field, as trainkit prints
+  them: ``error: FILE:LINE: OBJECT: FIELD: message`` on stderr for synth and check,
+  ``FILE`` then ``  line LINE: OBJECT: FIELD: message`` on stdout for validate (which
+  prints its report there and the count on stderr);
+- distinctive parts of the message: what is allowed, or how to fix it;
+- the number of problems, so that one mistake gives one message;
+- ``generated/`` is byte-identical afterwards: nothing was written.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RESNET = "jobs/vision/resnet50_ddp.py"
+RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
+RESNET_SCRIPT = "jobs/vision/scripts/train_resnet.py"
+FSDP = "jobs/llm/llama_finetune_fsdp.py"
+SFT = "jobs/llm/llama_sft_trainjob.py"
+TEAMS = "jobs/platform/teams.py"
+RUNTIMES = "jobs/platform/runtimes.py"
+POLICY = "jobs/platform/policy.py"
+
+GEN = "generated/clusters/gpu-east"
+PYTORCHJOB_YAML = f"{GEN}/vision/pytorchjob-resnet50-ddp.yaml"
+TRAINJOB_YAML = f"{GEN}/vision/trainjob-resnet50-r1.yaml"
+RUNTIME_YAML = f"{GEN}/runtimes/torch-distributed.yaml"
+QUEUE_YAML = f"{GEN}/queues/vision.yaml"
+
+# Where a runtime's pod spec lives in a ClusterTrainingRuntime.
+RT_POD = "spec.template.spec.replicatedJobs[0].template.spec.template.spec"
+
+CRDS = "{crds}"  # replaced by the directory of the CRDs trainkit renders for
+
+A_JOB = """\
+from trainkit import PyTorchJob, Resources
+
+{var} = PyTorchJob(
+    name="{name}",
+    image="registry.example.com/ml/pytorch:2.5.1-cuda12.4",
+    command=["python", "-c", "pass"],
+    resources=Resources(cpu=1, memory="1Gi"),
+)
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One broken input and what trainkit must say about it.
+
+    ``edits`` are (file, old, new) replacements, ``old`` occurring exactly once; ``writes``
+    are (file, text) new files; ``copy`` (source, destination) copies a file first (a
+    generated manifest to hand-edit outside generated/). ``line``, ``obj`` and ``field``
+    are None where trainkit has none to give (a syntax error names no object).
+    ``problems`` is None where the count is not the point (see the case's comment).
+    """
+
+    id: str
+    file: str
+    line: int | None
+    obj: str | None
+    field: str | None
+    says: tuple[str, ...]
+    edits: tuple[tuple[str, str, str], ...] = ()
+    writes: tuple[tuple[str, str], ...] = ()
+    copy: tuple[str, str] | None = None
+    command: tuple[str, ...] = ("synth",)
+    problems: int | None = 1
+
+    def located(self) -> str:
+        """How the problem's line in the report starts, down to the field.
+
+        validate groups its report by file (the file on a line of its own, then its
+        problems); synth and check print one ``error:`` line per problem.
+        """
+        if self.command[0] == "validate":
+            parts = [f"line {self.line}"] if self.line is not None else []
+            head = "  "
+        else:
+            parts = [self.file if self.line is None else f"{self.file}:{self.line}"]
+            head = "error: "
+        parts += [x for x in (self.obj, self.field) if x]
+        return head + ": ".join(parts) + ": "
+
+
+def validate(manifest: str, old: str, new: str, **kw: Any) -> Case:
+    """``trainkit validate`` of a copy of a generated manifest, edited by hand outside generated/."""
+    dest = f"edited/{Path(manifest).name}"
+    return Case(
+        file=dest,
+        copy=(manifest, dest),
+        edits=((dest, old, new),),
+        command=("validate", dest, "--crds", CRDS),
+        **kw,
+    )
+
+
+CASES = [
+    # --- definitions: fields, types and bounds ---------------------------------------
+    Case(
+        id="field-typo-procs_per_nodes",
+        edits=((RESNET, "procs_per_node=8", "procs_per_nodes=8"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="procs_per_nodes",
+        says=("unknown field; check the spelling (see schemas/ for the allowed fields)",),
+    ),
+    Case(
+        id="trainjob-field-typo-num_nodes",
+        edits=((RESNET_TJ, "    nodes=2,", "    num_nodes=2,"),),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50'",
+        field="num_nodes",
+        says=("unknown field; check the spelling",),
+    ),
+    Case(
+        id="resources-field-typo-gpus",
+        edits=((RESNET, "gpu=8)", "gpus=8)"),),
+        # Resources(...) is built before the job: the line is its own, the object is it.
+        file=RESNET,
+        line=12,
+        obj="Resources",
+        field="gpus",
+        says=("unknown field; check the spelling",),
+    ),
+    Case(
+        id="nodes-wrong-type",
+        edits=((RESNET, "    nodes=2,", '    nodes="two",'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="nodes",
+        says=("Input should be a valid integer",),
+    ),
+    Case(
+        id="env-value-not-a-string",
+        edits=(
+            (SFT, '"OUTPUT_PATH": "/mnt/output"}', '"OUTPUT_PATH": "/mnt/output", "EPOCHS": 3}'),
+        ),
+        file=SFT,
+        line=5,
+        obj="TrainJob 'llama-sft'",
+        field="env.EPOCHS",
+        says=("Input should be a valid string",),
+    ),
+    Case(
+        id="gpu-negative",
+        edits=((RESNET, "gpu=8)", "gpu=-1)"),),
+        file=RESNET,
+        line=12,
+        obj="Resources",
+        field="gpu",
+        says=("Input should be greater than or equal to 0",),
+    ),
+    Case(
+        id="cpu-negative",
+        edits=((RESNET, "cpu=32,", "cpu=-32,"),),
+        file=RESNET,
+        line=12,
+        obj="Resources",
+        field="cpu",
+        says=("-32 is negative; quantities must be ≥ 0",),
+    ),
+    Case(
+        id="memory-not-a-quantity",
+        edits=((RESNET, 'memory="256Gi"', 'memory="256GG"'),),
+        file=RESNET,
+        line=12,
+        obj="Resources",
+        field="memory",
+        says=("'256GG' is not a Kubernetes quantity", "e.g. 8, '500m', '64Gi'"),
+    ),
+    Case(
+        id="nodes-zero",
+        edits=((RESNET, "    nodes=2,", "    nodes=0,"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="nodes",
+        says=("Input should be greater than or equal to 1",),
+    ),
+    Case(
+        id="procs_per_node-zero",
+        edits=((RESNET, "procs_per_node=8", "procs_per_node=0"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="procs_per_node",
+        says=("Input should be greater than or equal to 1",),
+    ),
+    Case(
+        id="deadline-negative",
+        edits=((FSDP, "deadline_seconds=7 * 24 * 3600", "deadline_seconds=-1"),),
+        file=FSDP,
+        line=5,
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field="deadline_seconds",
+        says=("Input should be greater than or equal to 1",),
+    ),
+    Case(
+        id="restart-policy-unknown",
+        edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Sometimes"'),),
+        file=FSDP,
+        line=5,
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field="restart_policy",
+        says=("Input should be 'OnFailure', 'Never', 'ExitCode' or 'Always'",),
+    ),
+    Case(
+        id="toleration-operator-unknown",
+        edits=((FSDP, 'operator="Exists"', 'operator="Exist"'),),
+        file=FSDP,
+        line=24,
+        obj="Toleration",
+        field="operator",
+        says=("Input should be 'Equal' or 'Exists'",),
+    ),
+    Case(
+        id="volume-claim-invalid-name",
+        edits=((FSDP, 'claim="llm-checkpoints"', 'claim="LLM_checkpoints"'),),
+        file=FSDP,
+        line=22,
+        obj="Volume",
+        field="claim",
+        says=("'LLM_checkpoints' is not a valid name", "lowercase letters, digits and '-'"),
+    ),
+    Case(
+        id="volume-mounted-twice",
+        edits=((FSDP, 'path="/mnt/output"', 'path="/mnt/data"'),),
+        file=FSDP,
+        line=5,
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field=None,
+        says=("volumes mount more than once at /mnt/data",),
+    ),
+    Case(
+        id="trainjob-run-zero",
+        edits=((RESNET_TJ, "run=1,", "run=0,"),),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50'",
+        field="run",
+        says=("Input should be greater than or equal to 1",),
+    ),
+    Case(
+        id="queue-capacity-gpu-negative",
+        edits=((TEAMS, "gpu=32)", "gpu=-32)"),),
+        file=TEAMS,
+        line=8,
+        obj="Capacity",
+        field="gpu",
+        says=("Input should be greater than or equal to 0",),
+    ),
+    # --- definitions: reserved env --------------------------------------------------
+    Case(
+        id="env-PET_NNODES-on-pytorchjob",
+        edits=((RESNET, "    nodes=2,", '    env={"PET_NNODES": "2"},\n    nodes=2,'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="env",
+        says=(
+            "PET_NNODES may not be set: PET_* variables are torchrun's settings, injected by "
+            "the operator from nodes and procs_per_node — remove it from env",
+        ),
+    ),
+    Case(
+        id="env-MASTER_ADDR-on-pytorchjob",
+        edits=(
+            (
+                FSDP,
+                '"NCCL_DEBUG": "INFO",',
+                '"NCCL_DEBUG": "INFO",\n        "MASTER_ADDR": "10.0.0.1",',
+            ),
+        ),
+        file=FSDP,
+        line=5,
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field="env",
+        says=("MASTER_ADDR may not be set: the Training Operator sets it", "remove it from env"),
+    ),
+    Case(
+        id="env-WORLD_SIZE-on-trainjob",
+        edits=(
+            (
+                SFT,
+                '"OUTPUT_PATH": "/mnt/output"}',
+                '"OUTPUT_PATH": "/mnt/output", "WORLD_SIZE": "32"}',
+            ),
+        ),
+        file=SFT,
+        line=5,
+        obj="TrainJob 'llama-sft'",
+        field="env",
+        says=("WORLD_SIZE may not be set: torchrun sets it to nodes × procs_per_node",),
+    ),
+    # --- definitions: references to the platform ------------------------------------
+    Case(
+        id="queue-unknown",
+        edits=((RESNET, 'queue="vision"', 'queue="visoin"'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="queue",
+        says=(
+            "team 'vision' may not use queue 'visoin'; its queues: 'vision' (Team in jobs/platform/teams.py)",
+        ),
+    ),
+    Case(
+        id="queue-of-another-team",
+        edits=((RESNET, 'queue="vision"', 'queue="llm"'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="queue",
+        says=("team 'vision' may not use queue 'llm'; its queues: 'vision'",),
+    ),
+    Case(
+        id="cluster-unknown",
+        edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "rocm-wset"]'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="clusters[1]",
+        says=(
+            "unknown cluster 'rocm-wset'; defined clusters: 'a800-north', 'gpu-east', 'rocm-west'",
+        ),
+    ),
+    Case(
+        id="cluster-not-allowed-for-the-team",
+        edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "a800-north"]'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="clusters[1]",
+        says=(
+            "team 'vision' may not run on cluster 'a800-north' (Team.clusters in "
+            "jobs/platform/teams.py allows 'gpu-east', 'rocm-west')",
+        ),
+    ),
+    Case(
+        id="gpu-above-the-cluster-per-node-count",
+        edits=((RESNET, "gpu=8)", "gpu=12)"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="resources.gpu",
+        says=(
+            "12 exceeds the 8 GPUs per node of cluster 'gpu-east'",
+            "12 exceeds the 8 GPUs per node of cluster 'rocm-west'",
+        ),
+        problems=2,  # one per cluster
+    ),
+    Case(
+        id="team-unknown-queue",
+        edits=((TEAMS, 'queues=["vision"]', 'queues=["vision", "nope"]'),),
+        file=TEAMS,
+        line=19,
+        obj="Team 'vision'",
+        field="queues[1]",
+        says=("unknown queue 'nope'; defined queues: 'llm', 'vision'",),
+    ),
+    Case(
+        id="network-profile-unknown",
+        edits=((RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="network",
+        says=(
+            "unknown network profile 'infiniband'; defined network profiles: 'rdma' "
+            "(declare NetworkProfile(name=...) in jobs/platform/)",
+        ),
+    ),
+    # --- definitions: names -----------------------------------------------------------
+    Case(
+        id="job-name-duplicate",
+        edits=(
+            (
+                RESNET,
+                '    clusters=["gpu-east", "rocm-west"],\n)\n',
+                '    clusters=["gpu-east", "rocm-west"],\n)\n\n'
+                + A_JOB.format(var="again", name="resnet50-ddp").split("\n\n", 1)[1],
+            ),
+        ),
+        file=RESNET,
+        line=18,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="name",
+        says=(
+            "another PyTorchJob named 'resnet50-ddp' runs in namespace 'vision' on cluster "
+            "'gpu-east' (jobs/vision/resnet50_ddp.py:5); rename one",
+        ),
+        problems=2,  # one per cluster the two share
+    ),
+    Case(
+        id="queue-name-duplicate",
+        edits=((TEAMS, "\nvision = Team(", '\nagain = Queue(name="vision")\n\nvision = Team('),),
+        file=TEAMS,
+        line=19,
+        obj="Queue 'vision'",
+        field="name",
+        says=("duplicate Queue name; first defined at jobs/platform/teams.py:5",),
+    ),
+    Case(
+        id="trainjob-name-too-long-for-the-pod-hostname",
+        edits=((RESNET_TJ, 'name="resnet50"', 'name="resnet50-' + "x" * 45 + '"'),),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50-" + "x" * 45 + "'",
+        field="name",
+        says=(
+            "is too long for run 1 on 2 nodes: the pod hostname",
+            "would exceed 63 characters; shorten the name by 3 characters",
+        ),
+    ),
+    Case(
+        id="pytorchjob-name-too-long-for-the-service",
+        edits=((RESNET, 'name="resnet50-ddp"', 'name="resnet50-ddp-' + "x" * 42 + '"'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp-" + "x" * 42 + "'",
+        field=None,  # a model check of the whole job: the field is in the message
+        says=(
+            "is too long for 2 nodes: the operator's Service",
+            "would exceed 63 characters; shorten the name to 54 characters",
+        ),
+    ),
+    # --- definitions: where things live ---------------------------------------------
+    Case(
+        id="job-file-in-the-platform-dir",
+        writes=(("jobs/platform/stray_job.py", A_JOB.format(var="stray", name="stray")),),
+        file="jobs/platform/stray_job.py",
+        line=3,
+        obj="PyTorchJob 'stray'",
+        field=None,
+        says=(
+            "jobs belong in jobs/<team>/, not in the platform directory; move it to its "
+            "team's directory",
+        ),
+    ),
+    Case(
+        id="platform-object-in-a-team-dir",
+        writes=(
+            (
+                "jobs/vision/my_queue.py",
+                'from trainkit import Queue\n\nmine = Queue(name="mine")\n',
+            ),
+        ),
+        file="jobs/vision/my_queue.py",
+        line=3,
+        obj="Queue 'mine'",
+        field=None,
+        says=("platform objects belong in jobs/platform/; move it there",),
+    ),
+    Case(
+        id="team-dir-not-declared",
+        writes=(("jobs/nlp/bert.py", A_JOB.format(var="bert", name="bert")),),
+        file="jobs/nlp/bert.py",
+        line=3,
+        obj="PyTorchJob 'bert'",
+        field=None,
+        says=(
+            "team 'nlp' (directory jobs/nlp/) is not declared; add Team(name='nlp', "
+            "queues=[...]) to jobs/platform/; declared teams: 'llm', 'vision'",
+        ),
+    ),
+    Case(
+        # A team given the namespace of another team: its jobs would land there.
+        id="team-namespace-of-another-team",
+        edits=((TEAMS, 'namespace="llm-training"', 'namespace="vision"'),),
+        file=TEAMS,
+        line=21,
+        obj="Team 'llm'",
+        field="namespace",
+        says=(
+            "namespace 'vision' already belongs to team 'vision' (jobs/platform/teams.py:",
+            "each team needs its own namespace",
+        ),
+    ),
+    Case(
+        # The directory gives the namespace; a job cannot choose another team's.
+        id="job-namespace-field",
+        edits=((RESNET, 'queue="vision",', 'queue="vision",\n    namespace="llm-training",'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="namespace",
+        says=("unknown field",),
+    ),
+    Case(
+        id="queue-parent-cycle",
+        edits=(
+            (TEAMS, "    weight=2,", '    weight=2,\n    parent="llm",'),
+            (TEAMS, "    weight=4,", '    weight=4,\n    parent="vision",'),
+        ),
+        file=TEAMS,
+        line=5,
+        obj="Queue 'vision'",
+        field="parent",
+        says=(
+            "queue parents form a cycle: vision → llm → vision",
+            "parent queue 'llm' does not exist on cluster(s) 'rocm-west'",
+        ),
+        problems=4,  # the cycle, twice, and each parent missing on one of the child's clusters
+    ),
+    # --- definitions: Python and files ------------------------------------------------
+    Case(
+        id="syntax-error",
+        edits=((RESNET, "    nodes=2,", "    nodes=2,,"),),
+        file=RESNET,
+        line=10,
+        obj=None,
+        field=None,
+        says=("syntax error: invalid syntax",),
+    ),
+    Case(
+        id="exception-in-a-definition-file",
+        edits=((RESNET, "\njob = PyTorchJob(", '\nEPOCHS = int("ten")\n\njob = PyTorchJob('),),
+        file=RESNET,
+        line=5,
+        obj=None,
+        field=None,
+        says=("ValueError while importing the definition: invalid literal for int()",),
+    ),
+    Case(
+        id="script-file-missing",
+        edits=((RESNET, "scripts/train_resnet.py", "scripts/train_resnt.py"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="script.path",
+        says=(
+            "'scripts/train_resnt.py' not found next to the definition",
+            "paths are relative to the definition file",
+        ),
+    ),
+    Case(
+        id="script-and-command-both-given",
+        edits=((RESNET, "    nodes=2,", '    command=["python", "train.py"],\n    nodes=2,'),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field=None,  # two fields at once: the message names both
+        says=(
+            "give exactly one of script=Script.file('train.py') (shipped in a ConfigMap) or "
+            "command=[...] (code inside the image)",
+        ),
+    ),
+    # --- definitions: Trainer runtimes ------------------------------------------------
+    Case(
+        id="runtime-unknown",
+        edits=((RESNET_TJ, 'runtime="torch-distributed"', 'runtime="torch-distributd"'),),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50'",
+        field="runtime",
+        says=(
+            "unknown runtime 'torch-distributd' on cluster 'gpu-east'; runtimes there: "
+            "ClusterTrainingRuntime 'torch-distributed' (declare runtimes in jobs/platform/)",
+        ),
+        problems=2,  # one per cluster
+    ),
+    Case(
+        id="runtime-of-another-team",
+        edits=(
+            (
+                RUNTIMES,
+                "# The LLM team's own runtime",
+                'llm_east = TrainingRuntime(\n    name="llm-east",\n    team="llm",\n'
+                '    image="registry.example.com/ml/pytorch:2.5.1-cuda12.4",\n'
+                '    clusters=["gpu-east"],\n)\n\n'
+                "# The LLM team's own runtime",
+            ),
+            (RESNET_TJ, 'runtime="torch-distributed"', 'runtime="llm-east"'),
+            (RESNET_TJ, '["gpu-east", "rocm-west"]', '["gpu-east"]'),
+        ),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50'",
+        field="runtime",
+        says=(
+            "TrainingRuntime 'llm-east' (team 'llm') belongs to another team; a TrainJob may "
+            "use its own team's TrainingRuntimes and every ClusterTrainingRuntime",
+        ),
+    ),
+    Case(
+        id="runtime-not-on-the-job-cluster",
+        edits=((SFT, 'clusters=["a800-north"]', 'clusters=["gpu-east"]'),),
+        file=SFT,
+        line=5,
+        obj="TrainJob 'llama-sft'",
+        field="runtime",
+        says=(
+            "runtime 'fsdp-a800' does not exist on cluster 'gpu-east' (only on 'a800-north'); "
+            "add the cluster to the runtime's clusters or choose other clusters",
+        ),
+    ),
+    Case(
+        id="trainingruntime-of-an-unknown-team",
+        edits=((RUNTIMES, 'team="llm"', 'team="lm"'),),
+        file=RUNTIMES,
+        line=26,
+        obj="TrainingRuntime 'fsdp-a800'",
+        field="team",
+        says=("unknown team 'lm'; declared teams: 'llm', 'vision'",),
+        problems=2,  # and the llm TrainJob naming it no longer finds it
+    ),
+    # --- definitions: policy ------------------------------------------------------------
+    Case(
+        id="image-from-an-unlisted-registry",
+        edits=(
+            (
+                RESNET,
+                "registry.example.com/ml/pytorch:2.5.1-cuda12.4",
+                "docker.io/pytorch/pytorch:2.5.1",
+            ),
+        ),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="image",
+        says=(
+            "image 'docker.io/pytorch/pytorch:2.5.1' is not from an allowed registry; "
+            f"Policy.registries in {POLICY} allows 'registry.example.com/ml/'",
+        ),
+    ),
+    Case(
+        id="gpus-over-the-per-job-cap",
+        edits=((RESNET, "    nodes=2,", "    nodes=9,"),),
+        file=RESNET,
+        line=5,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="nodes",
+        says=(
+            f"72 GPUs (9 nodes × 8) exceed the per-job cap of 64; Policy.max_gpus_per_job in {POLICY}",
+            "use fewer nodes or GPUs per node",
+        ),
+    ),
+    Case(
+        id="gpus-over-the-per-team-cap",
+        edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,'),),
+        file=TEAMS,
+        line=21,
+        obj="Team 'llm'",
+        field="max_gpus",
+        says=(
+            "the team's jobs on cluster 'a800-north' use 72 GPUs together but Team.max_gpus in "
+            f"{TEAMS} allows 64",
+            f"TrainJob 'llama-sft' 40 ({SFT}:5)",
+            "lower the jobs' nodes or GPUs, or raise max_gpus",
+        ),
+    ),
+    # --- definitions: a deployed TrainJob cannot change -----------------------------
+    *(
+        Case(
+            id=f"trainjob-edited-in-place-{command}",
+            edits=((RESNET_TJ, '"10"]', '"20"]'),),
+            command=(command,),
+            file=RESNET_TJ,
+            line=5,
+            obj="TrainJob 'resnet50'",
+            field="run",
+            says=(
+                "TrainJob 'resnet50-r1' on cluster 'gpu-east' is deployed from generated/ on disk",
+                "would change in place (spec.trainer.args), but a TrainJob cannot change once "
+                "created (Argo CD's sync would fail: field is immutable); set run=2 to start a "
+                "new run (Argo CD prunes 'resnet50-r1'), or revert the change",
+            ),
+            problems=2,  # one per cluster
+        )
+        for command in ("synth", "check")
+    ),
+    Case(
+        id="trainjob-script-edited",
+        edits=(
+            (RESNET_SCRIPT, '"""Distributed data-parallel', '"""Faster distributed data-parallel'),
+        ),
+        file=RESNET_TJ,
+        line=5,
+        obj="TrainJob 'resnet50'",
+        field="run",
+        says=("would change in place (spec.runtimePatches)", "set run=2 to start a new run"),
+        problems=2,  # the TrainJob on both clusters; the PyTorchJob just rolls a new ConfigMap
+    ),
+    # --- generated/ holding a file trainkit did not write -----------------------------
+    Case(
+        id="synth-refuses-a-stray-file-in-generated",
+        writes=((f"{GEN}/vision/notes.yaml", "note: hand-written\n"),),
+        file="generated/",
+        line=None,
+        obj=None,
+        field=None,
+        says=(
+            "holds files trainkit did not generate (clusters/gpu-east/vision/notes.yaml); "
+            "refusing to replace the directory",
+        ),
+    ),
+    # --- hand-edited manifests: trainkit validate ------------------------------------
+    validate(
+        PYTORCHJOB_YAML,
+        'nprocPerNode: "8"',
+        'nprocsPerNode: "8"',
+        id="validate-misspelt-nprocPerNode",
+        line=16,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="spec.nprocsPerNode",
+        says=(
+            "unknown field; the API server would drop it silently (did you mean 'nprocPerNode'?)",
+        ),
+    ),
+    validate(
+        TRAINJOB_YAML,
+        "numNodes: 2",
+        'numNodes: "2"',
+        id="validate-numNodes-string",
+        line=27,
+        obj="TrainJob 'resnet50-r1'",
+        field="spec.trainer.numNodes",
+        says=('expected integer, got string "2"',),
+    ),
+    validate(
+        QUEUE_YAML,
+        "weight: 2",
+        "weight: two",
+        id="validate-queue-weight-string",
+        line=15,
+        obj="Queue 'vision'",
+        field="spec.weight",
+        says=('expected integer, got string "two"',),
+    ),
+    validate(
+        RUNTIME_YAML,
+        "                      ports:\n",
+        "                      securityContext:\n"
+        "                        privileged: true\n"
+        "                      ports:\n",
+        id="validate-privileged-container",
+        line=38,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field=f"{RT_POD}.containers[0].securityContext.privileged",
+        says=(
+            "pod security: container 'node' is privileged, which is never allowed; remove privileged",
+        ),
+    ),
+    validate(
+        RUNTIME_YAML,
+        "                  volumes:\n",
+        "                  volumes:\n"
+        "                    - hostPath:\n"
+        "                        path: /var/run\n"
+        "                      name: host\n",
+        id="validate-hostPath-volume",
+        line=53,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field=f"{RT_POD}.volumes[0].hostPath",
+        says=(
+            "pod security: volume 'host' mounts a directory of the node (hostPath), which is "
+            "never allowed; use a PersistentVolumeClaim or an emptyDir",
+        ),
+    ),
+    validate(
+        RUNTIME_YAML,
+        "                  schedulerName: volcano\n",
+        "                  schedulerName: volcano\n                  hostNetwork: true\n",
+        id="validate-hostNetwork",
+        line=58,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field=f"{RT_POD}.hostNetwork",
+        says=(
+            "pod security: the host network is not allowed",
+            "ask the platform team for a NetworkProfile with host_network=True",
+        ),
+    ),
+    validate(
+        RUNTIME_YAML,
+        "                      ports:\n",
+        "                      securityContext:\n"
+        "                        capabilities:\n"
+        "                          add: [SYS_ADMIN]\n"
+        "                      ports:\n",
+        id="validate-capability-SYS_ADMIN",
+        line=39,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field=f"{RT_POD}.containers[0].securityContext.capabilities.add[0]",
+        says=("capability 'SYS_ADMIN' of container 'node' is not allowed; allowed: 'IPC_LOCK'",),
+    ),
+    validate(
+        RUNTIME_YAML,
+        "  name: torch-distributed\n",
+        "  name: torch-distributed\n  namespace: vision\n",
+        id="validate-namespace-on-a-ClusterTrainingRuntime",
+        line=7,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field="metadata.namespace",
+        says=("ClusterTrainingRuntime is cluster-scoped; remove metadata.namespace",),
+    ),
+    validate(
+        PYTORCHJOB_YAML,
+        "  name: resnet50-ddp\n",
+        "  name: ResNet50-DDP\n",
+        id="validate-name-uppercase",
+        line=6,
+        obj="PyTorchJob 'ResNet50-DDP'",
+        field="metadata.name",
+        says=("'ResNet50-DDP' is invalid; it must be a DNS-1035 label: lowercase letters",),
+    ),
+    validate(
+        TRAINJOB_YAML,
+        "  name: resnet50-r1\n",
+        "  name: 50resnet-r1\n",
+        id="validate-trainjob-name-not-rfc1035",
+        line=6,
+        obj="TrainJob '50resnet-r1'",
+        field="metadata.name",
+        says=("'50resnet-r1' is invalid; it must be a DNS-1035 label", "starting with a letter"),
+        problems=1,  # the CRD's CEL rule on the root says the same; reported once
+    ),
+    validate(
+        PYTORCHJOB_YAML,
+        "    trainkit.dev/team: vision\n  annotations",
+        "    trainkit.dev/team: vision team\n  annotations",
+        id="validate-label-value-with-a-space",
+        line=10,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field='metadata.labels["trainkit.dev/team"]',
+        says=("invalid label value 'vision team': at most 63 characters of letters, digits",),
+    ),
+    validate(
+        RUNTIME_YAML,
+        '                        limits:\n                          cpu: "16"\n'
+        "                          memory: 128Gi",
+        '                        limits:\n                          cpu: "16"\n'
+        "                          memory: 12GG",
+        id="validate-memory-12GG",
+        line=43,
+        obj="ClusterTrainingRuntime 'torch-distributed'",
+        field=f"{RT_POD}.containers[0].resources.limits.memory",
+        says=("invalid quantity '12GG': use a non-negative number with an optional suffix",),
+    ),
+    validate(
+        TRAINJOB_YAML,
+        "  runtimeRef:\n    apiGroup: trainer.kubeflow.org\n"
+        "    kind: ClusterTrainingRuntime\n    name: torch-distributed\n",
+        "",
+        id="validate-trainjob-without-runtimeRef",
+        line=15,
+        obj="TrainJob 'resnet50-r1'",
+        field="spec.runtimeRef",
+        says=("required field is missing",),
+    ),
+    validate(
+        TRAINJOB_YAML,
+        "spec:\n  runtimeRef:",
+        "spec:\n  managedBy: me\n  runtimeRef:",
+        id="validate-trainjob-managedBy-cel-rule",
+        line=16,
+        obj="TrainJob 'resnet50-r1'",
+        field="spec.managedBy",
+        says=(
+            "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue",
+        ),
+    ),
+    validate(
+        PYTORCHJOB_YAML,
+        "kind: PyTorchJob",
+        "kind: PytorchJob",
+        id="validate-kind-without-a-crd",
+        line=3,
+        obj="PytorchJob 'resnet50-ddp'",
+        field=None,
+        says=("no CRD for kubeflow.org/v1 PytorchJob in", "pass --crds with your cluster's CRDs"),
+    ),
+    validate(
+        TRAINJOB_YAML,
+        "  numNodes: 2",
+        "  numNodes: [2",
+        id="validate-yaml-syntax-error",
+        line=28,
+        obj=None,
+        field=None,
+        says=("invalid YAML: while parsing a flow sequence",),
+    ),
+    Case(
+        # Edited inside generated/ itself: validate reads it and writes nothing.
+        id="validate-in-generated-misspelt-maxRestarts",
+        edits=(
+            (
+                PYTORCHJOB_YAML,
+                '  nprocPerNode: "8"\n',
+                '  nprocPerNode: "8"\n  elasticPolicy:\n    maxRestart: 3\n',
+            ),
+        ),
+        command=("validate", f"{GEN}/vision", "--crds", CRDS),
+        file=PYTORCHJOB_YAML,
+        line=18,
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="spec.elasticPolicy.maxRestart",
+        says=(
+            "unknown field; the API server would drop it silently (did you mean 'maxRestarts'?)",
+        ),
+    ),
+    # --- hand-edited manifests: trainkit check ---------------------------------------
+    Case(
+        id="check-hand-edited-generated-file",
+        edits=((PYTORCHJOB_YAML, "minAvailable: 2", "minAvailable: 1"),),
+        command=("check", "--crds", CRDS),
+        file=PYTORCHJOB_YAML,
+        line=None,
+        obj=None,
+        field=None,
+        says=("is out of date; run `make synth` and commit the result",),
+    ),
+]
+
+
+# The CRDs of the kinds trainkit renders, copied from the shared directory: reading all of
+# it (12 MB of YAML) for every validate case would dominate this file's run time.
+TRAINKIT_CRDS = (
+    "trainer/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+    "trainer/trainer.kubeflow.org_trainingruntimes.yaml",
+    "trainer/trainer.kubeflow.org_trainjobs.yaml",
+    "training-operator/kubeflow.org_pytorchjobs.yaml",
+    "volcano/scheduling.volcano.sh_queues.yaml",
+)
+
+
+@pytest.fixture(scope="module")
+def rendered_crds(crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("crds")
+    for rel in TRAINKIT_CRDS:
+        shutil.copyfile(crds / rel, directory / Path(rel).name)
+    return directory
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} not once in {rel}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_the_corpus_is_large_and_its_ids_unique():
+    ids = [case.id for case in CASES]
+    assert len(ids) >= 45
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_is_reported_and_generated_is_untouched(ws, cli, rendered_crds, case):
+    assert cli("synth").code == 0
+    if case.copy:
+        source, dest = case.copy
+        (ws.root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ws.root / source, ws.root / dest)
+    for rel, text in case.writes:
+        ws.write(rel, text)
+    for rel, old, new in case.edits:
+        edit(ws.root, rel, old, new)
+    # Taken after the break: cases that hand-edit generated/ expect exactly that edit.
+    before = ws.snapshot()
+
+    run = cli(*(arg.replace(CRDS, str(rendered_crds)) for arg in case.command))
+
+    assert run.code == 1, (run.out, run.err)
+    assert "Traceback" not in run.out + run.err
+    if case.command[0] == "validate":
+        report, tail, noun = run.out, run.err, "problem(s)"
+        assert report.startswith(f"{case.file}\n"), report  # the file heads its problems
+    else:
+        report, noun = run.err, "error(s)"
+        tail = run.err.rstrip().rsplit("\n", 1)[-1]
+    lines = [line for line in report.splitlines() if line.startswith(case.located())]
+    assert lines, f"no line starts with {case.located()!r}:\n{report}"
+    for text in case.says:
+        assert any(text in line for line in lines), f"{text!r} not in:\n{report}"
+    if case.problems is None:
+        assert tail.startswith(f"trainkit {case.command[0]}: "), tail
+    else:
+        assert tail.strip() == f"trainkit {case.command[0]}: {case.problems} {noun}", report
+    assert ws.snapshot() == before

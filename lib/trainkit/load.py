@@ -9,6 +9,7 @@ not definitions, and are never imported.
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from .model import JOB_KINDS, PLATFORM_KINDS, PyTorchJob, TrainJob, TrainkitMode
 
 __all__ = ["PLATFORM_DIR", "Definition", "definition_files", "load_file", "load_jobs"]
 
+# Characters YAML cannot carry in a ConfigMap value (tab, newline, CR are fine).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 PLATFORM_DIR = "platform"
 # Kubernetes keeps a ConfigMap under 1 MiB; leave room for metadata.
 MAX_SCRIPT_BYTES = 1_000_000
@@ -79,7 +82,8 @@ def load_jobs(
         if only is not None and path.relative_to(jobs_dir).parts[0] not in only:
             continue
         try:
-            defs.extend(load_file(path, root, jobs_dir=jobs_dir))
+            # Already absolute and resolved: resolving 3 paths per file costs 0.1 s per 1,000.
+            defs.extend(_load_resolved(path, root, jobs_dir))
         except DefinitionError as e:
             problems.extend(e.problems)
     if problems:
@@ -94,6 +98,10 @@ def load_file(
     path = path.resolve()
     jobs_dir = (jobs_dir or _guess_jobs_dir(path)).resolve()
     root = (root or jobs_dir.parent).resolve()
+    return _load_resolved(path, root, jobs_dir)
+
+
+def _load_resolved(path: Path, root: Path, jobs_dir: Path) -> list[Definition]:
     rel = _rel(path, root)
     parts = path.relative_to(jobs_dir).parts
     if len(parts) < 2:
@@ -228,7 +236,7 @@ def _read_scripts(obj: TrainkitModel, path: Path, rel: str, line: int | None) ->
         raise problem(
             f"{obj.script.path!r} is not UTF-8 text; ship binaries in the image"
         ) from None
-    bad = sorted({c for c in text if (ord(c) < 32 and c not in "\t\n\r") or c == "\x7f"})
+    bad = sorted(set(_CONTROL.findall(text)))
     if bad:
         raise problem(
             f"{obj.script.path!r} contains control characters ({', '.join(map(repr, bad))}) "

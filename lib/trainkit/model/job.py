@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -10,7 +11,7 @@ from pydantic import Field, model_validator
 from .base import TrainkitModel
 from .fields import CpuQuantity, DNS1123Label, MemoryQuantity, Path
 
-__all__ = ["WORKSPACE", "Resources", "Script", "Toleration", "Volume"]
+__all__ = ["WORKSPACE", "Resources", "Script", "Toleration", "Volume", "check_volumes"]
 
 WORKSPACE = "/workspace"
 """Where the ConfigMap holding a job's script is mounted."""
@@ -100,3 +101,14 @@ class Toleration(TrainkitModel):
         if self.key is None and self.operator != "Exists":
             raise ValueError("a toleration without key needs operator='Exists'")
         return self
+
+
+def check_volumes(volumes: Sequence[Volume]) -> None:
+    """One mount per path and per claim; raises ValueError for the job's model validator."""
+    paths = [v.path for v in volumes]
+    dupes = sorted({p for p in paths if paths.count(p) > 1})
+    if dupes:
+        raise ValueError(f"volumes mount more than once at {', '.join(dupes)}")
+    claims = [v.claim for v in volumes]
+    if len(set(claims)) != len(claims):
+        raise ValueError("each claim may be mounted once; use sub_path for parts of a volume")

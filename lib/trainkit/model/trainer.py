@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from ..injected_env import trainjob_reserved_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
-from .job import Resources, Script, Toleration, Volume
+from .job import Resources, Script, Toleration, Volume, check_volumes
 
 __all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
 
@@ -132,13 +132,7 @@ class TrainJob(TrainkitModel):
             )
         if self.command is not None and not self.command:
             raise ValueError("command is empty; give the program to run, or leave it out")
-        paths = [v.path for v in self.volumes]
-        dupes = sorted({p for p in paths if paths.count(p) > 1})
-        if dupes:
-            raise ValueError(f"volumes mount more than once at {', '.join(dupes)}")
-        claims = [v.claim for v in self.volumes]
-        if len(set(claims)) != len(claims):
-            raise ValueError("each claim may be mounted once; use sub_path for parts of a volume")
+        check_volumes(self.volumes)
         return self
 
     @property

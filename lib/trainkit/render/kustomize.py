@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .meta import VOLCANO_QUEUE_ANNOTATION
+
 __all__ = [
     "CLUSTER_SCOPED",
     "KUSTOMIZE_CONFIG",
@@ -84,7 +86,8 @@ def kustomize_config() -> dict[str, Any]:
         }
         for kind in ("ClusterTrainingRuntime", "TrainingRuntime")
     ]
-    queue_annotation = "annotations/scheduling.volcano.sh\\/queue-name"  # "/" escaped
+    # kustomize field paths split on "/": the annotation key's own slash is escaped.
+    queue_annotation = "annotations/" + VOLCANO_QUEUE_ANNOTATION.replace("/", "\\/")
     name_refs.append(
         {
             "kind": "Queue",

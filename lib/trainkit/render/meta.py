@@ -8,7 +8,9 @@ __all__ = [
     "SOURCE_ANNOTATION",
     "SYNC_WAVE",
     "TEAM_LABEL",
+    "VOLCANO_QUEUE_ANNOTATION",
     "metadata",
+    "pod_labels",
     "wave",
 ]
 
@@ -17,6 +19,7 @@ TEAM_LABEL = "trainkit.dev/team"
 JOB_LABEL = "trainkit.dev/job"
 SOURCE_ANNOTATION = "trainkit.dev/source"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 # Argo CD applies a wave only when the previous one is synced *and healthy*, and
 # a running job never becomes healthy until it ends: platform objects go first,
@@ -64,3 +67,8 @@ def metadata(
         **(annotations or {}),
     }
     return meta
+
+
+def pod_labels(team: str, job: str) -> dict[str, str]:
+    """Labels of a job's pods, so ``kubectl get pods -l trainkit.dev/job=…`` finds them."""
+    return {MANAGED_BY: "trainkit", TEAM_LABEL: team, JOB_LABEL: job}

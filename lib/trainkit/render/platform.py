@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Capacity, Cluster
+from ..model import Capacity, Cluster, Resources
 from ..plan import PlannedQueue
 from .meta import metadata
 
-__all__ = ["render_namespace", "render_queue", "render_resources"]
+__all__ = ["render_namespace", "render_queue", "render_resources", "resource_requirements"]
 
 
 def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any]:
@@ -29,6 +29,12 @@ def render_resources(cap: Capacity, cluster: Cluster) -> dict[str, str]:
     if cap.gpu:
         out[cluster.gpu_resource] = str(cap.gpu)
     return out
+
+
+def resource_requirements(res: Resources, cluster: Cluster) -> dict[str, Any]:
+    """A node's ``resources``: requests equal limits, so the scheduler packs GPUs exactly."""
+    amounts = render_resources(Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu), cluster)
+    return {"limits": amounts, "requests": dict(amounts)}
 
 
 def render_queue(pq: PlannedQueue, cluster: Cluster) -> dict[str, Any]:

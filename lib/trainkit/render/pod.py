@@ -12,6 +12,7 @@ __all__ = [
     "SHM_VOLUME",
     "claim_mounts",
     "claim_volumes",
+    "env_list",
     "network_container",
     "network_pod",
     "script_mount",
@@ -67,6 +68,10 @@ def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
         # The default policy would fall back to the node's resolv.conf and lose
         # the cluster's Service names, which the operator's master address is.
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def env_list(env: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in env.items()]
 
 
 def script_mount() -> dict[str, Any]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env import PYTORCHJOB_MASTER_PORT
-from ..model import WORKSPACE, Capacity, PyTorchJob
+from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
-from .meta import JOB_LABEL, MANAGED_BY, TEAM_LABEL, metadata
-from .platform import render_resources
+from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .platform import resource_requirements
 from .pod import (
     claim_mounts,
     claim_volumes,
+    env_list,
     network_container,
     network_pod,
     script_mount,
@@ -26,14 +27,9 @@ __all__ = ["render_pytorchjob"]
 
 CONTAINER = "pytorch"  # the operator's webhook requires this container name
 PORT_NAME = "pytorchjob-port"
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
-    res = render_resources(
-        Capacity(cpu=job.resources.cpu, memory=job.resources.memory, gpu=job.resources.gpu),
-        pj.cluster,
-    )
     c: dict[str, Any] = {"name": CONTAINER, "image": job.image}
     if job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
@@ -45,9 +41,9 @@ def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
     if job.args:
         c["args"] = list(job.args)
     if job.env:
-        c["env"] = [{"name": k, "value": v} for k, v in job.env.items()]
+        c["env"] = env_list(job.env)
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
-    c["resources"] = {"limits": res, "requests": dict(res)}
+    c["resources"] = resource_requirements(job.resources, pj.cluster)
     network_container(c, pj.network)
     mounts = []
     if job.script is not None:
@@ -77,7 +73,7 @@ def _pod_template(pj: PlannedJob, job: PyTorchJob, script_configmap: str | None)
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
         spec["tolerations"] = tolerations(job.tolerations)
-    labels = {MANAGED_BY: "trainkit", TEAM_LABEL: pj.definition.team, JOB_LABEL: job.name}
+    labels = pod_labels(pj.definition.team, job.name)
     return {"metadata": {"labels": labels}, "spec": spec}
 
 

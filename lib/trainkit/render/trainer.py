@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env import TRAINER_MASTER_PORT
-from ..model import Capacity, Cluster, Resources, TrainingRuntime, TrainJob
+from ..model import TrainingRuntime, TrainJob
 from ..plan import PlannedJob, PlannedRuntime
-from .meta import JOB_LABEL, MANAGED_BY, TEAM_LABEL, metadata
-from .platform import render_resources
+from .meta import JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .platform import resource_requirements
 from .pod import (
     claim_mounts,
     claim_volumes,
+    env_list,
     network_container,
     network_pod,
     script_mount,
@@ -36,29 +37,18 @@ GROUP = "trainer.kubeflow.org"
 NODE = "node"  # the replicated job and the container Trainer writes spec.trainer into
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
-
-
-def _requirements(res: Resources, cluster: Cluster) -> dict[str, Any]:
-    amounts = render_resources(Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu), cluster)
-    # Requests equal limits so the scheduler packs GPUs exactly (Guaranteed QoS).
-    return {"limits": amounts, "requests": dict(amounts)}
-
-
-def _env(env: dict[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in env.items()]
 
 
 def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     container: dict[str, Any] = {"name": NODE, "image": rt.image}
     if rt.env:
-        container["env"] = _env(rt.env)
+        container["env"] = env_list(rt.env)
     container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
     if rt.resources is not None:
-        container["resources"] = _requirements(rt.resources, cluster)
+        container["resources"] = resource_requirements(rt.resources, cluster)
     # TrainJobs inherit these: Trainer merges resourcesPerNode onto this container's
     # resources (v2.3), and a TrainJob may not change once created, so the profile
     # is never written into the TrainJob itself.
@@ -81,7 +71,7 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         pod["schedulerName"] = "volcano"
     template: dict[str, Any] = {}
     if pr.queue is not None:
-        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: pr.queue}}
+        template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pr.queue}}
     template["spec"] = {
         "replicatedJobs": [
             {
@@ -127,13 +117,13 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if job.args:
         trainer["args"] = list(job.args)
     if job.env:
-        trainer["env"] = _env(job.env)
+        trainer["env"] = env_list(job.env)
     if job.nodes is not None:
         trainer["numNodes"] = job.nodes
     if job.procs_per_node is not None or job.resources is not None:
         trainer["numProcPerNode"] = pj.procs_per_node
     if job.resources is not None:
-        trainer["resourcesPerNode"] = _requirements(job.resources, pj.cluster)
+        trainer["resourcesPerNode"] = resource_requirements(job.resources, pj.cluster)
     return trainer
 
 
@@ -151,14 +141,14 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     if volumes:
         pod["volumes"] = volumes
-    labels = {MANAGED_BY: "trainkit", TEAM_LABEL: pj.definition.team, JOB_LABEL: job.name}
+    labels = pod_labels(pj.definition.team, job.name)
     node_job: dict[str, Any] = {
         "name": NODE,
         "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod}}},
     }
     template: dict[str, Any] = {}
     if pj.queue is not None:
-        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: pj.queue}}
+        template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
     template["spec"] = {"replicatedJobs": [node_job]}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
 

@@ -7,7 +7,7 @@ from trainkit.load import definition_files, load_jobs
 
 
 def load(ws):
-    return load_jobs(ws.jobs, ws.root)
+    return load_jobs(ws.jobs, ws.root).definitions
 
 
 def problems(ws) -> list[str]:

@@ -6,7 +6,7 @@ from trainkit.plan import build_plan
 
 
 def plan(ws):
-    return build_plan(load_jobs(ws.jobs, ws.root))
+    return build_plan(load_jobs(ws.jobs, ws.root).definitions)
 
 
 def problems(ws) -> list[str]:

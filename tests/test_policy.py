@@ -130,6 +130,73 @@ VIOLATIONS = {
         [(RESNET, "    nodes=2,", "    nodes=2,\n    privileged=True,")],
         [f"{RESNET}:5: PyTorchJob 'resnet50-ddp': privileged: unknown field"],
     ),
+    "toleration the cluster does not allow": (
+        [
+            (
+                FSDP,
+                'key="nvidia.com/gpu", operator="Exists"',
+                'key="node-role.kubernetes.io/control-plane", operator="Exists"',
+            )
+        ],
+        [
+            f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': tolerations[0]: toleration "
+            "'node-role.kubernetes.io/control-plane:NoSchedule' is not allowed on cluster "
+            "'a800-north'; Cluster.tolerations in jobs/platform/clusters.py allows "
+            "'nvidia.com/gpu:NoSchedule'; remove it or ask the platform team to allow it"
+        ],
+    ),
+    "toleration of every taint": (
+        [
+            (
+                FSDP,
+                'key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"',
+                'operator="Exists"',
+            )
+        ],
+        [
+            f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': tolerations[0]: toleration '*:*' is not allowed"
+        ],
+    ),
+    "runtime toleration on a cluster that declares none": (
+        [
+            (
+                RUNTIMES,
+                '    clusters=["rocm-west"],',
+                '    clusters=["rocm-west"],\n    tolerations=[Toleration(key="amd.com/gpu", operator="Exists")],',
+            ),
+            (
+                RUNTIMES,
+                "import ClusterTrainingRuntime,",
+                "import ClusterTrainingRuntime, Toleration,",
+            ),
+        ],
+        [
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': tolerations[0]: "
+            "toleration 'amd.com/gpu:*' is not allowed on cluster 'rocm-west'; "
+            "Cluster.tolerations in jobs/platform/clusters.py allows none"
+        ],
+    ),
+    "device visibility through env": (
+        [(RESNET, "    nodes=2,", '    nodes=2,\n    env={"NVIDIA_VISIBLE_DEVICES": "all"},')],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': env: NVIDIA_VISIBLE_DEVICES may not be set: "
+            "the container runtime reads it when it creates the container and would expose "
+            "devices the scheduler did not assign to the pod; GPUs come from resources.gpu — "
+            "remove it from env"
+        ],
+    ),
+    "runtime selecting AMD devices through env": (
+        [
+            (
+                RUNTIMES,
+                '{"NCCL_DEBUG": "WARN"},  # RCCL',
+                '{"NCCL_DEBUG": "WARN", "ROCR_VISIBLE_DEVICES": "0"},  # RCCL',
+            )
+        ],
+        [
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': env: ROCR_VISIBLE_DEVICES may not be set"
+        ],
+    ),
     "capability outside the known names": (
         [(POLICY, '["IPC_LOCK"]', '["IPC_LOCK", "ALL"]')],
         [f"{POLICY}:9: NetworkProfile 'rdma': capabilities[1]: Input should be 'AUDIT_CONTROL'"],
@@ -254,6 +321,6 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     # Without the platform's profiles the default allowance has no host network.
     assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork"}
     assert all("pod security: the host network is not allowed" in p.message for p in problems)
-    grant_profiles(crd_set, build_plan(load_jobs(ws.jobs, ws.root)).network_profiles)
+    grant_profiles(crd_set, build_plan(load_jobs(ws.jobs, ws.root).definitions).network_profiles)
     problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
     assert problems == []

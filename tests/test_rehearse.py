@@ -169,7 +169,7 @@ def test_trainjob_example_2x2_with_its_first_clusters_runtime() -> None:
 
 def test_fsdp_example_runs_on_cpu_and_gets_its_env(tmp_path: Path) -> None:
     definition = REPO / "jobs/llm/llama_finetune_fsdp.py"
-    (job,) = [d.obj for d in load_file(definition)]
+    (job,) = [d.obj for d in load_file(definition).definitions]
     assert isinstance(job, PyTorchJob)
     data = tmp_path / "data"
     data.mkdir()
@@ -466,7 +466,7 @@ def test_choosing_the_job_in_a_file(tmp_path: Path) -> None:
         rehearse_file(team / "two.py", job_name="c")
     with pytest.raises(RehearsalError, match="no PyTorchJob or TrainJob in this file"):
         rehearse_file(REPO / "jobs/platform/teams.py")
-    loaded = load_file(team / "two.py")
+    loaded = load_file(team / "two.py").definitions
     assert choose_job(loaded, "b", "two.py").obj.describe() == "TrainJob 'b'"
     # A TrainJob is planned, and there is no platform here to plan it with.
     with pytest.raises(DefinitionError, match="no Cluster is defined"):
@@ -507,7 +507,7 @@ def test_trainjob_plan_runtime_defaults_capped_like_a_pytorchjob(tmp_path: Path)
     path = _trainer_tree(
         tmp_path, 'TrainJob(name="big", runtime="gpu", script=Script.file("scripts/env_dump.py"))'
     )
-    (d,) = load_file(path)
+    (d,) = load_file(path).definitions
     first, second = plan_trainjob(d, tmp_path / "jobs")
     assert (first.cluster.name, second.cluster.name) == ("other", "local")  # the team's order
     plan = _plan(first, tmp_path, base_env=SHELL)
@@ -553,7 +553,7 @@ def test_trainjob_first_cluster_is_the_jobs_own_first(tmp_path: Path) -> None:
         'TrainJob(name="pick", runtime="cpu", script=Script.file("scripts/env_dump.py"), '
         'clusters=["local", "other"], env={"USER_SHARED": "job"})',
     )
-    (d,) = load_file(path)
+    (d,) = load_file(path).definitions
     planned = plan_trainjob(d, tmp_path / "jobs")
     assert [p.cluster.name for p in planned] == ["local", "other"]
     local, other = (_plan(p, tmp_path) for p in planned)

@@ -48,7 +48,7 @@ def test_every_manifest_round_trips_to_its_rendered_dict(bare):
     from trainkit.plan import build_plan
     from trainkit.synth import _cluster_objects
 
-    plan = build_plan(load_jobs(bare.jobs, bare.root))
+    plan = build_plan(load_jobs(bare.jobs, bare.root).definitions)
     out = synth(bare)
     for cp in plan.clusters:
         for r in _cluster_objects(cp):

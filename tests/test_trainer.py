@@ -14,7 +14,7 @@ from trainkit.synth import synthesize
 
 def problems(ws) -> list[str]:
     with pytest.raises(DefinitionError) as exc:
-        build_plan(load_jobs(ws.jobs, ws.root))
+        build_plan(load_jobs(ws.jobs, ws.root).definitions)
     return [str(p) for p in exc.value.problems]
 
 
@@ -95,7 +95,7 @@ def test_team_runtime_wins_over_cluster_runtime_of_the_same_name(tw):
         "from trainkit import TrainingRuntime\n"
         "t = TrainingRuntime(name='torch', team='vision', image='registry.example.com/x:1')\n",
     )
-    plan = build_plan(load_jobs(tw.jobs, tw.root))
+    plan = build_plan(load_jobs(tw.jobs, tw.root).definitions)
     (east,) = [cp for cp in plan.clusters if cp.cluster.name == "east"]
     (tj,) = [j for j in east.jobs if j.kind == "TrainJob"]
     assert tj.runtime is not None and tj.runtime.kind == "TrainingRuntime"
@@ -115,7 +115,7 @@ def test_resources_and_procs_become_numprocpernode(tw):
 
 
 def test_effective_values_come_from_the_runtime(tw):
-    plan = build_plan(load_jobs(tw.jobs, tw.root))
+    plan = build_plan(load_jobs(tw.jobs, tw.root).definitions)
     (east,) = [cp for cp in plan.clusters if cp.cluster.name == "east"]
     (tj,) = [j for j in east.jobs if j.kind == "TrainJob"]
     assert (tj.nodes, tj.procs_per_node, tj.object_name) == (2, 2, "tj-r1")

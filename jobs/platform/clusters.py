@@ -1,6 +1,6 @@
 """The clusters Argo CD deploys to, and where Argo CD finds this repository."""
 
-from trainkit import ArgoCD, Cluster
+from trainkit import ArgoCD, Cluster, Toleration
 
 argocd = ArgoCD(repo_url="https://git.example.com/ml/trainkit-jobs.git", revision="main")
 
@@ -24,4 +24,6 @@ a800_north = Cluster(
     server="https://a800-north.k8s.example.com:6443",
     gpu_resource="baidu.com/a800_80g_cgpu",
     gpus_per_node=8,
+    # The GPU nodes are tainted so that only jobs asking for them land there.
+    tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
 )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ManifestError, Problem, StaleOutputError, TrainkitError
+from .load import LoadOptions
 from .schema import write_schemas
 from .synth import synthesize
 from .write import Changes
@@ -19,8 +20,23 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
+def _load_options(args: argparse.Namespace) -> LoadOptions:
+    return LoadOptions(
+        timeout=args.load_timeout, memory=args.load_memory << 20, isolation=args.isolation
+    )
+
+
+def _notices(notices: Sequence[str]) -> None:
+    for notice in notices:
+        print(f"note: {notice}", file=sys.stderr)
+
+
 def _synth(args: argparse.Namespace) -> int:
-    out = synthesize(Path(args.jobs), Path(args.out), check=args.check, against=args.against)
+    out = synthesize(
+        Path(args.jobs), Path(args.out), check=args.check, against=args.against,
+        load_options=_load_options(args),
+    )  # fmt: skip
+    _notices(out.notices)
     if args.check:
         _raise_if_stale(out.changes, args.out)
         print(f"{args.out}/ is up to date ({len(out.files)} files)")
@@ -58,7 +74,11 @@ def _check(args: argparse.Namespace) -> int:
     from .validate import grant_profiles, validate_tree
 
     out_dir = Path(args.out)
-    out = synthesize(Path(args.jobs), out_dir, check=True, against=args.against)
+    out = synthesize(
+        Path(args.jobs), out_dir, check=True, against=args.against,
+        load_options=_load_options(args),
+    )  # fmt: skip
+    _notices(out.notices)
     _raise_if_stale(out.changes, args.out)
     crds, against = _load_crds(args.crds)
     grant_profiles(crds, out.plan.network_profiles)
@@ -103,6 +123,7 @@ def _rehearse(args: argparse.Namespace) -> int:
         procs_per_node=args.procs_per_node,
         timeout=args.timeout,
         out=sys.stdout,
+        load_options=_load_options(args),
     )
     return 0
 
@@ -207,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds before every process is stopped (default: 300)",
     )
+    _loading(r)
     r.set_defaults(func=_rehearse)
 
     sc = sub.add_parser(
@@ -229,7 +251,28 @@ def _crds(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _loading(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "running definitions",
+        "Definitions are code from pull requests: each team directory runs in its own "
+        "process, read-only and without network where the OS allows it, within these limits.",
+    )
+    g.add_argument(
+        "--load-timeout", type=float, default=60.0, metavar="SECONDS",
+        help="seconds one definition file may take (default: 60)",
+    )  # fmt: skip
+    g.add_argument(
+        "--load-memory", type=int, default=2048, metavar="MIB",
+        help="memory one definition process may use, in MiB (default: 2048)",
+    )  # fmt: skip
+    g.add_argument(
+        "--isolation", choices=["team", "file"], default="team",
+        help="one process per team directory (default) or per definition file",
+    )  # fmt: skip
+
+
 def _common(p: argparse.ArgumentParser) -> None:
+    _loading(p)
     p.add_argument("--jobs", default="jobs", help="directory of definitions (default: jobs)")
     p.add_argument("--out", default="generated", help="output directory (default: generated)")
     p.add_argument(
@@ -247,9 +290,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out = str(args.out).rstrip("/") or "."
     try:
         code: int = args.func(args)
-    except KeyboardInterrupt:
-        # Commands that start processes (rehearse) stop all of them before re-raising.
-        print(f"trainkit {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        # Commands that start processes (definitions, rehearse) stop them before re-raising.
+        what = f" ({e})" if str(e) else ""
+        print(f"trainkit {args.command}: interrupted{what}", file=sys.stderr)
         return 130
     except TrainkitError as e:
         for problem in e.problems:

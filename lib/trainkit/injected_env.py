@@ -8,12 +8,14 @@ for a local run, so both read the contract from here.
 from __future__ import annotations
 
 __all__ = [
+    "DEVICE_ENV",
     "PYTORCHJOB_MASTER_PORT",
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
     "pytorchjob_env",
+    "refused_env_reason",
     "reserved_env_reason",
     "trainjob_env",
     "trainjob_reserved_env_reason",
@@ -37,6 +39,44 @@ RESERVED_ENV_PREFIXES: dict[str, str] = {
     "PET_": "PET_* variables are torchrun's settings, injected by the operator from "
     "nodes and procs_per_node",
 }
+
+
+# Read by the container runtime when it creates the container, not by the
+# training code: set by a job, they would expose GPUs the device plugin did not
+# assign to the pod (NVIDIA_VISIBLE_DEVICES=all), or change driver features.
+# nvidia-container-toolkit reads every NVIDIA_* variable of the image and pod
+# (internal/config/image/cuda_image.go); the AMD and Habana runtimes theirs.
+_DEVICE_RUNTIME = (
+    "the container runtime reads it when it creates the container and would expose "
+    "devices the scheduler did not assign to the pod; GPUs come from resources.gpu"
+)
+DEVICE_ENV: dict[str, str] = {
+    "AMD_VISIBLE_DEVICES": _DEVICE_RUNTIME,
+    "HABANA_VISIBLE_DEVICES": _DEVICE_RUNTIME,
+    "HABANA_VISIBLE_MODULES": _DEVICE_RUNTIME,
+    "ROCR_VISIBLE_DEVICES": "it selects the AMD GPUs of the node the ROCm runtime uses; "
+    "the device plugin assigns them (resources.gpu)",
+    "HIP_VISIBLE_DEVICES": "it selects the AMD GPUs of the node HIP uses; the device plugin "
+    "assigns them (resources.gpu)",
+    "GPU_DEVICE_ORDINAL": "it selects the AMD GPUs of the node the runtime uses; the device "
+    "plugin assigns them (resources.gpu)",
+    "CUDA_VISIBLE_DEVICES": "the device plugin assigns the GPUs of each pod (resources.gpu); "
+    "procs_per_node decides how many processes use them",
+}
+_DEVICE_PREFIXES = {"NVIDIA_": _DEVICE_RUNTIME}
+
+
+def refused_env_reason(name: str, kind: str) -> str | None:
+    """Why a definition of ``kind`` (``PyTorchJob``, ``TrainJob``, a runtime) may not set
+    ``name``: the operator or torchrun sets it, or it changes the pod's hardware."""
+    if name in DEVICE_ENV:
+        return DEVICE_ENV[name]
+    for prefix, reason in _DEVICE_PREFIXES.items():
+        if name.startswith(prefix):
+            return reason
+    if kind == "PyTorchJob":
+        return reserved_env_reason(name)
+    return trainjob_reserved_env_reason(name)
 
 
 def reserved_env_reason(name: str) -> str | None:

@@ -28,7 +28,7 @@ import yaml
 from . import argocd
 from .deployed import Baseline, resolve_baseline
 from .inplace import refuse_in_place_changes
-from .load import Definition, load_jobs
+from .load import Definition, LoadOptions, load_jobs
 from .plan import ClusterPlan, Plan, build_plan
 from .render import argocd as render_argocd
 from .render.kustomize import (
@@ -67,6 +67,8 @@ class Output:
     changes: Changes
     baseline: Baseline
     """What the jobs and runtimes were compared with (the deployed tree)."""
+    notices: list[str]
+    """What the user should know once (e.g. definitions ran unconfined)."""
 
 
 def _header(source: str) -> str:
@@ -203,6 +205,7 @@ def synthesize(
     cache_path: Path | None = None,
     use_cache: bool = True,
     against: str | None = None,
+    load_options: LoadOptions | None = None,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
@@ -215,9 +218,11 @@ def synthesize(
     if use_cache and cache_path is None:
         cache_path = root / CACHE_FILE
     cache = YamlCache(cache_path if use_cache else None)
-    if cache.empty:
-        prewarm()
-    plan = build_plan(load_jobs(jobs_dir, root))
+    # Node starts while the definitions run (in processes forked before its thread exists).
+    loaded = load_jobs(
+        jobs_dir, root, options=load_options, while_loading=prewarm if cache.empty else None
+    )
+    plan = build_plan(loaded.definitions)
     origins: dict[str, Definition] = {}
     files = render_files(plan, cache, origins)
     revision = plan.argocd.revision if plan.argocd else "main"
@@ -228,7 +233,7 @@ def synthesize(
     else:
         changes = write_tree(out_dir, files, display=_display(out_dir, root))
     cache.save()
-    return Output(files, plan, changes, baseline)
+    return Output(files, plan, changes, baseline, loaded.notices)
 
 
 def _display(path: Path, root: Path) -> str:

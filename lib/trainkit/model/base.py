@@ -8,13 +8,18 @@ object's name, so the loader can say *which* object in a file is wrong.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..errors import DefinitionError, Problem
 
-__all__ = ["ModelError", "TrainkitModel"]
+__all__ = ["BUILT", "ModelError", "TrainkitModel"]
+
+BUILT: list[TrainkitModel] | None = None
+"""While a definition file runs, every object it builds (so the loader can tell
+which ones are bound to no name and would silently not be generated)."""
 
 
 class ModelError(DefinitionError):
@@ -29,10 +34,21 @@ class ModelError(DefinitionError):
         self.name = name if isinstance(name, str) else None
         self.errors = error.errors(include_url=False)
         obj = f"{kind} {self.name!r}" if self.name else kind
-        super().__init__(
-            Problem(file="<python>", obj=obj, field=_loc(e["loc"]), message=_msg(e))
-            for e in self.errors
-        )
+        super().__init__(_problems(obj, self.errors))
+
+
+def _problems(obj: str, errors: list[Any]) -> Iterator[Problem]:
+    for e in errors:
+        where = _loc(e["loc"])
+        inner = (e.get("ctx") or {}).get("error")
+        if isinstance(inner, ModelError):
+            # A nested model (resources=…) failed in its own __init__: name its
+            # fields from the outer object (resources.gpu), not as a lone Resources.
+            for p in inner.problems:
+                field = f"{where}.{p.field}" if where and p.field else where or p.field
+                yield Problem(file="<python>", obj=obj, field=field, message=p.message)
+        else:
+            yield Problem(file="<python>", obj=obj, field=where, message=_msg(e))
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -84,6 +100,8 @@ class TrainkitModel(BaseModel):
         # can point at the definition, not only at its file.
         caller = sys._getframe(1)
         self._defined_at = (caller.f_code.co_filename, caller.f_lineno)
+        if BUILT is not None:
+            BUILT.append(self)
 
     @property
     def defined_at(self) -> tuple[str, int] | None:

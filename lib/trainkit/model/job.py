@@ -94,6 +94,22 @@ class Toleration(TrainkitModel):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     """Taint effect to tolerate; ``None`` means all effects."""
 
+    def covers(self, other: Toleration) -> bool:
+        """Whether every taint ``other`` tolerates is one this toleration tolerates."""
+        if self.key is None:  # Exists without key: every taint
+            return self.effect is None or self.effect == other.effect
+        if other.key != self.key:
+            return False
+        if self.operator == "Equal" and (other.operator != "Equal" or other.value != self.value):
+            return False
+        return self.effect is None or self.effect == other.effect
+
+    def describe(self) -> str:
+        """``key=value:Effect`` as kubectl shows taints (``*`` for every key)."""
+        key = self.key if self.key is not None else "*"
+        value = f"={self.value}" if self.operator == "Equal" and self.value is not None else ""
+        return f"{key}{value}:{self.effect or '*'}"
+
     @model_validator(mode="after")
     def _consistent(self) -> Toleration:
         if self.operator == "Exists" and self.value is not None:

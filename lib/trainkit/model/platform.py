@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from .base import TrainkitModel
 from .fields import ClusterRef, CpuQuantity, DNS1123Label, MemoryQuantity, ResourceName
+from .job import Toleration
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
 
@@ -30,6 +31,11 @@ class Cluster(TrainkitModel):
     """GPUs on one node; a job may not ask for more per node."""
     scheduler: Literal["volcano", "default"] = "volcano"
     """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
+    tolerations: list[Toleration] = []
+    """Taints that jobs and runtimes on this cluster may tolerate (e.g. the GPU nodes'
+    ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A
+    toleration without key (``operator='Exists'``) tolerates every taint, control-plane and
+    dedicated nodes included: declare it only on purpose."""
 
     @model_validator(mode="after")
     def _one_destination(self) -> Cluster:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..injected_env import reserved_env_reason
+from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
 from .job import Resources, Script, Toleration, Volume, check_volumes
@@ -61,7 +61,7 @@ class PyTorchJob(TrainkitModel):
     @field_validator("env")
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
-        bad = [(k, reserved_env_reason(k)) for k in env if reserved_env_reason(k)]
+        bad = [(k, why) for k in env if (why := refused_env_reason(k, "PyTorchJob"))]
         if bad:
             raise ValueError(
                 "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"

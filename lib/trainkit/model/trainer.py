@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from ..injected_env import trainjob_reserved_env_reason
+from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
 from .job import Resources, Script, Toleration, Volume, check_volumes
@@ -20,7 +20,7 @@ MAX_RUN = 9999
 
 
 def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
-    bad = [(k, trainjob_reserved_env_reason(k)) for k in env if trainjob_reserved_env_reason(k)]
+    bad = [(k, why) for k in env if (why := refused_env_reason(k, "TrainJob"))]
     if bad:
         raise ValueError(
             "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Cluster, NetworkProfile, Policy, PyTorchJob, Team, TrainJob
+from ..model import Cluster, NetworkProfile, Policy, PyTorchJob, Team, Toleration, TrainJob
 from ..model.policy import image_allowed
 from .jobs import PlannedJob
 from .platform import check_clusters, on_cluster
@@ -59,6 +59,7 @@ def check_policy(
             _check_image(pr.definition, pr.runtime.image, policy, where, problems)
         network = _network(pr.definition, pr.runtime.network, pr.cluster, profiles, problems)
         resolved[id(pr)] = replace(pr, network=network)
+        _check_tolerations(pr.definition, pr.runtime.tolerations, pr.cluster, clusters, problems)
 
     out: list[PlannedJob] = []
     per_team: dict[tuple[str, str], list[tuple[PlannedJob, int]]] = defaultdict(list)
@@ -69,6 +70,7 @@ def check_policy(
             _check_image(d, job.image, policy, where, problems)
         if isinstance(job, PyTorchJob):
             pj = replace(pj, network=_network(d, job.network, pj.cluster, profiles, problems))
+            _check_tolerations(d, job.tolerations, pj.cluster, clusters, problems)
         elif pj.runtime is not None:
             runtime = resolved.get(id(pj.runtime), pj.runtime)
             pj = replace(pj, runtime=runtime, network=runtime.network)
@@ -97,6 +99,31 @@ def check_policy(
                 )
             )
     return out, Runtimes(tuple(resolved[id(pr)] for pr in runtimes.placed))
+
+
+def _check_tolerations(
+    d: Definition,
+    tolerations: Sequence[Toleration],
+    cluster: Cluster,
+    clusters: dict[str, tuple[Cluster, Definition]],
+    problems: list[Problem],
+) -> None:
+    """A toleration lets pods onto tainted nodes; only the platform decides which."""
+    allowed = cluster.tolerations
+    for i, t in enumerate(tolerations):
+        if any(a.covers(t) for a in allowed):
+            continue
+        where = clusters[cluster.name][1].file
+        problems.append(
+            problem(
+                d,
+                f"toleration {t.describe()!r} is not allowed on cluster {cluster.name!r}; "
+                f"Cluster.tolerations in {where} allows "
+                f"{known(a.describe() for a in allowed)}; remove it or ask the platform team "
+                "to allow it",
+                f"tolerations[{i}]",
+            )
+        )
 
 
 def _check_image(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError
-from ..load import PLATFORM_DIR, Definition, load_file, load_jobs
+from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
 from ..model import PyTorchJob, Team, TrainJob
 from ..plan import PlannedJob, build_plan
 from .runner import RehearsalReport, rehearse, require_torch, say
@@ -31,6 +31,7 @@ def rehearse_file(
     procs_per_node: int | None = None,
     timeout: float = 300.0,
     out: TextIO | None = None,
+    load_options: LoadOptions | None = None,
 ) -> RehearsalReport:
     """Load the definition file ``path`` and rehearse its job (``job_name`` if several).
 
@@ -40,7 +41,7 @@ def rehearse_file(
     """
     require_torch()
     out = sys.stdout if out is None else out
-    loaded = load_file(path, root, jobs_dir=jobs_dir)
+    loaded = load_file(path, root, jobs_dir=jobs_dir, options=load_options).definitions
     rel = loaded[0].file if loaded else path.as_posix()
     d = choose_job(loaded, job_name, rel)
     if isinstance(d.obj, PyTorchJob):
@@ -48,7 +49,7 @@ def rehearse_file(
         job: PyTorchJob | PlannedJob = d.obj
         text = d.files.get(script.filename) if script is not None else None
     else:
-        planned = plan_trainjob(d, jobs_dir or _jobs_dir(path), root)
+        planned = plan_trainjob(d, jobs_dir or _jobs_dir(path), root, load_options)
         job, text = planned[0], None
         if len(planned) > 1:
             say(
@@ -93,14 +94,16 @@ def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Def
     return chosen[0]
 
 
-def plan_trainjob(d: Definition, jobs_dir: Path, root: Path | None = None) -> list[PlannedJob]:
+def plan_trainjob(
+    d: Definition, jobs_dir: Path, root: Path | None = None, options: LoadOptions | None = None
+) -> list[PlannedJob]:
     """The TrainJob of ``d`` planned on each of its clusters, its first cluster first.
 
     Only the platform definitions are planned with it: a problem in another
     team's job must not stop this one's rehearsal, and nothing else changes
     what this job resolves to.
     """
-    platform = load_jobs(jobs_dir, root, only={PLATFORM_DIR})
+    platform = load_jobs(jobs_dir, root, only={PLATFORM_DIR}, options=options).definitions
     plan = build_plan([*platform, d])
     planned = [pj for cp in plan.clusters for pj in cp.jobs if pj.definition is d]
     assert planned, "build_plan refuses a job that runs on no cluster"

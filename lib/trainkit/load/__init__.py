@@ -1,0 +1,295 @@
+"""Find definition files under ``jobs/``, run each where it cannot harm the gate, collect objects.
+
+Definitions are code from pull requests. None of it runs in this process:
+each team directory (or each file, with ``isolation="file"``) runs in a
+process of its own, forked from a pristine one that has imported trainkit
+and nothing else, confined where the OS allows (``sandbox``), limited in
+time and memory. What comes back is plain data, rebuilt here through
+trainkit's own models (``rebuild``). So a definition can neither weaken a
+check nor change another team's or the platform's objects.
+
+Every module-level value that is a definition object (or a list/tuple of
+them) is collected; nothing is registered behind the user's back. The team is
+the first directory under ``jobs/``; platform objects live in
+``jobs/platform/``. Directories named ``scripts`` (and ``_*``/``.*``) hold
+training code and data, and files named ``_*.py`` are helpers: none of them
+is run as a definition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import DefinitionError, Problem
+from . import sandbox, server, watch
+from .files import PLATFORM_DIR, DefinitionFile, find_definitions, shown
+from .rebuild import Definition, rebuild
+
+__all__ = [
+    "PLATFORM_DIR",
+    "Definition",
+    "LoadInterrupted",
+    "LoadOptions",
+    "Loaded",
+    "definition_files",
+    "load_file",
+    "load_jobs",
+]
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How definitions are run."""
+
+    timeout: float = 60.0
+    """Seconds a file may take."""
+    memory: int = 2 << 30
+    """Bytes of memory a definition process may use."""
+    isolation: Literal["team", "file"] = "team"
+    """One process per team directory (teams and the platform never share one), or per file."""
+    sandbox: bool = True
+    """Confine definitions (read-only file system, no network) where the OS allows it."""
+    jobs: int = 0
+    """Processes at a time; 0 means one per CPU."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    definitions: list[Definition]
+    notices: list[str]
+    """Things the user should know once per run (e.g. confinement unavailable)."""
+
+
+class LoadInterrupted(KeyboardInterrupt):
+    """Ctrl-C while definitions were running; the message names them."""
+
+
+def definition_files(jobs_dir: Path) -> list[Path]:
+    """Every definition file under ``jobs_dir``, in a stable order."""
+    jobs_dir = jobs_dir.resolve()
+    files, _ = find_definitions(jobs_dir, jobs_dir.parent)
+    return [f.path for f in files]
+
+
+def load_jobs(
+    jobs_dir: Path,
+    root: Path | None = None,
+    *,
+    only: Collection[str] | None = None,
+    options: LoadOptions | None = None,
+    while_loading: Callable[[], None] | None = None,
+) -> Loaded:
+    """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems.
+
+    Paths in messages and manifests are relative to ``root``, by default the
+    directory holding ``jobs/`` (the repository), so they never depend on the
+    working directory. ``only`` limits the load to those directories under
+    ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``). ``while_loading`` is called once the
+    definition processes exist, to overlap other start-up work with them (it may
+    start threads: nothing forks from this process after that).
+    """
+    jobs_dir = jobs_dir.resolve()
+    root = (root or jobs_dir.parent).resolve()
+    if not jobs_dir.is_dir():
+        raise DefinitionError(
+            [Problem(file=shown(jobs_dir, root), message="directory not found; pass --jobs DIR")]
+        )
+    files, problems = find_definitions(jobs_dir, root)
+    if only is not None:
+        files = [f for f in files if f.team in only]
+    return _run(files, problems, jobs_dir, root, options or LoadOptions(), while_loading)
+
+
+def load_file(
+    path: Path,
+    root: Path | None = None,
+    *,
+    jobs_dir: Path | None = None,
+    options: LoadOptions | None = None,
+) -> Loaded:
+    """Load one definition file (placement rules checked), in its own process like any other."""
+    path = path.absolute()
+    jobs_dir = (jobs_dir or _guess_jobs_dir(path)).resolve()
+    root = (root or jobs_dir.parent).resolve()
+    files, problems = find_definitions(jobs_dir, root)
+    real = path.resolve()
+    chosen = [f for f in files if f.path.resolve() == real]
+    if not chosen:
+        problems = [p for p in problems if p.file == shown(path, root)] or [
+            Problem(
+                file=shown(path, root),
+                message=f"not a definition file under {shown(jobs_dir, root)}/ (definitions are "
+                "*.py files in a team directory, not in scripts/ or _private/ paths)",
+            )
+        ]
+        raise DefinitionError(problems)
+    return _run(chosen, [], jobs_dir, root, options or LoadOptions(), None)
+
+
+def _guess_jobs_dir(path: Path) -> Path:
+    for parent in path.resolve().parents:
+        if parent.name == "jobs":
+            return parent
+    raise DefinitionError([Problem(file=str(path), message="not inside a jobs/ directory")])
+
+
+def _groups(files: Sequence[DefinitionFile], isolation: str) -> list[list[tuple[int, str]]]:
+    if isolation == "file":
+        return [[(i, str(f.path))] for i, f in enumerate(files)]
+    by_team: dict[str, list[tuple[int, str]]] = {}
+    for i, f in enumerate(files):
+        by_team.setdefault(f.team, []).append((i, str(f.path)))
+    return list(by_team.values())
+
+
+@dataclass
+class _Exit:
+    file: int | None
+    reason: str
+    status: int
+    output: str
+    started: int
+    ended: int
+
+
+def _run(
+    files: list[DefinitionFile],
+    problems: list[Problem],
+    jobs_dir: Path,
+    root: Path,
+    options: LoadOptions,
+    while_loading: Callable[[], None] | None,
+) -> Loaded:
+    problems = list(problems)
+    if not files:
+        if problems:
+            raise DefinitionError(problems)
+        if while_loading is not None:
+            while_loading()
+        return Loaded([], [])
+    groups = _groups(files, options.isolation)
+    limits = server.Limits(
+        timeout=options.timeout, memory=options.memory, jobs=options.jobs, sandbox=options.sandbox
+    )
+    payloads: dict[int, bytes] = {}
+    exits: dict[int, _Exit] = {}
+    current: dict[int, int] = {}
+    started: dict[int, int] = {}
+    notices: list[str] = []
+    before: watch.Snapshot | None = None
+    watched: tuple[list[Path], list[str]] = ([root], [])
+    run = server.run(groups, limits)
+    try:
+        for event in run:
+            if event.kind == "ready":
+                if while_loading is not None:
+                    while_loading()
+                if not event.confined:
+                    notices.append(
+                        "definitions ran without a read-only file system or network isolation "
+                        f"({event.text}); trainkit compared the repository and its own files "
+                        "before and after instead"
+                    )
+                    sandbox.make_undumpable()
+                    watched = ([root], watch.imported_files())
+                    before = watch.snapshot(*watched)
+            elif event.kind == "start" and event.file is not None:
+                if event.file in dict(groups[event.group]):
+                    current[event.group] = event.file
+                    started.setdefault(event.group, time.time_ns())
+            elif event.kind == "result":
+                index = current.get(event.group)
+                if index is not None and index not in payloads:
+                    payloads[index] = event.data
+            elif event.kind == "exit":
+                exits[event.group] = _Exit(
+                    event.file, event.reason, event.status, event.text,
+                    started.get(event.group, 0), time.time_ns(),
+                )  # fmt: skip
+    except KeyboardInterrupt:
+        run.close()
+        busy = sorted(
+            files[i].rel for g, i in current.items() if g not in exits and i not in payloads
+        )
+        raise LoadInterrupted(
+            "interrupted while running " + (", ".join(busy) if busy else "definitions")
+        ) from None
+    definitions: list[Definition] = []
+    group_of = {index: g for g, group in enumerate(groups) for index, _ in group}
+    for index, df in enumerate(files):
+        if index in payloads:
+            got = rebuild(payloads[index], df, jobs_dir, root, options.memory)
+            definitions.extend(got.definitions)
+            problems.extend(got.problems)
+        else:
+            problems.append(_unloaded(df, files, exits.get(group_of[index]), options))
+    if before is not None:
+        problems.extend(_changes(before, watch.snapshot(*watched), groups, files, exits, root))
+    if problems:
+        raise DefinitionError(list(dict.fromkeys(problems)))
+    return Loaded(definitions, notices)
+
+
+def _unloaded(
+    df: DefinitionFile, files: list[DefinitionFile], ended: _Exit | None, options: LoadOptions
+) -> Problem:
+    if ended is None or ended.file is None:
+        return Problem(file=df.rel, message="its process ended before running it")
+    culprit = files[ended.file]
+    if culprit is not df:
+        return Problem(
+            file=df.rel,
+            message=f"not loaded: {culprit.rel}, which runs before it in the same process, "
+            "stopped that process; fix it first",
+        )
+    if ended.reason == "timeout":
+        message = (
+            f"took longer than {options.timeout:g} s (--load-timeout); a definition only builds "
+            "objects: look for a loop, a sleep or a network call"
+        )
+    elif ended.reason == "output":
+        message = "returned or printed more than 64 MiB; a definition only builds objects"
+    elif ended.reason == "protocol":
+        message = (
+            "its process sent data trainkit cannot read (it may have replaced trainkit's own "
+            "code); define objects with trainkit's classes only"
+        )
+    else:
+        how = f"signal {-ended.status}" if ended.status < 0 else f"exit status {ended.status}"
+        message = (
+            f"its process ended ({how}) before returning its objects; it may have used more "
+            f"than the {options.memory >> 20} MiB a definition may use (--load-memory)"
+        )
+    tail = ended.output.strip().splitlines()[-5:]
+    if tail:
+        message += "; it printed: " + " | ".join(tail)
+    return Problem(file=df.rel, message=message)
+
+
+def _changes(
+    before: watch.Snapshot,
+    after: watch.Snapshot,
+    groups: list[list[tuple[int, str]]],
+    files: list[DefinitionFile],
+    exits: dict[int, _Exit],
+    root: Path,
+) -> list[Problem]:
+    problems = []
+    for path, when in watch.changed(before, after):
+        suspects = [
+            g for g, e in exits.items() if when == 0 or e.started - 50_000_000 <= when <= e.ended
+        ] or list(range(len(groups)))
+        for g in suspects:
+            for index, _ in groups[g]:
+                problems.append(
+                    Problem(
+                        file=files[index].rel,
+                        message=f"{shown(Path(path), root)} changed while this definition ran "
+                        "(definitions must not write files); nothing was generated",
+                    )
+                )
+    return problems

@@ -1,0 +1,495 @@
+"""The processes that run definitions, and the bytes that come back from them.
+
+::
+
+    trainkit (never runs a definition)
+      └─ server: forked before any thread starts (or a fresh interpreter when the
+         caller already runs threads); enters the sandbox (``sandbox.enter``)
+           └─ supervisor (process 1 of the new PID namespace): no capabilities
+                ├─ worker: runs the files of one group (a team directory, or one file)
+                └─ worker …  (at most ``Limits.jobs`` at a time)
+
+A worker reports on a pipe of its own: ``S`` (starting file *i*) and ``R``
+(file *i*'s objects as JSON). The supervisor is the only writer to the pipe
+the caller reads, so frames never interleave; it enforces the time limit,
+caps what a worker may send, and says how each worker ended (``X``). The
+caller trusts none of the payloads (see ``rebuild``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from . import sandbox
+
+__all__ = ["Event", "Limits", "run"]
+
+Group = Sequence[tuple[int, str]]
+"""``(file index, absolute path)`` of the files one worker runs, in order."""
+
+_HEADER = struct.Struct(">cII")  # type, group, length
+_WORKER_HEADER = struct.Struct(">cI")  # type, length
+_MAX_OUTPUT_TAIL = 4000
+# Environment a definition may see: enough for Python and locales, no tokens or
+# credentials that CI or a developer's shell may hold.
+_ENV_KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one definition process may use."""
+
+    timeout: float = 60.0
+    """Seconds per file."""
+    memory: int = 2 << 30
+    """Bytes of address space per process."""
+    output: int = 64 << 20
+    """Bytes a process may return (objects) or print."""
+    jobs: int = 0
+    """Processes at a time; 0 means one per CPU."""
+    sandbox: bool = True
+    """Confine definitions where the OS allows it (see ``sandbox``)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing the supervisor reports.
+
+    ``kind`` is ``ready`` (before any definition runs: ``confined`` says
+    whether the sandbox holds, ``text`` why not; the next definition starts
+    only when the caller asks for the next event), ``start`` (``file`` starts), ``result`` (``file``'s payload in ``data``) or
+    ``exit`` (the group's process ended: ``reason`` is ``ok``, ``timeout``,
+    ``signal``, ``status``, ``protocol`` or ``output``; ``file`` is the file it
+    was running; ``text`` holds the end of what it printed).
+    """
+
+    kind: str
+    group: int = -1
+    file: int | None = None
+    data: bytes = b""
+    reason: str = ""
+    status: int = 0
+    text: str = ""
+    confined: bool = False
+
+
+@dataclass
+class _Worker:
+    pid: int
+    group: int
+    files: Group
+    pipe: int
+    capture: int
+    started: float
+    buf: bytearray = field(default_factory=bytearray)
+    received: int = 0
+    current: int | None = None
+    file_started: float = 0.0
+    results: int = 0
+    ended: str = ""
+
+
+def run(groups: Sequence[Group], limits: Limits) -> Generator[Event, None, None]:
+    """Run every group in a confined process; yield events as they arrive.
+
+    Closing the iterator early (an error, Ctrl-C) kills every process.
+    """
+    read_fd, write_fd = os.pipe()
+    go_read, go_write = os.pipe()
+    server = _start(list(groups), limits, write_fd, go_read)
+    os.close(write_fd)
+    os.close(go_read)
+    finished = False
+    try:
+        for event in _events(read_fd):
+            yield event
+            if event.kind == "ready":
+                os.write(go_write, b"g")
+        finished = True
+    finally:
+        os.close(go_write)
+        os.close(read_fd)
+        server.stop(kill=not finished)
+
+
+class _Server:
+    def __init__(self, pid: int | None, proc: subprocess.Popen[bytes] | None) -> None:
+        self.pid, self.proc = pid, proc
+
+    def stop(self, *, kill: bool) -> None:
+        if self.proc is not None:
+            if kill:
+                self.proc.kill()
+            self.proc.wait()
+        elif self.pid is not None:
+            if kill:
+                _kill(self.pid)
+            os.waitpid(self.pid, 0)
+
+
+def _start(groups: list[Group], limits: Limits, write_fd: int, go_fd: int) -> _Server:
+    parent = os.getpid()
+    if threading.active_count() == 1 and hasattr(os, "fork"):
+        # Nothing else runs in this process: a fork is a pristine copy that has
+        # imported trainkit and not a single definition.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _serve(groups, write_fd, go_fd, limits, parent)
+            finally:
+                os._exit(0)
+        return _Server(pid, None)
+    # Threads (cdk8s's node bridge, a test runner) may hold locks a fork would
+    # copy locked: start a fresh interpreter instead.
+    request = json.dumps(
+        {
+            "groups": [list(g) for g in groups],
+            "limits": limits.__dict__,
+            "fd": write_fd,
+            "go": go_fd,
+            "parent": parent,
+        }
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trainkit.load.server import main; main()"],
+        stdin=subprocess.PIPE, pass_fds=(write_fd, go_fd), env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write(request.encode())
+    proc.stdin.close()
+    return _Server(None, proc)
+
+
+def main() -> None:
+    """Entry point of a server started as a fresh interpreter."""
+    request = json.loads(sys.stdin.buffer.read())
+    groups = [[(int(i), str(p)) for i, p in g] for g in request["groups"]]
+    _serve(
+        groups, int(request["fd"]), int(request["go"]), Limits(**request["limits"]),
+        int(request["parent"]),
+    )  # fmt: skip
+
+
+def _events(fd: int) -> Iterator[Event]:
+    reader = _Reader(fd)
+    while True:
+        header = reader.read(_HEADER.size)
+        if header is None:
+            return
+        kind, group, length = _HEADER.unpack(header)
+        data = reader.read(length) if length else b""
+        if data is None:
+            raise RuntimeError("the definition server stopped in the middle of a message")
+        if kind == b"S":
+            yield Event("start", group, int(data))
+        elif kind == b"R":
+            yield Event("result", group, data=data)
+        elif kind == b"Y":
+            info = json.loads(data)
+            yield Event("ready", text=info["why"] or "", confined=info["confined"])
+        elif kind == b"X":
+            info = json.loads(data)
+            yield Event(
+                "exit", group, info["file"], reason=info["reason"], status=info["status"],
+                text=info["output"],
+            )  # fmt: skip
+        elif kind == b"E":
+            # A bug in trainkit's own server: show its traceback.
+            raise RuntimeError("the definition server failed:\n" + data.decode())
+        else:
+            raise RuntimeError(f"unknown message {kind!r} from the definition server")
+
+
+class _Reader:
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf = fd, bytearray()
+
+    def read(self, n: int) -> bytes | None:
+        while len(self.buf) < n:
+            chunk = os.read(self.fd, max(65536, n - len(self.buf)))
+            if not chunk:
+                return None
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+# --- the server side: everything below runs in the server's processes ---
+
+
+def _serve(groups: Sequence[Group], out: int, go: int, limits: Limits, parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles Ctrl-C
+    sandbox.die_with_parent(parent)
+    _only_fds({out, go})
+    sandbox.make_undumpable()
+    new_pid_ns, why = sandbox.enter() if limits.sandbox else (False, "turned off by the caller")
+    _send(out, b"Y", 0, json.dumps({"confined": why is None, "why": why}).encode())
+    # The caller records the repository before the first definition runs when
+    # confinement is incomplete: wait for its go.
+    if os.read(go, 1) != b"g":
+        return
+    os.close(go)
+    if not new_pid_ns:
+        try:
+            _supervise(groups, out, limits, confined=False)
+        except BaseException:
+            _send(out, b"E", 0, traceback.format_exc().encode())
+        return
+    # The next child is process 1 of the new PID namespace: when it exits, the
+    # kernel kills whatever a definition left running.
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sandbox.die_with_parent(me)
+            _supervise(groups, out, limits, confined=why is None)
+        except BaseException:
+            _send(out, b"E", 0, traceback.format_exc().encode())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _only_fds(keep: set[int]) -> None:
+    """Close every inherited descriptor but ``keep``; 0-2 lead to /dev/null."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _send(out: int, kind: bytes, group: int, data: bytes) -> None:
+    frame = _HEADER.pack(kind, group, len(data)) + data
+    view = memoryview(frame)
+    while view:
+        view = view[os.write(out, view) :]
+
+
+def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: bool) -> None:
+    if confined:
+        sandbox.drop_privileges()
+    else:
+        sandbox.adopt_orphans()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    jobs = limits.jobs or cpu_count()
+    pending = deque(enumerate(groups))
+    running: dict[int, _Worker] = {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            index, files = pending.popleft()
+            started = _spawn(index, files, limits)
+            running[started.pid] = started
+        now = time.monotonic()
+        deadline = min(_deadline(w, limits) for w in running.values())
+        by_fd = {w.pipe: w for w in running.values() if w.pipe >= 0}
+        try:
+            ready, _, _ = select.select([wake_r, *by_fd], [], [], max(0.0, deadline - now))
+        except InterruptedError:
+            ready = []
+        for fd in ready:
+            if fd == wake_r:
+                _drain(wake_r)
+            else:
+                _read(by_fd[fd], out, limits.output)
+        for pid, status in _reap():
+            if pid in running:  # else an orphan a definition left, now reaped
+                _finish(running.pop(pid), status, out, limits.output)
+        now = time.monotonic()
+        for w in running.values():
+            if not w.ended and now >= _deadline(w, limits):
+                w.ended = "timeout"
+                _kill(w.pid)
+    if not confined:
+        sandbox.kill_orphans()
+
+
+def _deadline(w: _Worker, limits: Limits) -> float:
+    # A file's own clock, and a bound for the whole group that no report can extend.
+    own = (w.file_started or w.started) + limits.timeout
+    return min(own, w.started + limits.timeout * len(w.files))
+
+
+def _spawn(group: int, files: Group, limits: Limits) -> _Worker:
+    read_fd, write_fd = os.pipe()
+    capture = _capture()
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _worker(files, write_fd, capture, limits, me)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return _Worker(pid, group, files, read_fd, capture, time.monotonic())
+
+
+def _worker(files: Group, out: int, capture: int, limits: Limits, parent: int) -> None:
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # so its leftovers can be killed as a group
+    sandbox.die_with_parent(parent)
+    # Nothing of the supervisor's or another worker's: only its own pipe and output.
+    _only_fds({out, capture})
+    os.dup2(capture, 1)
+    os.dup2(capture, 2)
+    sys.dont_write_bytecode = True  # unconfined, a cache file would be a change to the tree
+    sandbox.make_undumpable()
+    cpu = int(limits.timeout * len(files)) + 5
+    sandbox.limit(limits.memory, cpu, limits.output)
+    for key in list(os.environ):
+        if key not in _ENV_KEPT:
+            del os.environ[key]
+    from .worker import load_group
+
+    def emit(kind: bytes, data: bytes) -> None:
+        frame = _WORKER_HEADER.pack(kind, len(data)) + data
+        view = memoryview(frame)
+        while view:
+            view = view[os.write(out, view) :]
+
+    load_group(list(files), emit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _capture() -> int:
+    """A file for what a worker prints; shown when it fails."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("trainkit-definition-output")
+    import tempfile
+
+    return os.dup(tempfile.TemporaryFile().fileno())
+
+
+def _read(w: _Worker, out: int, cap: int) -> None:
+    """Forward the complete frames a worker sent; end of data (or nothing more to
+    read from a dead worker) closes its pipe."""
+    try:
+        chunk = os.read(w.pipe, 1 << 16)
+    except OSError:
+        chunk = b""
+    if not chunk:
+        os.close(w.pipe)
+        w.pipe = -1
+        return
+    w.received += len(chunk)
+    if w.received > cap:
+        w.ended = w.ended or "output"
+        _kill(w.pid)
+        return
+    w.buf += chunk
+    while len(w.buf) >= _WORKER_HEADER.size:
+        kind, length = _WORKER_HEADER.unpack_from(w.buf)
+        if kind not in (b"S", b"R"):
+            w.ended = w.ended or "protocol"
+            _kill(w.pid)
+            return
+        if len(w.buf) < _WORKER_HEADER.size + length:
+            return
+        data = bytes(w.buf[_WORKER_HEADER.size : _WORKER_HEADER.size + length])
+        del w.buf[: _WORKER_HEADER.size + length]
+        if kind == b"S":
+            try:
+                w.current = int(data)
+            except ValueError:
+                w.ended = w.ended or "protocol"
+                _kill(w.pid)
+                return
+            w.file_started = time.monotonic()
+        else:
+            w.results += 1
+        _send(out, kind, w.group, data)
+
+
+def _finish(w: _Worker, status: int, out: int, cap: int) -> None:
+    if w.pipe >= 0:
+        # What it wrote before exiting is still in the pipe; a leftover child
+        # holding the pipe open must not make us wait for more.
+        os.set_blocking(w.pipe, False)
+        while w.pipe >= 0:
+            if w.ended in ("output", "protocol"):
+                os.close(w.pipe)
+                w.pipe = -1
+            else:
+                _read(w, out, cap)
+    _kill(w.pid)  # leftovers of its process group
+    if w.ended:
+        reason = w.ended
+    elif os.WIFSIGNALED(status):
+        reason = "signal"
+    elif os.WEXITSTATUS(status) != 0 or w.results < len(w.files):
+        reason = "status"
+    else:
+        reason = "ok"
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    info = {"file": w.current, "reason": reason, "status": code, "output": _tail(w.capture)}
+    os.close(w.capture)
+    _send(out, b"X", w.group, json.dumps(info).encode())
+
+
+def _tail(fd: int) -> str:
+    try:
+        size = os.fstat(fd).st_size
+        os.lseek(fd, max(0, size - _MAX_OUTPUT_TAIL), os.SEEK_SET)
+        data = os.read(fd, _MAX_OUTPUT_TAIL)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def _reap() -> Iterator[tuple[int, int]]:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _kill(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -20,6 +20,13 @@ if os.environ.get("TRAINKIT_CRDS") and not Path(os.environ["TRAINKIT_CRDS"]).is_
     os.environ["TRAINKIT_CRDS"] = str((REPO / os.environ["TRAINKIT_CRDS"]).resolve())
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands behave as on a developer's machine unless a test says otherwise: with CI set,
+    they require the deployed baseline (origin/main) and never read caches."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 def crds_dir() -> Path:
     """CRDs from TRAINKIT_CRDS, else ../shared/crds; missing is a failure, never a skip."""
     raw = os.environ.get("TRAINKIT_CRDS")

@@ -283,7 +283,7 @@ def trainjob(*conditions: dict[str, Any], status: Any = "conditions") -> dict[st
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": "llm", "namespace": "ml"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+        "spec": {"runtimeRef": {"name": "torch-2-5"}},
     }
     if status == "conditions":
         obj["status"] = {"conditions": list(conditions)}

@@ -35,7 +35,7 @@ POLICY = "jobs/platform/policy.py"
 GEN = "generated/clusters/gpu-east"
 PYTORCHJOB_YAML = f"{GEN}/vision/pytorchjob-resnet50-ddp.yaml"
 TRAINJOB_YAML = f"{GEN}/vision/trainjob-resnet50-r1.yaml"
-RUNTIME_YAML = f"{GEN}/runtimes/torch-distributed.yaml"
+RUNTIME_YAML = f"{GEN}/runtimes/torch-2-5.yaml"
 QUEUE_YAML = f"{GEN}/queues/vision.yaml"
 
 # Where a runtime's pod spec lives in a ClusterTrainingRuntime.
@@ -62,13 +62,15 @@ class Case:
     ``edits`` are (file, old, new) replacements, ``old`` occurring exactly once; ``writes``
     are (file, text) new files; ``copy`` (source, destination) copies a file first (a
     generated manifest to hand-edit outside generated/). ``line``, ``obj`` and ``field``
-    are None where trainkit has none to give (a syntax error names no object).
+    are None where trainkit has none to give (a syntax error names no object). ``line``
+    is an anchor: the text of the line, found in the file as broken (the first line
+    holding it), so an edit of an example moves no case.
     ``problems`` is None where the count is not the point (see the case's comment).
     """
 
     id: str
     file: str
-    line: int | None
+    line: str | None
     obj: str | None
     field: str | None
     says: tuple[str, ...]
@@ -78,17 +80,27 @@ class Case:
     command: tuple[str, ...] = ("synth",)
     problems: int | None = 1
 
-    def located(self) -> str:
+    def line_in(self, root: Path) -> int | None:
+        """The line of the anchor in the broken file under ``root``."""
+        if self.line is None:
+            return None
+        text = (root / self.file).read_text(encoding="utf-8").splitlines()
+        found = [i for i, line in enumerate(text, 1) if self.line in line]
+        assert found, f"anchor {self.line!r} not in {self.file}"
+        return found[0]
+
+    def located(self, root: Path) -> str:
         """How the problem's line in the report starts, down to the field.
 
         validate groups its report by file (the file on a line of its own, then its
         problems); synth and check print one ``error:`` line per problem.
         """
+        line = self.line_in(root)
         if self.command[0] == "validate":
-            parts = [f"line {self.line}"] if self.line is not None else []
+            parts = [f"line {line}"] if line is not None else []
             head = "  "
         else:
-            parts = [self.file if self.line is None else f"{self.file}:{self.line}"]
+            parts = [self.file if line is None else f"{self.file}:{line}"]
             head = "error: "
         parts += [x for x in (self.obj, self.field) if x]
         return head + ": ".join(parts) + ": "
@@ -112,7 +124,7 @@ CASES = [
         id="field-typo-procs_per_nodes",
         edits=((RESNET, "procs_per_node=8", "procs_per_nodes=8"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="procs_per_nodes",
         says=("unknown field; check the spelling (see schemas/ for the allowed fields)",),
@@ -121,7 +133,7 @@ CASES = [
         id="trainjob-field-typo-num_nodes",
         edits=((RESNET_TJ, "    nodes=2,", "    num_nodes=2,"),),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50'",
         field="num_nodes",
         says=("unknown field; check the spelling",),
@@ -131,7 +143,7 @@ CASES = [
         edits=((RESNET, "gpu=8)", "gpus=8)"),),
         # Resources(...) is built before the job: the line is its own, the object is it.
         file=RESNET,
-        line=12,
+        line='resources=Resources(cpu=32, memory="256Gi", gpus=8),',
         obj="Resources",
         field="gpus",
         says=("unknown field; check the spelling",),
@@ -140,7 +152,7 @@ CASES = [
         id="nodes-wrong-type",
         edits=((RESNET, "    nodes=2,", '    nodes="two",'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
         says=("Input should be a valid integer",),
@@ -151,7 +163,7 @@ CASES = [
             (SFT, '"OUTPUT_PATH": "/mnt/output"}', '"OUTPUT_PATH": "/mnt/output", "EPOCHS": 3}'),
         ),
         file=SFT,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'llama-sft'",
         field="env.EPOCHS",
         says=("Input should be a valid string",),
@@ -160,7 +172,7 @@ CASES = [
         id="gpu-negative",
         edits=((RESNET, "gpu=8)", "gpu=-1)"),),
         file=RESNET,
-        line=12,
+        line='resources=Resources(cpu=32, memory="256Gi", gpu=-1),',
         obj="Resources",
         field="gpu",
         says=("Input should be greater than or equal to 0",),
@@ -169,7 +181,7 @@ CASES = [
         id="cpu-negative",
         edits=((RESNET, "cpu=32,", "cpu=-32,"),),
         file=RESNET,
-        line=12,
+        line='resources=Resources(cpu=-32, memory="256Gi", gpu=8),',
         obj="Resources",
         field="cpu",
         says=("-32 is negative; quantities must be ≥ 0",),
@@ -178,7 +190,7 @@ CASES = [
         id="memory-not-a-quantity",
         edits=((RESNET, 'memory="256Gi"', 'memory="256GG"'),),
         file=RESNET,
-        line=12,
+        line='resources=Resources(cpu=32, memory="256GG", gpu=8),',
         obj="Resources",
         field="memory",
         says=("'256GG' is not a Kubernetes quantity", "e.g. 8, '500m', '64Gi'"),
@@ -187,7 +199,7 @@ CASES = [
         id="nodes-zero",
         edits=((RESNET, "    nodes=2,", "    nodes=0,"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
         says=("Input should be greater than or equal to 1",),
@@ -196,7 +208,7 @@ CASES = [
         id="procs_per_node-zero",
         edits=((RESNET, "procs_per_node=8", "procs_per_node=0"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="procs_per_node",
         says=("Input should be greater than or equal to 1",),
@@ -205,7 +217,7 @@ CASES = [
         id="deadline-negative",
         edits=((FSDP, "deadline_seconds=7 * 24 * 3600", "deadline_seconds=-1"),),
         file=FSDP,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="deadline_seconds",
         says=("Input should be greater than or equal to 1",),
@@ -214,16 +226,25 @@ CASES = [
         id="restart-policy-unknown",
         edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Sometimes"'),),
         file=FSDP,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="restart_policy",
-        says=("Input should be 'OnFailure', 'Never', 'ExitCode' or 'Always'",),
+        says=("Input should be 'OnFailure', 'Never' or 'ExitCode'",),
+    ),
+    Case(
+        id="restart-policy-always",
+        edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Always"'),),
+        file=FSDP,
+        line="job = PyTorchJob(",
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field="restart_policy",
+        says=("'Always' restarts the Master even after it exits 0, so the job never succeeds",),
     ),
     Case(
         id="toleration-operator-unknown",
         edits=((FSDP, 'operator="Exists"', 'operator="Exist"'),),
         file=FSDP,
-        line=24,
+        line='tolerations=[Toleration(key="nvidia.com/gpu", operator="Exist", effect="NoSchedule")],',
         obj="Toleration",
         field="operator",
         says=("Input should be 'Equal' or 'Exists'",),
@@ -232,7 +253,7 @@ CASES = [
         id="volume-claim-invalid-name",
         edits=((FSDP, 'claim="llm-checkpoints"', 'claim="LLM_checkpoints"'),),
         file=FSDP,
-        line=22,
+        line='Volume(claim="LLM_checkpoints", path="/mnt/output"),',
         obj="Volume",
         field="claim",
         says=("'LLM_checkpoints' is not a valid name", "lowercase letters, digits and '-'"),
@@ -241,7 +262,7 @@ CASES = [
         id="volume-mounted-twice",
         edits=((FSDP, 'path="/mnt/output"', 'path="/mnt/data"'),),
         file=FSDP,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field=None,
         says=("volumes mount more than once at /mnt/data",),
@@ -250,7 +271,7 @@ CASES = [
         id="trainjob-run-zero",
         edits=((RESNET_TJ, "run=1,", "run=0,"),),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50'",
         field="run",
         says=("Input should be greater than or equal to 1",),
@@ -259,7 +280,7 @@ CASES = [
         id="queue-capacity-gpu-negative",
         edits=((TEAMS, "gpu=32)", "gpu=-32)"),),
         file=TEAMS,
-        line=8,
+        line='capability=Capacity(cpu=256, memory="2Ti", gpu=-32),',
         obj="Capacity",
         field="gpu",
         says=("Input should be greater than or equal to 0",),
@@ -269,7 +290,7 @@ CASES = [
         id="env-PET_NNODES-on-pytorchjob",
         edits=((RESNET, "    nodes=2,", '    env={"PET_NNODES": "2"},\n    nodes=2,'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="env",
         says=(
@@ -287,7 +308,7 @@ CASES = [
             ),
         ),
         file=FSDP,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="env",
         says=("MASTER_ADDR may not be set: the Training Operator sets it", "remove it from env"),
@@ -302,7 +323,7 @@ CASES = [
             ),
         ),
         file=SFT,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'llama-sft'",
         field="env",
         says=("WORLD_SIZE may not be set: torchrun sets it to nodes × procs_per_node",),
@@ -312,7 +333,7 @@ CASES = [
         id="queue-unknown",
         edits=((RESNET, 'queue="vision"', 'queue="visoin"'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="queue",
         says=(
@@ -323,7 +344,7 @@ CASES = [
         id="queue-of-another-team",
         edits=((RESNET, 'queue="vision"', 'queue="llm"'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="queue",
         says=("team 'vision' may not use queue 'llm'; its queues: 'vision'",),
@@ -332,7 +353,7 @@ CASES = [
         id="cluster-unknown",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "rocm-wset"]'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="clusters[1]",
         says=(
@@ -343,7 +364,7 @@ CASES = [
         id="cluster-not-allowed-for-the-team",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "a800-north"]'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="clusters[1]",
         says=(
@@ -355,7 +376,7 @@ CASES = [
         id="gpu-above-the-cluster-per-node-count",
         edits=((RESNET, "gpu=8)", "gpu=12)"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="resources.gpu",
         says=(
@@ -368,7 +389,7 @@ CASES = [
         id="team-unknown-queue",
         edits=((TEAMS, 'queues=["vision"]', 'queues=["vision", "nope"]'),),
         file=TEAMS,
-        line=19,
+        line='vision = Team(name="vision", queues=["vision", "nope"], clusters=["gpu-east", "rocm-west"])',
         obj="Team 'vision'",
         field="queues[1]",
         says=("unknown queue 'nope'; defined queues: 'llm', 'vision'",),
@@ -377,7 +398,7 @@ CASES = [
         id="network-profile-unknown",
         edits=((RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="network",
         says=(
@@ -397,7 +418,7 @@ CASES = [
             ),
         ),
         file=RESNET,
-        line=18,
+        line="again = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="name",
         says=(
@@ -410,7 +431,7 @@ CASES = [
         id="queue-name-duplicate",
         edits=((TEAMS, "\nvision = Team(", '\nagain = Queue(name="vision")\n\nvision = Team('),),
         file=TEAMS,
-        line=19,
+        line='again = Queue(name="vision")',
         obj="Queue 'vision'",
         field="name",
         says=("duplicate Queue name; first defined at jobs/platform/teams.py:5",),
@@ -419,7 +440,7 @@ CASES = [
         id="trainjob-name-too-long-for-the-pod-hostname",
         edits=((RESNET_TJ, 'name="resnet50"', 'name="resnet50-' + "x" * 45 + '"'),),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50-" + "x" * 45 + "'",
         field="name",
         says=(
@@ -431,7 +452,7 @@ CASES = [
         id="pytorchjob-name-too-long-for-the-service",
         edits=((RESNET, 'name="resnet50-ddp"', 'name="resnet50-ddp-' + "x" * 42 + '"'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp-" + "x" * 42 + "'",
         field=None,  # a model check of the whole job: the field is in the message
         says=(
@@ -444,7 +465,7 @@ CASES = [
         id="job-file-in-the-platform-dir",
         writes=(("jobs/platform/stray_job.py", A_JOB.format(var="stray", name="stray")),),
         file="jobs/platform/stray_job.py",
-        line=3,
+        line="stray = PyTorchJob(",
         obj="PyTorchJob 'stray'",
         field=None,
         says=(
@@ -461,7 +482,7 @@ CASES = [
             ),
         ),
         file="jobs/vision/my_queue.py",
-        line=3,
+        line='mine = Queue(name="mine")',
         obj="Queue 'mine'",
         field=None,
         says=("platform objects belong in jobs/platform/; move it there",),
@@ -470,7 +491,7 @@ CASES = [
         id="team-dir-not-declared",
         writes=(("jobs/nlp/bert.py", A_JOB.format(var="bert", name="bert")),),
         file="jobs/nlp/bert.py",
-        line=3,
+        line="bert = PyTorchJob(",
         obj="PyTorchJob 'bert'",
         field=None,
         says=(
@@ -483,7 +504,7 @@ CASES = [
         id="team-namespace-of-another-team",
         edits=((TEAMS, 'namespace="llm-training"', 'namespace="vision"'),),
         file=TEAMS,
-        line=21,
+        line="llm = Team(",
         obj="Team 'llm'",
         field="namespace",
         says=(
@@ -496,7 +517,7 @@ CASES = [
         id="job-namespace-field",
         edits=((RESNET, 'queue="vision",', 'queue="vision",\n    namespace="llm-training",'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="namespace",
         says=("unknown field",),
@@ -508,7 +529,7 @@ CASES = [
             (TEAMS, "    weight=4,", '    weight=4,\n    parent="vision",'),
         ),
         file=TEAMS,
-        line=5,
+        line="vision_queue = Queue(",
         obj="Queue 'vision'",
         field="parent",
         says=(
@@ -522,7 +543,7 @@ CASES = [
         id="syntax-error",
         edits=((RESNET, "    nodes=2,", "    nodes=2,,"),),
         file=RESNET,
-        line=10,
+        line="nodes=2,,",
         obj=None,
         field=None,
         says=("syntax error: invalid syntax",),
@@ -531,7 +552,7 @@ CASES = [
         id="exception-in-a-definition-file",
         edits=((RESNET, "\njob = PyTorchJob(", '\nEPOCHS = int("ten")\n\njob = PyTorchJob('),),
         file=RESNET,
-        line=5,
+        line='EPOCHS = int("ten")',
         obj=None,
         field=None,
         says=("ValueError while importing the definition: invalid literal for int()",),
@@ -540,7 +561,7 @@ CASES = [
         id="script-file-missing",
         edits=((RESNET, "scripts/train_resnet.py", "scripts/train_resnt.py"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="script.path",
         says=(
@@ -552,7 +573,7 @@ CASES = [
         id="script-and-command-both-given",
         edits=((RESNET, "    nodes=2,", '    command=["python", "train.py"],\n    nodes=2,'),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field=None,  # two fields at once: the message names both
         says=(
@@ -563,14 +584,14 @@ CASES = [
     # --- definitions: Trainer runtimes ------------------------------------------------
     Case(
         id="runtime-unknown",
-        edits=((RESNET_TJ, 'runtime="torch-distributed"', 'runtime="torch-distributd"'),),
+        edits=((RESNET_TJ, 'runtime="torch-2-5"', 'runtime="torch-distributd"'),),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50'",
         field="runtime",
         says=(
             "unknown runtime 'torch-distributd' on cluster 'gpu-east'; runtimes there: "
-            "ClusterTrainingRuntime 'torch-distributed' (declare runtimes in jobs/platform/)",
+            "ClusterTrainingRuntime 'torch-2-5' (declare runtimes in jobs/platform/)",
         ),
         problems=2,  # one per cluster
     ),
@@ -585,11 +606,11 @@ CASES = [
                 '    clusters=["gpu-east"],\n)\n\n'
                 "# The LLM team's own runtime",
             ),
-            (RESNET_TJ, 'runtime="torch-distributed"', 'runtime="llm-east"'),
+            (RESNET_TJ, 'runtime="torch-2-5"', 'runtime="llm-east"'),
             (RESNET_TJ, '["gpu-east", "rocm-west"]', '["gpu-east"]'),
         ),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50'",
         field="runtime",
         says=(
@@ -601,7 +622,7 @@ CASES = [
         id="runtime-not-on-the-job-cluster",
         edits=((SFT, 'clusters=["a800-north"]', 'clusters=["gpu-east"]'),),
         file=SFT,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'llama-sft'",
         field="runtime",
         says=(
@@ -613,7 +634,7 @@ CASES = [
         id="trainingruntime-of-an-unknown-team",
         edits=((RUNTIMES, 'team="llm"', 'team="lm"'),),
         file=RUNTIMES,
-        line=26,
+        line="llm_fsdp = TrainingRuntime(",
         obj="TrainingRuntime 'fsdp-a800'",
         field="team",
         says=("unknown team 'lm'; declared teams: 'llm', 'vision'",),
@@ -630,7 +651,7 @@ CASES = [
             ),
         ),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="image",
         says=(
@@ -642,19 +663,21 @@ CASES = [
         id="gpus-over-the-per-job-cap",
         edits=((RESNET, "    nodes=2,", "    nodes=9,"),),
         file=RESNET,
-        line=5,
+        line="job = PyTorchJob(",
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
         says=(
             f"72 GPUs (9 nodes × 8) exceed the per-job cap of 64; Policy.max_gpus_per_job in {POLICY}",
             "use fewer nodes or GPUs per node",
         ),
+        # The cap, and the queue that could never admit 9 such nodes (on both clusters).
+        problems=3,
     ),
     Case(
         id="gpus-over-the-per-team-cap",
         edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,'),),
         file=TEAMS,
-        line=21,
+        line="llm = Team(",
         obj="Team 'llm'",
         field="max_gpus",
         says=(
@@ -671,7 +694,7 @@ CASES = [
             edits=((RESNET_TJ, '"10"]', '"20"]'),),
             command=(command,),
             file=RESNET_TJ,
-            line=5,
+            line="job = TrainJob(",
             obj="TrainJob 'resnet50'",
             field="run",
             says=(
@@ -690,11 +713,13 @@ CASES = [
             (RESNET_SCRIPT, '"""Distributed data-parallel', '"""Faster distributed data-parallel'),
         ),
         file=RESNET_TJ,
-        line=5,
+        line="job = TrainJob(",
         obj="TrainJob 'resnet50'",
         field="run",
         says=("would change in place (spec.runtimePatches)", "set run=2 to start a new run"),
-        problems=2,  # the TrainJob on both clusters; the PyTorchJob just rolls a new ConfigMap
+        # The TrainJob and the PyTorchJob sharing the script, each on both clusters: the
+        # ConfigMap's name (its hash) is part of both pod templates.
+        problems=4,
     ),
     # --- generated/ holding a file trainkit did not write -----------------------------
     Case(
@@ -715,7 +740,7 @@ CASES = [
         'nprocPerNode: "8"',
         'nprocsPerNode: "8"',
         id="validate-misspelt-nprocPerNode",
-        line=16,
+        line='nprocsPerNode: "8"',
         obj="PyTorchJob 'resnet50-ddp'",
         field="spec.nprocsPerNode",
         says=(
@@ -727,7 +752,7 @@ CASES = [
         "numNodes: 2",
         'numNodes: "2"',
         id="validate-numNodes-string",
-        line=27,
+        line='numNodes: "2"',
         obj="TrainJob 'resnet50-r1'",
         field="spec.trainer.numNodes",
         says=('expected integer, got string "2"',),
@@ -737,7 +762,7 @@ CASES = [
         "weight: 2",
         "weight: two",
         id="validate-queue-weight-string",
-        line=15,
+        line="weight: two",
         obj="Queue 'vision'",
         field="spec.weight",
         says=('expected integer, got string "two"',),
@@ -749,8 +774,8 @@ CASES = [
         "                        privileged: true\n"
         "                      ports:\n",
         id="validate-privileged-container",
-        line=38,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="privileged: true",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field=f"{RT_POD}.containers[0].securityContext.privileged",
         says=(
             "pod security: container 'node' is privileged, which is never allowed; remove privileged",
@@ -764,8 +789,8 @@ CASES = [
         "                        path: /var/run\n"
         "                      name: host\n",
         id="validate-hostPath-volume",
-        line=53,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="- hostPath:",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field=f"{RT_POD}.volumes[0].hostPath",
         says=(
             "pod security: volume 'host' mounts a directory of the node (hostPath), which is "
@@ -777,8 +802,8 @@ CASES = [
         "                  schedulerName: volcano\n",
         "                  schedulerName: volcano\n                  hostNetwork: true\n",
         id="validate-hostNetwork",
-        line=58,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="hostNetwork: true",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field=f"{RT_POD}.hostNetwork",
         says=(
             "pod security: the host network is not allowed",
@@ -793,18 +818,18 @@ CASES = [
         "                          add: [SYS_ADMIN]\n"
         "                      ports:\n",
         id="validate-capability-SYS_ADMIN",
-        line=39,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="add: [SYS_ADMIN]",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field=f"{RT_POD}.containers[0].securityContext.capabilities.add[0]",
         says=("capability 'SYS_ADMIN' of container 'node' is not allowed; allowed: 'IPC_LOCK'",),
     ),
     validate(
         RUNTIME_YAML,
-        "  name: torch-distributed\n",
-        "  name: torch-distributed\n  namespace: vision\n",
+        "  name: torch-2-5\n",
+        "  name: torch-2-5\n  namespace: vision\n",
         id="validate-namespace-on-a-ClusterTrainingRuntime",
-        line=7,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="namespace: vision",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field="metadata.namespace",
         says=("ClusterTrainingRuntime is cluster-scoped; remove metadata.namespace",),
     ),
@@ -813,7 +838,7 @@ CASES = [
         "  name: resnet50-ddp\n",
         "  name: ResNet50-DDP\n",
         id="validate-name-uppercase",
-        line=6,
+        line="name: ResNet50-DDP",
         obj="PyTorchJob 'ResNet50-DDP'",
         field="metadata.name",
         says=("'ResNet50-DDP' is invalid; it must be a DNS-1035 label: lowercase letters",),
@@ -823,7 +848,7 @@ CASES = [
         "  name: resnet50-r1\n",
         "  name: 50resnet-r1\n",
         id="validate-trainjob-name-not-rfc1035",
-        line=6,
+        line="name: 50resnet-r1",
         obj="TrainJob '50resnet-r1'",
         field="metadata.name",
         says=("'50resnet-r1' is invalid; it must be a DNS-1035 label", "starting with a letter"),
@@ -831,10 +856,10 @@ CASES = [
     ),
     validate(
         PYTORCHJOB_YAML,
-        "    trainkit.dev/team: vision\n  annotations",
-        "    trainkit.dev/team: vision team\n  annotations",
+        "    trainkit.dev/team: vision\n    trainkit.dev/job",
+        "    trainkit.dev/team: vision team\n    trainkit.dev/job",
         id="validate-label-value-with-a-space",
-        line=10,
+        line="trainkit.dev/team: vision team",
         obj="PyTorchJob 'resnet50-ddp'",
         field='metadata.labels["trainkit.dev/team"]',
         says=("invalid label value 'vision team': at most 63 characters of letters, digits",),
@@ -846,18 +871,18 @@ CASES = [
         '                        limits:\n                          cpu: "16"\n'
         "                          memory: 12GG",
         id="validate-memory-12GG",
-        line=43,
-        obj="ClusterTrainingRuntime 'torch-distributed'",
+        line="memory: 12GG",
+        obj="ClusterTrainingRuntime 'torch-2-5'",
         field=f"{RT_POD}.containers[0].resources.limits.memory",
         says=("invalid quantity '12GG': use a non-negative number with an optional suffix",),
     ),
     validate(
         TRAINJOB_YAML,
         "  runtimeRef:\n    apiGroup: trainer.kubeflow.org\n"
-        "    kind: ClusterTrainingRuntime\n    name: torch-distributed\n",
+        "    kind: ClusterTrainingRuntime\n    name: torch-2-5\n",
         "",
         id="validate-trainjob-without-runtimeRef",
-        line=15,
+        line="spec:",
         obj="TrainJob 'resnet50-r1'",
         field="spec.runtimeRef",
         says=("required field is missing",),
@@ -867,7 +892,7 @@ CASES = [
         "spec:\n  runtimeRef:",
         "spec:\n  managedBy: me\n  runtimeRef:",
         id="validate-trainjob-managedBy-cel-rule",
-        line=16,
+        line="managedBy: me",
         obj="TrainJob 'resnet50-r1'",
         field="spec.managedBy",
         says=(
@@ -879,7 +904,7 @@ CASES = [
         "kind: PyTorchJob",
         "kind: PytorchJob",
         id="validate-kind-without-a-crd",
-        line=3,
+        line="apiVersion: kubeflow.org/v1",
         obj="PytorchJob 'resnet50-ddp'",
         field=None,
         says=("no CRD for kubeflow.org/v1 PytorchJob in", "pass --crds with your cluster's CRDs"),
@@ -889,7 +914,7 @@ CASES = [
         "  numNodes: 2",
         "  numNodes: [2",
         id="validate-yaml-syntax-error",
-        line=28,
+        line="runtimePatches:",
         obj=None,
         field=None,
         says=("invalid YAML: while parsing a flow sequence",),
@@ -906,7 +931,7 @@ CASES = [
         ),
         command=("validate", f"{GEN}/vision", "--crds", CRDS),
         file=PYTORCHJOB_YAML,
-        line=18,
+        line="maxRestart: 3",
         obj="PyTorchJob 'resnet50-ddp'",
         field="spec.elasticPolicy.maxRestart",
         says=(
@@ -983,8 +1008,9 @@ def test_bad_input_is_reported_and_generated_is_untouched(ws, cli, rendered_crds
     else:
         report, noun = run.err, "error(s)"
         tail = run.err.rstrip().rsplit("\n", 1)[-1]
-    lines = [line for line in report.splitlines() if line.startswith(case.located())]
-    assert lines, f"no line starts with {case.located()!r}:\n{report}"
+    located = case.located(ws.root)
+    lines = [line for line in report.splitlines() if line.startswith(located)]
+    assert lines, f"no line starts with {located!r}:\n{report}"
     for text in case.says:
         assert any(text in line for line in lines), f"{text!r} not in:\n{report}"
     if case.problems is None:

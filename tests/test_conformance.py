@@ -23,8 +23,11 @@ from trainkit import (
     TrainJob,
     Volume,
 )
+from trainkit.effective import effective_job
+from trainkit.injected_env import refused_env_reason
 from trainkit.load import Definition
 from trainkit.plan import build_plan
+from trainkit.render.pytorchjob import nproc_per_node
 from trainkit.synth import _cluster_objects, synthesize
 from trainkit.validate import load_crds, validate_paths, validate_text
 
@@ -115,14 +118,14 @@ def jobs(draw):
         env=draw(
             st.dictionaries(
                 st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(
-                    lambda k: not k.startswith("PET_") and k not in {"RANK", "WORLD_SIZE"}
+                    lambda k: refused_env_reason(k, "PyTorchJob") is None
                 ),
                 st.text(max_size=8),
                 max_size=3,
             )
         ),
         nodes=draw(st.integers(1, 64)),
-        procs_per_node=draw(st.none() | st.integers(1, max(gpu, 1))),
+        procs_per_node=draw(st.none() | st.just("auto") | st.integers(1, max(gpu, 1))),
         resources=Resources(cpu=draw(quantities), memory=draw(memory), gpu=gpu),
         shm_size=draw(st.none() | memory),
         volumes=draw(
@@ -151,8 +154,10 @@ def jobs(draw):
                 max_size=2,
             )
         ),
-        restart_policy=draw(st.sampled_from(["OnFailure", "Never", "ExitCode", "Always"])),
-        backoff_limit=draw(st.none() | st.integers(0, 10)),
+        restart_policy=draw(st.sampled_from(["OnFailure", "Never", "ExitCode"])),
+        backoff_limit=draw(st.integers(0, 10)),
+        clean_pods=draw(st.sampled_from(["Running", "All", "None"])),
+        run=draw(st.none() | st.integers(1, 9999)),
         deadline_seconds=draw(st.none() | st.integers(1, 10**7)),
     )
 
@@ -170,6 +175,7 @@ def test_anything_the_models_accept_renders_valid_manifests(crdset, job, volcano
         gpus_per_node=8,
         gpu_resource="amd.com/gpu",
         scheduler="volcano" if volcano else "default",
+        tolerations=[Toleration(operator="Exists")],
     )
     defs = [
         Definition(cluster, "jobs/platform/p.py", "platform"),
@@ -183,13 +189,20 @@ def test_anything_the_models_accept_renders_valid_manifests(crdset, job, volcano
     for rendered in _cluster_objects(cp):
         text = yaml.safe_dump(rendered.body)
         assert validate_text(text, rendered.path, crdset) == [], rendered.body
-    worker = _cluster_objects(cp)
-    bodies = [r.body for r in worker if r.body["kind"] == "PyTorchJob"]
-    (pj,) = bodies
+    (rendered,) = [r for r in _cluster_objects(cp) if r.body["kind"] == "PyTorchJob"]
+    pj = rendered.body
     specs = pj["spec"]["pytorchReplicaSpecs"]
     assert specs["Master"]["replicas"] == 1
     assert specs.get("Worker", {"replicas": 0})["replicas"] == job.nodes - 1
-    assert pj["spec"]["nprocPerNode"] == str(job.nprocs)
+    assert pj["spec"].get("nprocPerNode") == nproc_per_node(job)
+    # What the operator tells each pod: WORLD_SIZE = nodes × a numeric nprocPerNode, else nodes.
+    ej = effective_job(cp.jobs[0], pj)
+    nproc = pj["spec"].get("nprocPerNode", "auto")
+    expected = job.nodes * (int(nproc) if nproc.isdigit() else 1)
+    for ps in ej.pod_sets:
+        env = {e.name: e.value for e in ps.env}
+        assert env["WORLD_SIZE"] == str(expected)
+        assert env["RANK"] == str(ps.first_rank)
 
 
 env_names = st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(

@@ -159,18 +159,23 @@ def test_default_without_a_remote_uses_the_local_branch(repo: Path) -> None:
     assert baseline.description == f"main ({head[:12]})"
 
 
-def test_default_outside_git_uses_the_directory(tmp_path: Path) -> None:
+def test_default_outside_git_knows_of_nothing_deployed(tmp_path: Path) -> None:
+    # Argo CD deploys from git: the files on disk are this run's own output.
     write(tmp_path, {f"generated/{JOB}": "image: a:3\n"})
     baseline = resolve_baseline(tmp_path, tmp_path / "generated", None)
-    assert baseline.description.startswith(f"{tmp_path}/generated/ on disk (not a git repository)")
-    assert baseline.read_many([JOB, "nope.yaml"]) == {JOB: b"image: a:3\n"}
+    assert baseline.description == "nothing known to be deployed (not a git repository)"
+    assert baseline.read_many([JOB, "nope.yaml"]) == {}
+    disk = resolve_baseline(tmp_path, tmp_path / "generated", "disk")
+    assert disk.read_many([JOB, "nope.yaml"]) == {JOB: b"image: a:3\n"}
 
 
-def test_default_in_a_repository_without_commits_uses_the_directory(tmp_path: Path) -> None:
+def test_default_in_a_repository_without_commits_knows_of_nothing_deployed(
+    tmp_path: Path,
+) -> None:
     git(tmp_path, "init", "-q", "-b", "main")
     baseline = resolve_baseline(tmp_path, tmp_path / "generated", None)
     assert baseline.description == (
-        f"{tmp_path}/generated/ on disk (neither origin/main nor main exists in git)"
+        "nothing known to be deployed (neither origin/main nor main exists in git)"
     )
     assert baseline.read_many([JOB]) == {}
 
@@ -180,7 +185,9 @@ def test_default_with_out_dir_outside_the_repository_uses_the_directory(
 ) -> None:
     outside = tmp_path / "elsewhere"
     baseline = resolve_baseline(repo, outside, None)
-    assert baseline.description == f"{outside}/ on disk (outside the git repository at {repo})"
+    assert baseline.description == (
+        f"nothing known to be deployed (outside the git repository at {repo})"
+    )
     with pytest.raises(SetupError, match="outside the git repository"):
         resolve_baseline(repo, outside, "main")
 
@@ -190,7 +197,7 @@ def test_without_git_installed(repo: Path, tmp_path: Path, monkeypatch: pytest.M
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     baseline = resolve_baseline(repo, repo / "generated", None)
-    assert baseline.description == f"{repo}/generated/ on disk (git is not installed)"
+    assert baseline.description == "nothing known to be deployed (git is not installed)"
     with pytest.raises(SetupError, match="git not found on PATH"):
         resolve_baseline(repo, repo / "generated", "main")
 

@@ -129,22 +129,25 @@ def test_trainjob_explicit_null_is_absent() -> None:
     assert in_place_changes(TRAINJOB, new) == []
 
 
-def test_pytorchjob_only_the_queue_is_immutable() -> None:
+def test_a_pytorchjob_spec_never_changes_in_place() -> None:
+    # The API server would accept these, but the operator would build replacement pods
+    # of a running job from the new template (and never rerun a finished one).
     new = changed(
         PYTORCHJOB,
         (("spec", "pytorchReplicaSpecs", "Worker", "replicas"), 4),
         (("spec", "runPolicy", "schedulingPolicy", "minAvailable"), 4),
     )
-    assert in_place_changes(PYTORCHJOB, new) == []
+    assert in_place_changes(PYTORCHJOB, new) == [
+        "spec.pytorchReplicaSpecs.Worker",
+        "spec.runPolicy.schedulingPolicy",
+    ]
     new = changed(PYTORCHJOB, (("spec", "runPolicy", "schedulingPolicy", "queue"), "gold"))
-    assert in_place_changes(PYTORCHJOB, new) == ["spec.runPolicy.schedulingPolicy.queue"]
+    assert in_place_changes(PYTORCHJOB, new) == ["spec.runPolicy.schedulingPolicy"]
 
 
-def test_pytorchjob_setting_or_unsetting_the_queue_is_allowed() -> None:
-    # CEL transition rules run only when the field exists in both versions.
-    unset = changed(PYTORCHJOB, (("spec", "runPolicy", "schedulingPolicy", "queue"), ...))
-    assert in_place_changes(PYTORCHJOB, unset) == []
-    assert in_place_changes(unset, PYTORCHJOB) == []
+def test_pytorchjob_suspend_is_kueues_and_not_a_change() -> None:
+    suspended = changed(PYTORCHJOB, (("spec", "runPolicy", "suspend"), True))
+    assert in_place_changes(PYTORCHJOB, suspended) == []
 
 
 def test_runtime_policies_by_child_field() -> None:

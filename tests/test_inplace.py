@@ -27,11 +27,11 @@ def test_editing_a_deployed_trainjob_asks_for_a_new_run(tw, bare_cli):
     before = tw.snapshot()
     tw.write("jobs/vision/tj.py", TRAINJOB.replace('"1"]', '"2"]'))
     for command in ("synth", "check"):
-        r = bare_cli(command)
+        r = bare_cli(command, "--against", "disk")
         assert r.code == 1, r
         assert (
             "error: jobs/vision/tj.py:3: TrainJob 'tj': run: TrainJob 'tj-r1' on cluster 'east' "
-            "is deployed from generated/ on disk (not a git repository) "
+            "is deployed from generated/ on disk "
         ) in r.err
         assert (
             "would change in place (spec.trainer.args), but a TrainJob cannot change once "
@@ -50,7 +50,7 @@ def test_editing_a_deployed_trainjob_asks_for_a_new_run(tw, bare_cli):
 def test_an_edited_script_is_a_new_run_too(tw, bare_cli):
     assert bare_cli("synth").code == 0
     tw.write("jobs/vision/scripts/train.py", "print('training harder')\n")
-    r = bare_cli("synth")
+    r = bare_cli("synth", "--against", "disk")
     assert r.code == 1
     assert "would change in place (spec.runtimePatches)" in r.err
 
@@ -59,12 +59,12 @@ def test_runtime_edits_are_not_in_place_changes(tw, bare_cli):
     assert bare_cli("synth").code == 0
     # The TrainJob keeps only what it says; Trainer snapshots the runtime at creation.
     tw.write("jobs/platform/runtimes.py", RUNTIMES.replace("pytorch:2", "pytorch:3"))
-    r = bare_cli("synth")
+    r = bare_cli("synth", "--against", "disk")
     assert r.code == 0, r.err
     assert "2 changed" in r.out  # the runtime on east and on plain
 
 
-def test_a_pytorchjob_queue_is_immutable(bare, bare_cli):
+def test_a_pytorchjob_is_never_changed_in_place(bare, bare_cli):
     bare.write(
         "jobs/platform/more.py",
         "from trainkit import Queue\nother = Queue(name='other')\n",
@@ -77,11 +77,11 @@ def test_a_pytorchjob_queue_is_immutable(bare, bare_cli):
     assert bare_cli("synth").code == 0
     job = (bare.jobs / "vision/ddp.py").read_text()
     bare.write("jobs/vision/ddp.py", job.replace("nodes=2,", "nodes=2, queue='other',"))
-    r = bare_cli("synth")
+    r = bare_cli("synth", "--against", "disk")
     assert r.code == 1
     assert "PyTorchJob 'ddp' on cluster 'east' is deployed from" in r.err
-    assert "(spec.runPolicy.schedulingPolicy.queue)" in r.err
-    assert "rename the job to start a new one, or keep the old queue" in r.err
+    assert "(spec.runPolicy.schedulingPolicy)" in r.err
+    assert "set run=1 to start the edited job as ddp-r1 (Argo CD prunes 'ddp')" in r.err
 
 
 def test_the_deployed_tree_is_the_committed_one(tw, bare_cli):

@@ -11,6 +11,7 @@ from trainkit import (
     Toleration,
     Volume,
 )
+from trainkit.render.pytorchjob import nproc_per_node
 
 RES = Resources(cpu=8, memory="32Gi", gpu=4)
 
@@ -25,10 +26,13 @@ def messages(exc: pytest.ExceptionInfo[DefinitionError]) -> list[str]:
     return [f"{p.obj}|{p.field}|{p.message}" for p in exc.value.problems]
 
 
-def test_defaults_follow_the_gpus():
-    assert job().nprocs == 4
-    assert job(resources=Resources(cpu=1, memory="1Gi")).nprocs == 1
-    assert job(nodes=3, procs_per_node=2).world_size == 6
+def test_process_defaults_follow_the_gpus_for_scripts_and_stay_auto_for_commands():
+    script = {"command": None, "script": Script.file("t.py")}
+    assert nproc_per_node(job(**script)) == "4"
+    assert nproc_per_node(job(resources=Resources(cpu=1, memory="1Gi"), **script)) == "1"
+    assert nproc_per_node(job(procs_per_node=2)) == "2"
+    assert nproc_per_node(job(procs_per_node="auto", **script)) == "auto"
+    assert nproc_per_node(job()) is None  # a command keeps the operator's auto
 
 
 def test_models_are_frozen():
@@ -50,7 +54,14 @@ def test_models_are_frozen():
         ({"env": {"MASTER_ADDR": "x"}}, "env", "Training Operator sets it"),
         ({"env": {"1BAD": "x"}}, "env.1BAD.[key]", "not a valid environment variable"),
         ({"shm_size": "20"}, "shm_size", "did you mean '20Gi'"),
-        ({"image": "has space"}, "image", "pattern"),
+        ({"image": "has space"}, "image", "is not an image reference"),
+        ({"image": {"cuda": "has space"}}, "image.cuda", "is not an image reference"),
+        (
+            {"procs_per_node": 0},
+            "procs_per_node",
+            "greater than or equal to 1; or Input should be 'auto'",
+        ),
+        ({"restart_policy": "Always"}, "restart_policy", "never succeeds"),
     ],
 )
 def test_job_field_errors_name_the_field(kw, field, text):

@@ -3,6 +3,7 @@ import pytest
 from trainkit import DefinitionError
 from trainkit.load import load_jobs
 from trainkit.plan import build_plan
+from trainkit.synth import check_cluster_truth, render_groups
 
 
 def plan(ws):
@@ -10,8 +11,10 @@ def plan(ws):
 
 
 def problems(ws) -> list[str]:
+    """Problems of the plan, and of the pods it becomes (GPUs per node are the cluster's)."""
     with pytest.raises(DefinitionError) as exc:
-        plan(ws)
+        p = plan(ws)
+        check_cluster_truth(p, render_groups(p))
     return [str(p) for p in exc.value.problems]
 
 
@@ -115,10 +118,10 @@ def test_platform_reference_errors_are_all_reported(bare):
 def test_queue_parents_come_before_children(bare):
     bare.write(
         "jobs/platform/tree.py",
-        "from trainkit import Queue\n"
-        "leaf = Queue(name='leaf', parent='mid')\n"
-        "mid = Queue(name='mid', parent='top')\n"
-        "top = Queue(name='top')\n",
+        "from trainkit import Capacity, Queue\n"
+        "leaf = Queue(name='leaf', parent='mid', deserved=Capacity(gpu=1))\n"
+        "mid = Queue(name='mid', parent='top', deserved=Capacity(gpu=1))\n"
+        "top = Queue(name='top', deserved=Capacity(gpu=1))\n",
     )
     east = plan(bare).clusters[0]
     assert [(q.queue.name, q.depth) for q in east.queues] == [

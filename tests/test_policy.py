@@ -37,13 +37,19 @@ VIOLATIONS = {
         ],
     ),
     "look-alike registry host": (
-        [(RESNET, "registry.example.com/ml/", "registry.example.com.evil.io/ml/")],
+        [
+            (
+                RESNET,
+                "registry.example.com/ml/pytorch:2.5.1-cuda",
+                "registry.example.com.evil.io/ml/pytorch:2.5.1-cuda",
+            )
+        ],
         [f"{RESNET}:5: PyTorchJob 'resnet50-ddp': image: image 'registry.example.com.evil.io/"],
     ),
     "runtime image from another registry": (
         [(RUNTIMES, "registry.example.com/ml/pytorch:2.5.1-rocm6.2", "ghcr.io/rocm/pytorch:1")],
         [
-            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': image: image "
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': image: image "
             "'ghcr.io/rocm/pytorch:1' is not from an allowed registry; Policy.registries in "
             f"{POLICY} allows 'registry.example.com/ml/'"
         ],
@@ -103,7 +109,7 @@ VIOLATIONS = {
             )
         ],
         [
-            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': network: network "
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': network: network "
             "profile 'rdma' does not exist on cluster 'rocm-west'"
         ],
     ),
@@ -171,7 +177,7 @@ VIOLATIONS = {
             ),
         ],
         [
-            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': tolerations[0]: "
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': tolerations[0]: "
             "toleration 'amd.com/gpu:*' is not allowed on cluster 'rocm-west'; "
             "Cluster.tolerations in jobs/platform/clusters.py allows none"
         ],
@@ -194,7 +200,7 @@ VIOLATIONS = {
             )
         ],
         [
-            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-distributed': env: ROCR_VISIBLE_DEVICES may not be set"
+            f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': env: ROCR_VISIBLE_DEVICES may not be set"
         ],
     ),
     "capability outside the known names": (

@@ -104,3 +104,11 @@ def test_in_place_change_example_is_what_synth_prints(tmp_path, monkeypatch, cap
     (example,) = blocks("text")
     first = re.sub(r"origin/main \([0-9a-f]+\)", "origin/main (…)", err.splitlines()[0])
     assert first == example.strip()
+
+
+def test_explain_example_is_what_explain_prints(monkeypatch, capsys):
+    (block,) = blocks("console")
+    command, expected = block.split("\n", 1)
+    monkeypatch.chdir(REPO)
+    assert main(command.removeprefix("$ trainkit ").split()) == 0
+    assert capsys.readouterr().out == expected

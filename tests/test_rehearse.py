@@ -151,17 +151,16 @@ def test_trainjob_example_2x2_with_its_first_clusters_runtime() -> None:
     text = out.getvalue()
     _assert_every_rank_has_the_same_model(text)
     assert (report.kind, report.nodes, report.procs_per_node) == ("TrainJob", 2, 2)
-    assert report.runtime == "ClusterTrainingRuntime 'torch-distributed' of cluster 'gpu-east'"
+    assert report.runtime == "ClusterTrainingRuntime 'torch-2-5' of cluster 'gpu-east'"
     assert (
         "[rehearse] TrainJob 'resnet50' runs on clusters gpu-east, rocm-west; rehearsing with "
         "the runtime of its first cluster, gpu-east"
     ) in text
-    assert "[rehearse] runtime: ClusterTrainingRuntime 'torch-distributed' of cluster " in text
+    assert "[rehearse] runtime: ClusterTrainingRuntime 'torch-2-5' of cluster " in text
     assert "node 1 (resnet50-r1-node-0-1): " in text
     changes = "\n".join(report.changes)
     assert (
-        "procs_per_node (one per GPU, from runtime 'torch-distributed') 8 → 2 (rehearsal default"
-        in changes
+        "procs_per_node (one per GPU, from runtime 'torch-2-5') 8 → 2 (rehearsal default" in changes
     )
     assert "resources.gpu 8 → 0 (CPU rehearsal" in changes
     assert "PET_MASTER_ADDR resnet50-r1-node-0-0.resnet50-r1 → 127.0.0.1" in changes

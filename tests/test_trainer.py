@@ -9,12 +9,13 @@ from conftest import TRAINJOB
 from trainkit import ClusterTrainingRuntime, DefinitionError, Resources, TrainJob
 from trainkit.load import load_jobs
 from trainkit.plan import build_plan
-from trainkit.synth import synthesize
+from trainkit.synth import check_cluster_truth, render_groups, synthesize
 
 
 def problems(ws) -> list[str]:
     with pytest.raises(DefinitionError) as exc:
-        build_plan(load_jobs(ws.jobs, ws.root).definitions)
+        plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
+        check_cluster_truth(plan, render_groups(plan))
     return [str(p) for p in exc.value.problems]
 
 
@@ -46,8 +47,19 @@ def test_trainjob_renders_what_the_controller_expects(tw):
     (node,) = template["spec"]["replicatedJobs"]
     assert node["name"] == "node"
     pod = node["template"]["spec"]["template"]["spec"]
+    # Each script file read-only in the image's own (writable) working directory.
     assert pod["containers"] == [
-        {"name": "node", "volumeMounts": [{"mountPath": "/workspace", "name": "script"}]}
+        {
+            "name": "node",
+            "volumeMounts": [
+                {
+                    "mountPath": "/workspace/train.py",
+                    "name": "script",
+                    "readOnly": True,
+                    "subPath": "train.py",
+                }
+            ],
+        }
     ]
     (volume,) = pod["volumes"]
     cm = volume["configMap"]["name"]
@@ -118,7 +130,7 @@ def test_effective_values_come_from_the_runtime(tw):
     plan = build_plan(load_jobs(tw.jobs, tw.root).definitions)
     (east,) = [cp for cp in plan.clusters if cp.cluster.name == "east"]
     (tj,) = [j for j in east.jobs if j.kind == "TrainJob"]
-    assert (tj.nodes, tj.procs_per_node, tj.object_name) == (2, 2, "tj-r1")
+    assert (tj.nodes, tj.trainer_procs(), tj.object_name) == (2, 2, "tj-r1")
     assert tj.resources is not None
     assert tj.resources.model_dump() == Resources(cpu=8, memory="32Gi", gpu=2).model_dump()
 
@@ -237,7 +249,7 @@ def test_rendered_trainer_objects_round_trip_through_the_sdk_models(tw):
 
 def test_another_teams_runtime_on_another_cluster_is_named_as_such(ws):
     job = ws.jobs / "vision/resnet50_trainjob.py"
-    job.write_text(job.read_text().replace('runtime="torch-distributed"', 'runtime="fsdp-a800"'))
+    job.write_text(job.read_text().replace('runtime="torch-2-5"', 'runtime="fsdp-a800"'))
     found = problems(ws)
     assert found == [
         "jobs/vision/resnet50_trainjob.py:5: TrainJob 'resnet50': runtime: TrainingRuntime "

@@ -77,10 +77,11 @@ def test_patching_trainkit_in_memory_changes_nothing_outside_the_file(bare: Work
             """\
             # What the checks call, patched where they look it up; in one shared
             # interpreter these patches would disable the registry and GPU caps.
-            import trainkit.plan.policy as pp
-            pp.image_allowed = lambda image, prefixes: True
-            pp.job_gpus = lambda planned: 0
-            assert pp.image_allowed('x', ['y']) and pp.job_gpus(None) == 0
+            import trainkit.effective.model as em
+            import trainkit.policy.images as pi
+            pi.image_allowed = lambda image, prefixes: True
+            em.EffectiveJob.gpus = lambda self: 0
+            assert pi.image_allowed('x', ['y'])
             from trainkit import PyTorchJob, Resources
             job = PyTorchJob(name='evil', image='docker.io/evil/miner:1', command=['x'],
                              nodes=100, resources=Resources(cpu=1, memory='1Gi', gpu=8))

@@ -131,7 +131,7 @@ def test_transition_rule_skips_fields_absent_from_old(crds: CrdSet) -> None:
 def test_trainjob_immutable_fields(crds: CrdSet) -> None:
     old = manifest("trainjob.yaml")
     new = copy.deepcopy(old)
-    new["spec"]["runtimeRef"]["name"] = "torch-distributed-v2"
+    new["spec"]["runtimeRef"]["name"] = "torch-2-5-v2"
     new["spec"]["trainer"]["numNodes"] = 4
     new["spec"]["suspend"] = True  # mutable
     assert messages(crds, new, old=old) == [

@@ -9,6 +9,7 @@ gpu_east = Cluster(
     server="https://gpu-east.k8s.example.com:6443",
     gpu_resource="nvidia.com/gpu",
     gpus_per_node=8,
+    accelerator="cuda",
 )
 
 rocm_west = Cluster(
@@ -16,6 +17,7 @@ rocm_west = Cluster(
     destination_name="rocm-west",  # registered in Argo CD under this name
     gpu_resource="amd.com/gpu",
     gpus_per_node=8,
+    accelerator="rocm",
 )
 
 # NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).
@@ -24,6 +26,7 @@ a800_north = Cluster(
     server="https://a800-north.k8s.example.com:6443",
     gpu_resource="baidu.com/a800_80g_cgpu",
     gpus_per_node=8,
+    accelerator="cuda",
     # The GPU nodes are tainted so that only jobs asking for them land there.
     tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
 )

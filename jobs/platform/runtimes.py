@@ -2,10 +2,10 @@
 
 from trainkit import ClusterTrainingRuntime, Resources, TrainingRuntime
 
-# One name, two builds: a TrainJob naming "torch-distributed" gets the CUDA
+# One name, two builds: a TrainJob naming "torch-2-5" gets the CUDA
 # image on NVIDIA clusters and the ROCm image on the AMD cluster.
 torch_cuda = ClusterTrainingRuntime(
-    name="torch-distributed",
+    name="torch-2-5",
     image="registry.example.com/ml/pytorch:2.5.1-cuda12.4",
     resources=Resources(cpu=16, memory="128Gi", gpu=8),
     shm_size="16Gi",
@@ -14,7 +14,7 @@ torch_cuda = ClusterTrainingRuntime(
 )
 
 torch_rocm = ClusterTrainingRuntime(
-    name="torch-distributed",
+    name="torch-2-5",
     image="registry.example.com/ml/pytorch:2.5.1-rocm6.2",
     resources=Resources(cpu=16, memory="128Gi", gpu=8),
     shm_size="16Gi",

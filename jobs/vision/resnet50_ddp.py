@@ -4,7 +4,10 @@ from trainkit import PyTorchJob, Resources, Script
 
 job = PyTorchJob(
     name="resnet50-ddp",
-    image="registry.example.com/ml/pytorch:2.5.1-cuda12.4",
+    image={  # one build per accelerator stack the clusters declare
+        "cuda": "registry.example.com/ml/pytorch:2.5.1-cuda12.4",
+        "rocm": "registry.example.com/ml/pytorch:2.5.1-rocm6.2",
+    },
     script=Script.file("scripts/train_resnet.py"),  # shipped in a ConfigMap at /workspace
     args=["--epochs", "10"],
     nodes=2,

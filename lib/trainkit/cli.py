@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,17 +27,24 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
     )
 
 
-def _notices(notices: Sequence[str]) -> None:
+def _notices(notices: Sequence[str], warnings: Sequence[Problem] = ()) -> None:
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def _require_baseline(args: argparse.Namespace) -> bool:
+    # CI must compare with what Argo CD deploys; a developer's clone may lack it.
+    return bool(args.require_baseline or os.environ.get("CI"))
 
 
 def _synth(args: argparse.Namespace) -> int:
     out = synthesize(
         Path(args.jobs), Path(args.out), check=args.check, against=args.against,
-        load_options=_load_options(args),
+        load_options=_load_options(args), require_baseline=_require_baseline(args),
     )  # fmt: skip
-    _notices(out.notices)
+    _notices(out.notices, out.plan.warnings)
     if args.check:
         _raise_if_stale(out.changes, args.out)
         print(f"{args.out}/ is up to date ({len(out.files)} files)")
@@ -76,9 +84,9 @@ def _check(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     out = synthesize(
         Path(args.jobs), out_dir, check=True, against=args.against,
-        load_options=_load_options(args),
+        load_options=_load_options(args), require_baseline=_require_baseline(args),
     )  # fmt: skip
-    _notices(out.notices)
+    _notices(out.notices, out.plan.warnings)
     _raise_if_stale(out.changes, args.out)
     crds, against = _load_crds(args.crds)
     grant_profiles(crds, out.plan.network_profiles)
@@ -125,6 +133,16 @@ def _rehearse(args: argparse.Namespace) -> int:
         out=sys.stdout,
         load_options=_load_options(args),
     )
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .explain import explain_jobs, format_json, format_text
+
+    jobs, problems = explain_jobs(
+        Path(args.jobs), args.job, cluster=args.cluster, options=_load_options(args)
+    )
+    print((format_json if args.format == "json" else format_text)(jobs, problems), end="")
     return 0
 
 
@@ -231,6 +249,23 @@ def _parser() -> argparse.ArgumentParser:
     _loading(r)
     r.set_defaults(func=_rehearse)
 
+    e = sub.add_parser(
+        "explain",
+        help="show the pods a job becomes on each cluster",
+        description="Show what the controllers will create for a job on each of its clusters "
+        "(or --cluster): image, command, args, every env variable with where it comes from "
+        "(the job, its runtime, the operator), resources, volumes, world size and the Volcano "
+        "PodGroup the scheduler must admit. Policy problems of the job are listed at the end.",
+    )
+    e.add_argument("job", help="job name, KIND/NAME, or the object's name (NAME-rN)")
+    e.add_argument("--cluster", help="only this cluster")
+    e.add_argument("--jobs", default="jobs", help="directory of definitions (default: jobs)")
+    e.add_argument(
+        "--format", choices=["text", "json"], default="text", help="text (default) or json"
+    )
+    _loading(e)
+    e.set_defaults(func=_explain)
+
     sc = sub.add_parser(
         "schema",
         help="write the JSON Schemas of the definition kinds",
@@ -281,6 +316,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="git revision holding what is deployed, to refuse in-place changes of "
         "TrainJobs and other immutable fields (default: origin/<ArgoCD revision>, else "
         "<revision>, else the output directory on disk; 'disk' forces the latter)",
+    )
+    p.add_argument(
+        "--require-baseline",
+        action="store_true",
+        help="fail unless origin/<ArgoCD revision> (or --against) is there to compare with "
+        "(the default when the environment variable CI is set)",
     )
 
 

@@ -102,9 +102,13 @@ class Baseline:
     description: str
     directory: Path
     git: _GitTree | None = field(default=None, repr=False)
+    nothing: bool = False
+    """Nothing is known to be deployed (no git): every object is new."""
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         """Bytes of those ``paths`` (POSIX, relative to ``directory``) that exist in the baseline."""
+        if self.nothing:
+            return {}
         if self.git is not None:
             return self.git.read_many(paths)
         found: dict[str, bytes] = {}
@@ -147,13 +151,18 @@ def baseline_from_git(root: Path, out_dir: Path, ref: str) -> Baseline:
 
 
 def resolve_baseline(
-    root: Path, out_dir: Path, against: str | None, revision: str = "main"
+    root: Path, out_dir: Path, against: str | None, revision: str = "main", *, require: bool = False
 ) -> Baseline:
-    """The baseline to compare ``out_dir`` with.
+    """The baseline to compare ``out_dir`` with: the one place synth, check and plan get it.
 
     ``against`` is a git revision, ``"disk"``, or None: then ``origin/<revision>``
-    (what Argo CD follows, as last fetched), else ``<revision>``, else the
-    files on disk when there is no git, repository or such branch.
+    (what Argo CD follows, as last fetched), else ``<revision>``, else nothing
+    (no git, repository or such branch: nothing is known to be deployed).
+
+    With ``require`` (CI) only what Argo CD deploys will do: ``origin/<revision>``
+    or an explicit ``against``. In a shallow clone or a checkout without the
+    branch, the fallbacks would compare a pull request with itself and let an
+    in-place change of a deployed TrainJob pass.
     """
     if against == DISK:
         return baseline_from_dir(out_dir)
@@ -161,23 +170,37 @@ def resolve_baseline(
         return baseline_from_git(root, out_dir, against)
     git = shutil.which("git")
     if git is None:
-        return _disk(out_dir, "git is not installed")
+        return _missing(out_dir, "git is not installed", require, revision)
     top, why = _toplevel(git, root)
     if top is None:
-        return _disk(out_dir, why)
+        return _missing(out_dir, why, require, revision)
     prefix = _prefix(top, out_dir)
     if prefix is None:
-        return _disk(out_dir, f"outside the git repository at {top}")
-    for ref in (f"origin/{revision}", revision):
+        return _missing(out_dir, f"outside the git repository at {top}", require, revision)
+    refs = (f"origin/{revision}",) if require else (f"origin/{revision}", revision)
+    for ref in refs:
         commit = _commit(git, top, ref)
         if commit is not None:
             return _git_baseline(git, top, out_dir, prefix, ref, commit)
-    return _disk(out_dir, f"neither origin/{revision} nor {revision} exists in git")
+    shallow = _run(git, top, "rev-parse", "--is-shallow-repository").strip() == b"true"
+    why = f"origin/{revision} does not exist in git" + (" (a shallow clone)" if shallow else "")
+    if not require:
+        why = f"neither origin/{revision} nor {revision} exists in git"
+    return _missing(out_dir, why, require, revision)
 
 
-def _disk(out_dir: Path, why: str) -> Baseline:
-    """The files on disk, saying why git was not used (so nobody mistakes it for the cluster)."""
-    return Baseline(f"{_dir_name(out_dir)} on disk ({why})", out_dir)
+def _missing(out_dir: Path, why: str, require: bool, revision: str) -> Baseline:
+    if not require:
+        # Argo CD deploys from git: without it nothing is known to be deployed, and the
+        # files on disk are this run's own output, not the cluster's (--against disk
+        # still compares with them on purpose).
+        return Baseline(f"nothing known to be deployed ({why})", out_dir, nothing=True)
+    message = (
+        f"what Argo CD deploys (origin/{revision}) is needed to refuse in-place changes of "
+        f"deployed jobs, but {why}; fetch it (actions/checkout with fetch-depth: 0, or "
+        f"`git fetch origin {revision}`), or name it with --against REV"
+    )
+    raise SetupError([Problem(file=_dir_name(out_dir), message=message)])
 
 
 def _git_baseline(

@@ -9,7 +9,12 @@ included: the controller builds the JobSet once, and trainkit never suspends,
 so even a change CEL would let through (adding ``initializer``) or only
 allows while suspended (``runtimePatches``) would not take effect.
 
-PyTorchJob's queue and the runtimes' JobSet policies follow the CRDs' CEL
+A PyTorchJob's spec counts as a whole too, though the API server accepts most
+changes: a finished job never runs again, and on a running one the operator
+builds replacement pods from the new template (training-operator v1.9
+pkg/controller.v1/common/pod.go), one job running two versions of its code.
+
+The runtimes' JobSet policies follow the CRDs' CEL
 transition rules exactly: ``self == oldSelf`` runs only when the field is set
 in both versions, so adding or removing one is allowed and not reported (a
 false alarm there would force renaming a runtime and, with it, every job
@@ -51,17 +56,22 @@ def in_place_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(set(rule(old, new))) if rule is not None else []
 
 
-def _trainjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _whole_spec(old: dict[str, Any], new: dict[str, Any], ignore: set[str]) -> list[str]:
     old_spec, new_spec = _dict(_at(old, "spec")), _dict(_at(new, "spec"))
     changed: list[str] = []
-    for key in sorted((old_spec.keys() | new_spec.keys()) - {"suspend"}):
+    for key in sorted((old_spec.keys() | new_spec.keys()) - ignore):
         changed += _diff(_at(old_spec, key), _at(new_spec, key), f"spec.{key}", presence=True)
     return changed
 
 
+def _trainjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return _whole_spec(old, new, {"suspend"})
+
+
 def _pytorchjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    keys = ("spec", "runPolicy", "schedulingPolicy", "queue")
-    return _diff(_at(old, *keys), _at(new, *keys), ".".join(keys), presence=False)
+    # runPolicy.suspend is Kueue's to flip (and ignored by Argo CD's diff).
+    changed = _whole_spec(old, new, set())
+    return [c for c in changed if c != "spec.runPolicy.suspend"]
 
 
 def _runtime(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ written, and the error says how to make the change a new object instead.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -20,7 +21,39 @@ from .immutable import in_place_changes
 from .load import Definition
 from .model import PyTorchJob, TrainJob
 
-__all__ = ["refuse_in_place_changes"]
+__all__ = ["keep_deployed", "refuse_in_place_changes"]
+
+_DEFINITION = re.compile(rb"^    trainkit\.dev/definition: ['\"]?(sha256:[0-9a-f]+)", re.MULTILINE)
+
+
+def keep_deployed(
+    files: dict[str, bytes], origins: dict[str, Definition], baseline: Baseline
+) -> list[str]:
+    """Give back the deployed bytes of every job whose definition did not change.
+
+    A trainkit upgrade may render an unchanged job differently (an explicit
+    default, a new mount layout). Applied to a deployed job that would be an
+    in-place change: refused by the API server for a TrainJob, restarts with
+    mixed templates for a running PyTorchJob. So the committed object stays as
+    it is and the new rendering applies from the job's next run. Returns the
+    paths kept. Only a git baseline counts: on disk, the "deployed" files are the
+    very output being checked, and keeping them would hide a hand edit.
+    """
+    if baseline.git is None:
+        return []
+    deployed = baseline.read_many(sorted(origins))
+    kept = []
+    for path, old in deployed.items():
+        new = files.get(path)
+        if new is not None and new != old and _same_definition(old, new):
+            files[path] = old
+            kept.append(path)
+    return kept
+
+
+def _same_definition(old: bytes, new: bytes) -> bool:
+    was, now = _DEFINITION.search(old), _DEFINITION.search(new)
+    return was is not None and now is not None and was.group(1) == now.group(1)
 
 
 def refuse_in_place_changes(
@@ -34,7 +67,9 @@ def refuse_in_place_changes(
     problems = []
     for path, old_bytes in deployed.items():
         new_bytes = files.get(path)
-        if new_bytes is None or new_bytes == old_bytes:
+        if new_bytes is None or new_bytes == old_bytes or _same_definition(old_bytes, new_bytes):
+            # Same definition, other bytes: a hand edit of the output or a new trainkit's
+            # rendering, not a change of the job (stale output, or kept by keep_deployed).
             continue
         old, new = _load(old_bytes), _load(new_bytes)
         if old is None or new is None:
@@ -75,12 +110,20 @@ def _problem(
             f"(Argo CD prunes {name!r}), or revert the change",
         )
     if isinstance(obj, PyTorchJob):
-        advice = "rename the job to start a new one, or keep the old queue"
-    else:
-        advice = (
-            "give the runtime a new name (e.g. with a version suffix) and point the "
-            "jobs at it, or revert the change"
+        return Problem(
+            file=d.file,
+            line=d.line,
+            obj=obj.describe(),
+            field="run",
+            message=f"{what}: a finished PyTorchJob never runs again, and a running one would "
+            f"get pods of the new template beside pods of the old; set run={(obj.run or 0) + 1} "
+            f"to start the edited job as {obj.name}-r{(obj.run or 0) + 1} (Argo CD prunes "
+            f"{name!r}), or revert the change",
         )
+    advice = (
+        "give the runtime a new name (e.g. with a version suffix) and point the "
+        "jobs at it, or revert the change"
+    )
     return Problem(
         file=d.file,
         line=d.line,

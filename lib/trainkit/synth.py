@@ -27,9 +27,12 @@ import yaml
 
 from . import argocd
 from .deployed import Baseline, resolve_baseline
-from .inplace import refuse_in_place_changes
+from .effective import EffectiveJob, effective_job
+from .errors import DefinitionError
+from .inplace import keep_deployed, refuse_in_place_changes
 from .load import Definition, LoadOptions, load_jobs
-from .plan import ClusterPlan, Plan, build_plan
+from .plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime, build_plan
+from .policy import check_policy
 from .render import argocd as render_argocd
 from .render.kustomize import (
     KUSTOMIZE_CONFIG,
@@ -58,6 +61,8 @@ class Rendered:
     source: str
     definition: Definition | None = None
     """The job or runtime definition, for objects that may not change in place."""
+    planned: PlannedJob | PlannedRuntime | None = None
+    """The planned job or runtime the object was rendered from."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class Output:
     """What the jobs and runtimes were compared with (the deployed tree)."""
     notices: list[str]
     """What the user should know once (e.g. definitions ran unconfined)."""
+    jobs: list[EffectiveJob]
+    """Every job's pods as the controllers will create them."""
 
 
 def _header(source: str) -> str:
@@ -94,7 +101,7 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
             if pr.namespace
             else f"{base}/runtimes/{pr.runtime.name}.yaml"
         )
-        yield Rendered(path, render_runtime(pr), pr.definition.file, pr.definition)
+        yield Rendered(path, render_runtime(pr), pr.definition.file, pr.definition, pr)
     for pj in cp.jobs:
         cm = render_script_configmap(pj)
         if cm is not None:
@@ -109,6 +116,7 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
             body,
             pj.definition.file,
             pj.definition,
+            pj,
         )
 
 
@@ -160,19 +168,62 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
 
+Groups = list[tuple[str, list[Rendered]]]
+
+
+def render_groups(plan: Plan) -> Groups:
+    """Every object of the tree as a plain dict, one group per cluster (and Argo CD)."""
+    groups: Groups = [(cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters]
+    argo = list(_argocd_objects(plan))
+    if argo:
+        groups.append(("argocd", argo))
+    return groups
+
+
+def effective_jobs(groups: Groups) -> list[EffectiveJob]:
+    """The pods of every job as the controllers will create them (see ``effective``)."""
+    runtimes: dict[int, dict[str, Any]] = {
+        id(r.planned): r.body
+        for _, items in groups
+        for r in items
+        if isinstance(r.planned, PlannedRuntime)
+    }
+    return [
+        effective_job(r.planned, r.body, runtimes.get(id(r.planned.runtime)))
+        for _, items in groups
+        for r in items
+        if isinstance(r.planned, PlannedJob)
+    ]
+
+
+def check_cluster_truth(plan: Plan, groups: Groups) -> list[EffectiveJob]:
+    """The effective jobs; raise DefinitionError with every policy problem they have."""
+    jobs = effective_jobs(groups)
+    runtimes = [
+        (r.planned, r.body)
+        for _, items in groups
+        for r in items
+        if isinstance(r.planned, PlannedRuntime)
+    ]
+    problems = check_policy(plan, jobs, runtimes)
+    if problems:
+        raise DefinitionError(problems)
+    return jobs
+
+
 def render_files(
-    plan: Plan, cache: YamlCache, origins: dict[str, Definition] | None = None
+    plan: Plan,
+    cache: YamlCache,
+    origins: dict[str, Definition] | None = None,
+    groups: Groups | None = None,
 ) -> dict[str, bytes]:
     """Every file of the generated tree, as bytes (deterministic for a given plan).
 
     ``origins``, when given, receives the definition of each job and runtime file.
     """
-    groups: list[tuple[str, list[Rendered]]] = [
-        (cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters
-    ]
-    argo = list(_argocd_objects(plan))
-    if argo:
-        groups.append(("argocd", argo))
+    if groups is None:
+        groups = render_groups(plan)
+    argo = any(chart == "argocd" for chart, _ in groups)
     texts = to_yaml([(chart, [r.body for r in items]) for chart, items in groups], cache)
     files: dict[str, str] = {}
     for (_, items), group_texts in zip(groups, texts, strict=True):
@@ -206,6 +257,7 @@ def synthesize(
     use_cache: bool = True,
     against: str | None = None,
     load_options: LoadOptions | None = None,
+    require_baseline: bool = False,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
@@ -223,17 +275,20 @@ def synthesize(
         jobs_dir, root, options=load_options, while_loading=prewarm if cache.empty else None
     )
     plan = build_plan(loaded.definitions)
+    groups = render_groups(plan)
+    effective = check_cluster_truth(plan, groups)
     origins: dict[str, Definition] = {}
-    files = render_files(plan, cache, origins)
+    files = render_files(plan, cache, origins, groups)
     revision = plan.argocd.revision if plan.argocd else "main"
-    baseline = resolve_baseline(root, out_dir, against, revision)
+    baseline = resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+    keep_deployed(files, origins, baseline)
     refuse_in_place_changes(files, origins, baseline)
     if check:
         changes = compare_tree(out_dir, files)
     else:
         changes = write_tree(out_dir, files, display=_display(out_dir, root))
     cache.save()
-    return Output(files, plan, changes, baseline, loaded.notices)
+    return Output(files, plan, changes, baseline, loaded.notices, effective)
 
 
 def _display(path: Path, root: Path) -> str:

@@ -1,13 +1,15 @@
 """User-facing definition models; pure data, no I/O."""
 
 from .base import ModelError, TrainkitModel
-from .job import WORKSPACE, Resources, Script, Toleration, Volume
+from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .policy import NetworkProfile, Policy
 from .pytorchjob import PyTorchJob
 from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
 __all__ = [
+    "ACCELERATORS",
+    "GENERATED_VOLUMES",
     "WORKSPACE",
     "ArgoCD",
     "Capacity",

@@ -7,6 +7,7 @@ object's name, so the loader can say *which* object in a file is wrong.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -38,6 +39,24 @@ class ModelError(DefinitionError):
 
 
 def _problems(obj: str, errors: list[Any]) -> Iterator[Problem]:
+    # A union field (procs_per_node: int | "auto") fails once per member, each under a
+    # tag pydantic adds to the path: say it once, listing what each member wanted.
+    merged: dict[str, list[str]] = {}
+    # Members the value was not even of the type of say nothing useful when another
+    # member of the same union got further ("a valid string" for a dict with a bad key).
+    branches: dict[tuple[Any, ...], list[Any]] = {}
+    for e in errors:
+        branches.setdefault(_union_base(e["loc"]), []).append(e)
+    errors = [
+        e
+        for group in branches.values()
+        for e in group
+        if not (
+            str(e["type"]).endswith("_type")
+            and any(not str(x["type"]).endswith("_type") for x in group)
+            and _union_base(e["loc"]) != tuple(e["loc"])
+        )
+    ]
     for e in errors:
         where = _loc(e["loc"])
         inner = (e.get("ctx") or {}).get("error")
@@ -46,9 +65,13 @@ def _problems(obj: str, errors: list[Any]) -> Iterator[Problem]:
             # fields from the outer object (resources.gpu), not as a lone Resources.
             for p in inner.problems:
                 field = f"{where}.{p.field}" if where and p.field else where or p.field
-                yield Problem(file="<python>", obj=obj, field=field, message=p.message)
+                merged.setdefault(field, []).append(p.message)
         else:
-            yield Problem(file="<python>", obj=obj, field=where, message=_msg(e))
+            merged.setdefault(where, []).append(_msg(e))
+    for field, messages in merged.items():
+        unique = list(dict.fromkeys(messages))
+        message = unique[0] if len(unique) == 1 else "; or ".join(unique)
+        yield Problem(file="<python>", obj=obj, field=field, message=message)
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -56,9 +79,26 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif _UNION_TAG.match(part):
+            continue  # a union member's tag, not a field
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+def _union_base(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The path up to the first union tag (the whole path when there is none)."""
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and _UNION_TAG.match(part):
+            return tuple(loc[:i])
+    return tuple(loc)
+
+
+# The tags pydantic puts in the path of a union member's error ("constrained-int",
+# "literal['auto']", "dict[str,function-after[…]]", "str"): never a field or dict key here.
+_UNION_TAG = re.compile(
+    r"(constrained-[a-z]+|function-[a-z]+\[.*\]|[a-z-]+\[.*\]|int|str|float|bool|none|dict|list)\Z"
+)
 
 
 def _msg(err: Any) -> str:

@@ -4,17 +4,59 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
 from .base import TrainkitModel
 from .fields import CpuQuantity, DNS1123Label, MemoryQuantity, Path
 
-__all__ = ["WORKSPACE", "Resources", "Script", "Toleration", "Volume", "check_volumes"]
+__all__ = [
+    "ACCELERATORS",
+    "GENERATED_VOLUMES",
+    "SCRIPT_VOLUME",
+    "SHM_VOLUME",
+    "WORKSPACE",
+    "Image",
+    "Resources",
+    "Script",
+    "Toleration",
+    "Volume",
+    "check_volumes",
+    "image_for",
+]
 
 WORKSPACE = "/workspace"
-"""Where the ConfigMap holding a job's script is mounted."""
+"""The working directory; each script file is mounted read-only inside it."""
+SCRIPT_VOLUME = "script"
+SHM_VOLUME = "dshm"
+GENERATED_VOLUMES = frozenset({SCRIPT_VOLUME, SHM_VOLUME})
+"""Pod volume names trainkit generates (script ConfigMap, /dev/shm)."""
+ACCELERATORS = ("cuda", "rocm")
+"""Accelerator stacks a Cluster may declare; image tags naming one are checked against it."""
+
+
+def _image_ref(v: str) -> str:
+    if not v or any(c.isspace() for c in v):
+        raise ValueError(
+            f"{v!r} is not an image reference (no spaces, not empty), e.g. "
+            "'registry.example.com/ml/pytorch:2.5.1-cuda12.4'"
+        )
+    return v
+
+
+_ImageRef = Annotated[
+    str, AfterValidator(_image_ref), WithJsonSchema({"type": "string", "pattern": r"^\S+$"})
+]
+Image = _ImageRef | dict[str, _ImageRef]
+"""One image, or one per cluster name or declared accelerator (``{"cuda": …, "rocm": …}``)."""
+
+
+def image_for(image: str | dict[str, str], cluster: str, accelerator: str | None) -> str | None:
+    """The image a job runs on ``cluster``: its own key, else its accelerator's, else None."""
+    if isinstance(image, str):
+        return image
+    return image.get(cluster) or (image.get(accelerator) if accelerator else None)
 
 
 class Resources(TrainkitModel):
@@ -120,7 +162,16 @@ class Toleration(TrainkitModel):
 
 
 def check_volumes(volumes: Sequence[Volume]) -> None:
-    """One mount per path and per claim; raises ValueError for the job's model validator."""
+    """One mount per path and per claim, no clash with generated volumes; raises ValueError
+    for the job's model validator."""
+    taken = sorted({v.claim for v in volumes} & GENERATED_VOLUMES)
+    if taken:
+        # Pod volumes are named after their claims: a claim named like a generated volume
+        # would replace it (for a TrainJob silently, through Trainer's merge by name).
+        raise ValueError(
+            f"claim {taken[0]!r} has the name of a volume trainkit generates "
+            f"({', '.join(sorted(GENERATED_VOLUMES))}); rename the claim"
+        )
     paths = [v.path for v in volumes]
     dupes = sorted({p for p in paths if paths.count(p) > 1})
     if dupes:

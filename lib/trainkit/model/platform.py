@@ -29,6 +29,10 @@ class Cluster(TrainkitModel):
     """Extended resource name of the GPUs, e.g. ``nvidia.com/gpu``, ``amd.com/gpu``."""
     gpus_per_node: int = Field(ge=0)
     """GPUs on one node; a job may not ask for more per node."""
+    accelerator: Literal["cuda", "rocm"] | None = None
+    """The GPUs' software stack. Jobs may then give one image per accelerator
+    (``image={"cuda": …, "rocm": …}``), and an image whose tag names the other stack
+    (``…-rocm6.2`` on a ``cuda`` cluster) is refused."""
     scheduler: Literal["volcano", "default"] = "volcano"
     """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
     tolerations: list[Toleration] = []
@@ -44,6 +48,8 @@ class Cluster(TrainkitModel):
                 "give exactly one Argo CD destination: server='https://…' or "
                 "destination_name='<cluster name in Argo CD>'"
             )
+        if not (self.server or self.destination_name or "").strip():
+            raise ValueError("the Argo CD destination is empty; give the API server URL or name")
         return self
 
 
@@ -66,7 +72,13 @@ class Queue(TrainkitModel):
     weight: int = Field(default=1, ge=1, le=65535)
     """Share of the cluster for Volcano's ``proportion`` plugin."""
     capability: Capacity | None = None
-    """Hard upper limit of what the queue's jobs may use together."""
+    """Hard upper limit of what the queue's jobs may use together; a job whose gang needs more
+    can never start and is refused."""
+    deserved: Capacity | None = None
+    """What the queue is entitled to under Volcano's ``capacity`` plugin (lent when idle,
+    reclaimed when needed); required for hierarchical queues, which that plugin schedules."""
+    guarantee: Capacity | None = None
+    """What is reserved for the queue and never lent (``capacity`` plugin)."""
     reclaimable: bool = True
     """Whether other queues may reclaim resources this queue has borrowed."""
     parent: DNS1123Label | None = None
@@ -86,6 +98,28 @@ class Queue(TrainkitModel):
         return self
 
 
+SYSTEM_NAMESPACES = frozenset(
+    {
+        "default",
+        "argocd",
+        "openshift-gitops",
+        "volcano-system",
+        "volcano-monitoring",
+        "kubeflow",
+        "kubeflow-system",
+        "kueue-system",
+        "jobset-system",
+        "ray-system",
+        "cert-manager",
+    }
+)
+"""Namespaces of Kubernetes itself and of the operators trainkit works with."""
+
+
+def system_namespace(namespace: str) -> bool:
+    return namespace in SYSTEM_NAMESPACES or namespace.startswith(("kube-", "openshift-"))
+
+
 class Team(TrainkitModel):
     """A team: the directory ``jobs/<name>/`` holds its jobs."""
 
@@ -100,6 +134,17 @@ class Team(TrainkitModel):
     max_gpus: int | None = Field(default=None, ge=0)
     """Most GPUs all the team's jobs on one cluster may use together (nodes × GPUs per node,
     summed); ``None`` means no cap."""
+
+    @model_validator(mode="after")
+    def _own_namespace(self) -> Team:
+        if system_namespace(self.target_namespace):
+            field = "namespace" if self.namespace else "name"
+            raise ValueError(
+                f"namespace {self.target_namespace!r} belongs to Kubernetes or an operator; "
+                f"trainkit would own (and Argo CD could delete) it: set {field} to a namespace "
+                "of the team's own"
+            )
+        return self
 
     @property
     def target_namespace(self) -> str:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
-from .job import Resources, Script, Toleration, Volume, check_volumes
+from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 
-__all__ = ["PyTorchJob"]
+__all__ = ["MAX_RUN", "PyTorchJob", "run_name"]
+
+MAX_RUN = 9999
+
+
+def run_name(name: str, run: int | None) -> str:
+    """The Kubernetes name of a job's run: ``<name>-r<run>``, or the name without a run."""
+    return name if run is None else f"{name}-r{run}"
 
 
 class PyTorchJob(TrainkitModel):
@@ -19,8 +26,12 @@ class PyTorchJob(TrainkitModel):
 
     name: DNS1035Name
     """Job name, unique in the team's namespace on each cluster."""
-    image: str = Field(min_length=1, pattern=r"^\S+$")
-    """Container image with PyTorch, e.g. ``registry.example.com/ml/pytorch:2.5.1-cuda12.4``."""
+    run: int | None = Field(default=None, ge=1, le=MAX_RUN)
+    """Run number: the object is then named ``<name>-r<run>``; raise it to run an edited job
+    (a deployed PyTorchJob is never changed in place). Without it the object keeps its name."""
+    image: Image
+    """Container image with PyTorch, e.g. ``registry.example.com/ml/pytorch:2.5.1-cuda12.4``; or
+    one per cluster or per accelerator the cluster declares: ``{"cuda": "…", "rocm": "…"}``."""
     script: Script | None = None
     """Training script next to the definition (``Script.file(...)``), run with torchrun."""
     command: list[str] | None = None
@@ -31,8 +42,10 @@ class PyTorchJob(TrainkitModel):
     """Extra environment variables (the operator's own, such as ``PET_*``, are refused)."""
     nodes: int = Field(default=1, ge=1, le=10000)
     """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers."""
-    procs_per_node: int | None = Field(default=None, ge=1, le=1024)
-    """Processes per node; defaults to ``resources.gpu`` (or 1 without GPUs)."""
+    procs_per_node: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
+    """Processes per node (torchrun's ``--nproc-per-node``). Default: ``resources.gpu`` (or 1)
+    with ``script``; with ``command`` the operator's ``auto`` (WORLD_SIZE = nodes, for
+    launchers such as ``accelerate launch`` that start their own processes)."""
     resources: Resources
     """CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
@@ -42,13 +55,20 @@ class PyTorchJob(TrainkitModel):
     node_selector: dict[str, str] = {}
     """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
     tolerations: list[Toleration] = []
-    """Taints the pods tolerate."""
-    restart_policy: Literal["OnFailure", "Never", "ExitCode", "Always"] = "OnFailure"
-    """What the operator does when a pod fails; ``ExitCode`` retries only exit codes ≥ 128."""
-    backoff_limit: int | None = Field(default=None, ge=0)
-    """Restarts before the whole job is marked failed."""
+    """Taints the pods tolerate (only those the Cluster allows)."""
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
+    """What the operator does when a pod fails. ``ExitCode`` retries only exit codes ≥ 128 —
+    but torchrun exits 1 when it is stopped (SIGTERM) or a worker is OOM-killed, so those are
+    not retried either. ``Always`` is refused: a Master restarted after exit 0 never succeeds."""
+    backoff_limit: int = Field(default=3, ge=0)
+    """Restarts before the whole job is marked failed; without a limit a crashing job would
+    restart forever, holding its gang's GPUs."""
+    clean_pods: Literal["Running", "All", "None"] = "Running"
+    """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
+    release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
     deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long."""
+    """Fail the job when it has run this long, counted from when its pods start running
+    (``status.startTime``; time queued in Volcano does not count)."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
@@ -57,6 +77,16 @@ class PyTorchJob(TrainkitModel):
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
     device resources and host network its pods get. Nothing else can ask for them; privileged
     containers and host paths are never generated."""
+
+    @field_validator("restart_policy", mode="before")
+    @classmethod
+    def _not_always(cls, value: Any) -> Any:
+        if value == "Always":
+            raise ValueError(
+                "'Always' restarts the Master even after it exits 0, so the job never "
+                "succeeds; use 'OnFailure' or 'ExitCode'"
+            )
+        return value
 
     @field_validator("env")
     @classmethod
@@ -80,7 +110,7 @@ class PyTorchJob(TrainkitModel):
         # The operator creates one Service per pod named <job>-worker-<i>; Services
         # are DNS-1035 labels, so the longest one must fit in 63 characters.
         if self.nodes > 1:
-            longest = f"{self.name}-worker-{self.nodes - 2}"
+            longest = f"{self.object_name}-worker-{self.nodes - 2}"
             if len(longest) > 63:
                 raise ValueError(
                     f"name {self.name!r} is too long for {self.nodes} nodes: the operator's "
@@ -91,12 +121,6 @@ class PyTorchJob(TrainkitModel):
         return self
 
     @property
-    def nprocs(self) -> int:
-        """Processes per node after defaults."""
-        if self.procs_per_node is not None:
-            return self.procs_per_node
-        return self.resources.gpu or 1
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.nprocs
+    def object_name(self) -> str:
+        """The Kubernetes name: ``<name>-r<run>`` with a run number, else the name."""
+        return run_name(self.name, self.run)

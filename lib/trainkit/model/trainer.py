@@ -12,11 +12,10 @@ from pydantic import Field, field_validator, model_validator
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
-from .job import Resources, Script, Toleration, Volume, check_volumes
+from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .pytorchjob import MAX_RUN, run_name
 
 __all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
-
-MAX_RUN = 9999
 
 
 def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
@@ -75,7 +74,7 @@ class TrainingRuntime(_TorchRuntime):
 
 def trainjob_object_name(name: str, run: int) -> str:
     """The Kubernetes name of run ``run`` of TrainJob ``name``."""
-    return f"{name}-r{run}"
+    return run_name(name, run)
 
 
 class TrainJob(TrainkitModel):
@@ -92,8 +91,9 @@ class TrainJob(TrainkitModel):
     runtime: DNS1123Label
     """Runtime to start from: the team's ``TrainingRuntime`` of that name, else the
     ``ClusterTrainingRuntime``."""
-    image: str | None = Field(default=None, min_length=1, pattern=r"^\S+$")
-    """Container image; defaults to the runtime's."""
+    image: Image | None = None
+    """Container image; defaults to the runtime's. One image, or one per cluster or per
+    accelerator the cluster declares: ``{"cuda": "…", "rocm": "…"}``."""
     script: Script | None = None
     """Training script next to the definition (``Script.file(...)``), run with torchrun."""
     command: list[str] | None = None
@@ -112,7 +112,8 @@ class TrainJob(TrainkitModel):
     volumes: list[Volume] = []
     """PersistentVolumeClaims mounted on every node."""
     deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long."""
+    """Fail the job when it has existed this long, counted from its creation (Trainer's clock:
+    time queued in Volcano counts, unlike a PyTorchJob's deadline)."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None

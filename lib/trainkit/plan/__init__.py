@@ -1,9 +1,11 @@
 """Resolve references between definitions and group the result per cluster.
 
 The plan is where a job meets its platform: the team's namespace, queue and
-clusters, the cluster's GPU resource, and for a TrainJob the runtime it
-names. Every reference error names what exists, and every error is collected
-before the plan is refused.
+clusters, the cluster's GPU resource and accelerator, the network profile, and
+for a TrainJob the runtime it names. Every reference error names what exists,
+and every error is collected before the plan is refused. What the platform
+*allows* (caps, registries, queue capacity) is checked later, on the pods the
+controllers will create (``trainkit.policy``).
 """
 
 from __future__ import annotations
@@ -14,14 +16,26 @@ from dataclasses import dataclass
 
 from ..errors import DefinitionError, Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import ArgoCD, Cluster, NetworkProfile, Policy, PyTorchJob, Queue, Team, TrainJob
+from ..model import ArgoCD, Cluster, NetworkProfile, PyTorchJob, Queue, TrainJob
+from .index import Declared, Index, build_index
 from .jobs import PlannedJob, check_unique, place
-from .platform import by_name, check_queues, check_teams, on_cluster
-from .policy import check_policy
+from .network import check_profiles
+from .platform import check_queues, check_teams, on_cluster, queue_path
 from .problems import problem
 from .runtimes import PlannedRuntime, collect_runtimes
 
-__all__ = ["ClusterPlan", "Plan", "PlannedJob", "PlannedQueue", "PlannedRuntime", "build_plan"]
+__all__ = [
+    "ClusterPlan",
+    "Declared",
+    "Index",
+    "Plan",
+    "PlannedJob",
+    "PlannedQueue",
+    "PlannedRuntime",
+    "build_plan",
+    "problem",
+    "queue_path",
+]
 
 
 @dataclass(frozen=True)
@@ -46,31 +60,39 @@ class ClusterPlan:
 @dataclass(frozen=True)
 class Plan:
     clusters: tuple[ClusterPlan, ...]
-    argocd: ArgoCD | None
-    argocd_definition: Definition | None
-    network_profiles: tuple[NetworkProfile, ...] = ()
-    """Every declared profile: what manifests may grant pods (``trainkit check``)."""
+    index: Index
+    warnings: tuple[Problem, ...] = ()
+    """Not errors, but worth fixing (printed as warnings)."""
+
+    @property
+    def argocd(self) -> ArgoCD | None:
+        return self.index.argocd.obj if self.index.argocd else None
+
+    @property
+    def argocd_definition(self) -> Definition | None:
+        return self.index.argocd.definition if self.index.argocd else None
+
+    @property
+    def network_profiles(self) -> tuple[NetworkProfile, ...]:
+        """Every declared profile: what manifests may grant pods (``trainkit check``)."""
+        return tuple(p.obj for _, p in sorted(self.index.profiles.items()))
+
+    def jobs(self) -> list[PlannedJob]:
+        return [pj for cp in self.clusters for pj in cp.jobs]
 
 
 def build_plan(defs: Sequence[Definition]) -> Plan:
     """Resolve every reference; raise one DefinitionError listing all problems."""
     problems: list[Problem] = []
-    clusters = by_name(defs, Cluster, problems)
-    teams = by_name(defs, Team, problems)
-    queues = by_name(defs, Queue, problems)
-    argocds = [(d.obj, d) for d in defs if isinstance(d.obj, ArgoCD)]
-    for _, extra in argocds[1:]:
-        problems.append(
-            problem(extra, f"only one ArgoCD is allowed; first at {argocds[0][1].file}")
-        )
+    warnings: list[Problem] = []
+    index = build_index(defs, problems)
+    check_teams(index, problems)
+    depths = check_queues(index, problems)
+    check_profiles(index, problems)
+    runtimes = collect_runtimes(defs, index, problems, warnings)
 
-    cluster_names = set(clusters)
-    check_teams(teams, queues, cluster_names, problems)
-    depths = check_queues(queues, cluster_names, problems)
-    runtimes = collect_runtimes(defs, clusters, teams, queues, problems)
-
-    jobs = [(d.obj, d) for d in defs if isinstance(d.obj, PyTorchJob | TrainJob)]
-    if jobs and not clusters:
+    jobs = [d for d in defs if isinstance(d.obj, PyTorchJob | TrainJob)]
+    if jobs and not index.clusters:
         problems.append(
             Problem(
                 file=f"jobs/{PLATFORM_DIR}/",
@@ -80,11 +102,11 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
                 ),
             )
         )
-    placed = [p for j, d in jobs for p in place(j, d, teams, queues, clusters, runtimes, problems)]
+    placed = [
+        p for d in jobs if isinstance(d.obj, PyTorchJob | TrainJob)
+        for p in place(d.obj, d, index, runtimes, problems)
+    ]  # fmt: skip
     check_unique(placed, problems)
-    profiles = by_name(defs, NetworkProfile, problems)
-    policies = [d for d in defs if isinstance(d.obj, Policy)]
-    placed, runtimes = check_policy(placed, runtimes, teams, profiles, policies, clusters, problems)
     if problems:
         # A job on several clusters can hit the same cluster-independent problem on each.
         raise DefinitionError(list(dict.fromkeys(problems)))
@@ -93,38 +115,32 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
     for p in placed:
         per_cluster[p.cluster.name].append(p)
     plans = []
-    for name in sorted(clusters):
-        cluster, cdef = clusters[name]
+    for name in sorted(index.clusters):
+        declared = index.clusters[name]
         cqueues = sorted(
             (
-                PlannedQueue(q, qd, depths[qn])
-                for qn, (q, qd) in queues.items()
-                if on_cluster(q, name)
+                PlannedQueue(q.obj, q.definition, depths[qn])
+                for qn, q in index.queues.items()
+                if on_cluster(q.obj, name)
             ),
             key=lambda pq: (pq.depth, pq.queue.name),
         )
         namespaces = sorted(
             {
-                (t.target_namespace, tn, td.file)
-                for tn, (t, td) in teams.items()
-                if on_cluster(t, name)
+                (t.obj.target_namespace, tn, t.file)
+                for tn, t in index.teams.items()
+                if on_cluster(t.obj, name)
             }
         )
         cjobs = sorted(per_cluster[name], key=lambda p: (p.namespace, p.kind, p.object_name))
         plans.append(
             ClusterPlan(
-                cluster,
-                cdef,
+                declared.obj,
+                declared.definition,
                 tuple(namespaces),
                 tuple(cqueues),
                 tuple(runtimes.on(name)),
                 tuple(cjobs),
             )
         )
-    argo = argocds[0] if argocds else None
-    return Plan(
-        tuple(plans),
-        argo[0] if argo else None,
-        argo[1] if argo else None,
-        tuple(p for _, (p, _) in sorted(profiles.items())),
-    )
+    return Plan(tuple(plans), index, tuple(dict.fromkeys(warnings)))

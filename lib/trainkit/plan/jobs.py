@@ -1,4 +1,4 @@
-"""Placing jobs: the team's namespace, clusters and queue; a TrainJob's runtime."""
+"""Placing jobs: the team's namespace, clusters and queue; a TrainJob's runtime; the image."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Cluster, NetworkProfile, PyTorchJob, Queue, Resources, Team, TrainJob
-from .platform import on_cluster
+from ..model import ACCELERATORS, Cluster, NetworkProfile, PyTorchJob, Resources, TrainJob
+from ..model.job import image_for
+from .index import Index
+from .network import resolve_network
+from .platform import not_a_leaf, on_cluster
 from .problems import known, problem
 from .runtimes import PlannedRuntime, Runtimes
 
@@ -34,7 +37,9 @@ class PlannedJob:
     runtime: PlannedRuntime | None = None
     """The runtime a TrainJob names, on this cluster; None for other kinds."""
     network: NetworkProfile | None = None
-    """The network profile a PyTorchJob names (a TrainJob's is its runtime's)."""
+    """The network profile the job's pods get (a TrainJob's is its runtime's)."""
+    image: str | None = None
+    """The job's image on this cluster; None when a TrainJob takes its runtime's."""
 
     @property
     def kind(self) -> str:
@@ -42,8 +47,8 @@ class PlannedJob:
 
     @property
     def object_name(self) -> str:
-        """The Kubernetes name (a TrainJob's carries its run number)."""
-        return self.job.object_name if isinstance(self.job, TrainJob) else self.job.name
+        """The Kubernetes name (with a run number, ``<name>-r<run>``, when the job has one)."""
+        return self.job.object_name
 
     @property
     def nodes(self) -> int:
@@ -54,62 +59,59 @@ class PlannedJob:
 
     @property
     def resources(self) -> Resources | None:
-        """Resources of each node, after the runtime's defaults."""
+        """Resources of each node as the job or its runtime declares them."""
         job = self.job
         if isinstance(job, TrainJob) and job.resources is None and self.runtime:
             return self.runtime.runtime.resources
         return job.resources
 
-    @property
-    def procs_per_node(self) -> int:
-        """Processes per node as the operator computes them."""
+    def trainer_procs(self) -> int:
+        """``numProcPerNode`` as Trainer v2.3 resolves ``auto`` for these resources: one per
+        GPU, else one per (rounded-up) CPU (pkg/runtime/framework/plugins/torch/torch.go)."""
         job = self.job
-        if isinstance(job, PyTorchJob):
-            return job.nprocs
-        if job.procs_per_node is not None:
+        if isinstance(job, TrainJob) and job.procs_per_node is not None:
             return job.procs_per_node
         res = self.resources
         if res is None:
             return 1
         if res.gpu:
             return res.gpu
-        # Trainer's "auto" without GPUs: one process per (rounded-up) CPU.
         cpu = res.cpu
         cores = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
         return max(1, math.ceil(cores))
 
 
 def place(
-    job: Job,
-    d: Definition,
-    teams: dict[str, tuple[Team, Definition]],
-    queues: dict[str, tuple[Queue, Definition]],
-    clusters: dict[str, tuple[Cluster, Definition]],
-    runtimes: Runtimes,
-    problems: list[Problem],
+    job: Job, d: Definition, index: Index, runtimes: Runtimes, problems: list[Problem]
 ) -> list[PlannedJob]:
     """The job on each of its clusters; every reference problem is collected."""
-    if d.team not in teams:
+    if d.team not in index.teams:
         problems.append(
             problem(
                 d,
                 f"team {d.team!r} (directory jobs/{d.team}/) is not declared; "
                 f"add Team(name={d.team!r}, queues=[...]) to jobs/{PLATFORM_DIR}/; "
-                f"declared teams: {known(teams)}",
+                f"declared teams: {known(index.teams)}",
             )
         )
         return []
-    team, tdef = teams[d.team]
-    allowed = team.clusters if team.clusters is not None else sorted(clusters)
+    declared_team = index.teams[d.team]
+    team = declared_team.obj
+    allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
     if not wanted:
         problems.append(problem(d, "the job runs on no cluster; set clusters=[...]", "clusters"))
+    _check_image_keys(job, d, index, problems)
     out = []
     for i, cname in enumerate(wanted):
         field = f"clusters[{i}]" if job.clusters is not None else "clusters"
-        if cname not in clusters:
+        if cname not in index.clusters:
             problems.append(
-                problem(d, f"unknown cluster {cname!r}; defined clusters: {known(clusters)}", field)
+                problem(
+                    d,
+                    f"unknown cluster {cname!r}; defined clusters: {known(index.clusters)}",
+                    field,
+                )
             )
             continue
         if cname not in allowed:
@@ -117,56 +119,74 @@ def place(
                 problem(
                     d,
                     f"team {team.name!r} may not run on cluster {cname!r} "
-                    f"(Team.clusters in {tdef.file} allows {known(allowed)})",
+                    f"(Team.clusters in {declared_team.file} allows {known(allowed)})",
                     field,
                 )
             )
             continue
-        cluster = clusters[cname][0]
-        queue = _queue_for(d, job, team, tdef, cluster, queues, problems)
-        runtime = None
+        cluster = index.clusters[cname].obj
+        queue = _queue_for(d, job, index, cluster, problems)
+        runtime, network = None, None
         if isinstance(job, TrainJob):
             found = runtimes.resolve(job.runtime, team.name, cname)
             if isinstance(found, str):
                 problems.append(problem(d, found, "runtime"))
                 continue
-            runtime = found
-        pj = PlannedJob(job, d, cluster, team.target_namespace, queue, runtime)
-        _check_size(pj, problems)
+            runtime, network = found, found.network
+        else:
+            network = resolve_network(d, job.network, cluster, index, problems)
+        image = _image(job, d, cluster, problems)
+        pj = PlannedJob(job, d, cluster, team.target_namespace, queue, runtime, network, image)
+        _check_hostnames(pj, problems)
         out.append(pj)
     return out
 
 
-def _check_size(pj: PlannedJob, problems: list[Problem]) -> None:
-    d, job, cluster = pj.definition, pj.job, pj.cluster
-    gpu = pj.resources.gpu if pj.resources else 0
-    inherited = isinstance(job, TrainJob) and job.resources is None
-    field = "runtime" if inherited else "resources.gpu"
-    if gpu > cluster.gpus_per_node:
+def _check_image_keys(job: Job, d: Definition, index: Index, problems: list[Problem]) -> None:
+    if not isinstance(job.image, dict):
+        return
+    for key in sorted(job.image):
+        if key not in index.clusters and key not in ACCELERATORS:
+            problems.append(
+                problem(
+                    d,
+                    f"image key {key!r} is neither a cluster nor an accelerator; use a cluster "
+                    f"name ({known(index.clusters)}) or {known(ACCELERATORS)}",
+                    f"image.{key}",
+                )
+            )
+
+
+def _image(job: Job, d: Definition, cluster: Cluster, problems: list[Problem]) -> str | None:
+    if job.image is None:
+        return None
+    image = image_for(job.image, cluster.name, cluster.accelerator)
+    if image is None:
+        accel = (
+            f" (accelerator {cluster.accelerator!r})"
+            if cluster.accelerator
+            else " (it declares no accelerator)"
+        )
         problems.append(
             problem(
                 d,
-                f"{gpu} exceeds the {cluster.gpus_per_node} GPUs per node of cluster "
-                f"{cluster.name!r}" + (" (from the runtime's resources)" if inherited else ""),
-                field,
+                f"no image for cluster {cluster.name!r}{accel}; add a key for the cluster"
+                + (f" or {cluster.accelerator!r}" if cluster.accelerator else ""),
+                "image",
             )
         )
-    if job.procs_per_node is not None and gpu and job.procs_per_node > gpu:
-        problems.append(
-            problem(
-                d,
-                f"{job.procs_per_node} processes per node but only {gpu} GPUs: each process "
-                "drives one GPU; lower procs_per_node or raise resources.gpu",
-                "procs_per_node",
-            )
-        )
+    return image
+
+
+def _check_hostnames(pj: PlannedJob, problems: list[Problem]) -> None:
+    job = pj.job
     if isinstance(job, TrainJob):
         hostname = f"{pj.object_name}-node-0-{pj.nodes - 1}"
         if len(hostname) > _HOSTNAME_MAX:
             over = len(hostname) - _HOSTNAME_MAX
             problems.append(
                 problem(
-                    d,
+                    pj.definition,
                     f"name {job.name!r} is too long for run {job.run} on {pj.nodes} nodes: the "
                     f"pod hostname {hostname!r} would exceed 63 characters; shorten the name "
                     f"by {over} characters",
@@ -176,25 +196,22 @@ def _check_size(pj: PlannedJob, problems: list[Problem]) -> None:
 
 
 def _queue_for(
-    d: Definition,
-    job: Job,
-    team: Team,
-    tdef: Definition,
-    cluster: Cluster,
-    queues: dict[str, tuple[Queue, Definition]],
-    problems: list[Problem],
+    d: Definition, job: Job, index: Index, cluster: Cluster, problems: list[Problem]
 ) -> str | None:
     if cluster.scheduler != "volcano":
         return None
+    declared_team = index.teams[d.team]
+    team = declared_team.obj
     name = job.queue or (team.queues[0] if team.queues else None)
+    field = "queue"
     if name is None:
         problems.append(
             problem(
                 d,
                 f"cluster {cluster.name!r} schedules with Volcano but team "
                 f"{team.name!r} has no queues; add queues=[...] to its Team "
-                f"in {tdef.file}",
-                "queue",
+                f"in {declared_team.file}",
+                field,
             )
         )
         return None
@@ -203,38 +220,50 @@ def _queue_for(
             problem(
                 d,
                 f"team {team.name!r} may not use queue {name!r}; its queues: "
-                f"{known(team.queues)} (Team in {tdef.file})",
-                "queue",
+                f"{known(team.queues)} (Team in {declared_team.file})",
+                field,
             )
         )
         return None
-    if name in queues and not on_cluster(queues[name][0], cluster.name):
+    if name in index.queues and not on_cluster(index.queues[name].obj, cluster.name):
         problems.append(
             problem(
                 d,
                 f"queue {name!r} does not exist on cluster {cluster.name!r}; "
                 "add the cluster to the Queue's clusters or choose other "
                 "clusters",
-                "queue",
+                field,
             )
         )
+    leaf = not_a_leaf(d, name, index, field)
+    if leaf is not None:
+        problems.append(leaf)
     return name
 
 
 def check_unique(placed: list[PlannedJob], problems: list[Problem]) -> None:
-    """Two jobs of one kind may not share a name in a namespace of a cluster."""
-    seen: dict[tuple[str, str, str, str], PlannedJob] = {}
+    """Two jobs may not share a name in a namespace of a cluster, whatever their kinds:
+    Volcano's PodGroup takes the object's name for both (training-operator
+    pkg/controller.v1/common/job.go; trainer pkg/runtime/framework/plugins/volcano/volcano.go)."""
+    seen: dict[tuple[str, str, str], PlannedJob] = {}
     for p in placed:
-        key = (p.cluster.name, p.namespace, p.kind, p.object_name)
+        key = (p.cluster.name, p.namespace, p.object_name)
         first = seen.get(key)
         if first is not None and first.definition is not p.definition:
+            fd = first.definition
+            same = first.kind == p.kind
+            clash = (
+                f"another {p.kind} named {p.object_name!r}"
+                if same
+                else f"{first.kind} {first.object_name!r} ({fd.file}:{fd.line}) has the same "
+                f"Kubernetes name, and both would own Volcano PodGroup {p.object_name!r}"
+            )
+            where = f" ({fd.file}:{fd.line})" if same else ""
             problems.append(
                 problem(
                     p.definition,
-                    f"another {p.kind} named {p.object_name!r} "
-                    f"runs in namespace {p.namespace!r} on cluster "
-                    f"{p.cluster.name!r} ({first.definition.file}:"
-                    f"{first.definition.line}); rename one",
+                    f"{clash} runs in namespace {p.namespace!r} on cluster "
+                    f"{p.cluster.name!r}{where}; rename one",
                     "name",
                 )
             )

@@ -1,42 +1,15 @@
-"""Platform references: teams' queues and clusters, queue parents."""
+"""Platform references: teams' namespaces, queues and clusters, queue hierarchies."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
-
 from ..errors import Problem
 from ..load import Definition
-from ..model import Queue, Team, TrainkitModel
+from ..model import Queue
+from ..model.platform import system_namespace
+from .index import Index
 from .problems import known, problem
 
-__all__ = ["by_name", "check_clusters", "check_queues", "check_teams", "on_cluster"]
-
-M = TypeVar("M", bound=TrainkitModel)
-
-
-def by_name(
-    defs: Sequence[Definition], kind: type[M], problems: list[Problem]
-) -> dict[str, tuple[M, Definition]]:
-    """Objects of ``kind`` by name; a second object of the same name is a problem."""
-    out: dict[str, tuple[M, Definition]] = {}
-    for d in defs:
-        obj = d.obj
-        if type(obj) is not kind:
-            continue
-        name = str(getattr(obj, "name"))  # noqa: B009 - every named kind has .name
-        if name in out:
-            first = out[name][1]
-            problems.append(
-                problem(
-                    d,
-                    f"duplicate {kind.__name__} name; first defined at {first.file}:{first.line}",
-                    "name",
-                )
-            )
-            continue
-        out[name] = (obj, d)
-    return out
+__all__ = ["check_clusters", "check_queues", "check_teams", "on_cluster"]
 
 
 def on_cluster(obj: object, cluster: str) -> bool:
@@ -45,23 +18,31 @@ def on_cluster(obj: object, cluster: str) -> bool:
     return clusters is None or cluster in clusters
 
 
-def check_clusters(d: Definition, names: list[str] | None, clusters: set[str]) -> list[Problem]:
+def check_clusters(d: Definition, names: list[str] | None, index: Index) -> list[Problem]:
     return [
-        problem(d, f"unknown cluster {c!r}; defined clusters: {known(clusters)}", f"clusters[{i}]")
+        problem(
+            d, f"unknown cluster {c!r}; defined clusters: {known(index.clusters)}", f"clusters[{i}]"
+        )
         for i, c in enumerate(names or [])
-        if c not in clusters
+        if c not in index.clusters
     ]
 
 
-def check_teams(
-    teams: dict[str, tuple[Team, Definition]],
-    queues: dict[str, tuple[Queue, Definition]],
-    clusters: set[str],
-    problems: list[Problem],
-) -> None:
+def check_teams(index: Index, problems: list[Problem]) -> None:
+    argo_ns = index.argocd.obj.namespace if index.argocd is not None else None
     seen_ns: dict[str, tuple[str, Definition]] = {}
-    for name, (team, d) in teams.items():
+    for name, declared in index.teams.items():
+        team, d = declared.obj, declared.definition
         ns = team.target_namespace
+        if ns == argo_ns or (argo_ns is not None and system_namespace(ns)):
+            problems.append(
+                problem(
+                    d,
+                    f"namespace {ns!r} is Argo CD's (ArgoCD.namespace); give the team a "
+                    "namespace of its own",
+                    "namespace",
+                )
+            )
         if ns in seen_ns:
             other, od = seen_ns[ns]
             problems.append(
@@ -74,22 +55,53 @@ def check_teams(
             )
         seen_ns.setdefault(ns, (name, d))
         for i, q in enumerate(team.queues):
-            if q not in queues:
+            if q not in index.queues:
                 problems.append(
                     problem(
-                        d, f"unknown queue {q!r}; defined queues: {known(queues)}", f"queues[{i}]"
+                        d,
+                        f"unknown queue {q!r}; defined queues: {known(index.queues)}",
+                        f"queues[{i}]",
                     )
                 )
-        problems.extend(check_clusters(d, team.clusters, clusters))
+            elif q in index.children:
+                problems.append(_not_a_leaf(d, q, index, f"queues[{i}]"))
+        problems.extend(check_clusters(d, team.clusters, index))
 
 
-def check_queues(
-    queues: dict[str, tuple[Queue, Definition]], clusters: set[str], problems: list[Problem]
-) -> dict[str, int]:
+def _not_a_leaf(d: Definition, queue: str, index: Index, field: str) -> Problem:
+    # Volcano 1.12's capacity plugin allocates only to leaf queues (isLeafQueue in
+    # volcano-sh/volcano pkg/scheduler/plugins/capacity/capacity.go).
+    kids = known(index.children[queue])
+    return problem(
+        d,
+        f"queue {queue!r} is the parent of {kids}; Volcano runs jobs only in leaf queues, so "
+        "jobs there would never start: use one of its children",
+        field,
+    )
+
+
+def check_queues(index: Index, problems: list[Problem]) -> dict[str, int]:
     """Problems of queue parents; returns each queue's depth below Volcano's root."""
     depths: dict[str, int] = {}
-    for name, (queue, d) in queues.items():
-        problems.extend(check_clusters(d, queue.clusters, clusters))
+    queues = index.queues
+    for name, declared in queues.items():
+        queue, d = declared.obj, declared.definition
+        problems.extend(check_clusters(d, queue.clusters, index))
+        hierarchical = name in index.children or (
+            queue.parent is not None and name in index.children.get(queue.parent, [])
+        )
+        if hierarchical and queue.deserved is None:
+            # The capacity plugin, which hierarchical queues need, never reads weight
+            # (volcano-sh/volcano v1.12 pkg/scheduler/plugins/capacity/capacity.go).
+            problems.append(
+                problem(
+                    d,
+                    "a queue in a hierarchy is scheduled by Volcano's capacity plugin, which "
+                    "ignores weight; set deserved=Capacity(...) (and guarantee= if some of it "
+                    "must never be lent)",
+                    "deserved",
+                )
+            )
         depth, chain, parent = 0, [name], queue.parent
         while parent is not None:
             if parent not in queues:
@@ -108,9 +120,9 @@ def check_queues(
                     )
                 )
                 break
-            pq = queues[parent][0]
+            pq = queues[parent].obj
             if chain == [name]:
-                missing = _missing_clusters(queue, pq, clusters)
+                missing = _missing_clusters(queue, pq, set(index.clusters))
                 if missing:
                     problems.append(
                         problem(
@@ -125,6 +137,22 @@ def check_queues(
             parent = pq.parent
         depths[name] = depth
     return depths
+
+
+def queue_path(index: Index, name: str) -> list[Queue]:
+    """The queue and its ancestors up to (not including) Volcano's root."""
+    path: list[Queue] = []
+    while name in index.queues and len(path) <= len(index.queues):
+        queue = index.queues[name].obj
+        path.append(queue)
+        if queue.parent is None:
+            break
+        name = queue.parent
+    return path
+
+
+def not_a_leaf(d: Definition, queue: str, index: Index, field: str) -> Problem | None:
+    return _not_a_leaf(d, queue, index, field) if queue in index.children else None
 
 
 def _missing_clusters(child: Queue, parent: Queue, clusters: set[str]) -> set[str]:

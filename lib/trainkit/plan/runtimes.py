@@ -7,13 +7,30 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import Cluster, ClusterTrainingRuntime, NetworkProfile, Queue, Team, TrainingRuntime
+from ..model import Cluster, ClusterTrainingRuntime, NetworkProfile, TrainingRuntime
+from .index import Index
 from .platform import check_clusters, on_cluster
 from .problems import known, problem
 
-__all__ = ["PlannedRuntime", "Runtimes", "collect_runtimes"]
+__all__ = ["KUBEFLOW_RUNTIMES", "PlannedRuntime", "Runtimes", "collect_runtimes"]
 
 Runtime = ClusterTrainingRuntime | TrainingRuntime
+
+# The ClusterTrainingRuntimes Kubeflow Trainer v2.3 installs (manifests/base/runtimes/):
+# the Trainer install and Argo CD would both own one of these names.
+KUBEFLOW_RUNTIMES = frozenset(
+    {
+        "torch-distributed",
+        "deepspeed-distributed",
+        "mlx-distributed",
+        "jax-distributed",
+        "xgboost-distributed",
+        "torchtune-llama3.2-1b",
+        "torchtune-llama3.2-3b",
+        "torchtune-qwen2.5-1.5b",
+        "torch-distributed-with-cache",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +45,7 @@ class PlannedRuntime:
     queue: str | None
     """Default Volcano queue, or None (none declared, or no Volcano on the cluster)."""
     network: NetworkProfile | None = None
-    """The network profile the runtime names, resolved by the policy check."""
+    """The network profile the runtime names, on this cluster."""
 
     @property
     def kind(self) -> str:
@@ -90,41 +107,57 @@ def _usable(r: PlannedRuntime, team: str) -> bool:
 
 
 def collect_runtimes(
-    defs: Sequence[Definition],
-    clusters: dict[str, tuple[Cluster, Definition]],
-    teams: dict[str, tuple[Team, Definition]],
-    queues: dict[str, tuple[Queue, Definition]],
-    problems: list[Problem],
+    defs: Sequence[Definition], index: Index, problems: list[Problem], warnings: list[Problem]
 ) -> Runtimes:
     """Place every runtime on its clusters; duplicates and bad references are problems."""
+    from .network import resolve_network
+
     # One name may be defined more than once on disjoint clusters: the same
     # runtime name with a CUDA image on NVIDIA clusters and a ROCm one on AMD.
     seen: dict[tuple[str, str, str, str], Definition] = {}
     placed: list[PlannedRuntime] = []
+    warned: set[int] = set()
     for d in defs:
         rt = d.obj
         if not isinstance(rt, ClusterTrainingRuntime | TrainingRuntime):
             continue
         owner = rt.team if isinstance(rt, TrainingRuntime) else ""
-        problems.extend(check_clusters(d, rt.clusters, set(clusters)))
+        problems.extend(check_clusters(d, rt.clusters, index))
+        if (
+            isinstance(rt, ClusterTrainingRuntime)
+            and rt.name in KUBEFLOW_RUNTIMES
+            and id(d) not in warned
+        ):
+            warned.add(id(d))
+            warnings.append(
+                problem(
+                    d,
+                    f"Kubeflow Trainer's install ships a ClusterTrainingRuntime named "
+                    f"{rt.name!r}; Argo CD and that install would both manage it, each "
+                    "undoing the other's changes: give yours another name",
+                    "name",
+                )
+            )
         namespace = None
-        allowed = set(clusters)
+        allowed = set(index.clusters)
         if isinstance(rt, TrainingRuntime):
-            if rt.team not in teams:
+            if rt.team not in index.teams:
                 problems.append(
-                    problem(d, f"unknown team {rt.team!r}; declared teams: {known(teams)}", "team")
+                    problem(
+                        d, f"unknown team {rt.team!r}; declared teams: {known(index.teams)}", "team"
+                    )
                 )
                 continue
-            team, tdef = teams[rt.team]
-            namespace = team.target_namespace
-            allowed = {c for c in clusters if on_cluster(team, c)}
+            team = index.teams[rt.team]
+            namespace = team.obj.target_namespace
+            allowed = {c for c in index.clusters if on_cluster(team.obj, c)}
             for i, c in enumerate(rt.clusters or []):
-                if c in clusters and c not in allowed:
+                if c in index.clusters and c not in allowed:
                     problems.append(
                         problem(
                             d,
                             f"team {rt.team!r} does not run on cluster {c!r} (Team.clusters "
-                            f"in {tdef.file} allows {known(allowed)})",
+                            f"in {team.file} allows {known(allowed)})",
                             f"clusters[{i}]",
                         )
                     )
@@ -144,38 +177,26 @@ def collect_runtimes(
                 )
                 continue
             seen[key] = d
-            cluster = clusters[cname][0]
-            placed.append(
-                PlannedRuntime(rt, d, cluster, namespace, _queue(d, rt, cluster, queues, problems))
-            )
-            gpu = rt.resources.gpu if rt.resources else 0
-            if gpu > cluster.gpus_per_node:
-                problems.append(
-                    problem(
-                        d,
-                        f"{gpu} exceeds the {cluster.gpus_per_node} GPUs per node of "
-                        f"cluster {cname!r}",
-                        "resources.gpu",
-                    )
-                )
+            cluster = index.clusters[cname].obj
+            network = resolve_network(d, rt.network, cluster, index, problems)
+            queue = _queue(d, rt, cluster, index, problems)
+            placed.append(PlannedRuntime(rt, d, cluster, namespace, queue, network))
     placed.sort(key=lambda r: (r.cluster.name, r.kind, r.namespace or "", r.runtime.name))
     return Runtimes(tuple(placed))
 
 
 def _queue(
-    d: Definition,
-    rt: Runtime,
-    cluster: Cluster,
-    queues: dict[str, tuple[Queue, Definition]],
-    problems: list[Problem],
+    d: Definition, rt: Runtime, cluster: Cluster, index: Index, problems: list[Problem]
 ) -> str | None:
     if rt.queue is None or cluster.scheduler != "volcano":
         return None
-    if rt.queue not in queues:
+    if rt.queue not in index.queues:
         problems.append(
-            problem(d, f"unknown queue {rt.queue!r}; defined queues: {known(queues)}", "queue")
+            problem(
+                d, f"unknown queue {rt.queue!r}; defined queues: {known(index.queues)}", "queue"
+            )
         )
-    elif not on_cluster(queues[rt.queue][0], cluster.name):
+    elif not on_cluster(index.queues[rt.queue].obj, cluster.name):
         problems.append(
             problem(
                 d,

@@ -26,6 +26,7 @@ from ..injected_env import (
 from ..load import Definition
 from ..model import PyTorchJob, Resources, Script, TrainJob, Volume
 from ..plan import PlannedJob, PlannedRuntime
+from ..render.pytorchjob import nproc_per_node
 
 __all__ = ["PyTorchJobTarget", "Target", "TrainJobTarget", "pod_name", "target_of"]
 
@@ -199,15 +200,17 @@ def _pytorchjob(job: PyTorchJob, definition: Definition | None) -> Target:
     procs = "procs_per_node"
     if job.procs_per_node is None and job.resources.gpu:
         procs = "procs_per_node (one per GPU)"
+    nproc = nproc_per_node(job)
+    image = job.image if isinstance(job.image, str) else next(iter(job.image.values()), None)
     return PyTorchJobTarget(
         job=job,
         nodes=job.nodes,
-        procs_per_node=job.nprocs,
+        procs_per_node=int(nproc) if nproc and nproc.isdigit() else max(1, job.resources.gpu),
         nodes_label="nodes",
         procs_label=procs,
         resources=job.resources,
         env=dict(job.env),
-        image=job.image,
+        image=image,
         shm_size=job.shm_size,
         definition=definition,
     )
@@ -226,12 +229,12 @@ def _trainjob(pj: PlannedJob, job: TrainJob) -> Target:
     return TrainJobTarget(
         job=job,
         nodes=pj.nodes,
-        procs_per_node=pj.procs_per_node,
+        procs_per_node=pj.trainer_procs(),
         nodes_label=nodes,
         procs_label=procs,
         resources=pj.resources,
         env={**(rt.env if rt is not None else {}), **job.env},
-        image=job.image or (rt.image if rt is not None else None),
+        image=pj.image or (rt.image if rt is not None else None),
         shm_size=rt.shm_size if rt is not None else None,
         definition=pj.definition,
         runtime=pj.runtime,

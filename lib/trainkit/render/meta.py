@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
 __all__ = [
+    "DEFINITION_ANNOTATION",
     "JOB_LABEL",
     "MANAGED_BY",
     "SOURCE_ANNOTATION",
     "SYNC_WAVE",
     "TEAM_LABEL",
     "VOLCANO_QUEUE_ANNOTATION",
+    "definition_hash",
     "metadata",
     "pod_labels",
     "wave",
@@ -18,6 +24,9 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 TEAM_LABEL = "trainkit.dev/team"
 JOB_LABEL = "trainkit.dev/job"
 SOURCE_ANNOTATION = "trainkit.dev/source"
+DEFINITION_ANNOTATION = "trainkit.dev/definition"
+"""A hash of everything a job is rendered from (its definition, scripts, placement), not of
+trainkit's version: an unchanged definition keeps its deployed bytes across upgrades."""
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
@@ -34,6 +43,12 @@ _WAVES = {
     "PyTorchJob": 0,
     "TrainJob": 0,
 }
+
+
+def definition_hash(parts: dict[str, Any]) -> str:
+    """``sha256:<16 hex>`` of ``parts`` (plain data), independent of key order."""
+    raw = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 def wave(kind: str, depth: int = 0) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import WORKSPACE, NetworkProfile, Toleration, Volume
+from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 
 __all__ = [
     "SCRIPT_VOLUME",
@@ -15,15 +16,9 @@ __all__ = [
     "env_list",
     "network_container",
     "network_pod",
-    "script_mount",
-    "script_volume",
-    "shm_mount",
-    "shm_volume",
+    "pod_volumes",
     "tolerations",
 ]
-
-SCRIPT_VOLUME = "script"
-SHM_VOLUME = "dshm"
 
 
 def claim_mounts(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
@@ -74,22 +69,39 @@ def env_list(env: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in env.items()]
 
 
-def script_mount() -> dict[str, Any]:
-    return {"mountPath": WORKSPACE, "name": SCRIPT_VOLUME}
+def pod_volumes(
+    *,
+    configmap: str | None = None,
+    scripts: Sequence[str] = (),
+    shm_size: str | None = None,
+    claims: Sequence[Volume] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(volumes, volumeMounts)``: scripts, shared memory and claims, in that order.
 
-
-def script_volume(configmap: str) -> dict[str, Any]:
-    return {"configMap": {"name": configmap}, "name": SCRIPT_VOLUME}
-
-
-def shm_mount() -> dict[str, Any]:
-    return {"mountPath": "/dev/shm", "name": SHM_VOLUME}
-
-
-def shm_volume(size: str) -> dict[str, Any]:
-    # A memory-backed emptyDir: the container runtime's default /dev/shm is 64 MiB,
-    # too small for data loader workers and NCCL.
-    return {"emptyDir": {"medium": "Memory", "sizeLimit": size}, "name": SHM_VOLUME}
+    Each script file is mounted read-only at ``/workspace/<file>`` (``subPath``), never
+    a volume over ``/workspace`` itself: the directory stays the image's, writable, so a
+    script that saves to a relative path works. The ConfigMap's name carries the
+    scripts' hash, so subPath's lack of live updates never matters.
+    """
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if configmap is not None and scripts:
+        volumes.append({"configMap": {"name": configmap}, "name": SCRIPT_VOLUME})
+        mounts += [
+            {"mountPath": f"{WORKSPACE}/{name}", "name": SCRIPT_VOLUME, "readOnly": True,
+             "subPath": name}
+            for name in sorted(scripts)
+        ]  # fmt: skip
+    if shm_size is not None:
+        # A memory-backed emptyDir: the container runtime's default /dev/shm is 64 MiB,
+        # too small for data loader workers and NCCL.
+        volumes.append(
+            {"emptyDir": {"medium": "Memory", "sizeLimit": shm_size}, "name": SHM_VOLUME}
+        )
+        mounts.append({"mountPath": "/dev/shm", "name": SHM_VOLUME})
+    volumes += claim_volumes(claims)
+    mounts += claim_mounts(claims)
+    return volumes, mounts
 
 
 def tolerations(items: Sequence[Toleration]) -> list[dict[str, Any]]:

@@ -7,30 +7,34 @@ from typing import Any
 from ..injected_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
-from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import DEFINITION_ANNOTATION, JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .platform import resource_requirements
-from .pod import (
-    claim_mounts,
-    claim_volumes,
-    env_list,
-    network_container,
-    network_pod,
-    script_mount,
-    script_volume,
-    shm_mount,
-    shm_volume,
-    tolerations,
-)
-from .script import script_configmap_name
+from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
+from .script import job_definition_hash, script_configmap_name
 
-__all__ = ["render_pytorchjob"]
+__all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
 
 CONTAINER = "pytorch"  # the operator's webhook requires this container name
 PORT_NAME = "pytorchjob-port"
 
 
-def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": CONTAINER, "image": job.image}
+def nproc_per_node(job: PyTorchJob) -> str | None:
+    """``spec.nprocPerNode``, or None to leave the operator's ``auto``.
+
+    The operator computes WORLD_SIZE = replicas × nprocPerNode when it is a number
+    and replicas × 1 otherwise (pkg/controller.v1/pytorch/envvar.go). torchrun (script)
+    gets the number of GPUs; a command that launches its own processes
+    (``accelerate launch``) keeps ``auto`` unless the job says otherwise.
+    """
+    if job.procs_per_node is not None:
+        return str(job.procs_per_node)
+    if job.script is not None:
+        return str(job.resources.gpu or 1)
+    return None
+
+
+def _container(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
     if job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
         # from the PET_* variables the operator injects.
@@ -45,28 +49,24 @@ def _container(pj: PlannedJob, job: PyTorchJob) -> dict[str, Any]:
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
     c["resources"] = resource_requirements(job.resources, pj.cluster)
     network_container(c, pj.network)
-    mounts = []
-    if job.script is not None:
-        mounts.append(script_mount())
-    if job.shm_size is not None:
-        mounts.append(shm_mount())
-    mounts += claim_mounts(job.volumes)
+    _, mounts = pod_volumes(
+        configmap=cm, scripts=list(pj.definition.files), shm_size=job.shm_size,
+        claims=job.volumes,
+    )  # fmt: skip
     if mounts:
         c["volumeMounts"] = mounts
     return c
 
 
-def _pod_template(pj: PlannedJob, job: PyTorchJob, script_configmap: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [_container(pj, job)]}
+def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [_container(pj, job, cm)]}
     network_pod(spec, pj.network)
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
-    volumes: list[dict[str, Any]] = []
-    if script_configmap is not None:
-        volumes.append(script_volume(script_configmap))
-    if job.shm_size is not None:
-        volumes.append(shm_volume(job.shm_size))
-    volumes += claim_volumes(job.volumes)
+    volumes, _ = pod_volumes(
+        configmap=cm, scripts=list(pj.definition.files), shm_size=job.shm_size,
+        claims=job.volumes,
+    )  # fmt: skip
     if volumes:
         spec["volumes"] = volumes
     if job.node_selector:
@@ -82,9 +82,12 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     if not isinstance(job, PyTorchJob):
         raise TypeError(f"not a PyTorchJob: {pj.kind}")
     cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
-    template = _pod_template(pj, job, cm)
     replicas: dict[str, Any] = {
-        "Master": {"replicas": 1, "restartPolicy": job.restart_policy, "template": template}
+        "Master": {
+            "replicas": 1,
+            "restartPolicy": job.restart_policy,
+            "template": _pod_template(pj, job, cm),
+        }
     }
     if job.nodes > 1:
         replicas["Worker"] = {
@@ -94,32 +97,38 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
             "template": _pod_template(pj, job, cm),
         }
     # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
-    # is re-created and runs again.
-    run_policy: dict[str, Any] = {"cleanPodPolicy": "None"}
-    if job.backoff_limit is not None:
-        run_policy["backoffLimit"] = job.backoff_limit
+    # is re-created and runs again. backoffLimit always: the operator enforces a
+    # limit only when one is set (pkg/controller.v1/common/job.go), and a crashing
+    # job with OnFailure would otherwise restart forever holding its GPUs.
+    run_policy: dict[str, Any] = {
+        "backoffLimit": job.backoff_limit,
+        "cleanPodPolicy": job.clean_pods,
+    }
     if job.deadline_seconds is not None:
         run_policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations = {}
+    annotations = {DEFINITION_ANNOTATION: job_definition_hash(pj)}
     if pj.queue is not None:
         run_policy["schedulingPolicy"] = {"minAvailable": job.nodes, "queue": pj.queue}
         # The operator reads the queue from schedulingPolicy; the annotation is
         # copied to the PodGroup and is what Volcano's tools display.
         annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    spec: dict[str, Any] = {}
+    nproc = nproc_per_node(job)
+    if nproc is not None:
+        spec["nprocPerNode"] = nproc
+    spec["pytorchReplicaSpecs"] = replicas
+    spec["runPolicy"] = run_policy
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": metadata(
-            name=job.name,
+            name=pj.object_name,
             kind="PyTorchJob",
             source=pj.definition.file,
             namespace=pj.namespace,
             team=pj.definition.team,
+            labels={JOB_LABEL: job.name},
             annotations=annotations,
         ),
-        "spec": {
-            "nprocPerNode": str(job.nprocs),
-            "pytorchReplicaSpecs": replicas,
-            "runPolicy": run_policy,
-        },
+        "spec": spec,
     }

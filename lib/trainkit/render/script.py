@@ -6,9 +6,9 @@ import hashlib
 from typing import Any
 
 from ..plan import PlannedJob
-from .meta import JOB_LABEL, metadata
+from .meta import JOB_LABEL, definition_hash, metadata
 
-__all__ = ["render_script_configmap", "script_configmap_name"]
+__all__ = ["job_definition_hash", "render_script_configmap", "script_configmap_name"]
 
 
 def script_configmap_name(job_name: str, files: dict[str, str]) -> str:
@@ -37,3 +37,22 @@ def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
         ),
         "data": files,
     }
+
+
+def job_definition_hash(pj: PlannedJob) -> str:
+    """What a job object is rendered from, hashed: the definition, its scripts, where it runs
+    (cluster, namespace, queue, image, network profile) and, for a TrainJob, which runtime."""
+    runtime = pj.runtime
+    return definition_hash(
+        {
+            "kind": pj.kind,
+            "definition": pj.job.model_dump(mode="json", exclude_unset=True),
+            "scripts": dict(pj.definition.files),
+            "cluster": [pj.cluster.name, pj.cluster.gpu_resource, pj.cluster.accelerator],
+            "namespace": pj.namespace,
+            "queue": pj.queue,
+            "image": pj.image,
+            "network": pj.network.model_dump(mode="json") if pj.network else None,
+            "runtime": [runtime.kind, runtime.runtime.name] if runtime else None,
+        }
+    )

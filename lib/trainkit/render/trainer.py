@@ -14,21 +14,10 @@ from typing import Any
 from ..injected_env import TRAINER_MASTER_PORT
 from ..model import TrainingRuntime, TrainJob
 from ..plan import PlannedJob, PlannedRuntime
-from .meta import JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import DEFINITION_ANNOTATION, JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .platform import resource_requirements
-from .pod import (
-    claim_mounts,
-    claim_volumes,
-    env_list,
-    network_container,
-    network_pod,
-    script_mount,
-    script_volume,
-    shm_mount,
-    shm_volume,
-    tolerations,
-)
-from .script import script_configmap_name
+from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
+from .script import job_definition_hash, script_configmap_name
 
 __all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
 
@@ -55,9 +44,10 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     network_container(container, pr.network)
     pod: dict[str, Any] = {"containers": [container]}
     network_pod(pod, pr.network)
-    if rt.shm_size is not None:
-        container["volumeMounts"] = [shm_mount()]
-        pod["volumes"] = [shm_volume(rt.shm_size)]
+    volumes, mounts = pod_volumes(shm_size=rt.shm_size)
+    if mounts:
+        container["volumeMounts"] = mounts
+        pod["volumes"] = volumes
     if rt.node_selector:
         pod["nodeSelector"] = dict(rt.node_selector)
     if rt.tolerations:
@@ -104,10 +94,14 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
 def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     """Only what the job itself says: the rest comes from the runtime, which
     Trainer snapshots when the TrainJob is created, so a later runtime edit
-    never turns into an in-place change of a committed TrainJob."""
+    never turns into an in-place change of a committed TrainJob.
+
+    Written even when empty: the torch plugin injects the PET_* variables only
+    when ``spec.trainer`` is present (pkg/runtime/framework/plugins/torch/torch.go).
+    """
     trainer: dict[str, Any] = {}
-    if job.image is not None:
-        trainer["image"] = job.image
+    if pj.image is not None:
+        trainer["image"] = pj.image
     if job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
         # address from the PET_* variables Trainer injects.
@@ -120,23 +114,28 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["env"] = env_list(job.env)
     if job.nodes is not None:
         trainer["numNodes"] = job.nodes
-    if job.procs_per_node is not None or job.resources is not None:
-        trainer["numProcPerNode"] = pj.procs_per_node
+    res = pj.resources
+    # Trainer's "auto" counts GPUs only for resource names holding "gpu"
+    # (pkg/runtime/runtime.go GetNumGPUPerNode): with MIG or Gaudi names it would
+    # start one process per CPU, so the number is written out there.
+    odd_gpu = "gpu" not in pj.cluster.gpu_resource.lower() and res is not None and res.gpu > 0
+    if job.procs_per_node is not None or job.resources is not None or odd_gpu:
+        trainer["numProcPerNode"] = pj.trainer_procs()
     if job.resources is not None:
-        trainer["resourcesPerNode"] = resource_requirements(job.resources, pj.cluster)
+        # Trainer merges resourcesPerNode onto the runtime's container key by key
+        # (pkg/runtime/core/trainingruntime.go, MergeResourceRequirements): a GPU key
+        # left out would keep the runtime's GPUs, so it is always written, "0" included.
+        trainer["resourcesPerNode"] = resource_requirements(job.resources, pj.cluster, gpu=True)
     return trainer
 
 
 def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     """Queue, pod labels and volumes: what spec.trainer cannot say."""
     pod: dict[str, Any] = {}
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
-    if job.script is not None:
-        volumes.append(script_volume(script_configmap_name(job.name, dict(pj.definition.files))))
-        mounts.append(script_mount())
-    volumes += claim_volumes(job.volumes)
-    mounts += claim_mounts(job.volumes)
+    cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
+    volumes, mounts = pod_volumes(
+        configmap=cm, scripts=list(pj.definition.files), claims=job.volumes
+    )
     if mounts:
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     if volumes:
@@ -162,9 +161,7 @@ def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
         # API server fills in is a difference Argo CD would show.
         "runtimeRef": {"apiGroup": GROUP, "kind": runtime.kind, "name": runtime.runtime.name},
     }
-    trainer = _trainer(pj, job)
-    if trainer:
-        spec["trainer"] = trainer
+    spec["trainer"] = _trainer(pj, job)
     spec["runtimePatches"] = [_runtime_patch(pj, job)]
     if job.deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.deadline_seconds
@@ -178,6 +175,7 @@ def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
             namespace=pj.namespace,
             team=pj.definition.team,
             labels={JOB_LABEL: job.name},
+            annotations={DEFINITION_ANNOTATION: job_definition_hash(pj)},
         ),
         "spec": spec,
     }

@@ -1,0 +1,29 @@
+"""The pods each controller creates from what trainkit writes: one model, read by
+policy (caps, queue fit), ``trainkit explain`` and ``trainkit rehearse``.
+
+It is computed from the rendered objects, not from the definitions, so what is
+checked is what the cluster will run: a GPU the TrainJob leaves out and its
+runtime keeps is counted, an env variable a runtime patch adds is seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..plan import PlannedJob
+from .model import EffectiveJob, EnvVar, Gang, PodSet
+from .pytorchjob import effective_pytorchjob
+from .trainjob import effective_trainjob
+
+__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
+
+
+def effective_job(
+    pj: PlannedJob, body: dict[str, Any], runtime: dict[str, Any] | None = None
+) -> EffectiveJob:
+    """The pods of ``pj`` from its rendered object (and, for a TrainJob, its runtime's)."""
+    if pj.kind == "TrainJob":
+        if runtime is None:
+            raise ValueError("a TrainJob's pods need its runtime's rendered object")
+        return effective_trainjob(pj, body, runtime)
+    return effective_pytorchjob(pj, body)

@@ -1,0 +1,123 @@
+"""What the controllers create for a job: pods, their environment, the gang to admit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..plan import PlannedJob
+from ..validate.quantities import parse_quantity
+
+__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet"]
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+    """The value on the first pod of its role."""
+    source: str
+    """Who sets it: ``job``, ``runtime 'x'``, ``network profile 'y'``, an operator."""
+    per_pod: str = ""
+    """How the value varies from pod to pod (``the node rank``), or empty."""
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """``count`` identical pods of one role, as the controller creates them."""
+
+    role: str
+    count: int
+    first_rank: int
+    """Node rank of the role's first pod (the Master is 0, Worker i is i + 1)."""
+    spec: dict[str, Any]
+    """The pod spec: the template after every merge the controller does."""
+    container: str
+    """Name of the training container in ``spec``."""
+    env: tuple[EnvVar, ...]
+    """Environment of the training container, injected variables included."""
+
+    @property
+    def main(self) -> dict[str, Any]:
+        for c in self.spec.get("containers") or []:
+            if c.get("name") == self.container:
+                return dict(c)
+        return {}
+
+    def limits(self) -> dict[str, str]:
+        res = self.main.get("resources") or {}
+        return {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
+
+    def requests(self) -> dict[str, Decimal]:
+        """Requests of the whole pod, as the scheduler counts them: the sum over containers
+        (a limit stands for a missing request)."""
+        total: dict[str, Decimal] = {}
+        for c in self.spec.get("containers") or []:
+            res = c.get("resources") or {}
+            amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+            for name, value in amounts.items():
+                parsed = parse_quantity(str(value))
+                if parsed is not None:
+                    total[name] = total.get(name, Decimal(0)) + parsed
+        return total
+
+    def images(self) -> list[tuple[str, str]]:
+        """``(container, image)`` of every container of the pod."""
+        out = []
+        for key in ("initContainers", "containers"):
+            for c in self.spec.get(key) or []:
+                out.append((str(c.get("name")), str(c.get("image") or "")))
+        return out
+
+
+@dataclass(frozen=True)
+class Gang:
+    """The Volcano PodGroup the scheduler must admit as a whole."""
+
+    podgroup: str
+    queue: str | None
+    min_member: int
+    requests: dict[str, Decimal]
+    """What ``min_member`` pods request together."""
+
+
+@dataclass(frozen=True)
+class EffectiveJob:
+    planned: PlannedJob
+    pod_sets: tuple[PodSet, ...]
+    procs_per_node: str
+    """What torchrun gets as ``--nproc-per-node`` (a number, or ``auto``)."""
+    world_size: int
+    """Processes of the whole job as torchrun starts them (nodes × processes per node)."""
+    world_size_env: str | None
+    """WORLD_SIZE as the operator sets it in each pod (PyTorchJob), if it does."""
+    gang: Gang | None
+    notes: tuple[str, ...] = field(default=())
+    """Facts worth telling (how a default was resolved)."""
+
+    @property
+    def kind(self) -> str:
+        return self.planned.kind
+
+    @property
+    def name(self) -> str:
+        return self.planned.object_name
+
+    @property
+    def nodes(self) -> int:
+        return sum(ps.count for ps in self.pod_sets)
+
+    def gpus(self) -> int:
+        """GPUs of the whole job in the cluster's GPU resource, from the pods' limits."""
+        resource = self.planned.cluster.gpu_resource
+        total = 0
+        for ps in self.pod_sets:
+            value = parse_quantity(ps.limits().get(resource, "0")) or Decimal(0)
+            total += ps.count * int(value)
+        return total
+
+    def gpus_per_node(self) -> int:
+        resource = self.planned.cluster.gpu_resource
+        per = [int(parse_quantity(ps.limits().get(resource, "0")) or 0) for ps in self.pod_sets]
+        return max(per, default=0)

@@ -1,0 +1,95 @@
+"""The pods Training Operator v1.9 creates for a PyTorchJob.
+
+Sources (kubeflow/trainer v1.9.4): replicas, ports and defaults
+(pkg/apis/kubeflow.org/v1/pytorch_defaults.go), the injected environment
+(pkg/controller.v1/pytorch/envvar.go: WORLD_SIZE is replicas × nprocPerNode when
+that is a number, × 1 otherwise), the PodGroup (pkg/controller.v1/common/job.go,
+pkg/controller.v1/common/scheduling.go: named after the job, minMember from
+schedulingPolicy.minAvailable, queue from schedulingPolicy.queue).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ..injected_env import pytorchjob_env
+from ..plan import PlannedJob
+from ..render.pytorchjob import CONTAINER
+from .model import EffectiveJob, EnvVar, Gang, PodSet
+
+__all__ = ["effective_pytorchjob"]
+
+_OPERATOR = "Training Operator"
+_PER_POD = {"RANK": "the node rank", "PET_NODE_RANK": "the node rank"}
+
+
+def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    spec = body["spec"]
+    replicas = spec["pytorchReplicaSpecs"]
+    nproc = str(spec.get("nprocPerNode", "auto"))
+    total = sum(int(r.get("replicas", 1)) for r in replicas.values())
+    per_node = int(nproc) if nproc.isdigit() else 1
+    operator = pytorchjob_env(
+        job_name=pj.object_name, nodes=total, procs_per_node=per_node, node_rank=0
+    )
+    operator["PET_NPROC_PER_NODE"] = nproc
+    pod_sets = []
+    rank = 0
+    for role in ("Master", "Worker"):
+        if role not in replicas:
+            continue
+        count = int(replicas[role].get("replicas", 1))
+        template = replicas[role]["template"]["spec"]
+        own = next(c for c in template["containers"] if c["name"] == CONTAINER)
+        env = [EnvVar(e["name"], str(e.get("value", "")), "job") for e in own.get("env") or []]
+        names = {e.name for e in env}
+        first = {**operator, "RANK": str(rank), "PET_NODE_RANK": str(rank)}
+        env += [
+            EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in first.items() if k not in names
+        ]
+        merged = dict(template)
+        merged["containers"] = [
+            {**c, "env": [{"name": e.name, "value": e.value} for e in env]}
+            if c["name"] == CONTAINER
+            else c
+            for c in template["containers"]
+        ]
+        pod_sets.append(PodSet(role, count, rank, merged, CONTAINER, tuple(env)))
+        rank += count
+    gang = None
+    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
+    if scheduling is not None:
+        min_member = int(scheduling.get("minAvailable", total))
+        gang = Gang(
+            pj.object_name, scheduling.get("queue"), min_member, _first(pod_sets, min_member)
+        )
+    world = total * (per_node if nproc.isdigit() else _auto(pod_sets, pj))
+    notes = []
+    if not nproc.isdigit():
+        notes.append(
+            f"nprocPerNode is {nproc!r}: the operator sets WORLD_SIZE={total} (one per pod) and "
+            f"torchrun, if the command runs it, starts one process per GPU ({world} in all)"
+        )
+    return EffectiveJob(
+        pj, tuple(pod_sets), nproc, world, operator["WORLD_SIZE"], gang, tuple(notes)
+    )
+
+
+def _auto(pod_sets: list[PodSet], pj: PlannedJob) -> int:
+    gpus = max(
+        (int(Decimal(ps.limits().get(pj.cluster.gpu_resource, "0"))) for ps in pod_sets), default=0
+    )
+    return max(1, gpus)
+
+
+def _first(pod_sets: list[PodSet], members: int) -> dict[str, Decimal]:
+    """Requests of the first ``members`` pods, Master first: what Volcano admits at once."""
+    total: dict[str, Decimal] = {}
+    left = members
+    for ps in pod_sets:
+        take = min(left, ps.count)
+        for name, value in ps.requests().items():
+            total[name] = total.get(name, Decimal(0)) + value * take
+        left -= take
+    return total

@@ -1,0 +1,220 @@
+"""``trainkit explain``: the pods a job becomes on each cluster, as the controllers create them.
+
+Reads the effective model (``trainkit.effective``) of a synthesized tree and
+prints it for people (text) or programs (json): image, command, args, env with
+where each variable comes from, resources, volumes, world size and the
+PodGroup the scheduler must admit.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from .effective import EffectiveJob, PodSet
+from .errors import DefinitionError, Problem
+from .load import LoadOptions, load_jobs
+from .plan import PlannedRuntime, build_plan
+
+__all__ = ["explain_jobs", "format_json", "format_text"]
+
+
+def explain_jobs(
+    jobs_dir: Path,
+    job: str,
+    *,
+    cluster: str | None = None,
+    root: Path | None = None,
+    options: LoadOptions | None = None,
+) -> tuple[list[EffectiveJob], list[Problem]]:
+    """The effective jobs named ``job`` (``NAME``, ``KIND/NAME`` or the object name
+    ``NAME-rN``) on ``cluster`` or every cluster, and the policy problems they have."""
+    from .policy import check_policy
+    from .synth import effective_jobs, render_groups
+
+    loaded = load_jobs(jobs_dir, root, options=options)
+    plan = build_plan(loaded.definitions)
+    groups = render_groups(plan)
+    everything = effective_jobs(groups)
+    chosen = [ej for ej in everything if _matches(ej, job)]
+    if cluster is not None:
+        clusters = {ej.planned.cluster.name for ej in chosen}
+        chosen = [ej for ej in chosen if ej.planned.cluster.name == cluster]
+        if not chosen and clusters:
+            raise DefinitionError(
+                f"{job!r} does not run on cluster {cluster!r}; it runs on "
+                + ", ".join(repr(c) for c in sorted(clusters))
+            )
+    if not chosen:
+        names = sorted({f"{ej.kind}/{ej.planned.job.name}" for ej in everything})
+        raise DefinitionError(
+            f"no job {job!r}; jobs: {', '.join(names) if names else 'none'} "
+            "(give NAME, KIND/NAME or the object's name)"
+        )
+    runtimes = [
+        (r.planned, r.body)
+        for _, items in groups
+        for r in items
+        if isinstance(r.planned, PlannedRuntime)
+    ]
+    problems = check_policy(plan, chosen, runtimes)
+    mine = {ej.planned.definition.file for ej in chosen}
+    return chosen, [p for p in problems if p.file in mine]
+
+
+def _matches(ej: EffectiveJob, wanted: str) -> bool:
+    name = ej.planned.job.name
+    return wanted in (name, ej.name, f"{ej.kind}/{name}", f"{ej.kind}/{ej.name}")
+
+
+def _quantities(amounts: dict[str, Decimal]) -> dict[str, str]:
+    out = {}
+    for name, value in sorted(amounts.items()):
+        whole = int(value) if value == value.to_integral_value() else None
+        if whole is not None and name in ("memory", "ephemeral-storage"):
+            for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20)):
+                if whole >= size and whole % size == 0:
+                    out[name] = f"{whole // size}{unit}"
+                    break
+            else:
+                out[name] = str(whole)
+        else:
+            out[name] = str(whole) if whole is not None else format(value.normalize(), "f")
+    return out
+
+
+def _volumes(ps: PodSet) -> list[dict[str, Any]]:
+    sources = {v["name"]: v for v in ps.spec.get("volumes") or []}
+    out = []
+    for m in ps.main.get("volumeMounts") or []:
+        v = sources.get(m["name"], {})
+        if "configMap" in v:
+            source = f"ConfigMap {v['configMap']['name']}"
+        elif "persistentVolumeClaim" in v:
+            source = f"PersistentVolumeClaim {v['persistentVolumeClaim']['claimName']}"
+        elif "emptyDir" in v:
+            size = v["emptyDir"].get("sizeLimit")
+            source = "memory" + (f" ({size})" if size else "")
+        else:
+            source = m["name"]
+        if m.get("subPath"):
+            source += f" [{m['subPath']}]"
+        out.append({"path": m["mountPath"], "source": source, "read_only": bool(m.get("readOnly"))})
+    return out
+
+
+def as_data(ej: EffectiveJob) -> dict[str, Any]:
+    """A job's effective pods as plain data (the ``--format json`` document)."""
+    pj = ej.planned
+    return {
+        "kind": ej.kind,
+        "name": ej.name,
+        "job": pj.job.name,
+        "file": pj.definition.file,
+        "line": pj.definition.line,
+        "cluster": pj.cluster.name,
+        "namespace": pj.namespace,
+        "nodes": ej.nodes,
+        "procs_per_node": ej.procs_per_node,
+        "world_size": ej.world_size,
+        "world_size_env": ej.world_size_env,
+        "gpus": ej.gpus(),
+        "podgroup": None
+        if ej.gang is None
+        else {
+            "name": ej.gang.podgroup,
+            "queue": ej.gang.queue,
+            "min_member": ej.gang.min_member,
+            "requests": _quantities(ej.gang.requests),
+        },
+        "pods": [
+            {
+                "role": ps.role,
+                "count": ps.count,
+                "first_rank": ps.first_rank,
+                "container": ps.container,
+                "image": ps.main.get("image"),
+                "command": ps.main.get("command"),
+                "args": ps.main.get("args"),
+                "resources": ps.main.get("resources") or {},
+                "volumes": _volumes(ps),
+                "env": [
+                    {"name": e.name, "value": e.value, "source": e.source, "per_pod": e.per_pod}
+                    for e in ps.env
+                ],
+            }
+            for ps in ej.pod_sets
+        ],
+        "notes": list(ej.notes),
+    }
+
+
+def format_json(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) -> str:
+    doc = {"jobs": [as_data(ej) for ej in jobs], "problems": [str(p) for p in problems]}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) -> str:
+    lines: list[str] = []
+    for ej in jobs:
+        d = as_data(ej)
+        lines.append(
+            f"{d['kind']} {d['name']} on cluster {d['cluster']}, namespace {d['namespace']} "
+            f"({d['file']}:{d['line']})"
+        )
+        procs = d["procs_per_node"]
+        if not str(procs).isdigit():
+            procs = f"{procs} (= {d['world_size'] // max(1, d['nodes'])}, one per GPU)"
+        world = (
+            f"  world size {d['world_size']}: {d['nodes']} node(s) × {procs} process(es) per node"
+        )
+        if d["world_size_env"] is not None:
+            world += f"; WORLD_SIZE in each pod: {d['world_size_env']}"
+        lines.append(world)
+        lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
+        pg = d["podgroup"]
+        if pg is None:
+            lines.append("  no gang: the default scheduler places each pod on its own")
+        else:
+            req = ", ".join(f"{k} {v}" for k, v in pg["requests"].items())
+            lines.append(
+                f"  PodGroup {pg['name']} in queue {pg['queue']}: {pg['min_member']} pods at once, "
+                f"requesting {req}"
+            )
+        for note in d["notes"]:
+            lines.append(f"  note: {note}")
+        for pod in d["pods"]:
+            ranks = (
+                f"node rank {pod['first_rank']}"
+                if pod["count"] == 1
+                else f"node ranks {pod['first_rank']}-{pod['first_rank'] + pod['count'] - 1}"
+            )
+            lines.append(
+                f"  {pod['role']} × {pod['count']} ({ranks}), container {pod['container']}"
+            )
+            lines.append(f"    image      {pod['image']}")
+            if pod["command"]:
+                lines.append(f"    command    {shlex.join(pod['command'])}")
+            if pod["args"]:
+                lines.append(f"    args       {shlex.join(pod['args'])}")
+            res = pod["resources"]
+            limits = ", ".join(f"{k} {v}" for k, v in (res.get("limits") or {}).items())
+            same = res.get("limits") == res.get("requests")
+            lines.append(f"    resources  {'requests = limits' if same else 'limits'}: {limits}")
+            for v in pod["volumes"]:
+                ro = " (read-only)" if v["read_only"] else ""
+                lines.append(f"    volume     {v['path']} ← {v['source']}{ro}")
+            width = max((len(e["name"]) for e in pod["env"]), default=0)
+            for e in pod["env"]:
+                varies = f", {e['per_pod']}" if e["per_pod"] else ""
+                lines.append(
+                    f"    env        {e['name']:<{width}} = {e['value']}  ({e['source']}{varies})"
+                )
+        lines.append("")
+    for p in problems:
+        lines.append(f"problem: {p}")
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,63 @@
+"""Network profiles: which one a job or runtime names, on each of its clusters."""
+
+from __future__ import annotations
+
+from ..errors import Problem
+from ..load import PLATFORM_DIR, Definition
+from ..model import Cluster, NetworkProfile
+from .index import Index
+from .platform import check_clusters, on_cluster
+from .problems import known, problem
+
+__all__ = ["check_profiles", "resolve_network"]
+
+
+def resolve_network(
+    d: Definition, name: str | None, cluster: Cluster, index: Index, problems: list[Problem]
+) -> NetworkProfile | None:
+    """The profile ``name`` on ``cluster``; a problem when it is unknown or not there."""
+    if name is None:
+        return None
+    if name not in index.profiles:
+        problems.append(
+            problem(
+                d,
+                f"unknown network profile {name!r}; defined network profiles: "
+                f"{known(index.profiles)} (declare NetworkProfile(name=...) in "
+                f"jobs/{PLATFORM_DIR}/)",
+                "network",
+            )
+        )
+        return None
+    declared = index.profiles[name]
+    profile = declared.obj
+    if not on_cluster(profile, cluster.name):
+        problems.append(
+            problem(
+                d,
+                f"network profile {name!r} does not exist on cluster {cluster.name!r} "
+                f"(NetworkProfile.clusters in {declared.file} allows "
+                f"{known(profile.clusters or [])}); choose other clusters or add the cluster to "
+                "the profile",
+                "network",
+            )
+        )
+        return None
+    return profile
+
+
+def check_profiles(index: Index, problems: list[Problem]) -> None:
+    for declared in index.profiles.values():
+        profile, d = declared.obj, declared.definition
+        problems.extend(check_clusters(d, profile.clusters, index))
+        for cname, cluster in sorted(index.clusters.items()):
+            gpu = cluster.obj.gpu_resource
+            if on_cluster(profile, cname) and gpu in profile.resources:
+                problems.append(
+                    problem(
+                        d,
+                        f"{gpu!r} is the GPU resource of cluster {cname!r}; GPUs come from each "
+                        "job's resources.gpu, remove it here",
+                        f"resources.{gpu}",
+                    )
+                )

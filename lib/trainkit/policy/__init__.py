@@ -1,0 +1,39 @@
+"""The platform's policy, checked on the pods the controllers will create.
+
+Registries, accelerator stacks, GPUs per node, per-job and per-team GPU caps,
+queue capacity and tolerations. Every check reads the effective pods
+(``trainkit.effective``), never the definitions' own fields, so a GPU a
+runtime adds or a TrainJob leaves in place is counted. Every message names the
+rule (``Policy.registries``, ``Team.max_gpus``, ``Queue.capability``, …) and the
+file that declares it, so the person who hits it knows whom to ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..effective import EffectiveJob
+from ..errors import Problem
+from ..plan import Plan, PlannedRuntime
+from .caps import check_caps, check_runtime_gpus
+from .images import check_images
+from .queues import check_queue_fit
+from .tolerations import check_tolerations
+
+__all__ = ["check_policy"]
+
+
+def check_policy(
+    plan: Plan,
+    jobs: Sequence[EffectiveJob],
+    runtimes: Sequence[tuple[PlannedRuntime, dict[str, Any]]],
+) -> list[Problem]:
+    """Every policy problem of the plan's jobs and runtimes, in a stable order."""
+    problems: list[Problem] = []
+    check_images(plan.index, jobs, runtimes, problems)
+    check_runtime_gpus(runtimes, problems)
+    check_caps(plan.index, jobs, problems)
+    check_queue_fit(plan.index, jobs, problems)
+    check_tolerations(plan, problems)
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,112 @@
+"""GPUs: per node (the cluster's hardware), per job (``Policy``), per team (``Team.max_gpus``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from ..effective import EffectiveJob
+from ..errors import Problem
+from ..model import TrainJob
+from ..plan import Index, PlannedRuntime, problem
+from ..validate.quantities import parse_quantity
+
+__all__ = ["check_caps", "check_runtime_gpus", "gpu_field"]
+
+
+def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
+    """Which field of the definition decides a job's GPUs, and a note when it is inherited."""
+    job = ej.planned.job
+    if isinstance(job, TrainJob) and job.resources is None:
+        return "runtime", " (from the runtime's resources)"
+    return "resources.gpu", ""
+
+
+def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
+    rules = index.rules
+    where = index.policy.file if index.policy else ""
+    per_team: dict[tuple[str, str], list[tuple[EffectiveJob, int]]] = defaultdict(list)
+    for ej in jobs:
+        pj, d = ej.planned, ej.planned.definition
+        cluster = pj.cluster
+        per_node = ej.gpus_per_node()
+        field, inherited = gpu_field(ej)
+        if per_node > cluster.gpus_per_node:
+            problems.append(
+                problem(
+                    d,
+                    f"{per_node} exceeds the {cluster.gpus_per_node} GPUs per node of cluster "
+                    f"{cluster.name!r}{inherited}",
+                    field,
+                )
+            )
+        if ej.procs_per_node.isdigit() and per_node and int(ej.procs_per_node) > per_node:
+            problems.append(
+                problem(
+                    d,
+                    f"{ej.procs_per_node} processes per node but only {per_node} GPUs: each "
+                    "process drives one GPU; lower procs_per_node or raise resources.gpu",
+                    "procs_per_node",
+                )
+            )
+        gpus = ej.gpus()
+        cap = rules.max_gpus_per_job
+        if cap is not None and gpus > cap:
+            job = pj.job
+            from_runtime = isinstance(job, TrainJob) and job.resources is None
+            both = from_runtime and isinstance(job, TrainJob) and job.nodes is None
+            cap_field = "runtime" if both else "resources.gpu" if inherited else "nodes"
+            problems.append(
+                problem(
+                    d,
+                    f"{gpus} GPUs ({ej.nodes} nodes × {per_node}"
+                    + (", from the runtime" if from_runtime else "")
+                    + f") exceed the per-job cap of {cap}; Policy.max_gpus_per_job in {where}; "
+                    "use fewer nodes or GPUs per node",
+                    cap_field,
+                )
+            )
+        per_team[(d.team, cluster.name)].append((ej, gpus))
+    for (team_name, cluster_name), items in sorted(per_team.items()):
+        team = index.teams[team_name]
+        total = sum(g for _, g in items)
+        limit = team.obj.max_gpus
+        if limit is not None and total > limit:
+            listed = ", ".join(
+                f"{ej.planned.definition.obj.describe()} {g} "
+                f"({ej.planned.definition.file}:{ej.planned.definition.line})"
+                for ej, g in items
+                if g
+            )
+            problems.append(
+                problem(
+                    team.definition,
+                    f"the team's jobs on cluster {cluster_name!r} use {total} GPUs together but "
+                    f"Team.max_gpus in {team.file} allows {limit}: {listed}; lower the jobs' "
+                    "nodes or GPUs, or raise max_gpus",
+                    "max_gpus",
+                )
+            )
+
+
+def check_runtime_gpus(
+    runtimes: Sequence[tuple[PlannedRuntime, dict[str, Any]]], problems: list[Problem]
+) -> None:
+    for pr, body in runtimes:
+        for rjob in body["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = rjob["template"]["spec"]["template"]["spec"]
+            for c in pod.get("containers") or []:
+                limits = (c.get("resources") or {}).get("limits") or {}
+                value = parse_quantity(str(limits.get(pr.cluster.gpu_resource, "0")))
+                gpus = int(value or Decimal(0))
+                if gpus > pr.cluster.gpus_per_node:
+                    problems.append(
+                        problem(
+                            pr.definition,
+                            f"{gpus} exceeds the {pr.cluster.gpus_per_node} GPUs per node of "
+                            f"cluster {pr.cluster.name!r}",
+                            "resources.gpu",
+                        )
+                    )

@@ -1,0 +1,76 @@
+"""Where images come from (``Policy.registries``) and which accelerator stack they are built for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..effective import EffectiveJob
+from ..errors import Problem
+from ..load import Definition
+from ..model import ACCELERATORS, Cluster
+from ..model.policy import image_allowed
+from ..plan import Index, PlannedRuntime, problem
+from ..plan.problems import known
+
+__all__ = ["check_images", "tag_accelerator"]
+
+
+def tag_accelerator(image: str) -> str | None:
+    """The accelerator stack an image's tag names (``…:2.5.1-rocm6.2`` → ``rocm``), if one."""
+    name = image.rsplit("/", 1)[-1].split("@", 1)[0]
+    tag = name.partition(":")[2].lower()
+    found = [a for a in ACCELERATORS if re.search(rf"(^|[^a-z]){a}", tag)]
+    return found[0] if len(found) == 1 else None
+
+
+def check_images(
+    index: Index,
+    jobs: Sequence[EffectiveJob],
+    runtimes: Sequence[tuple[PlannedRuntime, dict[str, Any]]],
+    problems: list[Problem],
+) -> None:
+    for pr, body in runtimes:
+        containers = body["spec"]["template"]["spec"]["replicatedJobs"]
+        for rjob in containers:
+            pod = rjob["template"]["spec"]["template"]["spec"]
+            for c in pod.get("containers") or []:
+                _check(index, pr.definition, str(c.get("image", "")), pr.cluster, problems)
+    for ej in jobs:
+        pj = ej.planned
+        for ps in ej.pod_sets:
+            for _, image in ps.images():
+                # An image the job does not set is its runtime's, reported there.
+                if pj.image is None and pj.runtime is not None:
+                    continue
+                _check(index, pj.definition, image, pj.cluster, problems)
+
+
+def _check(
+    index: Index, d: Definition, image: str, cluster: Cluster, problems: list[Problem]
+) -> None:
+    rules = index.rules
+    if not image_allowed(image, rules.registries):
+        where = index.policy.file if index.policy else ""
+        problems.append(
+            problem(
+                d,
+                f"image {image!r} is not from an allowed registry; Policy.registries in "
+                f"{where} allows {known(rules.registries)}; push the image there or ask "
+                "the platform team to allow its registry",
+                "image",
+            )
+        )
+    stack = tag_accelerator(image)
+    if cluster.accelerator is not None and stack is not None and stack != cluster.accelerator:
+        problems.append(
+            problem(
+                d,
+                f"image {image!r} is built for {stack} but cluster {cluster.name!r} runs "
+                f"{cluster.accelerator} (Cluster.accelerator in {index.cluster_file(cluster.name)}); "
+                f"give one image per accelerator: image={{{cluster.accelerator!r}: '…', "
+                f"{stack!r}: '…'}}",
+                "image",
+            )
+        )

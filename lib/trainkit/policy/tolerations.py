@@ -1,0 +1,45 @@
+"""Tolerations let pods onto tainted nodes; only the platform decides which (``Cluster.tolerations``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import Problem
+from ..load import Definition
+from ..model import Cluster, PyTorchJob, Toleration
+from ..plan import Index, Plan, problem
+from ..plan.problems import known
+
+__all__ = ["check_tolerations"]
+
+
+def check_tolerations(plan: Plan, problems: list[Problem]) -> None:
+    for cp in plan.clusters:
+        for pr in cp.runtimes:
+            _check(pr.definition, pr.runtime.tolerations, cp.cluster, plan.index, problems)
+        for pj in cp.jobs:
+            if isinstance(pj.job, PyTorchJob):
+                _check(pj.definition, pj.job.tolerations, cp.cluster, plan.index, problems)
+
+
+def _check(
+    d: Definition,
+    tolerations: Sequence[Toleration],
+    cluster: Cluster,
+    index: Index,
+    problems: list[Problem],
+) -> None:
+    allowed = cluster.tolerations
+    for i, t in enumerate(tolerations):
+        if any(a.covers(t) for a in allowed):
+            continue
+        problems.append(
+            problem(
+                d,
+                f"toleration {t.describe()!r} is not allowed on cluster {cluster.name!r}; "
+                f"Cluster.tolerations in {index.cluster_file(cluster.name)} allows "
+                f"{known(a.describe() for a in allowed)}; remove it or ask the platform team "
+                "to allow it",
+                f"tolerations[{i}]",
+            )
+        )

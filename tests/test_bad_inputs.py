@@ -692,7 +692,8 @@ CASES = [
         Case(
             id=f"trainjob-edited-in-place-{command}",
             edits=((RESNET_TJ, '"10"]', '"20"]'),),
-            command=(command,),
+            # No git in the workspace: what is on disk stands for what is deployed.
+            command=(command, "--against", "disk"),
             file=RESNET_TJ,
             line="job = TrainJob(",
             obj="TrainJob 'resnet50'",
@@ -712,6 +713,7 @@ CASES = [
         edits=(
             (RESNET_SCRIPT, '"""Distributed data-parallel', '"""Faster distributed data-parallel'),
         ),
+        command=("synth", "--against", "disk"),
         file=RESNET_TJ,
         line="job = TrainJob(",
         obj="TrainJob 'resnet50'",

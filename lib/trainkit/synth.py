@@ -292,7 +292,9 @@ def synthesize(
 
 
 def _display(path: Path, root: Path) -> str:
+    # The parent resolved, not the directory: a symlinked output is named as the user wrote it.
+    full = Path(os.path.abspath(path))
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix() + "/"
+        return (full.parent.resolve() / full.name).relative_to(root.resolve()).as_posix() + "/"
     except ValueError:
         return path.as_posix()

@@ -1,10 +1,14 @@
 """cdk8s serialization: every object comes back exactly, whatever the script text holds."""
 
+import json
+from importlib.metadata import version
+
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainkit.serialize import YamlCache, to_yaml
+from trainkit.serialize import YamlCache, _key, reads_as_non_string, to_yaml
 
 TRICKY = [
     "print('x')\n",
@@ -67,3 +71,65 @@ def test_groups_keep_their_order_and_cache_hits_skip_cdk8s(tmp_path, monkeypatch
     ]
     monkeypatch.setattr(serialize, "_synth", lambda groups: (_ for _ in ()).throw(AssertionError))
     assert to_yaml(groups, YamlCache(tmp_path / "c.json")) == first
+
+
+# Plain scalars some reader resolves, grouped by the reader that does (checked against go-yaml
+# v2.4.0/v3.0.1, PyYAML and ruamel.yaml by fuzzing; see reads_as_non_string).
+RESOLVED = {
+    "PyYAML (YAML 1.1)": ["=", "<<", "yes", "No", "ON", "~", "", "1:20", "0b101", "017", ".5"],
+    "PyYAML timestamps": ["2024-01-01", "2024-1-1 1:02:03"],
+    "go-yaml v2 words": ["y", "Y", "n", "N"],
+    "go-yaml numbers": ["0X1F", "0B11", "0O17", "-_1", "1e3_", "1_e3", "08", "-.5", "+.5"],
+    "go-yaml timestamps": ["2024-1-1", "2024-1-1T1:2:3Z", "2024-1-1  1:2:3", "2024-1-1 1:2:3,5"],
+    "YAML 1.2 core": ["0o755", "1e3", "1E+3", "0x1F", ".NaN", "-.INF", "TRUE", "NULL"],
+    "ruamel.yaml 1.2": ["-_", "+_", "._", "-._"],
+}
+# Look-alikes every reader keeps as strings: quoting them would be harmless but noisy.
+NOT_RESOLVED = ["yes please", "1.2.3", "-e", "--lr=0.1", "v1", "0x", "0o", "_1", "1-2"]
+NOT_RESOLVED += ["2024-01", "NaN", "inf", "Infinity", "e3", "1e", "y2", "==", "<<<", "~~", "0o8"]
+
+
+@pytest.mark.parametrize(
+    "text", [pytest.param(s, id=f"{who}:{s!r}") for who, ss in RESOLVED.items() for s in ss]
+)
+def test_strings_some_reader_resolves(text):
+    assert reads_as_non_string(text)
+
+
+@pytest.mark.parametrize("text", NOT_RESOLVED)
+def test_strings_every_reader_keeps(text):
+    assert not reads_as_non_string(text)
+
+
+def pod(args: list[str]) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"args": args}}
+
+
+def test_cdk8s_text_is_kept_where_it_already_quotes_and_replaced_where_not():
+    kept, replaced = (
+        to_yaml([("c", [pod(["10", "yes", "1e3"]), pod(["10", "0o755", "="])])], YamlCache(None))
+    )[0]
+    # cdk8s indents list items under their key; libyaml does not.
+    assert kept.endswith('  args:\n    - "10"\n    - "yes"\n    - "1e3"\n')
+    assert replaced.endswith('  args:\n  - "10"\n  - "0o755"\n  - "="\n')
+
+
+def test_libyaml_fallback_is_deterministic_and_keeps_key_order():
+    body = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "z": "y", "a": "n"}}
+    body["spec"] = {"args": ["=", "x" * 300, "a\u2028b", "\ufeff"]}
+    first = to_yaml([("c", [body])], YamlCache(None))
+    assert to_yaml([("c", [json.loads(json.dumps(body))])], YamlCache(None)) == first
+    ((text,),) = first
+    assert text == (
+        'kind: Pod\napiVersion: v1\nmetadata:\n  name: p\n  z: "y"\n  a: "n"\n'
+        f'spec:\n  args:\n  - "="\n  - {"x" * 300}\n  - "a\\Lb"\n  - "\\uFEFF"\n'
+    )
+
+
+def test_a_cache_written_before_this_quoting_is_not_trusted(tmp_path):
+    """Format 1 stored cdk8s's plain `=`, which PyYAML cannot read."""
+    body = pod(["="])
+    stale = {"stamp": f"1/cdk8s-{version('cdk8s')}", "entries": {_key(body): "args: [=]\n"}}
+    (tmp_path / "c.json").write_text(json.dumps(stale))
+    ((text,),) = to_yaml([("c", [body])], YamlCache(tmp_path / "c.json"))
+    assert yaml.safe_load(text) == body

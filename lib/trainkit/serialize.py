@@ -11,21 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["YamlCache", "prewarm", "to_yaml"]
+__all__ = ["YamlCache", "prewarm", "reads_as_non_string", "to_yaml"]
 
 # Bump when the bytes for the same dict may change (cdk8s upgrade, layout rules).
-_FORMAT = "1"
+_FORMAT = "2"
 
 
 def _key(body: dict[str, Any]) -> str:
@@ -112,20 +113,122 @@ def _import_cdk8s() -> None:
 
 
 def _readable(body: dict[str, Any], text: str) -> str:
-    """cdk8s writes a string such as ``0<TAB>0`` as a plain scalar that YAML 1.1 readers
-    (PyYAML, our own validator) reject. Only tabs trigger it, so only objects holding a
-    tab are read back; one that does not round-trip is written by libyaml instead."""
-    if "\\t" not in json.dumps(body, ensure_ascii=False):  # JSON escapes a tab as \\t
+    """cdk8s's text if every reader gets ``body`` back from it, else libyaml's.
+
+    cdk8s (the ``yaml`` npm package with its YAML 1.1 schema) leaves plain some strings
+    that other readers resolve (``=``, ``<<``, ``0o755``, ``0X1F``, ``-_1``,
+    ``2024-1-1 1:2:3,5``), and writes tabs, DEL, C1 controls, NEL, LS and PS raw, which
+    PyYAML rejects or reads as line breaks. Only objects holding such a string are read
+    back (about 1 ms each, on a cache miss only); the others keep cdk8s's text unread.
+    """
+    risky = [s for s in _strings(body) if _RAW.search(s) or reads_as_non_string(s)]
+    if not risky:
         return text
+    # The pure-Python reader is the strict one about tabs (libyaml accepts them).
+    loader_cls = yaml.SafeLoader if any("\t" in s for s in risky) else yaml.CSafeLoader
     try:
-        # The pure-Python reader is the strict one (libyaml accepts the tab).
-        if yaml.load(text, Loader=yaml.SafeLoader) == body:
-            return text
+        loader = loader_cls(text)
+        try:
+            node = loader.get_single_node()
+            if node and _quoted(node, body) and loader.construct_document(node) == body:
+                return text
+        finally:
+            loader.dispose()
     except yaml.YAMLError:
         pass
-    return str(
-        yaml.dump(body, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True, width=1 << 30)
-    )
+    # Deterministic: same dict, same bytes; key order kept; no folding of long lines.
+    return str(yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30))
+
+
+def reads_as_non_string(plain: str) -> bool:
+    """Would some reader of our manifests resolve ``plain``, written unquoted, to a non-string?
+
+    The union of the readers between generated/ and the API server:
+    - PyYAML, YAML 1.1 (``trainkit check``): its implicit resolvers, which also take
+      ``<<`` (merge) and ``=`` (value, which it then cannot construct).
+    - go-yaml v2 (sigs.k8s.io/yaml: kubectl, Argo CD) and v3 (kyaml: kustomize), per
+      resolve.go in go-yaml/yaml@v2 and @v3: y/Y/n/N, Go's number syntax, Go timestamps.
+    - YAML 1.2 core (kyaml, ruamel.yaml): 0o17, 1e3, … are all within go-yaml v3's
+      forms, which decode the 1.2 spellings and keep the 1.1 ones.
+    - ruamel.yaml in 1.2 mode also takes a sign or dot followed only by ``_`` for a number.
+    A superset is harmless: quoting a string never changes what any reader makes of it.
+    """
+    if any(rx.match(plain) for _, rx in _PYYAML.get(plain[:1], ())) or plain in _GO_WORDS:
+        return True
+    if plain[:1] in _NUMBER_START:
+        digits = plain.replace("_", "")
+        if _GO_NUMBER.fullmatch(digits) or ("_" in plain and digits in _BARE):
+            return True
+    return _GO_TIMESTAMP.fullmatch(plain) is not None
+
+
+# Keyed by first character ("" for the empty string), as PyYAML's resolver looks them up.
+_PYYAML = yaml.SafeLoader.yaml_implicit_resolvers
+# resolve.go resolveMap: v2 holds all of these, v3 only true/false/null/.inf/.nan/<<.
+_GO_WORDS = frozenset(
+    ["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"]
+    + ["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"]
+    + ["~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN", "<<"]
+    + [sign + inf for sign in ("", "+", "-") for inf in (".inf", ".Inf", ".INF")]
+)
+# resolve.go tries numbers only after a sign, digit or dot. It drops every "_", then tries
+# strconv.ParseInt(s, 0, 64) (0x/0o/0b in either case, 0-led octal), ParseUint, its
+# yamlStyleFloat regexp and "0b"/"0o" bodies; after a dot, strconv.ParseFloat.
+_NUMBER_START = frozenset("+-.0123456789")
+_GO_NUMBER = re.compile(
+    r"[-+]?(?:0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+"
+    r"|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)"
+)
+_BARE = frozenset({"+", "-", ".", "+.", "-."})
+# resolve.go parseTimestamp: time.Parse with "2006-1-2T15:4:5.999999999Z07:00" (also with a
+# lower-case "t"), "2006-1-2 15:4:5.999999999" and "2006-1-2". Go takes "," or "." before
+# the fraction, and a run of spaces where the layout has one.
+_GO_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"(?:(?:[Tt]| +)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:[.,][0-9]+)?(?:Z|[-+][0-9]{2}:[0-9]{2})?)?"
+)
+# What cdk8s may write raw and a reader then rejects or reads otherwise: anything outside
+# YAML's printable set (tab and CR included), NEL/LS/PS (line breaks in YAML 1.1), BOM.
+_RAW = re.compile(
+    r"[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+# libyaml writes these raw in single quotes (as line breaks); double quotes escape them.
+_BREAKS_11 = re.compile(r"[\x85\u2028\u2029\ufeff]")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _quoted(node: yaml.Node, value: Any) -> bool:
+    """No string of ``value`` that some reader would resolve is plain in ``node``."""
+    if isinstance(node, yaml.ScalarNode):
+        return bool(node.style) or not (isinstance(value, str) and reads_as_non_string(value))
+    if isinstance(node, yaml.SequenceNode) and isinstance(value, list):
+        return len(node.value) == len(value) and all(map(_quoted, node.value, value))
+    if isinstance(node, yaml.MappingNode) and isinstance(value, dict):
+        return all(_quoted(k, k.value) and _quoted(v, value.get(k.value)) for k, v in node.value)
+    return False
+
+
+class _Dumper(yaml.CSafeDumper):
+    """libyaml quotes only what PyYAML resolves: quote what any reader would, too."""
+
+
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+    style = '"' if reads_as_non_string(data) or _BREAKS_11.search(data) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def _silence_node_banner() -> None:

@@ -26,14 +26,15 @@ from trainkit import (
 from trainkit.load import Definition
 from trainkit.plan import build_plan
 from trainkit.synth import _cluster_objects, synthesize
-from trainkit.validate import load_crds, validate_paths, validate_text
+from trainkit.validate import validate_paths, validate_text
+from validate_fixtures import shared_crd_set
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def crdset(crds):
-    return load_crds(crds)
+def crdset():
+    return shared_crd_set()
 
 
 def test_examples_validate_against_the_upstream_crds(crdset, tmp_path):

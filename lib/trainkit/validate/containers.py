@@ -1,0 +1,39 @@
+"""Container rules no CRD schema states: env names and values.
+
+A CRD's copy of the container schema says only ``name: {type: string}``; the
+API server checks env names (``ValidateEnv`` → ``IsEnvVarName``) only for the
+pods the operator creates, and a NUL in a value passes the API server but not
+the container runtime (see ``trainkit.kube.text``). Both would fail long after
+Argo CD reported the job as synced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainkit.kube.names import env_name_problem
+from trainkit.kube.pods import containers, pod_specs
+from trainkit.kube.text import nul_problem
+from trainkit.validate.findings import Finding
+
+__all__ = ["check_containers"]
+
+
+def check_containers(doc: dict[str, Any], out: list[Finding]) -> None:
+    """Env names and values of every container of every pod spec of one manifest."""
+    for pod_path, pod in pod_specs(doc):
+        for path, container in containers(pod, pod_path):
+            env = container.get("env")
+            for i, var in enumerate(env if isinstance(env, list) else []):
+                if not isinstance(var, dict):
+                    continue
+                name, value = var.get("name"), var.get("value")
+                if isinstance(name, str) and (why := env_name_problem(name)) is not None:
+                    out.append(
+                        Finding(
+                            (*path, "env", i, "name"),
+                            f"invalid environment variable name {name!r}: it {why}",
+                        )
+                    )
+                if isinstance(value, str) and (why := nul_problem(value)) is not None:
+                    out.append(Finding((*path, "env", i, "value"), f"env {name!r} {why}"))

@@ -19,7 +19,7 @@ from trainkit.kube.names import (
     qualified_name_problem,
 )
 from trainkit.kube.quantities import parse_quantity
-from trainkit.kube.text import nul_problem
+from trainkit.kube.text import text_value_problem
 from trainkit.model.fields import CpuQuantity, DNS1035Name, DNS1123Label, EnvName, ResourceName
 from trainkit.validate import validate_text
 
@@ -144,6 +144,20 @@ def test_chdir_names_are_refused() -> None:
     assert configmap_key_problem("train.py") is None
 
 
-def test_nul_problem() -> None:
-    assert nul_problem("a\tb\r\n") is None
-    assert nul_problem("\x00") == "contains a NUL character (at offset 0); remove it"
+def test_text_value_problem() -> None:
+    assert text_value_problem("a\tb\r\n") is None
+    assert text_value_problem("\x00") == "contains a NUL character (at offset 0); remove it"
+
+
+def test_models_refuse_nul_in_env_values() -> None:
+    from trainkit import PyTorchJob, Resources
+    from trainkit.errors import DefinitionError
+
+    res = Resources(cpu=1, memory="1Gi")
+    with pytest.raises(DefinitionError) as err:
+        PyTorchJob(name="a", image="i:1", command=["a"], resources=res, env={"A": "x\0"})
+    assert "env.A: environment variable value 'x\\x00' contains a NUL character (at offset 1)" in (
+        str(err.value)
+    )
+    job = PyTorchJob(name="a", image="i:1", command=["a"], resources=res, env={"A": "x\ty\n"})
+    assert job.env == {"A": "x\ty\n"}

@@ -17,6 +17,7 @@ import yaml
 from conftest import crds_dir as shared_crds
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
+from trainkit.validate.crd_files import may_define
 from validate_fixtures import shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
@@ -165,3 +166,19 @@ def test_core_kinds_get_only_object_checks(crds: CrdSet) -> None:
     [problem] = validate_doc(crds, rbac, "role.yaml")
     assert problem.field == "metadata.name"
     assert "required" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (b"spec:\n  group: a.io\n  names:\n    kind: Widget\n    plural: widgets\n", True),
+        (b'spec: {group: "a.io", names: {kind: Widget, plural: widgets}}', True),
+        (b'{"spec": {"group": "a.io", "names": {"kind": "Widget"}}}', True),
+        (b"spec:\n  group: a.io # the group\n  names:\n    kind: 'Widget'\r\n", True),
+        (b"spec:\n  group: a.io\n  names:\n    kind: WidgetSet\n", False),
+        (b"spec:\n  group: b.a.io\n  names:\n    kind: Widget\n", False),
+        (b"description: a Widget of group a.io\n", False),
+    ],
+)
+def test_which_files_may_define_a_kind(text: bytes, found: bool) -> None:
+    assert may_define(text, "a.io", "Widget") is found

@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import celpy
+
 from conftest import crds_dir
 from trainkit.errors import Problem
 from trainkit.validate import (
@@ -29,6 +31,9 @@ __all__ = ["shared_crd_set", "validate_doc"]
 @cache
 def shared_crd_set() -> CrdSet:
     """The CRDs of ``$TRAINKIT_CRDS`` (or ../shared/crds), one CrdSet for the whole session."""
+    # Schemas compile on first use, and cel-python raises the recursion limit each time it
+    # creates an Environment; raise it now, so no property test sees it change mid-example.
+    celpy.Environment()
     return load_crds(crds_dir(), no_cache=True)
 
 

@@ -16,21 +16,30 @@ Free-text values are another matter:
   (Python: "source code cannot contain null bytes").
 - YAML itself carries other C0 controls and DEL only as escapes; they are
   allowed where NUL is not (a terminal escape in a log format is legitimate).
+- A lone UTF-16 surrogate (a Python ``str`` can hold one) has no UTF-8 form:
+  JSON cannot carry it to the API server, and libyaml refuses its escape.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["YAML_UNPRINTABLE", "nul_problem"]
+__all__ = ["YAML_UNPRINTABLE", "text_value_problem"]
 
 # Characters YAML cannot carry unescaped (tab, newline and CR are printable for YAML).
 YAML_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def nul_problem(value: str) -> str | None:
+def text_value_problem(value: str) -> str | None:
     """Why a free-text value (env value, ConfigMap data) cannot hold what it holds, if so."""
     at = value.find("\x00")
-    if at < 0:
-        return None
-    return f"contains a NUL character (at offset {at}); remove it"
+    if at >= 0:
+        return f"contains a NUL character (at offset {at}); remove it"
+    surrogate = _SURROGATE.search(value)
+    if surrogate is not None:
+        return (
+            f"contains a lone surrogate {surrogate[0]!r} (at offset {surrogate.start()}), "
+            "which has no UTF-8 form; remove it"
+        )
+    return None

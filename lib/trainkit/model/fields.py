@@ -17,6 +17,7 @@ from ..kube.names import (
     qualified_name_problem,
 )
 from ..kube.quantities import QUANTITY, parse_quantity
+from ..kube.text import text_value_problem
 
 __all__ = [
     "ClusterRef",
@@ -24,6 +25,7 @@ __all__ = [
     "DNS1035Name",
     "DNS1123Label",
     "EnvName",
+    "EnvValue",
     "MemoryQuantity",
     "Path",
     "ResourceName",
@@ -80,6 +82,13 @@ def _env_name(v: str) -> str:
     return v
 
 
+def _env_value(v: str) -> str:
+    why = text_value_problem(v)
+    if why is not None:
+        raise ValueError(f"environment variable value {v!r} {why}")
+    return v
+
+
 def _resource_name(v: str) -> str:
     if "/" not in v or qualified_name_problem(v) is not None:
         raise ValueError(
@@ -128,5 +137,6 @@ MemoryQuantity = Annotated[
 EnvName = Annotated[
     str, AfterValidator(_env_name), WithJsonSchema({**_STR, "pattern": _pattern(ENV_NAME)})
 ]
+EnvValue = Annotated[str, AfterValidator(_env_value), WithJsonSchema({**_STR})]
 ResourceName = Annotated[str, AfterValidator(_resource_name), WithJsonSchema({**_STR})]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]

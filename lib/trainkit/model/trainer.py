@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import trainjob_reserved_env_reason
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
+from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, EnvValue, MemoryQuantity
 from .job import Resources, Script, Toleration, Volume, check_volumes
 
 __all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
@@ -42,7 +42,7 @@ class _TorchRuntime(TrainkitModel):
     """Default CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
     """Size of ``/dev/shm`` (memory-backed emptyDir) on every node, e.g. ``"16Gi"``."""
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     """Environment of every node, e.g. NCCL network settings (``PET_*`` are refused)."""
     node_selector: dict[str, str] = {}
     """Node labels the pods must run on."""
@@ -101,7 +101,7 @@ class TrainJob(TrainkitModel):
     runtime's."""
     args: list[str] = []
     """Arguments passed to the script or command."""
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (``PET_*`` and torchrun's own are refused)."""
     nodes: int | None = Field(default=None, ge=1, le=10000)
     """Number of nodes (pods); defaults to the runtime's."""

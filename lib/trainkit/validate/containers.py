@@ -13,7 +13,7 @@ from typing import Any
 
 from trainkit.kube.names import env_name_problem
 from trainkit.kube.pods import containers, pod_specs
-from trainkit.kube.text import nul_problem
+from trainkit.kube.text import text_value_problem
 from trainkit.validate.findings import Finding
 
 __all__ = ["check_containers"]
@@ -35,5 +35,5 @@ def check_containers(doc: dict[str, Any], out: list[Finding]) -> None:
                             f"invalid environment variable name {name!r}: it {why}",
                         )
                     )
-                if isinstance(value, str) and (why := nul_problem(value)) is not None:
+                if isinstance(value, str) and (why := text_value_problem(value)) is not None:
                     out.append(Finding((*path, "env", i, "value"), f"env {name!r} {why}"))

@@ -8,6 +8,7 @@ so a cache entry is trusted no more than the YAML it came from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,21 @@ class CrdVersion:
 
 
 def may_define(data: bytes, group: str, kind: str) -> bool:
-    """False when a CRD file's bytes cannot define ``kind`` of ``group`` (both appear verbatim).
+    """False when a CRD file's bytes cannot define ``kind`` of ``group``.
 
-    A CRD names its group and kind as plain YAML scalars; a file spelling them
-    only through escapes or aliases is not found this way (it would be
-    reported as "no CRD for …", never validated against the wrong schema).
+    A CRD says ``group: <group>`` and ``kind: <kind>`` (block or flow style,
+    quoted or not, YAML or JSON). A file spelling them only through escapes or
+    aliases is not found this way: its kind is reported as "no CRD for …",
+    never validated against another schema.
     """
-    return kind.encode() in data and group.encode() in data
+    return _names(data, b"group", group) and _names(data, b"kind", kind)
+
+
+def _names(data: bytes, key: bytes, value: str) -> bool:
+    # Find the value first (a literal: fast), then look back for the key.
+    after = re.compile(rb"""%s["']?[ \t]*(?:$|[,}#\r])""" % re.escape(value.encode()), re.M)
+    before = re.compile(rb"""(?:^|[\s{,"'])%s["']?[ \t]*:\s*["']?\Z""" % key)
+    return any(before.search(data, max(0, m.start() - 64), m.start()) for m in after.finditer(data))
 
 
 def parse_crd_file(path: Path, data: bytes) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from trainkit.kube.names import configmap_key_problem
-from trainkit.kube.text import nul_problem
+from trainkit.kube.text import text_value_problem
 from trainkit.validate.findings import Finding
 
 __all__ = ["CONFIGMAP_MAX_BYTES", "OBJECT_MAX_BYTES", "check_limits"]
@@ -64,7 +64,7 @@ def _check_configmap(doc: dict[str, Any], out: list[Finding]) -> None:
                 continue  # wrong types are for the schema of the kind; nothing to count
             if part == "data":
                 total += len(value.encode("utf-8", "surrogatepass"))
-                if (why := nul_problem(value)) is not None:
+                if (why := text_value_problem(value)) is not None:
                     out.append(Finding(where, f"{why}; binary content belongs in binaryData"))
             else:
                 try:

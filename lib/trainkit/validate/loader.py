@@ -296,9 +296,9 @@ class Builder:
 
     def _alias(self, node: yaml.Node, depth: int) -> Any:
         size, height = self._measure(node)
-        if depth + height - 1 > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
-            raise _too_deep(node.start_mark.line + 1)
         self._aliases += 1
+        if depth + height - 1 > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
+            raise _too_deep(_alias_line(self._text, self._document, self._aliases))
         self._expanded += size
         allowed = EXPANSION_ALLOWANCE + len(self._built)
         if self._aliases > MAX_ALIASES or self._expanded > allowed:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from trainkit import NetworkProfile
+from trainkit.kube.pods import pod_specs
 from trainkit.validate import check_object
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance, check_pod_security
@@ -236,7 +237,7 @@ def test_builtin_workloads_are_checked(ws, cli, crds, with_crds):
 
 def findings(doc: dict[str, Any], allow: PodAllowance = BASELINE) -> list[tuple[str, str]]:
     out: list[Finding] = []
-    check_pod_security(doc, out, allow)
+    check_pod_security(list(pod_specs(doc)), out, allow)
     return [(format_path(f.path), f.message) for f in out]
 
 

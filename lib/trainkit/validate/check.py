@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from trainkit.kube.pods import pod_specs
 from trainkit.validate.containers import check_containers
 from trainkit.validate.findings import Finding
 from trainkit.validate.limits import check_limits
@@ -36,10 +37,11 @@ def check_object(
     object rules run. ``old`` is the deployed object, for CEL transition rules.
     """
     out: list[Finding] = []
+    pods = list(pod_specs(doc))
     check_metadata(doc, out)
-    check_quantities(doc, out)
-    check_containers(doc, out)
-    check_pod_security(doc, out, allowance)
+    check_quantities(doc, pods, out)
+    check_containers(pods, out)
+    check_pod_security(pods, out, allowance)
     check_limits(doc, out)
     if crds is not None:
         crds.check_schema(doc, old, out)

@@ -12,16 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from trainkit.kube.names import env_name_problem
-from trainkit.kube.pods import containers, pod_specs
+from trainkit.kube.pods import containers
 from trainkit.kube.text import text_value_problem
-from trainkit.validate.findings import Finding
+from trainkit.validate.findings import Finding, JsonPath
 
 __all__ = ["check_containers"]
 
 
-def check_containers(doc: dict[str, Any], out: list[Finding]) -> None:
-    """Env names and values of every container of every pod spec of one manifest."""
-    for pod_path, pod in pod_specs(doc):
+def check_containers(pods: list[tuple[JsonPath, dict[str, Any]]], out: list[Finding]) -> None:
+    """Env names and values of every container of the pod specs of one manifest."""
+    for pod_path, pod in pods:
         for path, container in containers(pod, pod_path):
             env = container.get("env")
             for i, var in enumerate(env if isinstance(env, list) else []):

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from trainkit.kube.pods import containers, pod_specs
+from trainkit.kube.pods import containers
 from trainkit.validate.findings import Finding, JsonPath
 
 __all__ = ["BASELINE", "PodAllowance", "check_pod_security"]
@@ -72,9 +72,11 @@ def _cap(name: str) -> str:
     return name.upper().removeprefix("CAP_")
 
 
-def check_pod_security(doc: dict[str, Any], out: list[Finding], allow: PodAllowance) -> None:
-    """Findings for every pod spec of one manifest, against what ``allow`` grants."""
-    for path, spec in pod_specs(doc):
+def check_pod_security(
+    pods: list[tuple[JsonPath, dict[str, Any]]], out: list[Finding], allow: PodAllowance
+) -> None:
+    """Findings for the pod specs of one manifest (``kube.pods.pod_specs``), against ``allow``."""
+    for path, spec in pods:
         _check_pod(spec, path, allow, out)
 
 

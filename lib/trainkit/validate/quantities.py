@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from trainkit.kube.pods import containers, pod_specs
+from trainkit.kube.pods import containers
 from trainkit.kube.quantities import parse_quantity
 from trainkit.validate.findings import Finding, JsonPath
 from trainkit.validate.objects import check_annotations, check_labels
@@ -107,11 +107,15 @@ def _check_template_meta(value: object, path: JsonPath, out: list[Finding]) -> N
             check_annotations(meta["annotations"], (*path, "metadata", "annotations"), out)
 
 
-def _walk(value: Any, path: JsonPath, out: list[Finding]) -> None:
-    """Find pod templates and resource lists wherever a kind nests them."""
+def _walk(value: Any, path: JsonPath, out: list[Finding], pods: set[int]) -> None:
+    """Find templates and resource lists wherever a kind nests them, outside pod specs.
+
+    A pod spec (``pods``: their ids) holds neither; its containers are checked
+    through ``kube.pods.containers``, so the walk does not enter it.
+    """
     if isinstance(value, dict):
         for key, child in value.items():
-            if not isinstance(child, dict | list):
+            if not isinstance(child, dict | list) or id(child) in pods:
                 continue
             where = (*path, key)
             if key == "template":
@@ -120,11 +124,11 @@ def _walk(value: Any, path: JsonPath, out: list[Finding]) -> None:
                 _check_requirements(child, where, out)
             elif key == "minResources":  # Kubeflow schedulingPolicy, Volcano PodGroup
                 _resource_list(child, where, out, None)
-            _walk(child, where, out)
+            _walk(child, where, out, pods)
     elif isinstance(value, list):
         for i, child in enumerate(value):
             if isinstance(child, dict | list):
-                _walk(child, (*path, i), out)
+                _walk(child, (*path, i), out, pods)
 
 
 def _check_queue(spec: dict[str, Any], out: list[Finding]) -> None:
@@ -156,8 +160,10 @@ def _check_queue(spec: dict[str, Any], out: list[Finding]) -> None:
                 )
 
 
-def check_quantities(doc: dict[str, Any], out: list[Finding]) -> None:
-    """All quantity and pod-template checks for one manifest."""
+def check_quantities(
+    doc: dict[str, Any], pods: list[tuple[JsonPath, dict[str, Any]]], out: list[Finding]
+) -> None:
+    """All quantity and pod-template checks for one manifest and its pod specs."""
     spec = doc.get("spec")
     if not isinstance(spec, dict | list):
         return
@@ -166,8 +172,8 @@ def check_quantities(doc: dict[str, Any], out: list[Finding]) -> None:
         if isinstance(spec, dict):
             _check_queue(spec, out)
         return
-    _walk(spec, ("spec",), out)
-    for pod_path, pod in pod_specs(doc):
+    _walk(spec, ("spec",), out, {id(pod) for _, pod in pods})
+    for pod_path, pod in pods:
         for where, container in containers(pod, pod_path):
             if "resources" in container:
                 _check_requirements(container["resources"], (*where, "resources"), out)

@@ -62,11 +62,44 @@ class Node:
     """One compiled schema level. ``check`` appends Findings for ``value`` at ``path``."""
 
     __slots__ = (
-        "_additional", "_additional_node", "_item_schema", "_items", "_props", "additional_any",
-        "book", "branches", "children", "defaults", "embedded", "enum", "excl_max", "excl_min",
-        "fmt", "int_or_string", "is_root", "list_type", "map_keys", "max_items", "max_len",
-        "max_props", "maximum", "min_items", "min_len", "min_props", "minimum", "multiple_of",
-        "pattern", "preserve", "required", "rules", "strict", "type", "where",
+        "_additional",
+        "_additional_node",
+        "_item_schema",
+        "_items",
+        "_props",
+        "additional_any",
+        "book",
+        "branches",
+        "children",
+        "defaults",
+        "embedded",
+        "enum",
+        "excl_max",
+        "excl_min",
+        "fmt",
+        "int_or_string",
+        "is_root",
+        "list_type",
+        "map_keys",
+        "max_items",
+        "max_len",
+        "max_props",
+        "maximum",
+        "min_items",
+        "min_len",
+        "min_props",
+        "minimum",
+        "multiple_of",
+        "number_checks",
+        "pattern",
+        "preserve",
+        "required",
+        "rules",
+        "strict",
+        "string_checks",
+        "type",
+        "type_ok",
+        "where",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +110,7 @@ class Node:
         self.strict = strict  # False inside anyOf/allOf/oneOf/not: constraints only
         self.is_root = where == ""
         self.type: str | None = schema.get("type")
+        self.type_ok: Any = _TYPES.get(self.type) if self.type is not None else None
         self.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
         self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         self.embedded = bool(schema.get("x-kubernetes-embedded-resource"))
@@ -111,6 +145,15 @@ class Node:
             (kind, [Node(sub, book, where, strict=False) for sub in subs])
             for kind, subs in branch_schemas(schema, self.int_or_string)
         ]
+        # Most leaves have no constraint at all: skip their checks without a call.
+        self.string_checks = (
+            self.max_len is not None or self.min_len is not None or self.pattern is not None
+            or self.fmt == "date-time"
+        )  # fmt: skip
+        self.number_checks = (
+            self.fmt in _INT_RANGES or self.minimum is not None or self.maximum is not None
+            or bool(self.multiple_of)
+        )  # fmt: skip
 
     # -- children, compiled on first use -------------------------------------------------
 
@@ -148,16 +191,18 @@ class Node:
                     Finding(path, f"expected integer or string, got {_describe(value)}{hint}")
                 )
                 return
-        elif self.type is not None and not _TYPES.get(self.type, _any)(value):
+        elif self.type_ok is not None and not self.type_ok(value):
             out.append(Finding(path, f"expected {self.type}, got {_describe(value)}"))
             return
-        if isinstance(value, dict):
+        cls = value.__class__
+        if cls is str:
+            if self.string_checks:
+                self._check_string(value, path, out)
+        elif cls is dict:
             self._check_object(value, path, old, out)
-        elif isinstance(value, list):
+        elif cls is list:
             self._check_array(value, path, old, out)
-        elif isinstance(value, str):
-            self._check_string(value, path, out)
-        elif not isinstance(value, bool) and isinstance(value, int | float):
+        elif (cls is int or cls is float) and self.number_checks:
             self._check_number(value, path, out)
         if self.enum is not None and not any(
             value == e and type(value) is type(e) for e in self.enum
@@ -282,10 +327,6 @@ class Node:
 
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
-
-
-def _any(_value: Any) -> bool:
-    return True
 
 
 @cache

@@ -82,6 +82,15 @@ class CrdSet:
             found.update((v.group, v.version, v.kind) for v in self._versions_of(f))
         return found
 
+    def compile_all_rules(self) -> list[str]:
+        """Compile every CEL rule of every kind; return ``unsupported_rules`` (slow: all files)."""
+        for key in sorted(self.kinds()):
+            crd = self.lookup(key)
+            if crd is not None:
+                book = RuleBook(f"{crd.kind} ({crd.group}/{crd.version})", self.unsupported_rules)
+                _compile_all_rules(crd.schema, "", book)
+        return self.unsupported_rules
+
     def lookup(self, key: Kind) -> CrdVersion | None:
         """The CRD version serving ``key``, reading only the files that may define it."""
         if key not in self._resolved:
@@ -185,7 +194,6 @@ class CrdSet:
             if crd is None:
                 raise KeyError(key)
             book = RuleBook(f"{crd.kind} ({crd.group}/{crd.version})", self.unsupported_rules)
-            _compile_all_rules(crd.schema, "", book)  # report limitations once, up front
             root = self._roots[key] = Node(crd.schema, book, "")
         return root
 
@@ -195,7 +203,8 @@ def _compile_all_rules(schema: Any, where: str, book: RuleBook) -> None:
     if not isinstance(schema, dict):
         return
     if schema.get("x-kubernetes-validations"):
-        book.compile(schema["x-kubernetes-validations"], where)
+        for rule in book.compile(schema["x-kubernetes-validations"], where):
+            book.program(rule)
     for key, sub in (schema.get("properties") or {}).items():
         _compile_all_rules(sub, f"{where}.{key}" if where else key, book)
     if isinstance(schema.get("additionalProperties"), dict):

@@ -210,12 +210,14 @@ def _patch_files(kustomization: Path) -> set[Path]:
 
 def _shown(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` (already resolved) when it lies below it, else as given."""
-    for candidate in (path, path.resolve()):
-        try:
-            return str(candidate.relative_to(root))
-        except ValueError:
-            continue
-    return str(path)
+    try:
+        return str(path.relative_to(root))  # the files of a walked directory: no resolving
+    except ValueError:
+        pass
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _yaml_reason(err: yaml.YAMLError) -> str:

@@ -75,20 +75,32 @@ class InputLimitError(yaml.YAMLError):
         self.line = line
 
 
+_PLAIN_TAGS: dict[str, str] = {}  # plain scalar -> tag, for this process
+
+
 class K8sLoader(yaml.CSafeLoader):
     """CSafeLoader that keeps timestamps as strings and resolves plain scalars from a cache."""
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is yaml.ScalarNode:
+    def resolve(
+        self,
+        kind: Any,
+        value: Any,
+        implicit: Any,
+        _scalar: Any = yaml.ScalarNode,
+        _sequence: Any = yaml.SequenceNode,
+        _known: dict[str, str] = _PLAIN_TAGS,
+    ) -> Any:
+        # Called by the C composer for every node: keep it short (locals, no super()).
+        if kind is _scalar:
             if not implicit[0]:
                 return _STR  # quoted or block scalar
-            tag = _PLAIN_TAGS.get(value)
+            tag = _known.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
-                if len(value) <= 64 and len(_PLAIN_TAGS) < 65536:
-                    _PLAIN_TAGS[value] = tag
+                if len(value) <= 64 and len(_known) < 65536:
+                    _known[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        return _SEQ if kind is _sequence else _MAP  # no path resolvers: the default tags
 
     # Path resolvers are unused; the C composer still calls these once per node.
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
@@ -102,7 +114,6 @@ K8sLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
 }
-_PLAIN_TAGS: dict[str, str] = {}
 
 
 def may_nest_deeper(data: bytes, depth: int) -> bool:

@@ -274,24 +274,37 @@ class Node:
                 if not isinstance(sub, dict):
                     continue
                 key: Any = self._map_key(sub)
-                what = ", ".join(f"{k}={v}" for k, v in zip(self.map_keys, key, strict=True))
             else:
                 key = json.dumps(sub, sort_keys=True, default=str)
-                what = key
             if key in seen:
+                what = (
+                    ", ".join(
+                        f"{k}={_json(v)}" for k, (_, v) in zip(self.map_keys, key, strict=True)
+                    )
+                    if self.list_type == "map"
+                    else key
+                )
                 out.append(Finding((*path, i), f"duplicate entry ({what}); entries must be unique"))
             seen.add(key)
 
-    def _map_key(self, entry: dict[str, Any]) -> tuple[str, ...]:
-        """List-map key of ``entry``, with item defaults (``ports``: protocol defaults to TCP)."""
+    def _map_key(self, entry: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """List-map key of ``entry``, with item defaults (``ports``: protocol defaults to TCP).
+
+        Each part is ``(type, value)`` so that ``"80"`` and ``80`` stay distinct; values
+        that are not hashable scalars are compared as canonical JSON.
+        """
         item = self.item()
         defaults = item.defaults if item is not None else {}
-        return tuple(
-            json.dumps(entry.get(k, defaults.get(k)), sort_keys=True, default=str)
-            for k in self.map_keys
-        )
+        parts: list[tuple[str, Any]] = []
+        for k in self.map_keys:
+            v = entry.get(k, defaults.get(k))
+            if isinstance(v, dict | list):
+                parts.append(("json", json.dumps(v, sort_keys=True, default=str)))
+            else:
+                parts.append((type(v).__name__, v))
+        return tuple(parts)
 
-    def _correlate(self, old: Any) -> dict[tuple[str, ...], Any] | None:
+    def _correlate(self, old: Any) -> dict[tuple[tuple[str, Any], ...], Any] | None:
         """Old list-map entries by key, so transition rules see the matching old entry."""
         if not isinstance(old, list) or not self.map_keys:
             return None
@@ -323,6 +336,10 @@ class Node:
             out.append(Finding(path, f"must be {op} {self.maximum}, got {value}"))
         if self.multiple_of and value % self.multiple_of:
             out.append(Finding(path, f"must be a multiple of {self.multiple_of}"))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _join(where: str, key: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,25 @@ def test_any_object_over_etcds_request_limit_is_refused() -> None:
     assert "etcd stores at most 1,572,864 (1.5 MiB, its default --max-request-bytes)" in (
         problem.message
     )
+
+
+@pytest.mark.parametrize("shape", ["many documents", "one large value"])
+def test_peak_memory_is_a_small_multiple_of_the_input(tmp_path: Path, shape: str) -> None:
+    # Allocation sizes, not time: deterministic on a loaded machine.
+    script = "".join(f"    print({i})\n" for i in range(200))
+    if shape == "many documents":
+        text = "".join(
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\ndata:\n"
+            f"  train.py: |\n{script}---\n"
+            for i in range(500)
+        )
+    else:
+        text = f'apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{a: "{"x" * 900_000}"}}\n'
+    (tmp_path / "in.yaml").write_text(text)
+    tracemalloc.start()
+    try:
+        assert validate_paths([tmp_path / "in.yaml"], None, root=tmp_path) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 3 * len(text), f"peak {peak / len(text):.1f}× the input"

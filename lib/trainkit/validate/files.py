@@ -57,7 +57,8 @@ def validate_paths(
     for file in files:
         try:
             data = file.read_bytes()
-            data.decode("utf-8")  # libyaml would guess UTF-16 too; Kubernetes reads UTF-8
+            if not data.isascii():  # (no copy for the common case)
+                data.decode("utf-8")  # libyaml would guess UTF-16 too; Kubernetes reads UTF-8
         except (OSError, UnicodeDecodeError) as err:
             problems.append(Problem(file=_shown(file, root), message=f"cannot read: {err}"))
             continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from trainkit.kube.names import configmap_key_problem
@@ -29,13 +30,20 @@ __all__ = ["CONFIGMAP_MAX_BYTES", "OBJECT_MAX_BYTES", "check_limits"]
 
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 OBJECT_MAX_BYTES = 3 * 1024 * 1024 // 2
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
 
 
 def check_limits(doc: dict[str, Any], out: list[Finding]) -> None:
     """The size of one object, and a ConfigMap's keys and data."""
+    rest = doc
+    size = 0
     if doc.get("kind") == "ConfigMap" and doc.get("apiVersion") == "v1":
         _check_configmap(doc, out)
-    size = len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+        # Large values live in data: size them without a JSON copy of each.
+        big = ("data", "binaryData")
+        rest = {k: v for k, v in doc.items() if k not in big}
+        size = sum(_json_len(k) + 1 + _json_len(doc[k]) + 1 for k in big if k in doc)
+    size += _utf8_len(json.dumps(rest, separators=(",", ":"), ensure_ascii=False, default=str))
     if size > OBJECT_MAX_BYTES:
         out.append(
             Finding(
@@ -45,6 +53,24 @@ def check_limits(doc: dict[str, Any], out: list[Finding]) -> None:
                 "large data into the image or a volume",
             )
         )
+
+
+def _json_len(value: Any) -> int:
+    """Length of ``value`` as compact JSON, copying no plain string (the common case)."""
+    if isinstance(value, str) and value.isascii() and _NEEDS_ESCAPE.search(value) is None:
+        return len(value) + 2
+    if isinstance(value, dict):
+        return (
+            2
+            + sum(_json_len(str(k)) + 1 + _json_len(v) for k, v in value.items())
+            + max(len(value) - 1, 0)
+        )
+    return _utf8_len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _utf8_len(text: str) -> int:
+    # No copy for ASCII, which most manifests are: memory stays a small multiple of the input.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _check_configmap(doc: dict[str, Any], out: list[Finding]) -> None:
@@ -63,7 +89,7 @@ def _check_configmap(doc: dict[str, Any], out: list[Finding]) -> None:
             if not isinstance(value, str):
                 continue  # wrong types are for the schema of the kind; nothing to count
             if part == "data":
-                total += len(value.encode("utf-8", "surrogatepass"))
+                total += _utf8_len(value)
                 if (why := text_value_problem(value)) is not None:
                     out.append(Finding(where, f"{why}; binary content belongs in binaryData"))
             else:

@@ -29,14 +29,17 @@ from trainkit.load import Definition
 from trainkit.plan import build_plan
 from trainkit.render.pytorchjob import nproc_per_node
 from trainkit.synth import _cluster_objects, synthesize
-from trainkit.validate import load_crds, validate_paths, validate_text
+from trainkit.validate import validate_paths, validate_text
+from validate_fixtures import shared_crd_set
 
 REPO = Path(__file__).resolve().parents[1]
+# Any UTF-8 text but NUL, which no container runtime can pass to a process (models refuse it).
+env_values = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
 
 
 @pytest.fixture(scope="module")
-def crdset(crds):
-    return load_crds(crds)
+def crdset():
+    return shared_crd_set()
 
 
 def test_examples_validate_against_the_upstream_crds(crdset, tmp_path):
@@ -120,7 +123,7 @@ def jobs(draw):
                 st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(
                     lambda k: refused_env_reason(k, "PyTorchJob") is None
                 ),
-                st.text(max_size=8),
+                env_values,
                 max_size=3,
             )
         ),
@@ -224,7 +227,7 @@ def runtimes(draw, name: str):
         nodes=draw(st.integers(1, 16)),
         resources=draw(st.none() | resources),
         shm_size=draw(st.none() | memory),
-        env=draw(st.dictionaries(env_names, st.text(max_size=8), max_size=2)),
+        env=draw(st.dictionaries(env_names, env_values, max_size=2)),
         queue=draw(st.none() | st.just("q")),
         **extra,
     )
@@ -243,7 +246,7 @@ def trainjobs(draw, runtime: str):
         script=Script.file("train.py") if script else None,
         command=None if script else draw(st.none() | st.just(["python", "-m", "x"])),
         args=draw(st.lists(st.text(max_size=10), max_size=3)),
-        env=draw(st.dictionaries(env_names, st.text(max_size=8), max_size=3)),
+        env=draw(st.dictionaries(env_names, env_values, max_size=3)),
         nodes=draw(st.none() | st.integers(1, 32)),
         procs_per_node=draw(st.none() | st.integers(1, max(gpu, 1))),
         resources=res,

@@ -9,7 +9,7 @@ from trainkit import DefinitionError, NetworkProfile, Policy, PyTorchJob, Resour
 from trainkit.load import load_jobs
 from trainkit.model.policy import image_allowed
 from trainkit.plan import build_plan
-from trainkit.validate import grant_profiles, load_crds, validate_tree
+from trainkit.validate import PodAllowance, load_crds, validate_tree
 
 POLICY = "jobs/platform/policy.py"
 RESNET = "jobs/vision/resnet50_ddp.py"
@@ -327,6 +327,7 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     # Without the platform's profiles the default allowance has no host network.
     assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork"}
     assert all("pod security: the host network is not allowed" in p.message for p in problems)
-    grant_profiles(crd_set, build_plan(load_jobs(ws.jobs, ws.root).definitions).network_profiles)
-    problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
+    plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
+    allowance = PodAllowance.from_profiles(plan.network_profiles)
+    problems, _ = validate_tree(ws.out, crd_set, root=ws.root, allowance=allowance)
     assert problems == []

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import crds_dir as shared_crds
 from trainkit.validate import CrdSet, load_crds
 from trainkit.validate.cel import MISSING
+from validate_fixtures import shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
@@ -24,7 +24,7 @@ DATA = REPO / "tests" / "data" / "validate"
 
 @pytest.fixture(scope="module")
 def crds() -> CrdSet:
-    return load_crds(shared_crds())
+    return shared_crd_set()
 
 
 def manifest(name: str) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def manifest(name: str) -> dict[str, Any]:
 
 
 def messages(crds: CrdSet, doc: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
-    return [f"{p.field}: {p.message}" for p in crds.validate(doc, "x.yaml", old=old)]
+    return [f"{p.field}: {p.message}" for p in validate_doc(crds, doc, "x.yaml", old=old)]
 
 
 def test_trainjob_managed_by_rule(crds: CrdSet) -> None:
@@ -159,28 +159,28 @@ def test_list_map_items_are_correlated_by_key_for_transition_rules(crds: CrdSet)
 
 
 def test_unsupported_function_is_listed_once_and_skipped() -> None:
-    widgets = load_crds(DATA / "widget-definitions")
+    widgets = load_crds(DATA / "widget-definitions", no_cache=True)
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["memory"] = "512Mi"  # would break the quantity() rule, which cannot run
-    assert widgets.validate(doc, "w.yaml") == []
-    assert widgets.validate(doc, "w.yaml") == []
+    assert validate_doc(widgets, doc, "w.yaml") == []
+    assert validate_doc(widgets, doc, "w.yaml") == []
     [note] = widgets.unsupported_rules
     assert note.startswith("Widget (example.com/v1) spec: rule `quantity(self.memory)")
     assert "uses isGreaterThan(), quantity(), which cel-python lacks" in note
 
 
 def test_rules_see_schema_defaults_and_report_at_field_path() -> None:
-    widgets = load_crds(DATA / "widget-definitions")
+    widgets = load_crds(DATA / "widget-definitions", no_cache=True)
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["size"] = 11  # maxSize is not set: its default 10 applies
-    [problem] = widgets.validate(doc, "w.yaml")
+    [problem] = validate_doc(widgets, doc, "w.yaml")
     assert (problem.field, problem.message) == ("spec.size", "size must not exceed maxSize")
     doc["spec"]["maxSize"] = 12
-    assert widgets.validate(doc, "w.yaml") == []
+    assert validate_doc(widgets, doc, "w.yaml") == []
 
 
 def test_added_string_helper_lower_ascii() -> None:
-    widgets = load_crds(DATA / "widget-definitions")
+    widgets = load_crds(DATA / "widget-definitions", no_cache=True)
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["tags"] = ["alpha", "Beta"]
-    assert [p.message for p in widgets.validate(doc, "w.yaml")] == ["tags must be lowercase"]
+    assert [p.message for p in validate_doc(widgets, doc, "w.yaml")] == ["tags must be lowercase"]

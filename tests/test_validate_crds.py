@@ -8,6 +8,7 @@ skipped validation suite would look green while checking nothing.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,15 @@ import yaml
 from conftest import crds_dir as shared_crds
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
+from trainkit.validate.crd_files import may_define
+from validate_fixtures import shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")
 def crds() -> CrdSet:
-    return load_crds(shared_crds())
+    return shared_crd_set()
 
 
 def _crd_documents() -> list[tuple[Path, dict[str, object]]]:
@@ -51,8 +54,8 @@ def test_every_schema_compiles_and_every_shared_cel_rule_is_supported(crds: CrdS
     # Validating a bare object of each kind compiles its schema and all its CEL rules.
     for group, version, kind in sorted(crds.kinds()):
         doc = {"apiVersion": f"{group}/{version}", "kind": kind, "metadata": {"name": "x"}}
-        crds.validate(doc, "probe.yaml")
-    assert crds.unsupported_rules == []
+        validate_doc(crds, doc, "probe.yaml")
+    assert crds.compile_all_rules() == []
 
 
 @pytest.mark.parametrize(
@@ -88,10 +91,26 @@ def test_directory_without_crds_is_a_setup_error(tmp_path: Path) -> None:
     assert "no CustomResourceDefinition" in err.value.problems[0].message
 
 
-def test_unreadable_crd_file_is_a_setup_error(tmp_path: Path) -> None:
-    (tmp_path / "bad.yaml").write_text("kind: [unclosed\n")
-    with pytest.raises(SetupError, match=r"bad\.yaml"):
-        load_crds(tmp_path)
+def test_unreadable_crd_file_is_a_setup_error_when_it_is_read(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("kind: CustomResourceDefinition\nspec: [unclosed\n")
+    crds = load_crds(tmp_path, no_cache=True)  # files are parsed on first use
+    with pytest.raises(SetupError, match=r"bad\.yaml: cannot read CRD file: .*flow sequence"):
+        crds.kinds()
+
+
+def test_only_the_files_naming_a_kind_are_parsed(tmp_path: Path) -> None:
+    shutil.copy(shared_crds() / "volcano/scheduling.volcano.sh_queues.yaml", tmp_path / "q.yaml")
+    (tmp_path / "broken.yaml").write_text("kind: CustomResourceDefinition\nspec: [unclosed\n")
+    crds = load_crds(tmp_path, no_cache=True)
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+    }
+    # broken.yaml never names the Queue kind, so validating a Queue never reads it.
+    assert validate_doc(crds, queue, "q.yaml") == []
+    with pytest.raises(SetupError, match=r"broken\.yaml"):
+        crds.kinds()
 
 
 def test_crds_dir_option_wins_over_environment(
@@ -123,14 +142,14 @@ def test_crds_dir_that_does_not_exist_is_a_setup_error(
 
 def test_unknown_kind_in_a_crd_group_is_reported(crds: CrdSet) -> None:
     doc = {"apiVersion": "kubeflow.org/v1", "kind": "FooJob", "metadata": {"name": "foo"}}
-    [problem] = crds.validate(doc, "jobs.yaml")
+    [problem] = validate_doc(crds, doc, "jobs.yaml")
     assert problem.message.startswith("no CRD for kubeflow.org/v1 FooJob in ")
     assert "pass --crds with your cluster's CRDs (kubectl get crd -o yaml)" in problem.message
 
 
 def test_unserved_version_names_the_served_ones(crds: CrdSet) -> None:
     doc = {"apiVersion": "kubeflow.org/v2", "kind": "PyTorchJob", "metadata": {"name": "foo"}}
-    [problem] = crds.validate(doc, "jobs.yaml")
+    [problem] = validate_doc(crds, doc, "jobs.yaml")
     assert "(served versions: v1)" in problem.message
 
 
@@ -142,8 +161,24 @@ def test_core_kinds_get_only_object_checks(crds: CrdSet) -> None:
         "data": {"anything": "goes"},
         "notAField": 1,  # no schema for built-in kinds: not our business
     }
-    assert crds.validate(doc, "cm.yaml") == []
+    assert validate_doc(crds, doc, "cm.yaml") == []
     rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {}}
-    [problem] = crds.validate(rbac, "role.yaml")
+    [problem] = validate_doc(crds, rbac, "role.yaml")
     assert problem.field == "metadata.name"
     assert "required" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (b"spec:\n  group: a.io\n  names:\n    kind: Widget\n    plural: widgets\n", True),
+        (b'spec: {group: "a.io", names: {kind: Widget, plural: widgets}}', True),
+        (b'{"spec": {"group": "a.io", "names": {"kind": "Widget"}}}', True),
+        (b"spec:\n  group: a.io # the group\n  names:\n    kind: 'Widget'\r\n", True),
+        (b"spec:\n  group: a.io\n  names:\n    kind: WidgetSet\n", False),
+        (b"spec:\n  group: b.a.io\n  names:\n    kind: Widget\n", False),
+        (b"description: a Widget of group a.io\n", False),
+    ],
+)
+def test_which_files_may_define_a_kind(text: bytes, found: bool) -> None:
+    assert may_define(text, "a.io", "Widget") is found

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import crds_dir as shared_crds
 from trainkit.deployed import Baseline, baseline_from_git
 from trainkit.errors import Problem, SetupError
 from trainkit.validate import (
@@ -18,11 +17,11 @@ from trainkit.validate import (
     format_json,
     format_text,
     kustomize_build,
-    load_crds,
     validate_paths,
     validate_text,
     validate_tree,
 )
+from validate_fixtures import shared_crd_set
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
@@ -30,7 +29,7 @@ DATA = REPO / "tests" / "data" / "validate"
 
 @pytest.fixture(scope="module")
 def crds() -> CrdSet:
-    return load_crds(shared_crds())
+    return shared_crd_set()
 
 
 JOB_WITH_TYPO = """\

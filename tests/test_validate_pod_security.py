@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from trainkit import NetworkProfile
-from trainkit.validate import grant_profiles, load_crds
+from trainkit.kube.pods import pod_specs
+from trainkit.validate import check_object
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance, check_pod_security
 
@@ -236,7 +237,7 @@ def test_builtin_workloads_are_checked(ws, cli, crds, with_crds):
 
 def findings(doc: dict[str, Any], allow: PodAllowance = BASELINE) -> list[tuple[str, str]]:
     out: list[Finding] = []
-    check_pod_security(doc, out, allow)
+    check_pod_security(list(pod_specs(doc)), out, allow)
     return [(format_path(f.path), f.message) for f in out]
 
 
@@ -260,10 +261,13 @@ def test_the_platforms_profiles_decide_what_is_granted():
     assert "allowed: 'IPC_LOCK' (NetworkProfiles 'rdma')" in messages[1]
 
 
-def test_grant_profiles_sets_the_allowance_of_a_crd_set(crds):
-    crd_set = load_crds(crds)
-    assert crd_set.pod_security == BASELINE
-    grant_profiles(crd_set, [NetworkProfile(name="hostnet", host_network=True)])
-    assert crd_set.pod_security.host_network is True
-    assert crd_set.pod_security.capabilities == frozenset()
-    grant_profiles(None, [])  # without CRDs the object rules keep the baseline
+def test_the_allowance_is_an_argument_of_check_object():
+    doc = pytorchjob()
+    host_network(doc)
+    hostnet = PodAllowance.from_profiles([NetworkProfile(name="hostnet", host_network=True)])
+    refused = [format_path(f.path) for f in check_object(doc, BASELINE)]
+    assert refused == [f"{MASTER}.hostNetwork"]
+    # The generated IPC_LOCK is refused by a platform granting only the host network.
+    granted = [format_path(f.path) for f in check_object(doc, hostnet)]
+    assert f"{MASTER}.hostNetwork" not in granted
+    assert all(p.endswith("capabilities.add[0]") for p in granted) and granted

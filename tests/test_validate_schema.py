@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import crds_dir as shared_crds
 from trainkit.errors import Problem
 from trainkit.validate import CrdSet, load_crds
+from validate_fixtures import shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
 DATA = REPO / "tests" / "data" / "validate"
@@ -26,12 +26,12 @@ MANIFESTS = DATA / "manifests"
 
 @pytest.fixture(scope="module")
 def crds() -> CrdSet:
-    return load_crds(shared_crds())
+    return shared_crd_set()
 
 
 @pytest.fixture(scope="module")
 def widgets() -> CrdSet:
-    return load_crds(DATA / "widget-definitions")
+    return load_crds(DATA / "widget-definitions", no_cache=True)
 
 
 def manifest(name: str) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def worker(doc: dict[str, Any]) -> dict[str, Any]:
     ["pytorchjob.yaml", "queue.yaml", "trainjob.yaml", "trainingruntime.yaml", "application.yaml"],
 )
 def test_valid_manifests_pass(crds: CrdSet, name: str) -> None:
-    assert crds.validate(manifest(name), name) == []
+    assert validate_doc(crds, manifest(name), name) == []
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_valid_manifests_pass(crds: CrdSet, name: str) -> None:
 def test_misspelt_field_is_an_unknown_field_at_its_exact_path(
     crds: CrdSet, change: Callable[[dict[str, Any]], object], path: str
 ) -> None:
-    problems = crds.validate(changed("pytorchjob.yaml", change), "job.yaml")
+    problems = validate_doc(crds, changed("pytorchjob.yaml", change), "job.yaml")
     assert fields(problems) == [path]
     assert problems[0].message.startswith("unknown field; the API server would drop it silently")
     assert problems[0].obj == "PyTorchJob 'resnet50-ddp'"
@@ -105,25 +105,25 @@ def test_misspelt_field_is_an_unknown_field_at_its_exact_path(
 
 def test_unknown_field_suggests_the_close_name(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: worker(d).__setitem__("replica", 2))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert "did you mean 'replicas'?" in problem.message
 
 
 def test_wrong_type_is_reported(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: worker(d).__setitem__("replicas", "two"))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert problem.field == "spec.pytorchReplicaSpecs.Worker.replicas"
     assert problem.message == 'expected integer, got string "two"'
 
 
 def test_number_for_a_string_field_is_reported(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: d["spec"].__setitem__("nprocPerNode", 8))
-    assert fields(crds.validate(doc, "job.yaml")) == ["spec.nprocPerNode"]
+    assert fields(validate_doc(crds, doc, "job.yaml")) == ["spec.nprocPerNode"]
 
 
 def test_missing_required_field_is_reported(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: d["spec"].pop("pytorchReplicaSpecs"))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert (problem.field, problem.message) == (
         "spec.pytorchReplicaSpecs",
         "required field is missing",
@@ -134,7 +134,7 @@ def test_bad_quantity_is_reported_once(crds: CrdSet) -> None:
     def change(d: dict[str, Any]) -> None:
         worker(d)["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = "64GB"
 
-    [problem] = crds.validate(changed("pytorchjob.yaml", change), "job.yaml")
+    [problem] = validate_doc(crds, changed("pytorchjob.yaml", change), "job.yaml")
     assert problem.field == (
         "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits.memory"
     )
@@ -143,7 +143,7 @@ def test_bad_quantity_is_reported_once(crds: CrdSet) -> None:
 
 def test_bad_label_value_is_reported(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: d["metadata"]["labels"].__setitem__("team", "a b"))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert problem.field == "metadata.labels.team"
     assert "invalid label value 'a b'" in problem.message
 
@@ -151,7 +151,7 @@ def test_bad_label_value_is_reported(crds: CrdSet) -> None:
 @pytest.mark.parametrize("name", ["Bad_Name", "a" * 64, "1st-job", "job.v2"])
 def test_pytorchjob_name_must_be_a_dns1035_label(crds: CrdSet, name: str) -> None:
     doc = changed("pytorchjob.yaml", lambda d: d["metadata"].__setitem__("name", name))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert problem.field == "metadata.name"
     assert "DNS-1035 label" in problem.message
 
@@ -167,7 +167,7 @@ def test_int_or_string_accepts_integers_and_strings_only(
         container = worker(d)["template"]["spec"]["containers"][0]
         container["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": port}}
 
-    problems = crds.validate(changed("pytorchjob.yaml", probe), "job.yaml")
+    problems = validate_doc(crds, changed("pytorchjob.yaml", probe), "job.yaml")
     if ok:
         assert problems == []
     else:
@@ -181,29 +181,29 @@ def test_fractional_number_quantity_is_rejected_in_a_custom_resource(crds: CrdSe
     def cpu(d: dict[str, Any]) -> None:
         worker(d)["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 0.5
 
-    [problem] = crds.validate(changed("pytorchjob.yaml", cpu), "job.yaml")
+    [problem] = validate_doc(crds, changed("pytorchjob.yaml", cpu), "job.yaml")
     assert problem.message == 'expected integer or string, got number 0.5; quote it: "0.5"'
 
 
 def test_queue_bounds_and_quantities(crds: CrdSet) -> None:
     weight = changed("queue.yaml", lambda d: d["spec"].__setitem__("weight", 0))
-    assert [(p.field, p.message) for p in crds.validate(weight, "q.yaml")] == [
+    assert [(p.field, p.message) for p in validate_doc(crds, weight, "q.yaml")] == [
         ("spec.weight", "must be >= 1, got 0")
     ]
     negative = changed("queue.yaml", lambda d: d["spec"]["capability"].__setitem__("cpu", "-1"))
-    assert fields(crds.validate(negative, "q.yaml")) == ["spec.capability.cpu"]
+    assert fields(validate_doc(crds, negative, "q.yaml")) == ["spec.capability.cpu"]
 
 
 def test_queue_guarantee_deserved_capability_order(crds: CrdSet) -> None:
     doc = changed("queue.yaml", lambda d: d["spec"]["deserved"].__setitem__("cpu", "256"))
-    [problem] = crds.validate(doc, "q.yaml")
+    [problem] = validate_doc(crds, doc, "q.yaml")
     assert problem.field == "spec.deserved.cpu"
     assert "exceeds capability" in problem.message
 
 
 def test_namespace_on_a_cluster_scoped_kind_is_reported(crds: CrdSet) -> None:
     doc = changed("queue.yaml", lambda d: d["metadata"].__setitem__("namespace", "team"))
-    assert fields(crds.validate(doc, "q.yaml")) == ["metadata.namespace"]
+    assert fields(validate_doc(crds, doc, "q.yaml")) == ["metadata.namespace"]
 
 
 def test_preserve_unknown_fields_allows_anything_below(crds: CrdSet) -> None:
@@ -212,7 +212,7 @@ def test_preserve_unknown_fields_allows_anything_below(crds: CrdSet) -> None:
     typo = changed(
         "application.yaml", lambda d: d["spec"]["source"]["helm"].__setitem__("valueObject", {})
     )
-    assert fields(crds.validate(typo, "app.yaml")) == ["spec.source.helm.valueObject"]
+    assert fields(validate_doc(crds, typo, "app.yaml")) == ["spec.source.helm.valueObject"]
 
 
 def test_list_map_keys_must_be_unique(crds: CrdSet) -> None:
@@ -220,7 +220,7 @@ def test_list_map_keys_must_be_unique(crds: CrdSet) -> None:
         containers = worker(d)["template"]["spec"]["containers"]
         containers.append(copy.deepcopy(containers[0]))
 
-    problems = crds.validate(changed("pytorchjob.yaml", twin), "job.yaml")
+    problems = validate_doc(crds, changed("pytorchjob.yaml", twin), "job.yaml")
     assert fields(problems) == ["spec.pytorchReplicaSpecs.Worker.template.spec.containers[1]"]
     assert 'duplicate entry (name="pytorch")' in problems[0].message
 
@@ -231,19 +231,19 @@ def test_list_map_keys_use_defaults(crds: CrdSet) -> None:
         container = worker(d)["template"]["spec"]["containers"][0]
         container["ports"] = [{"containerPort": 80}, {"containerPort": 80, "protocol": "TCP"}]
 
-    [problem] = crds.validate(changed("pytorchjob.yaml", ports), "job.yaml")
+    [problem] = validate_doc(crds, changed("pytorchjob.yaml", ports), "job.yaml")
     assert problem.field.endswith("containers[0].ports[1]")
     assert problem.message.startswith('duplicate entry (containerPort=80, protocol="TCP")')
 
 
 def test_embedded_resource_allows_apiversion_kind_metadata(widgets: CrdSet) -> None:
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
-    assert widgets.validate(doc, "w.yaml") == []
+    assert validate_doc(widgets, doc, "w.yaml") == []
     no_kind = copy.deepcopy(doc)
     del no_kind["spec"]["object"]["kind"]
     no_kind["spec"]["object"]["metadata"]["labels"]["app"] = "-bad-"
     no_kind["spec"]["object"]["extra"] = True
-    assert sorted(fields(widgets.validate(no_kind, "w.yaml"))) == [
+    assert sorted(fields(validate_doc(widgets, no_kind, "w.yaml"))) == [
         "spec.object.extra",
         "spec.object.kind",
         "spec.object.metadata.labels.app",
@@ -255,7 +255,7 @@ def test_enum_nullable_and_set(widgets: CrdSet) -> None:
     doc["spec"]["color"] = "blue"
     doc["spec"]["tags"] = ["alpha", "alpha"]
     doc["spec"]["note"] = "too long for eight"
-    assert sorted((p.field, p.message) for p in widgets.validate(doc, "w.yaml")) == [
+    assert sorted((p.field, p.message) for p in validate_doc(widgets, doc, "w.yaml")) == [
         ("spec.color", 'unsupported value string "blue"; allowed: "red", "green"'),
         ("spec.note", "may be at most 8 characters (is 18)"),
         ("spec.tags[1]", 'duplicate entry ("alpha"); entries must be unique'),
@@ -278,10 +278,10 @@ def test_one_of(widgets: CrdSet, source: dict[str, str], message: str | None) ->
     doc = yaml.safe_load((DATA / "widget.yaml").read_text())
     doc["spec"]["source"] = source
     expected = [] if message is None else [("spec.source", message)]
-    assert [(p.field, p.message) for p in widgets.validate(doc, "w.yaml")] == expected
+    assert [(p.field, p.message) for p in validate_doc(widgets, doc, "w.yaml")] == expected
 
 
 def test_int32_range(crds: CrdSet) -> None:
     doc = changed("pytorchjob.yaml", lambda d: worker(d).__setitem__("replicas", 2**31))
-    [problem] = crds.validate(doc, "job.yaml")
+    [problem] = validate_doc(crds, doc, "job.yaml")
     assert problem.message == "2147483648 is out of range for int32"

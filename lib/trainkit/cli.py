@@ -79,7 +79,7 @@ def _load_crds(option: str | None) -> tuple[CrdSet | None, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .validate import grant_profiles, validate_tree
+    from .validate import PodAllowance, validate_tree
 
     out_dir = Path(args.out)
     out = synthesize(
@@ -89,9 +89,12 @@ def _check(args: argparse.Namespace) -> int:
     _notices(out.notices, out.plan.warnings)
     _raise_if_stale(out.changes, args.out)
     crds, against = _load_crds(args.crds)
-    grant_profiles(crds, out.plan.network_profiles)
-    # CEL transition rules (oldSelf) run against the deployed version of each object.
-    problems, builds = validate_tree(out_dir, crds, root=Path.cwd(), baseline=out.baseline)
+    # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
+    # (oldSelf) run against the deployed version of each object.
+    allowance = PodAllowance.from_profiles(out.plan.network_profiles)
+    problems, builds = validate_tree(
+        out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance
+    )
     if problems:
         raise ManifestError(problems)
     print(

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ..kube.quantities import parse_quantity
 from ..plan import PlannedJob
-from ..validate.quantities import parse_quantity
 
 __all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet"]
 

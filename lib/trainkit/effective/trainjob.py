@@ -18,10 +18,10 @@ from decimal import Decimal
 from typing import Any
 
 from ..injected_env import TRAINER_MASTER_PORT
+from ..kube.quantities import parse_quantity
 from ..plan import PlannedJob
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..render.trainer import ANCESTOR_LABEL, NODE
-from ..validate.quantities import parse_quantity
 from .merge import strategic_merge
 from .model import EffectiveJob, EnvVar, Gang, PodSet
 

@@ -11,13 +11,13 @@ loader, from inside ``jobs/`` only.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..kube.text import YAML_UNPRINTABLE
 from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, PyTorchJob, TrainJob, TrainkitModel
 from .files import PLATFORM_DIR, DefinitionFile, inside, shown
 
@@ -26,8 +26,6 @@ __all__ = ["Definition", "Rebuilt", "rebuild"]
 KINDS: Mapping[str, type[TrainkitModel]] = {c.__name__: c for c in PLATFORM_KINDS + JOB_KINDS}
 # Kubernetes keeps a ConfigMap under 1 MiB; leave room for metadata.
 MAX_SCRIPT_BYTES = 1_000_000
-# Characters YAML cannot carry in a ConfigMap value (tab, newline, CR are fine).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -178,7 +176,7 @@ def _scripts(obj: TrainkitModel, df: DefinitionFile, jobs_dir: Path, root: Path)
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _ScriptError(f"{name!r} is not UTF-8 text; ship binaries in the image") from None
-    bad = sorted(set(_CONTROL.findall(text)))
+    bad = sorted(set(YAML_UNPRINTABLE.findall(text)))
     if bad:
         raise _ScriptError(
             f"{name!r} contains control characters ({', '.join(map(repr, bad))}) "

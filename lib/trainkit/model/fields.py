@@ -7,29 +7,34 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
+from ..kube.names import (
+    DNS1035_LABEL,
+    DNS1123_LABEL,
+    ENV_NAME,
+    env_name_problem,
+    is_dns1035_label,
+    is_dns1123_label,
+    qualified_name_problem,
+)
+from ..kube.quantities import QUANTITY, parse_quantity
+from ..kube.text import text_value_problem
+
 __all__ = [
+    "Arg",
     "ClusterRef",
     "CpuQuantity",
     "DNS1035Name",
     "DNS1123Label",
     "EnvName",
+    "EnvValue",
     "MemoryQuantity",
     "Path",
     "ResourceName",
 ]
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_QUALIFIED = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-
 
 def _dns1123_label(v: str) -> str:
-    if len(v) > 63 or not _DNS1123_LABEL.match(v):
+    if not is_dns1123_label(v):
         raise ValueError(
             f"{v!r} is not a valid name: use at most 63 lowercase letters, digits and '-', "
             "starting and ending with a letter or digit"
@@ -38,7 +43,7 @@ def _dns1123_label(v: str) -> str:
 
 
 def _dns1035_label(v: str) -> str:
-    if len(v) > 63 or not _DNS1035_LABEL.match(v):
+    if not is_dns1035_label(v):
         raise ValueError(
             f"{v!r} is not a valid name: the operator requires a DNS-1035 label "
             "(at most 63 lowercase letters, digits and '-', starting with a letter, "
@@ -51,10 +56,11 @@ def _quantity(v: object) -> str:
     if isinstance(v, bool):
         raise ValueError(f"{v!r} is not a quantity")
     if isinstance(v, int | float):
-        if v < 0:
-            raise ValueError(f"{v!r} is negative; quantities must be ≥ 0")
+        if parse_quantity(v) is None:
+            why = "is negative" if v < 0 else "is not a finite number"
+            raise ValueError(f"{v!r} {why}; quantities must be ≥ 0")
         return repr(v) if isinstance(v, float) else str(v)
-    if not isinstance(v, str) or not _QUANTITY.match(v):
+    if not isinstance(v, str) or parse_quantity(v) is None:
         raise ValueError(
             f"{v!r} is not a Kubernetes quantity: use a number with an optional suffix, "
             "e.g. 8, '500m', '64Gi', '1.5'"
@@ -63,7 +69,7 @@ def _quantity(v: object) -> str:
 
 
 def _memory(v: str) -> str:
-    if v.isdigit() and int(v) < 1024 * 1024:
+    if v.isdigit() and len(v) < 8 and int(v) < 1024 * 1024:
         raise ValueError(
             f"{v!r} is {v} bytes; did you mean '{v}Gi' or '{v}Mi'? Write memory with a unit"
         )
@@ -71,16 +77,28 @@ def _memory(v: str) -> str:
 
 
 def _env_name(v: str) -> str:
-    if not _ENV_NAME.match(v):
-        raise ValueError(
-            f"{v!r} is not a valid environment variable name "
-            "(letters, digits, '_', '-', '.'; not starting with a digit)"
-        )
+    why = env_name_problem(v)
+    if why is not None:
+        raise ValueError(f"{v!r} is not a valid environment variable name: it {why}")
+    return v
+
+
+def _env_value(v: str) -> str:
+    why = text_value_problem(v)
+    if why is not None:
+        raise ValueError(f"environment variable value {v!r} {why}")
+    return v
+
+
+def _arg(v: str) -> str:
+    why = text_value_problem(v)
+    if why is not None:
+        raise ValueError(f"{v!r} {why}")
     return v
 
 
 def _resource_name(v: str) -> str:
-    if len(v) > 316 or not _QUALIFIED.match(v) or "/" not in v:
+    if "/" not in v or qualified_name_problem(v) is not None:
         raise ValueError(
             f"{v!r} is not an extended resource name: use '<domain>/<name>', "
             "e.g. 'nvidia.com/gpu', 'amd.com/gpu'"
@@ -96,15 +114,21 @@ def _abs_path(v: str) -> str:
 
 _STR = {"type": "string"}
 
+
+def _pattern(rx: re.Pattern[str]) -> str:
+    # JSON Schema patterns search (ECMA-262), so anchor them; ECMA's $ is end of input.
+    return f"^{rx.pattern}$"
+
+
 DNS1123Label = Annotated[
     str,
     AfterValidator(_dns1123_label),
-    WithJsonSchema({**_STR, "pattern": _DNS1123_LABEL.pattern, "maxLength": 63}),
+    WithJsonSchema({**_STR, "pattern": _pattern(DNS1123_LABEL), "maxLength": 63}),
 ]
 DNS1035Name = Annotated[
     str,
     AfterValidator(_dns1035_label),
-    WithJsonSchema({**_STR, "pattern": _DNS1035_LABEL.pattern, "maxLength": 63}),
+    WithJsonSchema({**_STR, "pattern": _pattern(DNS1035_LABEL), "maxLength": 63}),
 ]
 ClusterRef = DNS1123Label
 CpuQuantity = Annotated[
@@ -116,8 +140,13 @@ MemoryQuantity = Annotated[
     str,
     BeforeValidator(_quantity),
     AfterValidator(_memory),
-    WithJsonSchema({**_STR, "pattern": _QUANTITY.pattern}),
+    WithJsonSchema({**_STR, "pattern": _pattern(QUANTITY)}),
 ]
-EnvName = Annotated[str, AfterValidator(_env_name), WithJsonSchema({**_STR})]
+EnvName = Annotated[
+    str, AfterValidator(_env_name), WithJsonSchema({**_STR, "pattern": _pattern(ENV_NAME)})
+]
+EnvValue = Annotated[str, AfterValidator(_env_value), WithJsonSchema({**_STR})]
+Arg = Annotated[str, AfterValidator(_arg), WithJsonSchema({**_STR})]
+"""An item of a command or its arguments."""
 ResourceName = Annotated[str, AfterValidator(_resource_name), WithJsonSchema({**_STR})]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]

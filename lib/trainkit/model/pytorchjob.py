@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
+from .fields import Arg, ClusterRef, DNS1035Name, DNS1123Label, EnvName, EnvValue, MemoryQuantity
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 
 __all__ = ["MAX_RUN", "PyTorchJob", "run_name"]
@@ -34,11 +34,11 @@ class PyTorchJob(TrainkitModel):
     one per cluster or per accelerator the cluster declares: ``{"cuda": "…", "rocm": "…"}``."""
     script: Script | None = None
     """Training script next to the definition (``Script.file(...)``), run with torchrun."""
-    command: list[str] | None = None
+    command: list[Arg] | None = None
     """Command for images that carry their own code (instead of ``script``)."""
-    args: list[str] = []
+    args: list[Arg] = []
     """Arguments passed to the script or command."""
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (the operator's own, such as ``PET_*``, are refused)."""
     nodes: int = Field(default=1, ge=1, le=10000)
     """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers."""

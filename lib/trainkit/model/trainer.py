@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1035Name, DNS1123Label, EnvName, MemoryQuantity
+from .fields import Arg, ClusterRef, DNS1035Name, DNS1123Label, EnvName, EnvValue, MemoryQuantity
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 from .pytorchjob import MAX_RUN, run_name
 
@@ -41,7 +41,7 @@ class _TorchRuntime(TrainkitModel):
     """Default CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
     """Size of ``/dev/shm`` (memory-backed emptyDir) on every node, e.g. ``"16Gi"``."""
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     """Environment of every node, e.g. NCCL network settings (``PET_*`` are refused)."""
     node_selector: dict[str, str] = {}
     """Node labels the pods must run on."""
@@ -96,12 +96,12 @@ class TrainJob(TrainkitModel):
     accelerator the cluster declares: ``{"cuda": "…", "rocm": "…"}``."""
     script: Script | None = None
     """Training script next to the definition (``Script.file(...)``), run with torchrun."""
-    command: list[str] | None = None
+    command: list[Arg] | None = None
     """Command for images that carry their own code (instead of ``script``); defaults to the
     runtime's."""
-    args: list[str] = []
+    args: list[Arg] = []
     """Arguments passed to the script or command."""
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (``PET_*`` and torchrun's own are refused)."""
     nodes: int | None = Field(default=None, ge=1, le=10000)
     """Number of nodes (pods); defaults to the runtime's."""

@@ -9,9 +9,9 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..errors import Problem
+from ..kube.quantities import parse_quantity
 from ..model import TrainJob
 from ..plan import Index, PlannedRuntime, problem
-from ..validate.quantities import parse_quantity
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field"]
 

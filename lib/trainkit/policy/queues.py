@@ -15,9 +15,9 @@ from decimal import Decimal
 
 from ..effective import EffectiveJob
 from ..errors import Problem
+from ..kube.quantities import parse_quantity
 from ..plan import Index, problem, queue_path
 from ..render.platform import render_resources
-from ..validate.quantities import parse_quantity
 
 __all__ = ["check_queue_fit"]
 

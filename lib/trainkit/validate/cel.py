@@ -43,13 +43,14 @@ class SchemaLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One compiled rule; ``program`` is a cel-python Runner."""
+    """One rule of a schema node; its program is compiled the first time it must run."""
 
     text: str
     message: str
     field_path: JsonPath
     uses_old: bool
-    program: Any
+    where: str
+    book: RuleBook
 
 
 def check_rules(
@@ -59,12 +60,16 @@ def check_rules(
 
     Transition rules run only when ``old`` is not ``MISSING``.
     """
+    runnable = [r for r in rules if not (r.uses_old and old is MISSING)]
+    if not runnable:
+        return  # on create, transition rules never run: no need to load cel-python at all
     from celpy import celtypes
     from celpy.evaluation import CELEvalError
 
     cel_self = cel_old = None
-    for rule in rules:
-        if rule.uses_old and old is MISSING:
+    for rule in runnable:
+        program = rule.book.program(rule)
+        if program is None:
             continue
         if cel_self is None:
             cel_self = to_cel(value, node)
@@ -74,7 +79,7 @@ def check_rules(
                 cel_old = to_cel(old, node)
             activation["oldSelf"] = cel_old
         try:
-            result = rule.program.evaluate(activation)
+            result = program.evaluate(activation)
         except CELEvalError as err:
             reason = str(err.args[0] if err.args else err).split(" (in activation")[0]
             out.append(Finding(path, f"{rule.message} (rule `{rule.text}` failed: {reason})"))
@@ -120,26 +125,31 @@ class RuleBook:
         self.unsupported = unsupported
 
     def compile(self, rules: list[dict[str, Any]], where: str) -> list[Rule]:
-        """Compile the ``x-kubernetes-validations`` entries of the schema node at ``where``."""
-        compiled: list[Rule] = []
-        for entry in rules:
-            text = str(entry.get("rule", ""))
-            program, why = _program(text)
-            if program is None:
-                note = f"{self.label} {where or '(root)'}: rule `{text}` not checked: {why}"
-                if note not in self.unsupported:
-                    self.unsupported.append(note)
-                continue
-            compiled.append(
-                Rule(
-                    text=text,
-                    message=str(entry.get("message") or f"failed rule: {text}"),
-                    field_path=_parse_field_path(entry.get("fieldPath")),
-                    uses_old=bool(re.search(r"\boldSelf\b", text)),
-                    program=program,
-                )
+        """The ``x-kubernetes-validations`` entries of the schema node at ``where``.
+
+        Parsing CEL needs cel-python's grammar, which takes a noticeable fraction
+        of a second to build: programs are made when a rule first has to run.
+        """
+        return [
+            Rule(
+                text=str(entry.get("rule", "")),
+                message=str(entry.get("message") or f"failed rule: {entry.get('rule', '')}"),
+                field_path=_parse_field_path(entry.get("fieldPath")),
+                uses_old=bool(re.search(r"\boldSelf\b", str(entry.get("rule", "")))),
+                where=where,
+                book=self,
             )
-        return compiled
+            for entry in rules
+        ]
+
+    def program(self, rule: Rule) -> Any:
+        """The compiled program of ``rule``, or None (recorded in ``unsupported``) if it has none."""
+        program, why = _program(rule.text)
+        if program is None:
+            note = f"{self.label} {rule.where or '(root)'}: rule `{rule.text}` not checked: {why}"
+            if note not in self.unsupported:
+                self.unsupported.append(note)
+        return program
 
 
 @cache

@@ -8,21 +8,24 @@ so validation follows the operator versions actually installed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from trainkit.cache_dir import cache_dir, cache_enabled
 from trainkit.errors import Problem, SetupError
 from trainkit.validate.cel import MISSING, RuleBook
-from trainkit.validate.findings import Finding, format_path
-from trainkit.validate.objects import check_metadata
-from trainkit.validate.pod_security import BASELINE, PodAllowance, check_pod_security
-from trainkit.validate.quantities import check_quantities
+from trainkit.validate.crd_cache import CrdCache, Kind
+from trainkit.validate.crd_files import (
+    CrdVersion,
+    may_define,
+    parse_crd_file,
+    served_versions,
+)
+from trainkit.validate.findings import Finding
 from trainkit.validate.schema import Node
 
-__all__ = ["CrdSet", "crds_dir", "describe_object", "load_crds"]
+__all__ = ["CrdSet", "crds_dir", "is_crd_group", "load_crds"]
 
 # API groups served by kube-apiserver itself: their kinds never have a CRD.
 _BUILTIN_GROUPS = frozenset(
@@ -37,80 +40,83 @@ _BUILTIN_GROUPS = frozenset(
 _HOW_TO_GET = "pass --crds with your cluster's CRDs (kubectl get crd -o yaml)"
 
 
-@dataclass(frozen=True, slots=True)
-class CrdVersion:
-    """One served version of one CRD, as found on disk."""
-
-    group: str
-    version: str
-    kind: str
-    scope: str
-    schema: dict[str, Any]
-    source: Path
-
-
 def is_crd_group(group: str) -> bool:
     """True when a kind in ``group`` can only come from a CRD (core groups have no dot)."""
     return "." in group and group not in _BUILTIN_GROUPS
 
 
-def describe_object(doc: dict[str, Any]) -> str:
-    """``PyTorchJob 'resnet50-ddp'`` — how Problems name an object."""
-    meta = doc.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    kind = str(doc.get("kind", "?"))
-    return f"{kind} {name!r}" if isinstance(name, str) and name else kind
+@dataclass
+class _CrdFile:
+    """One file of the CRD directory; what it serves is known once indexed or parsed."""
+
+    path: Path
+    sha: str | None = None
+    kinds: set[Kind] | None = None
+    versions: list[CrdVersion] | None = None
+    stale_index: bool = field(default=False)
 
 
 class CrdSet:
-    """The CRDs of one directory, indexed by (group, served version, kind).
+    """The CRDs of one directory, by (group, served version, kind), read on first use.
 
-    Schemas compile lazily, once per CRD version, on first use. Rules that
-    cel-python cannot evaluate are listed in ``unsupported_rules`` (one line
-    each) for the caller to show as a limitation.
+    Only the files that define a kind a manifest uses are read: their index
+    comes from the cache (``crd_cache``), else a file is parsed only if its
+    bytes name the group and kind (``may_define``). The first file in path
+    order that serves a (group, version, kind) wins. Schemas compile lazily,
+    once per CRD version. Rules that cel-python cannot evaluate are listed in
+    ``unsupported_rules`` (one line each) for the caller to show as a limitation.
     """
 
-    def __init__(self, directory: Path, versions: dict[tuple[str, str, str], CrdVersion]) -> None:
+    def __init__(self, directory: Path, files: list[_CrdFile], cache: CrdCache | None) -> None:
         self.directory = directory
-        self.versions = versions
         self.unsupported_rules: list[str] = []
-        self.pod_security: PodAllowance = BASELINE
-        """What pod templates may be granted; ``trainkit check`` sets the platform's profiles."""
-        self._roots: dict[tuple[str, str, str], Node] = {}
+        self._files = files
+        self._cache = cache
+        self._resolved: dict[Kind, CrdVersion | None] = {}
+        self._roots: dict[Kind, Node] = {}
 
-    def kinds(self) -> set[tuple[str, str, str]]:
-        """Every (group, version, kind) this set can validate."""
-        return set(self.versions)
+    def kinds(self) -> set[Kind]:
+        """Every (group, version, kind) this set can validate (reads every file)."""
+        found: set[Kind] = set()
+        for f in self._files:
+            found.update((v.group, v.version, v.kind) for v in self._versions_of(f))
+        return found
 
-    def validate(
-        self, doc: dict[str, Any], file: str, old: dict[str, Any] | None = None
-    ) -> list[Problem]:
-        """All problems of one manifest: object rules, schema, CEL.
+    def compile_all_rules(self) -> list[str]:
+        """Compile every CEL rule of every kind; return ``unsupported_rules`` (slow: all files)."""
+        for key in sorted(self.kinds()):
+            crd = self.lookup(key)
+            if crd is not None:
+                book = RuleBook(f"{crd.kind} ({crd.group}/{crd.version})", self.unsupported_rules)
+                _compile_all_rules(crd.schema, "", book)
+        return self.unsupported_rules
 
-        Transition rules (``oldSelf``) run only when ``old`` is given.
+    def lookup(self, key: Kind) -> CrdVersion | None:
+        """The CRD version serving ``key``, reading only the files that may define it."""
+        if key not in self._resolved:
+            self._resolved[key] = self._find(key)
+            if self._cache is not None:
+                self._cache.save()
+        return self._resolved[key]
+
+    def check_schema(
+        self, doc: dict[str, Any], old: dict[str, Any] | None, out: list[Finding]
+    ) -> None:
+        """Append the CRD findings of one manifest (schema, CEL, scope) to ``out``.
+
+        ``out`` holds the object rules' findings already: a bad quantity or name
+        is reported once, by the clearer object rule. Transition rules
+        (``oldSelf``) run only when ``old`` is given.
         """
-        obj = describe_object(doc)
-        return [
-            Problem(file=file, message=f.message, obj=obj, field=format_path(f.path))
-            for f in self.findings(doc, old)
-        ]
-
-    def findings(self, doc: dict[str, Any], old: dict[str, Any] | None = None) -> list[Finding]:
-        """Like ``validate`` but with raw JSON paths (so a caller can look up line numbers)."""
-        out: list[Finding] = []
-        check_metadata(doc, out)
-        check_quantities(doc, out)
-        check_pod_security(doc, out, self.pod_security)
-        api_version = str(doc.get("apiVersion", ""))
-        group, _, version = api_version.rpartition("/")
+        group, _, version = str(doc.get("apiVersion", "")).rpartition("/")
         kind = str(doc.get("kind", ""))
         if not is_crd_group(group):
-            return out
+            return
         key = (group, version, kind)
-        crd = self.versions.get(key)
+        crd = self.lookup(key)
         if crd is None:
             out.append(Finding((), self._missing(group, version, kind)))
-            return out
+            return
         meta = doc.get("metadata")
         if crd.scope == "Cluster" and isinstance(meta, dict) and meta.get("namespace"):
             out.append(
@@ -122,7 +128,6 @@ class CrdSet:
             )
         schema_found: list[Finding] = []
         self._root(key).check(doc, (), MISSING if old is None else old, schema_found)
-        # A bad quantity or name is reported once, by the clearer object rule.
         reported = {f.path for f in out}
         if ("metadata", "name") in reported:
             # The CRD's own name rules (TrainJob's RFC 1035 CEL) sit on the root object.
@@ -130,19 +135,65 @@ class CrdSet:
                 f for f in schema_found if not (f.path == () and "metadata.name" in f.message)
             ]
         out.extend(f for f in schema_found if f.path not in reported)
-        return out
+
+    def _find(self, key: Kind) -> CrdVersion | None:
+        group, _, kind = key
+        for f in self._files:
+            if f.kinds is None and f.versions is None and not self._may_define(f, group, kind):
+                continue
+            if f.kinds is not None and key not in f.kinds:
+                continue
+            for v in self._versions_of(f):
+                if (v.group, v.version, v.kind) == key:
+                    return v
+        return None
+
+    def _may_define(self, f: _CrdFile, group: str, kind: str) -> bool:
+        try:
+            return may_define(f.path.read_bytes(), group, kind)
+        except OSError:
+            return True  # let parsing report the unreadable file
+
+    def _versions_of(self, f: _CrdFile) -> list[CrdVersion]:
+        """Parse (or read from the cache) one file's versions, once."""
+        if f.versions is not None:
+            return f.versions
+        docs = None
+        if self._cache is not None and f.sha is not None and not f.stale_index:
+            docs = self._cache.documents(f.sha)
+        fresh = docs is None
+        if docs is None:
+            try:
+                data = f.path.read_bytes()
+            except OSError as err:
+                raise SetupError(
+                    [Problem(file=str(f.path), message=f"cannot read CRD file: {err}")]
+                ) from err
+            docs = parse_crd_file(f.path, data)
+        versions = [v for doc in docs for v in served_versions(doc, f.path)]
+        kinds = {(v.group, v.version, v.kind) for v in versions}
+        if not fresh and f.kinds is not None and kinds != f.kinds:
+            f.stale_index = True  # entry and index disagree: trust neither, parse the YAML
+            return self._versions_of(f)
+        if fresh and self._cache is not None and f.sha is not None:
+            self._cache.store(f.sha, docs, sorted(kinds))
+        f.kinds, f.versions = kinds, versions
+        return versions
 
     def _missing(self, group: str, version: str, kind: str) -> str:
-        served = sorted(v for g, v, k in self.versions if g == group and k == kind)
+        served = sorted(
+            {v for f in self._files for g, v, k in (f.kinds or ()) if (g, k) == (group, kind)}
+        )
         also = f" (served versions: {', '.join(served)})" if served else ""
         return f"no CRD for {group}/{version} {kind} in {self.directory}{also}; {_HOW_TO_GET}"
 
-    def _root(self, key: tuple[str, str, str]) -> Node:
+    def _root(self, key: Kind) -> Node:
         root = self._roots.get(key)
         if root is None:
-            crd = self.versions[key]
+            crd = self.lookup(key)
+            if crd is None:
+                raise KeyError(key)
             book = RuleBook(f"{crd.kind} ({crd.group}/{crd.version})", self.unsupported_rules)
-            _compile_all_rules(crd.schema, "", book)  # report limitations once, up front
             root = self._roots[key] = Node(crd.schema, book, "")
         return root
 
@@ -152,7 +203,8 @@ def _compile_all_rules(schema: Any, where: str, book: RuleBook) -> None:
     if not isinstance(schema, dict):
         return
     if schema.get("x-kubernetes-validations"):
-        book.compile(schema["x-kubernetes-validations"], where)
+        for rule in book.compile(schema["x-kubernetes-validations"], where):
+            book.program(rule)
     for key, sub in (schema.get("properties") or {}).items():
         _compile_all_rules(sub, f"{where}.{key}" if where else key, book)
     if isinstance(schema.get("additionalProperties"), dict):
@@ -174,20 +226,34 @@ def crds_dir(option: str | None) -> Path | None:
     return path
 
 
-def load_crds(directory: Path) -> CrdSet:
-    """Read every ``*.yaml``/``*.yml`` below ``directory`` and index its CRDs."""
+def load_crds(directory: Path, *, no_cache: bool = False) -> CrdSet:
+    """Index the CRD files below ``directory`` (``*.yaml``/``*.yml``); parse them on first use.
+
+    Parsed CRDs are cached by content outside the work tree (``trainkit.cache_dir``)
+    unless ``no_cache`` is set or ``$CI`` is non-empty.
+    """
     if not directory.is_dir():
         raise SetupError(
             [Problem(file=str(directory), message=f"CRD directory does not exist; {_HOW_TO_GET}")]
         )
-    versions: dict[tuple[str, str, str], CrdVersion] = {}
-    files = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-    for path in files:
-        for doc in _read(path):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                for crd in _served_versions(doc, path):
-                    versions.setdefault((crd.group, crd.version, crd.kind), crd)
-    if not versions:
+    paths = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    cache = CrdCache(cache_dir()) if cache_enabled(no_cache=no_cache) else None
+    files: list[_CrdFile] = []
+    any_crd = False
+    for path in paths:
+        f = _CrdFile(path)
+        if cache is not None:
+            try:
+                f.sha = cache.digest(path)
+            except OSError:
+                f.sha = None
+            kinds = cache.kinds(f.sha) if f.sha is not None else None
+            f.kinds = set(kinds) if kinds is not None else None
+        any_crd = any_crd or bool(f.kinds) or (f.kinds is None and _mentions_crd(path))
+        files.append(f)
+    if cache is not None:
+        cache.save()
+    if not any_crd:
         raise SetupError(
             [
                 Problem(
@@ -195,29 +261,11 @@ def load_crds(directory: Path) -> CrdSet:
                 )
             ]
         )
-    return CrdSet(directory, versions)
+    return CrdSet(directory, files, cache)
 
 
-def _read(path: Path) -> list[Any]:
+def _mentions_crd(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
-            return list(yaml.load_all(fh, Loader=yaml.CSafeLoader))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise SetupError([Problem(file=str(path), message=f"cannot read CRD file: {err}")]) from err
-
-
-def _served_versions(doc: dict[str, Any], path: Path) -> list[CrdVersion]:
-    """apiextensions v1 (per-version schema) and v1beta1 (one ``spec.validation``) CRDs."""
-    spec = doc.get("spec") or {}
-    group = str(spec.get("group", ""))
-    kind = str((spec.get("names") or {}).get("kind", ""))
-    scope = str(spec.get("scope", "Namespaced"))
-    shared = (spec.get("validation") or {}).get("openAPIV3Schema")
-    found = []
-    for entry in spec.get("versions") or [{"name": spec.get("version"), "served": True}]:
-        if not entry.get("served", True):
-            continue
-        schema = (entry.get("schema") or {}).get("openAPIV3Schema") or shared
-        if isinstance(schema, dict):
-            found.append(CrdVersion(group, str(entry["name"]), kind, scope, schema, path))
-    return found
+        return b"CustomResourceDefinition" in path.read_bytes()
+    except OSError:
+        return True  # reported when the file is read

@@ -8,6 +8,7 @@ field check although kustomize applies it correctly.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,11 @@ import yaml
 
 from trainkit.deployed import Baseline
 from trainkit.errors import Problem
-from trainkit.validate.crds import CrdSet, describe_object
+from trainkit.validate.check import check_object, describe_object
+from trainkit.validate.crds import CrdSet
 from trainkit.validate.findings import Finding, format_path
-from trainkit.validate.loader import K8sLoader, iter_documents, line_of
-from trainkit.validate.objects import check_metadata
-from trainkit.validate.pod_security import check_pod_security
-from trainkit.validate.quantities import check_quantities
+from trainkit.validate.loader import InputLimitError, iter_documents, line_of, load_all
+from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["validate_paths", "validate_text"]
 
@@ -30,13 +30,20 @@ _Identity = tuple[str, str, str, str]
 
 
 def validate_paths(
-    paths: list[Path], crds: CrdSet | None, root: Path, *, baseline: Baseline | None = None
+    paths: list[Path],
+    crds: CrdSet | None,
+    root: Path,
+    *,
+    allowance: PodAllowance = BASELINE,
+    baseline: Baseline | None = None,
 ) -> list[Problem]:
     """Problems of every manifest under ``paths``; ``crds=None`` runs only the object rules.
 
-    With a ``baseline``, each object of a file that differs from its deployed
-    version is validated as an update of the deployed object, so CEL
-    transition rules (``self == oldSelf``: "field is immutable") run too.
+    ``allowance`` is what pod templates may be granted (``BASELINE`` unless the
+    caller knows the platform's NetworkProfiles). With a ``baseline``, each
+    object of a file that differs from its deployed version is validated as an
+    update of the deployed object, so CEL transition rules (``self == oldSelf``:
+    "field is immutable") run too.
     """
     problems: list[Problem] = []
     root = root.resolve()
@@ -50,24 +57,34 @@ def validate_paths(
     for file in files:
         try:
             data = file.read_bytes()
-            text = data.decode("utf-8")
+            if not data.isascii():  # (no copy for the common case)
+                data.decode("utf-8")  # libyaml would guess UTF-16 too; Kubernetes reads UTF-8
         except (OSError, UnicodeDecodeError) as err:
             problems.append(Problem(file=_shown(file, root), message=f"cannot read: {err}"))
             continue
         old = deployed.get(file)
         # An unchanged file cannot break a transition rule: skip parsing it twice.
-        old_text = old.decode("utf-8", "replace") if old is not None and old != data else None
-        problems.extend(validate_text(text, _shown(file, root), crds, old_text=old_text))
+        old_text = old if old is not None and old != data else None
+        problems.extend(
+            validate_text(data, _shown(file, root), crds, allowance=allowance, old_text=old_text)
+        )
     return sorted(problems, key=lambda p: (p.file, p.line or 0, p.obj, p.field, p.message))
 
 
 def validate_text(
-    text: str, file: str, crds: CrdSet | None, *, old_text: str | None = None
+    text: str | bytes,
+    file: str,
+    crds: CrdSet | None,
+    *,
+    allowance: PodAllowance = BASELINE,
+    old_text: str | bytes | None = None,
 ) -> list[Problem]:
     """Problems of every manifest in a multi-document YAML text (e.g. kustomize output).
 
     ``old_text`` is the deployed version: an object in it with the same
     apiVersion, kind, namespace and name is the ``oldSelf`` of the CRD rules.
+    Documents are parsed one at a time; line numbers are looked up only for
+    the documents that have problems.
     """
     olds = _objects_by_identity(old_text) if old_text is not None and crds is not None else {}
     problems: list[Problem] = []
@@ -75,7 +92,7 @@ def validate_text(
         for node, doc in iter_documents(text):
             if not isinstance(doc, dict) or "kind" not in doc:
                 continue  # not a Kubernetes object (e.g. a kustomize configurations file)
-            for finding, obj in _check_document(doc, crds, olds):
+            for finding, obj in _check_document(doc, crds, allowance, olds):
                 problems.append(
                     Problem(
                         file=file,
@@ -85,6 +102,8 @@ def validate_text(
                         line=line_of(node, finding.path),
                     )
                 )
+    except InputLimitError as err:
+        problems.append(Problem(file=file, message=err.message, line=err.line))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -93,7 +112,10 @@ def validate_text(
 
 
 def _check_document(
-    doc: dict[str, Any], crds: CrdSet | None, olds: dict[_Identity, dict[str, Any]]
+    doc: dict[str, Any],
+    crds: CrdSet | None,
+    allowance: PodAllowance,
+    olds: dict[_Identity, dict[str, Any]],
 ) -> list[tuple[Finding, str]]:
     """Findings of one document, each with the object it belongs to (``v1 List`` items too)."""
     api_version = doc.get("apiVersion")
@@ -106,18 +128,12 @@ def _check_document(
         found: list[tuple[Finding, str]] = []
         for i, item in enumerate(doc["items"]):
             if isinstance(item, dict):
-                for f, item_obj in _check_document(item, crds, olds):
+                for f, item_obj in _check_document(item, crds, allowance, olds):
                     found.append((Finding(("items", i, *f.path), f.message), item_obj))
         return found
-    if crds is not None:
-        key = _identity(doc)
-        old = olds.get(key) if key is not None else None
-        return [(f, obj) for f in crds.findings(doc, old)]
-    out: list[Finding] = []
-    check_metadata(doc, out)
-    check_quantities(doc, out)
-    check_pod_security(doc, out)
-    return [(f, obj) for f in out]
+    key = _identity(doc) if olds else None
+    old = olds.get(key) if key is not None else None
+    return [(f, obj) for f in check_object(doc, allowance, crds, old)]
 
 
 def _deployed(files: list[Path], baseline: Baseline | None) -> dict[Path, bytes]:
@@ -134,10 +150,10 @@ def _deployed(files: list[Path], baseline: Baseline | None) -> dict[Path, bytes]
     return {by_rel[rel]: data for rel, data in baseline.read_many(by_rel).items()}
 
 
-def _objects_by_identity(text: str) -> dict[_Identity, dict[str, Any]]:
+def _objects_by_identity(text: str | bytes) -> dict[_Identity, dict[str, Any]]:
     """Objects of a deployed file (``v1 List`` items too) by apiVersion, kind, namespace, name."""
     try:
-        docs = list(yaml.load_all(text, Loader=K8sLoader))
+        docs = load_all(text)
     except yaml.YAMLError:
         return {}  # a broken deployed file has nothing to compare with; the new one is checked
     found: dict[_Identity, dict[str, Any]] = {}
@@ -161,26 +177,25 @@ def _identity(doc: dict[str, Any]) -> _Identity | None:
 
 def _yaml_files(directory: Path) -> list[Path]:
     """YAML files below ``directory`` (hidden directories skipped), minus kustomize patches."""
-    files = sorted(
-        p
-        for p in directory.rglob("*")
-        if p.suffix in (".yaml", ".yml")
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(directory).parts[:-1])
-    )
+    files: list[Path] = []
+    for top, dirs, names in os.walk(directory.resolve()):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        files.extend(Path(top, n) for n in names if n.endswith((".yaml", ".yml")))
+    files = sorted(f for f in files if f.is_file())
     skip: set[Path] = set()
     for file in files:
         if file.name in _KUSTOMIZATIONS:
             skip.update(_patch_files(file))
-    return [f for f in files if f.resolve() not in skip]
+    return [f for f in files if f not in skip]
 
 
 def _patch_files(kustomization: Path) -> set[Path]:
     """Files a kustomization uses as patches/configurations rather than as resources."""
     try:
-        data = yaml.load(kustomization.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        docs = load_all(kustomization.read_bytes())
+    except (OSError, yaml.YAMLError):
         return set()  # reported when the file itself is validated or built
+    data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict):
         return set()
     names: list[Any] = []
@@ -189,11 +204,17 @@ def _patch_files(kustomization: Path) -> set[Path]:
     for key in ("patches", "patchesJson6902", "replacements"):
         names.extend(e.get("path") for e in data.get(key) or [] if isinstance(e, dict))
     base = kustomization.parent
-    return {(base / n).resolve() for n in names if isinstance(n, str) and "\n" not in n}
+    return {
+        Path(os.path.normpath(base / n)) for n in names if isinstance(n, str) and "\x00" not in n
+    }
 
 
 def _shown(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` (already resolved) when it lies below it, else as given."""
+    try:
+        return str(path.relative_to(root))  # the files of a walked directory: no resolving
+    except ValueError:
+        pass
     try:
         return str(path.resolve().relative_to(root))
     except ValueError:

@@ -9,37 +9,37 @@ name is caught before ``kubectl apply`` or an Argo CD sync fails on it.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import Any, Literal
 
+from trainkit.kube.names import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    qualified_name_problem,
+)
 from trainkit.validate.findings import Finding, JsonPath
 
 __all__ = ["NameRule", "check_metadata", "check_object_meta", "name_rule_for"]
 
 NameRule = Literal["subdomain", "label", "dns1035"]
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
-DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-_NAME_HELP: dict[NameRule, tuple[re.Pattern[str], int, str]] = {
+_NAME_HELP: dict[NameRule, tuple[Callable[[str], bool], int, str]] = {
     "subdomain": (
-        DNS1123_SUBDOMAIN,
+        is_dns1123_subdomain,
         253,
         "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', "
         "starting and ending with a letter or digit, at most 253 characters",
     ),
     "label": (
-        DNS1123_LABEL,
+        is_dns1123_label,
         63,
         "a DNS-1123 label: lowercase letters, digits and '-', "
         "starting and ending with a letter or digit, at most 63 characters",
     ),
     "dns1035": (
-        DNS1035_LABEL,
+        is_dns1035_label,
         63,
         "a DNS-1035 label: lowercase letters, digits and '-', starting with a letter "
         "and ending with a letter or digit, at most 63 characters (the operator derives "
@@ -75,10 +75,10 @@ def name_rule_for(api_version: str, kind: str) -> NameRule:
 
 def check_name(value: object, rule: NameRule, path: JsonPath, out: list[Finding]) -> None:
     """Report ``value`` unless it is a valid name under ``rule``."""
-    pattern, limit, help_text = _NAME_HELP[rule]
+    valid, limit, help_text = _NAME_HELP[rule]
     if not isinstance(value, str):
         out.append(Finding(path, f"must be a string, got {value!r}"))
-    elif len(value) > limit or not pattern.match(value):
+    elif not valid(value):
         why = f"is {len(value)} characters long" if len(value) > limit else "is invalid"
         out.append(Finding(path, f"{value!r} {why}; it must be {help_text}"))
 
@@ -88,16 +88,8 @@ def check_qualified_key(key: object, path: JsonPath, out: list[Finding], what: s
     if not isinstance(key, str):
         out.append(Finding(path, f"{what} key {key!r} must be a string"))
         return
-    prefix, slash, name = key.rpartition("/")
-    bad = ""
-    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        bad = "the prefix before '/' must be a DNS-1123 subdomain of at most 253 characters"
-    elif len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        bad = (
-            "the name part must be at most 63 characters of letters, digits, '-', '_' and '.', "
-            "starting and ending with a letter or digit"
-        )
-    if bad:
+    bad = qualified_name_problem(key)
+    if bad is not None:
         out.append(Finding(path, f"invalid {what} key {key!r}: {bad}"))
 
 
@@ -112,7 +104,7 @@ def check_labels(labels: object, path: JsonPath, out: list[Finding]) -> None:
             out.append(
                 Finding((*path, str(key)), f"label value {value!r} must be a string; quote it")
             )
-        elif len(value) > 63 or not _LABEL_VALUE.match(value):
+        elif not is_label_value(value):
             out.append(
                 Finding(
                     (*path, str(key)),

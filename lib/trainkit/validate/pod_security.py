@@ -5,28 +5,22 @@ namespaces, and adds Linux capabilities or the host network only through a
 platform ``NetworkProfile``. An overlay or a hand-written manifest could add
 them anyway, and nothing in the CRD schemas refuses them: these rules do.
 
-Pod specs are found by shape, wherever a kind nests them (``Pod.spec``, any
-``template.spec`` holding pod fields: PyTorchJob replica specs, TrainJob
-runtime patches, (Cluster)TrainingRuntime and JobSet replicated jobs,
-Deployments, Jobs, CronJobs, …).
+Pod specs are found by shape, wherever a kind nests them (``trainkit.kube.pods``).
+What a pod may be granted is an argument, a ``PodAllowance``: the caller builds
+it from the platform's NetworkProfiles, or uses ``BASELINE``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from trainkit.kube.pods import containers
 from trainkit.validate.findings import Finding, JsonPath
 
-if TYPE_CHECKING:
-    from trainkit.validate.crds import CrdSet
+__all__ = ["BASELINE", "PodAllowance", "check_pod_security"]
 
-__all__ = ["BASELINE", "PodAllowance", "check_pod_security", "grant_profiles"]
-
-_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-# Fields only a PodSpec has among the objects that carry a ``template.spec``.
-_POD_FIELDS = frozenset({*_CONTAINER_LISTS, "volumes", "hostNetwork", "hostPID", "hostIPC"})
 _NEVER = {
     "hostPID": "shares the node's process namespace",
     "hostIPC": "shares the node's IPC namespace",
@@ -44,7 +38,7 @@ class GrantsPods(Protocol):
     def host_network(self) -> bool: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodAllowance:
     """What a pod may have beyond a plain pod: added capabilities, the host network."""
 
@@ -73,49 +67,17 @@ BASELINE = PodAllowance(
 """Without the platform's profiles: IPC_LOCK for RDMA, no host network."""
 
 
-def grant_profiles(crds: CrdSet | None, profiles: Iterable[GrantsPods]) -> None:
-    """Validate pods against what ``profiles`` grant instead of ``BASELINE``.
-
-    Without CRDs the object rules run with ``BASELINE``: there is no set to hold it.
-    """
-    if crds is not None:
-        crds.pod_security = PodAllowance.from_profiles(profiles)
-
-
 def _cap(name: str) -> str:
     # The kubelet passes capabilities to the runtime with or without CAP_.
     return name.upper().removeprefix("CAP_")
 
 
 def check_pod_security(
-    doc: dict[str, Any], out: list[Finding], allow: PodAllowance = BASELINE
+    pods: list[tuple[JsonPath, dict[str, Any]]], out: list[Finding], allow: PodAllowance
 ) -> None:
-    """Findings for every pod spec of one manifest."""
-    for path, spec in _pod_specs(doc):
+    """Findings for the pod specs of one manifest (``kube.pods.pod_specs``), against ``allow``."""
+    for path, spec in pods:
         _check_pod(spec, path, allow, out)
-
-
-def _pod_specs(doc: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
-    spec = doc.get("spec")
-    if doc.get("kind") == "Pod" and doc.get("apiVersion") == "v1" and isinstance(spec, dict):
-        yield ("spec",), spec
-        return
-    yield from _walk(doc, ())
-
-
-def _walk(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
-    if isinstance(value, dict):
-        for key, child in value.items():
-            if not isinstance(child, dict | list):
-                continue
-            spec = child.get("spec") if key == "template" and isinstance(child, dict) else None
-            if isinstance(spec, dict) and _POD_FIELDS.intersection(spec):
-                yield (*path, key, "spec"), spec
-            else:
-                yield from _walk(child, (*path, key))
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            yield from _walk(child, (*path, i))
 
 
 def _check_pod(
@@ -146,11 +108,9 @@ def _check_pod(
                     "an emptyDir",
                 )
             )
-    for key in _CONTAINER_LISTS:
-        containers = spec.get(key)
-        for i, c in enumerate(containers if isinstance(containers, list) else []):
-            if isinstance(c, dict) and isinstance(c.get("securityContext"), dict):
-                _check_container(c, (*path, key, i, "securityContext"), allow, out)
+    for where, c in containers(spec, path):
+        if isinstance(c.get("securityContext"), dict):
+            _check_container(c, (*where, "securityContext"), allow, out)
 
 
 def _check_container(

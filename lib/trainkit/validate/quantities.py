@@ -10,28 +10,16 @@ the failure to ``trainkit validate``.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
+from trainkit.kube.pods import containers
+from trainkit.kube.quantities import parse_quantity
 from trainkit.validate.findings import Finding, JsonPath
 from trainkit.validate.objects import check_annotations, check_labels
 
-__all__ = ["check_quantities", "parse_quantity"]
+__all__ = ["check_quantities"]
 
-# Kubernetes' own quantity grammar (resource.Quantity), as in the CRD patterns,
-# sign excluded: no resource amount may be negative.
-QUANTITY = re.compile(
-    r"^\+?(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)"
-    r"(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_SUFFIX = {
-    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}  # fmt: skip
-_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
 # Unqualified resource names a container may use; anything else needs a domain prefix.
 _STANDARD = frozenset({"cpu", "memory", "ephemeral-storage"})
 _QUEUE_EXTRA = frozenset({"pods", "storage"})
@@ -39,23 +27,6 @@ _HELP = (
     "use cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified "
     "extended resource such as nvidia.com/gpu"
 )
-
-
-def parse_quantity(value: object) -> Decimal | None:
-    """The amount a quantity stands for, or None when it is not a valid non-negative quantity."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value)) if value >= 0 else None
-    if not isinstance(value, str):
-        return None
-    m = QUANTITY.match(value)
-    if m is None:
-        return None
-    suffix = m["suffix"] or ""
-    if suffix[:1] in ("e", "E"):
-        return Decimal(m["num"]) * Decimal(10) ** int(suffix[1:])
-    return Decimal(m["num"]) * _SUFFIX[suffix]
 
 
 def _resource_list(
@@ -126,14 +97,6 @@ def _check_requirements(value: object, path: JsonPath, out: list[Finding]) -> No
                 )
 
 
-def _check_containers(value: object, path: JsonPath, out: list[Finding]) -> None:
-    if not isinstance(value, list):
-        return
-    for i, container in enumerate(value):
-        if isinstance(container, dict) and "resources" in container:
-            _check_requirements(container["resources"], (*path, i, "resources"), out)
-
-
 def _check_template_meta(value: object, path: JsonPath, out: list[Finding]) -> None:
     """Pod template labels are only checked when the operator creates pods; check them now."""
     meta = value.get("metadata") if isinstance(value, dict) else None
@@ -144,26 +107,28 @@ def _check_template_meta(value: object, path: JsonPath, out: list[Finding]) -> N
             check_annotations(meta["annotations"], (*path, "metadata", "annotations"), out)
 
 
-def _walk(value: Any, path: JsonPath, out: list[Finding]) -> None:
-    """Find pod templates and resource lists wherever a kind nests them."""
+def _walk(value: Any, path: JsonPath, out: list[Finding], pods: set[int]) -> None:
+    """Find templates and resource lists wherever a kind nests them, outside pod specs.
+
+    A pod spec (``pods``: their ids) holds neither; its containers are checked
+    through ``kube.pods.containers``, so the walk does not enter it.
+    """
     if isinstance(value, dict):
         for key, child in value.items():
-            if not isinstance(child, dict | list):
+            if not isinstance(child, dict | list) or id(child) in pods:
                 continue
             where = (*path, key)
-            if key in _CONTAINER_LISTS:
-                _check_containers(child, where, out)
-            elif key == "template":
+            if key == "template":
                 _check_template_meta(child, where, out)
             elif key == "resourcesPerNode":  # TrainJob trainer
                 _check_requirements(child, where, out)
             elif key == "minResources":  # Kubeflow schedulingPolicy, Volcano PodGroup
                 _resource_list(child, where, out, None)
-            _walk(child, where, out)
+            _walk(child, where, out, pods)
     elif isinstance(value, list):
         for i, child in enumerate(value):
             if isinstance(child, dict | list):
-                _walk(child, (*path, i), out)
+                _walk(child, (*path, i), out, pods)
 
 
 def _check_queue(spec: dict[str, Any], out: list[Finding]) -> None:
@@ -195,8 +160,10 @@ def _check_queue(spec: dict[str, Any], out: list[Finding]) -> None:
                 )
 
 
-def check_quantities(doc: dict[str, Any], out: list[Finding]) -> None:
-    """All quantity and pod-template checks for one manifest."""
+def check_quantities(
+    doc: dict[str, Any], pods: list[tuple[JsonPath, dict[str, Any]]], out: list[Finding]
+) -> None:
+    """All quantity and pod-template checks for one manifest and its pod specs."""
     spec = doc.get("spec")
     if not isinstance(spec, dict | list):
         return
@@ -205,4 +172,8 @@ def check_quantities(doc: dict[str, Any], out: list[Finding]) -> None:
         if isinstance(spec, dict):
             _check_queue(spec, out)
         return
-    _walk(spec, ("spec",), out)
+    _walk(spec, ("spec",), out, {id(pod) for _, pod in pods})
+    for pod_path, pod in pods:
+        for where, container in containers(pod, pod_path):
+            if "resources" in container:
+                _check_requirements(container["resources"], (*where, "resources"), out)

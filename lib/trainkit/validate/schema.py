@@ -62,11 +62,44 @@ class Node:
     """One compiled schema level. ``check`` appends Findings for ``value`` at ``path``."""
 
     __slots__ = (
-        "_additional", "_additional_node", "_item_schema", "_items", "_props", "additional_any",
-        "book", "branches", "children", "defaults", "embedded", "enum", "excl_max", "excl_min",
-        "fmt", "int_or_string", "is_root", "list_type", "map_keys", "max_items", "max_len",
-        "max_props", "maximum", "min_items", "min_len", "min_props", "minimum", "multiple_of",
-        "pattern", "preserve", "required", "rules", "strict", "type", "where",
+        "_additional",
+        "_additional_node",
+        "_item_schema",
+        "_items",
+        "_props",
+        "additional_any",
+        "book",
+        "branches",
+        "children",
+        "defaults",
+        "embedded",
+        "enum",
+        "excl_max",
+        "excl_min",
+        "fmt",
+        "int_or_string",
+        "is_root",
+        "list_type",
+        "map_keys",
+        "max_items",
+        "max_len",
+        "max_props",
+        "maximum",
+        "min_items",
+        "min_len",
+        "min_props",
+        "minimum",
+        "multiple_of",
+        "number_checks",
+        "pattern",
+        "preserve",
+        "required",
+        "rules",
+        "strict",
+        "string_checks",
+        "type",
+        "type_ok",
+        "where",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +110,7 @@ class Node:
         self.strict = strict  # False inside anyOf/allOf/oneOf/not: constraints only
         self.is_root = where == ""
         self.type: str | None = schema.get("type")
+        self.type_ok: Any = _TYPES.get(self.type) if self.type is not None else None
         self.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
         self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         self.embedded = bool(schema.get("x-kubernetes-embedded-resource"))
@@ -111,6 +145,15 @@ class Node:
             (kind, [Node(sub, book, where, strict=False) for sub in subs])
             for kind, subs in branch_schemas(schema, self.int_or_string)
         ]
+        # Most leaves have no constraint at all: skip their checks without a call.
+        self.string_checks = (
+            self.max_len is not None or self.min_len is not None or self.pattern is not None
+            or self.fmt == "date-time"
+        )  # fmt: skip
+        self.number_checks = (
+            self.fmt in _INT_RANGES or self.minimum is not None or self.maximum is not None
+            or bool(self.multiple_of)
+        )  # fmt: skip
 
     # -- children, compiled on first use -------------------------------------------------
 
@@ -148,16 +191,18 @@ class Node:
                     Finding(path, f"expected integer or string, got {_describe(value)}{hint}")
                 )
                 return
-        elif self.type is not None and not _TYPES.get(self.type, _any)(value):
+        elif self.type_ok is not None and not self.type_ok(value):
             out.append(Finding(path, f"expected {self.type}, got {_describe(value)}"))
             return
-        if isinstance(value, dict):
+        cls = value.__class__
+        if cls is str:
+            if self.string_checks:
+                self._check_string(value, path, out)
+        elif cls is dict:
             self._check_object(value, path, old, out)
-        elif isinstance(value, list):
+        elif cls is list:
             self._check_array(value, path, old, out)
-        elif isinstance(value, str):
-            self._check_string(value, path, out)
-        elif not isinstance(value, bool) and isinstance(value, int | float):
+        elif (cls is int or cls is float) and self.number_checks:
             self._check_number(value, path, out)
         if self.enum is not None and not any(
             value == e and type(value) is type(e) for e in self.enum
@@ -229,24 +274,37 @@ class Node:
                 if not isinstance(sub, dict):
                     continue
                 key: Any = self._map_key(sub)
-                what = ", ".join(f"{k}={v}" for k, v in zip(self.map_keys, key, strict=True))
             else:
                 key = json.dumps(sub, sort_keys=True, default=str)
-                what = key
             if key in seen:
+                what = (
+                    ", ".join(
+                        f"{k}={_json(v)}" for k, (_, v) in zip(self.map_keys, key, strict=True)
+                    )
+                    if self.list_type == "map"
+                    else key
+                )
                 out.append(Finding((*path, i), f"duplicate entry ({what}); entries must be unique"))
             seen.add(key)
 
-    def _map_key(self, entry: dict[str, Any]) -> tuple[str, ...]:
-        """List-map key of ``entry``, with item defaults (``ports``: protocol defaults to TCP)."""
+    def _map_key(self, entry: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """List-map key of ``entry``, with item defaults (``ports``: protocol defaults to TCP).
+
+        Each part is ``(type, value)`` so that ``"80"`` and ``80`` stay distinct; values
+        that are not hashable scalars are compared as canonical JSON.
+        """
         item = self.item()
         defaults = item.defaults if item is not None else {}
-        return tuple(
-            json.dumps(entry.get(k, defaults.get(k)), sort_keys=True, default=str)
-            for k in self.map_keys
-        )
+        parts: list[tuple[str, Any]] = []
+        for k in self.map_keys:
+            v = entry.get(k, defaults.get(k))
+            if isinstance(v, dict | list):
+                parts.append(("json", json.dumps(v, sort_keys=True, default=str)))
+            else:
+                parts.append((type(v).__name__, v))
+        return tuple(parts)
 
-    def _correlate(self, old: Any) -> dict[tuple[str, ...], Any] | None:
+    def _correlate(self, old: Any) -> dict[tuple[tuple[str, Any], ...], Any] | None:
         """Old list-map entries by key, so transition rules see the matching old entry."""
         if not isinstance(old, list) or not self.map_keys:
             return None
@@ -280,12 +338,12 @@ class Node:
             out.append(Finding(path, f"must be a multiple of {self.multiple_of}"))
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
-
-
-def _any(_value: Any) -> bool:
-    return True
 
 
 @cache

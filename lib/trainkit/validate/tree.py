@@ -9,25 +9,33 @@ from trainkit.errors import Problem
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.kustomize import kustomize_build
+from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["validate_tree"]
 
 
 def validate_tree(
-    out_dir: Path, crds: CrdSet | None, root: Path, baseline: Baseline | None = None
+    out_dir: Path,
+    crds: CrdSet | None,
+    root: Path,
+    baseline: Baseline | None = None,
+    *,
+    allowance: PodAllowance = BASELINE,
 ) -> tuple[list[Problem], int]:
     """Problems of the files under ``out_dir`` and of each kustomize build; and the build count.
 
     ``baseline`` (the deployed tree) makes each changed file an update of its
     deployed version, for the CRDs' transition rules. Build outputs are
     checked as new objects only: an object's file is already compared.
+    ``allowance`` is what pod templates may be granted.
     """
-    problems = validate_paths([out_dir], crds, root=root, baseline=baseline)
+    problems = validate_paths([out_dir], crds, root=root, allowance=allowance, baseline=baseline)
     builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
     builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
     for build in builds:
         text, build_problems = kustomize_build(build)
         problems.extend(build_problems)
         # What Argo CD applies is the build output, so validate that too.
-        problems.extend(validate_text(text, f"{build.as_posix()} (kustomize build)", crds))
+        shown = f"{build.as_posix()} (kustomize build)"
+        problems.extend(validate_text(text, shown, crds, allowance=allowance))
     return problems, len(builds)

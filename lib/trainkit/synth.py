@@ -2,8 +2,9 @@
 
 The layout (relative to the output directory)::
 
-    argocd/                      applied once by an admin: AppProject, one Application per
-                                 cluster, the argocd-cm health checks
+    argocd/                      the root Application (applied once by an admin, then syncing
+                                 this directory), the AppProjects, one Application per cluster;
+                                 the argocd-cm health checks (see render/argocd.py)
     clusters/<cluster>/          what Argo CD syncs to <cluster>
         kustomization.yaml       lists every file below; teaches kustomize the CRD fields
         kustomizeconfig.yaml
@@ -110,50 +111,6 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
         )
 
 
-def _argocd_objects(plan: Plan) -> Iterator[Rendered]:
-    cfg, cdef = plan.argocd, plan.argocd_definition
-    if cfg is None or cdef is None:
-        return
-    labels = {"app.kubernetes.io/managed-by": "trainkit"}
-    destinations = []
-    for cp in plan.clusters:
-        c = cp.cluster
-        dest = {"server": c.server} if c.server else {"name": c.destination_name or ""}
-        # The Application itself has no destination namespace (every object names
-        # its own), and Argo CD matches that empty namespace against the project.
-        destinations.append({**dest, "namespace": "*"})
-        app = render_argocd.render_application(
-            cluster=c.name,
-            server=c.server,
-            destination_name=c.destination_name,
-            repo_url=cfg.repo_url,
-            revision=cfg.revision,
-            path=f"{cfg.path.strip('/')}/clusters/{c.name}",
-            project=cfg.project,
-            argocd_namespace=cfg.namespace,
-            labels=labels,
-        )
-        yield Rendered(f"argocd/application-{c.name}.yaml", app, cp.definition.file)
-    yield Rendered(
-        "argocd/appproject.yaml",
-        render_argocd.render_app_project(
-            name=cfg.project,
-            argocd_namespace=cfg.namespace,
-            repo_url=cfg.repo_url,
-            destinations=destinations,
-            labels=labels,
-        ),
-        cdef.file,
-    )
-    yield Rendered(
-        "argocd/argocd-cm-health.yaml",
-        render_argocd.render_health_patch(
-            argocd_namespace=cfg.namespace, checks=argocd.health_checks()
-        ),
-        cdef.file,
-    )
-
-
 def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
@@ -168,9 +125,10 @@ def render_files(
     groups: list[tuple[str, list[Rendered]]] = [
         (cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters
     ]
-    argo = list(_argocd_objects(plan))
-    if argo:
-        groups.append(("argocd", argo))
+    argo = render_argocd.argocd_files(plan, argocd.health_checks())
+    manifests = [Rendered(f.path, f.body, f.source) for f in argo if not f.kustomize]
+    if manifests:
+        groups.append(("argocd", manifests))
     texts = to_yaml([(chart, [r.body for r in items]) for chart, items in groups], cache)
     files: dict[str, str] = {}
     for (_, items), group_texts in zip(groups, texts, strict=True):
@@ -186,11 +144,9 @@ def render_files(
         )
         files[base + KUSTOMIZE_CONFIG] = _header("trainkit") + _dump(kustomize_config())
         files[base + KUSTOMIZE_OPENAPI] = _header("trainkit") + _dump(cluster_scoped_openapi())
-    if argo:
-        paths = sorted(p.removeprefix("argocd/") for p in files if p.startswith("argocd/"))
-        files["argocd/kustomization.yaml"] = _header("jobs/platform/") + _dump(
-            kustomization(paths, cluster=False)
-        )
+    for f in argo:
+        if f.kustomize:
+            files[f.path] = _header(f.source) + _dump(f.body)
     return {k: files[k].encode("utf-8") for k in sorted(files)}
 
 

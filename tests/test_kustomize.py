@@ -6,6 +6,7 @@ import subprocess
 import pytest
 import yaml
 
+from trainkit.argocd import health_checks
 from trainkit.synth import synthesize
 
 CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime"}
@@ -39,8 +40,11 @@ def test_every_cluster_directory_builds(generated):
 
 
 def test_argocd_directory_builds(generated):
-    kinds = sorted(d["kind"] for d in kustomize(generated.out / "argocd"))
-    assert kinds == ["AppProject", "Application", "Application", "Application", "ConfigMap"]
+    docs = kustomize(generated.out / "argocd")
+    kinds = sorted(d["kind"] for d in docs)
+    # The root, one Application per cluster, two projects; argocd-cm is not among them.
+    assert kinds == ["AppProject"] * 2 + ["Application"] * 4
+    assert {d["metadata"]["namespace"] for d in docs} == {"argocd"}
 
 
 def test_overlay_name_prefix_and_images_reach_into_pytorchjob(generated):
@@ -124,3 +128,89 @@ def test_name_prefix_follows_runtime_queue_and_script_references(tw):
     assert ("ConfigMap", pod["volumes"][0]["configMap"]["name"]) in docs
     (pytorchjob,) = [d for (k, _), d in docs.items() if k == "PyTorchJob"]
     assert pytorchjob["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "dev-research"
+
+
+def test_name_prefix_rewrites_a_queue_parent(bare):
+    platform = bare.jobs / "platform/platform.py"
+    platform.write_text(
+        platform.read_text().replace(
+            'research = Queue(name="research", capability=Capacity(gpu=16))',
+            'org = Queue(name="org", capability=Capacity(gpu=32))\n'
+            'research = Queue(name="research", parent="org", capability=Capacity(gpu=16))',
+        )
+    )
+    synthesize(bare.jobs, bare.out)
+    plain = {d["metadata"]["name"]: d for d in kustomize(bare.out / "clusters/east")}
+    assert plain["research"]["spec"]["parent"] == "org"
+    overlay = bare.root / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [../generated/clusters/east]\nnamePrefix: dev-\n"
+    )
+    queues = {d["metadata"]["name"]: d["spec"] for d in kustomize(overlay) if d["kind"] == "Queue"}
+    assert set(queues) == {"dev-org", "dev-research"}
+    assert queues["dev-research"]["parent"] == "dev-org"
+    assert queues["dev-org"]["parent"] == "root"  # Volcano's own queue is not renamed
+
+
+ARGOCD_CM = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-cm
+  labels:
+    app.kubernetes.io/name: argocd-cm
+    app.kubernetes.io/part-of: argocd
+data:
+  url: https://argocd.example.com
+  exec.enabled: "false"
+  resource.customizations.health.example.com_Widget: |
+    return {status = "Healthy"}
+"""
+
+OTHER = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-rbac-cm
+data:
+  policy.default: role:readonly
+"""
+
+
+@pytest.mark.parametrize(
+    ("kustomization_namespace", "resource_namespace"),
+    [("argocd", None), (None, "argocd"), ("gitops", None)],
+    ids=["kustomization-namespace", "resource-namespace", "other-namespace"],
+)
+def test_health_component_merges_into_an_existing_argocd_cm(
+    generated, kustomization_namespace, resource_namespace
+):
+    """A fake Argo CD install with its own argocd-cm includes the Component."""
+    install = generated.root / "install"
+    install.mkdir()
+    cm = ARGOCD_CM
+    if resource_namespace:
+        cm = cm.replace(
+            "  name: argocd-cm\n", f"  name: argocd-cm\n  namespace: {resource_namespace}\n"
+        )
+    (install / "argocd-cm.yaml").write_text(cm)
+    (install / "argocd-rbac-cm.yaml").write_text(OTHER)
+    kustomization = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [argocd-cm.yaml, argocd-rbac-cm.yaml]\n"
+        "components: [../generated/argocd/components/health-checks]\n"
+    )
+    if kustomization_namespace:
+        kustomization += f"namespace: {kustomization_namespace}\n"
+    (install / "kustomization.yaml").write_text(kustomization)
+    docs = {d["metadata"]["name"]: d for d in kustomize(install)}
+    assert set(docs) == {"argocd-cm", "argocd-rbac-cm"}
+    built = docs["argocd-cm"]
+    original = yaml.safe_load(cm)
+    checks = health_checks()
+    assert built["data"] == {**original["data"], **checks}
+    assert len(built["data"]) == len(original["data"]) + 3
+    assert built["metadata"]["labels"] == original["metadata"]["labels"]
+    assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
+    assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}

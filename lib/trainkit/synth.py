@@ -2,8 +2,9 @@
 
 The layout (relative to the output directory)::
 
-    argocd/                      applied once by an admin: AppProject, one Application per
-                                 cluster, the argocd-cm health checks
+    argocd/                      the root Application (applied once by an admin, then syncing
+                                 this directory), the AppProjects, one Application per cluster;
+                                 the argocd-cm health checks (see render/argocd.py)
     clusters/<cluster>/          what Argo CD syncs to <cluster>
         kustomization.yaml       lists every file below; teaches kustomize the CRD fields
         kustomizeconfig.yaml
@@ -63,6 +64,8 @@ class Rendered:
     """The job or runtime definition, for objects that may not change in place."""
     planned: PlannedJob | PlannedRuntime | None = None
     """The planned job or runtime the object was rendered from."""
+    plain: bool = False
+    """A kustomize file, written as plain YAML (not a Kubernetes object for cdk8s)."""
 
 
 @dataclass(frozen=True)
@@ -120,50 +123,6 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
         )
 
 
-def _argocd_objects(plan: Plan) -> Iterator[Rendered]:
-    cfg, cdef = plan.argocd, plan.argocd_definition
-    if cfg is None or cdef is None:
-        return
-    labels = {"app.kubernetes.io/managed-by": "trainkit"}
-    destinations = []
-    for cp in plan.clusters:
-        c = cp.cluster
-        dest = {"server": c.server} if c.server else {"name": c.destination_name or ""}
-        # The Application itself has no destination namespace (every object names
-        # its own), and Argo CD matches that empty namespace against the project.
-        destinations.append({**dest, "namespace": "*"})
-        app = render_argocd.render_application(
-            cluster=c.name,
-            server=c.server,
-            destination_name=c.destination_name,
-            repo_url=cfg.repo_url,
-            revision=cfg.revision,
-            path=f"{cfg.path.strip('/')}/clusters/{c.name}",
-            project=cfg.project,
-            argocd_namespace=cfg.namespace,
-            labels=labels,
-        )
-        yield Rendered(f"argocd/application-{c.name}.yaml", app, cp.definition.file)
-    yield Rendered(
-        "argocd/appproject.yaml",
-        render_argocd.render_app_project(
-            name=cfg.project,
-            argocd_namespace=cfg.namespace,
-            repo_url=cfg.repo_url,
-            destinations=destinations,
-            labels=labels,
-        ),
-        cdef.file,
-    )
-    yield Rendered(
-        "argocd/argocd-cm-health.yaml",
-        render_argocd.render_health_patch(
-            argocd_namespace=cfg.namespace, checks=argocd.health_checks()
-        ),
-        cdef.file,
-    )
-
-
 def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
@@ -174,7 +133,10 @@ Groups = list[tuple[str, list[Rendered]]]
 def render_groups(plan: Plan) -> Groups:
     """Every object of the tree as a plain dict, one group per cluster (and Argo CD)."""
     groups: Groups = [(cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters]
-    argo = list(_argocd_objects(plan))
+    argo = [
+        Rendered(f.path, f.body, f.source, plain=f.kustomize)
+        for f in render_argocd.argocd_files(plan, argocd.health_checks())
+    ]
     if argo:
         groups.append(("argocd", argo))
     return groups
@@ -223,14 +185,17 @@ def render_files(
     """
     if groups is None:
         groups = render_groups(plan)
-    argo = any(chart == "argocd" for chart, _ in groups)
-    texts = to_yaml([(chart, [r.body for r in items]) for chart, items in groups], cache)
+    # Kubernetes objects go through cdk8s; kustomize's own files are plain YAML.
+    objects = [(chart, [r for r in items if not r.plain]) for chart, items in groups]
+    texts = to_yaml([(chart, [r.body for r in items]) for chart, items in objects], cache)
     files: dict[str, str] = {}
-    for (_, items), group_texts in zip(groups, texts, strict=True):
+    for (_, items), group_texts in zip(objects, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
             files[r.path] = _header(r.source) + text
             if origins is not None and r.definition is not None:
                 origins[r.path] = r.definition
+    for r in (r for _, items in groups for r in items if r.plain):
+        files[r.path] = _header(r.source) + _dump(r.body)
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
@@ -239,11 +204,6 @@ def render_files(
         )
         files[base + KUSTOMIZE_CONFIG] = _header("trainkit") + _dump(kustomize_config())
         files[base + KUSTOMIZE_OPENAPI] = _header("trainkit") + _dump(cluster_scoped_openapi())
-    if argo:
-        paths = sorted(p.removeprefix("argocd/") for p in files if p.startswith("argocd/"))
-        files["argocd/kustomization.yaml"] = _header("jobs/platform/") + _dump(
-            kustomization(paths, cluster=False)
-        )
     return {k: files[k].encode("utf-8") for k in sorted(files)}
 
 

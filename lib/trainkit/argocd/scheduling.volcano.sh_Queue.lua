@@ -4,20 +4,30 @@
 -- (plus a reduced os): no string.* functions, so text is joined with `..` only.
 -- The queue is in `obj`; the script returns {status = ..., message = ...}.
 --
--- Volcano reports status.state: Open, Closing (draining after a close), Closed or Unknown.
+-- Always Healthy: a queue's state is never a reason to hold a sync. In a multi-wave sync
+-- gitops-engine waits on every resource that is not Healthy before the next wave and fails
+-- the sync on Degraded (gitops-engine/pkg/sync/sync_context.go); queues sync before every
+-- job, so one Closed, Closing or not-yet-reported queue would hold every team's jobs on the
+-- cluster. The state goes into the message instead.
+--
+-- Volcano reports status.state: Open, Closing (draining after a close), Closed or Unknown;
+-- the queue controller, not the spec, sets it (pkg/controllers/queue).
 
-local status = obj.status
-if type(status) ~= "table" or status.state == nil or status.state == "" then
-  return {status = "Progressing", message = "Waiting for Volcano to report the queue state"}
+local state = nil
+if type(obj.status) == "table" then
+  state = obj.status.state
 end
 
-local state = status.state
+if state == nil or state == "" then
+  return {status = "Healthy", message = "Volcano has not reported the queue state yet"}
+end
 if state == "Open" then
   return {status = "Healthy", message = "Queue is Open"}
-elseif state == "Closed" then
-  return {status = "Suspended", message = "Queue is Closed"}
-elseif state == "Closing" then
-  return {status = "Progressing", message = "Queue is Closing"}
 end
-
-return {status = "Degraded", message = "Queue state is " .. tostring(state)}
+if state == "Closed" then
+  return {status = "Healthy", message = "Queue is Closed: Volcano admits no new jobs to it"}
+end
+if state == "Closing" then
+  return {status = "Healthy", message = "Queue is Closing: Volcano admits no new jobs to it"}
+end
+return {status = "Healthy", message = "Queue state is " .. tostring(state)}

@@ -106,6 +106,9 @@ def kustomize_config() -> dict[str, Any]:
                     "path": f"spec/template/metadata/{queue_annotation}",
                 },
                 {"kind": "TrainingRuntime", "path": f"spec/template/metadata/{queue_annotation}"},
+                # A child queue names its parent; Volcano's own "root" is no object of the
+                # build, so kustomize leaves that name alone.
+                {"kind": "Queue", "path": "spec/parent"},
             ],
         }
     )

@@ -6,16 +6,24 @@ from typing import Any
 
 from ..model import Capacity, Cluster, Resources
 from ..plan import PlannedQueue
+from .argocd import NAMESPACE_ANNOTATIONS
 from .meta import metadata
 
 __all__ = ["render_namespace", "render_queue", "render_resources", "resource_requirements"]
 
 
 def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any]:
+    """A team's Namespace; Argo CD never prunes or deletes it (see ``NAMESPACE_ANNOTATIONS``)."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": metadata(name=namespace, kind="Namespace", source=source, team=team),
+        "metadata": metadata(
+            name=namespace,
+            kind="Namespace",
+            source=source,
+            team=team,
+            annotations=dict(NAMESPACE_ANNOTATIONS),
+        ),
     }
 
 

@@ -135,8 +135,9 @@ def test_name_prefix_rewrites_a_queue_parent(bare):
     platform.write_text(
         platform.read_text().replace(
             'research = Queue(name="research", capability=Capacity(gpu=16))',
-            'org = Queue(name="org", capability=Capacity(gpu=32))\n'
-            'research = Queue(name="research", parent="org", capability=Capacity(gpu=16))',
+            'org = Queue(name="org", capability=Capacity(gpu=32), deserved=Capacity(gpu=32))\n'
+            'research = Queue(name="research", parent="org", capability=Capacity(gpu=16),'
+            " deserved=Capacity(gpu=16))",
         )
     )
     synthesize(bare.jobs, bare.out)

@@ -570,7 +570,7 @@ def test_plan_defaults_cap_the_size_and_list_every_change(tmp_path: Path) -> Non
         "train.py",
         nodes=4,
         resources=Resources(cpu=64, memory="512Gi", gpu=8),
-        env={"NCCL_IB_DISABLE": "0", "CUDA_VISIBLE_DEVICES": "0,1", "DATA": "/mnt/data/x"},
+        env={"NCCL_IB_DISABLE": "0", "DATA": "/mnt/data/x"},
         shm_size="20Gi",
         volumes=[Volume(claim="datasets", path="/mnt/does-not-exist-here")],
         restart_policy="ExitCode",
@@ -590,7 +590,6 @@ def test_plan_defaults_cap_the_size_and_list_every_change(tmp_path: Path) -> Non
         f"/workspace → {tmp_path / 'ws'} (holds train.py",
         "not inherited from this shell (the operator, torchrun or the rehearsal sets them): "
         "CUDA_VISIBLE_DEVICES, LOCAL_RANK, MASTER_ADDR, PET_NNODES, RANK, TORCHELASTIC_RUN_ID",
-        "env CUDA_VISIBLE_DEVICES '0,1' → '' (CPU rehearsal)",
         "env NCCL_IB_DISABLE: GPU settings, passed on but ignored on CPU",
         "shm_size 20Gi: not applied",
         "volume 'datasets' at /mnt/does-not-exist-here is not mounted "

@@ -150,7 +150,7 @@ def app_project(**overrides: Any) -> dict[str, Any]:
 
 
 def files_of(root: Path, jobs: Path) -> dict[str, ArgoFile]:
-    plan = build_plan(load_jobs(jobs, root))
+    plan = build_plan(load_jobs(jobs, root).definitions)
     return {f.path: f for f in argocd_files(plan, health_checks())}
 
 

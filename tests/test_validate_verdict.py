@@ -26,7 +26,8 @@ def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Pat
     anchor = "\n          containers:\n"
     assert anchor in text
     job.write_text(text.replace(anchor, "\n          hostPID: true" + anchor, 1))
-    profiles = build_plan(load_jobs(REPO / "jobs", REPO)).network_profiles
+    line = job.read_text().splitlines().index("          hostPID: true") + 1
+    profiles = build_plan(load_jobs(REPO / "jobs", REPO).definitions).network_profiles
     allowance = PodAllowance.from_profiles(profiles)
     assert allowance != BASELINE
     out = tmp_path / "generated"
@@ -40,7 +41,7 @@ def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Pat
     expected = [
         (
             JOB,
-            28,
+            line,
             "PyTorchJob 'llama-finetune-fsdp'",
             "spec.pytorchReplicaSpecs.Master.template.spec.hostPID",
             "pod security: hostPID shares the node's process namespace and is never allowed; "

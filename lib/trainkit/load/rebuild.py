@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
-from ..kube.text import YAML_UNPRINTABLE
+from ..kube.text import YAML_UNPRINTABLE, text_value_problem
 from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, PyTorchJob, TrainJob, TrainkitModel
 from .files import PLATFORM_DIR, DefinitionFile, inside, shown
 
@@ -182,4 +182,7 @@ def _scripts(obj: TrainkitModel, df: DefinitionFile, jobs_dir: Path, root: Path)
             f"{name!r} contains control characters ({', '.join(map(repr, bad))}) "
             "that YAML cannot carry; remove them"
         )
+    why = text_value_problem(text)
+    if why is not None:
+        raise _ScriptError(f"{name!r} {why}")
     return {obj.script.filename: text}

@@ -20,7 +20,7 @@ try:  # a real Lua 5.1, like gopher-lua
 except ImportError:  # pragma: no cover - lupa wheels built without the 5.1 module
     from lupa import LuaError, LuaRuntime, lua_type
 
-from trainkit.argocd import HEALTH_KEY_PREFIX, health_checks
+from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 
 VALID_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
@@ -114,7 +114,7 @@ def test_converter_makes_one_based_lists() -> None:
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
     assert list(checks) == sorted([PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY])
-    package = resources.files("trainkit.argocd")
+    package = resources.files("trainkit.health")
     for key, source in checks.items():
         file_name = key.removeprefix(HEALTH_KEY_PREFIX) + ".lua"
         assert source == package.joinpath(file_name).read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ from trainkit.injected_env import refused_env_reason
 from trainkit.kube.text import YAML_UNPRINTABLE, text_value_problem
 from trainkit.load import Definition
 from trainkit.plan import build_plan
-from trainkit.render.pytorchjob import nproc_per_node
+from trainkit.render.training_operator import nproc_per_node
 from trainkit.synth import _cluster_objects, synthesize
 from trainkit.validate import validate_paths, validate_text
 from validate_fixtures import shared_crd_set

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainkit.deployed import baseline_from_dir, baseline_from_git, resolve_baseline
+from trainkit.deployed.baseline import baseline_from_dir, baseline_from_git, resolve_baseline
 from trainkit.errors import SetupError
 
 JOB = "clusters/east/vision/trainjob-x-r1.yaml"

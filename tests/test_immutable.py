@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainkit.immutable import IMMUTABLE_KINDS, in_place_changes
+from trainkit.deployed.immutable import IMMUTABLE_KINDS, in_place_changes
 
 TRAINJOB: dict[str, Any] = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",

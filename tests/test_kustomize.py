@@ -6,7 +6,7 @@ import subprocess
 import pytest
 import yaml
 
-from trainkit.argocd import health_checks
+from trainkit.health import health_checks
 from trainkit.synth import synthesize
 
 CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime"}

@@ -11,7 +11,7 @@ from trainkit import (
     Toleration,
     Volume,
 )
-from trainkit.render.pytorchjob import nproc_per_node
+from trainkit.render.training_operator import nproc_per_node
 
 RES = Resources(cpu=8, memory="32Gi", gpu=4)
 

@@ -9,6 +9,7 @@ def test_all_is_pinned_and_sorted():
         "ClusterTrainingRuntime",
         "DefinitionError",
         "ManifestError",
+        "ModelError",
         "NetworkProfile",
         "Policy",
         "Problem",
@@ -25,9 +26,27 @@ def test_all_is_pinned_and_sorted():
         "TrainingRuntime",
         "TrainkitError",
         "Volume",
+        "__version__",
     ]
-    public = sorted(n for n in vars(trainkit) if not n.startswith("_") and n[0].isupper())
-    assert public == trainkit.__all__
+    public = sorted(n for n in dir(trainkit) if not n.startswith("_") and n[0].isupper())
+    assert [*public, "__version__"] == trainkit.__all__
+    for name in trainkit.__all__:
+        assert getattr(trainkit, name) is not None
+
+
+def test_version_is_one_string():
+    from importlib.metadata import version
+
+    assert trainkit.__version__ == version("trainkit")
+
+
+def test_importing_trainkit_loads_no_model_until_one_is_used():
+    import subprocess
+    import sys
+
+    code = "import sys, trainkit; print('pydantic' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_every_user_error_shares_one_root():

@@ -25,7 +25,7 @@ import jsonschema
 import pytest
 import yaml
 
-from trainkit.argocd import HEALTH_KEY_PREFIX, health_checks
+from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 from trainkit.load import load_jobs
 from trainkit.plan import build_plan
 from trainkit.render.argocd import (
@@ -47,7 +47,7 @@ from trainkit.render.argocd import (
     render_health_patch,
     render_operator_health_checks,
 )
-from trainkit.render.platform import render_namespace
+from trainkit.render.cluster_scoped import render_namespace
 from trainkit.synth import synthesize
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -77,7 +77,7 @@ def test_patching_trainkit_in_memory_changes_nothing_outside_the_file(bare: Work
             """\
             # What the checks call, patched where they look it up; in one shared
             # interpreter these patches would disable the registry and GPU caps.
-            import trainkit.effective.model as em
+            import trainkit.effective.podsets as em
             import trainkit.policy.images as pi
             pi.image_allowed = lambda image, prefixes: True
             em.EffectiveJob.gpus = lambda self: 0

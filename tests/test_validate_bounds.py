@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainkit.validate import validate_paths, validate_text
-from trainkit.validate.loader import MAX_DEPTH, may_nest_deeper
+from trainkit.validate.documents import MAX_DEPTH, may_nest_deeper
 
 LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainkit.deployed import Baseline, baseline_from_git
+from trainkit.deployed.baseline import Baseline, baseline_from_git
 from trainkit.errors import Problem, SetupError
 from trainkit.validate import (
     CrdSet,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from trainkit.serialize import YamlCache, reads_as_non_string, to_yaml
-from trainkit.validate.loader import K8sLoader, iter_documents
+from trainkit.validate.documents import K8sLoader, iter_documents
 
 # Pieces that make scalars some reader resolves: numbers in every base and spelling,
 # the 1.1 words, timestamps, sexagesimals, indicators, and the characters that are

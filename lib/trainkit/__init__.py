@@ -1,34 +1,45 @@
 """trainkit: Python definitions of distributed training jobs → GitOps manifests.
 
 Only the names in ``__all__`` are public; every module is an implementation detail.
+They are imported on first use, so commands that need no model (a no-change
+``trainkit synth``) start without loading pydantic.
 """
 
-from .errors import (
-    DefinitionError,
-    ManifestError,
-    Problem,
-    RehearsalError,
-    SetupError,
-    StaleOutputError,
-    TrainkitError,
-)
-from .model import (
-    ArgoCD,
-    Capacity,
-    Cluster,
-    ClusterTrainingRuntime,
-    NetworkProfile,
-    Policy,
-    PyTorchJob,
-    Queue,
-    Resources,
-    Script,
-    Team,
-    Toleration,
-    TrainingRuntime,
-    TrainJob,
-    Volume,
-)
+from __future__ import annotations
+
+import importlib
+import typing
+
+__version__ = "0.2.0"
+
+if typing.TYPE_CHECKING:
+    from .errors import (
+        DefinitionError,
+        ManifestError,
+        Problem,
+        RehearsalError,
+        SetupError,
+        StaleOutputError,
+        TrainkitError,
+    )
+    from .model import (
+        ArgoCD,
+        Capacity,
+        Cluster,
+        ClusterTrainingRuntime,
+        ModelError,
+        NetworkProfile,
+        Policy,
+        PyTorchJob,
+        Queue,
+        Resources,
+        Script,
+        Team,
+        Toleration,
+        TrainingRuntime,
+        TrainJob,
+        Volume,
+    )
 
 __all__ = [
     "ArgoCD",
@@ -37,6 +48,7 @@ __all__ = [
     "ClusterTrainingRuntime",
     "DefinitionError",
     "ManifestError",
+    "ModelError",
     "NetworkProfile",
     "Policy",
     "Problem",
@@ -53,4 +65,30 @@ __all__ = [
     "TrainingRuntime",
     "TrainkitError",
     "Volume",
+    "__version__",
 ]
+
+_ERRORS = frozenset(
+    {
+        "DefinitionError",
+        "ManifestError",
+        "Problem",
+        "RehearsalError",
+        "SetupError",
+        "StaleOutputError",
+        "TrainkitError",
+    }
+)
+_HOME = {name: ".errors" if name in _ERRORS else ".model" for name in __all__ if name[0].isupper()}
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trainkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -26,15 +26,17 @@ from typing import Any
 
 import yaml
 
-from . import argocd
-from .deployed import Baseline, resolve_baseline
+from . import health
+from .deployed.baseline import Baseline, resolve_baseline
+from .deployed.inplace import keep_deployed, refuse_in_place_changes
 from .effective import EffectiveJob, effective_job
 from .errors import DefinitionError
-from .inplace import keep_deployed, refuse_in_place_changes
 from .load import Definition, LoadOptions, load_jobs
 from .plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime, build_plan
 from .policy import check_policy
 from .render import argocd as render_argocd
+from .render.cluster_scoped import render_namespace, render_queue
+from .render.kubeflow_trainer import render_runtime, render_trainjob
 from .render.kustomize import (
     KUSTOMIZE_CONFIG,
     KUSTOMIZE_OPENAPI,
@@ -42,10 +44,8 @@ from .render.kustomize import (
     kustomization,
     kustomize_config,
 )
-from .render.platform import render_namespace, render_queue
-from .render.pytorchjob import render_pytorchjob
 from .render.script import render_script_configmap
-from .render.trainer import render_runtime, render_trainjob
+from .render.training_operator import render_pytorchjob
 from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
@@ -135,7 +135,7 @@ def render_groups(plan: Plan) -> Groups:
     groups: Groups = [(cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters]
     argo = [
         Rendered(f.path, f.body, f.source, plain=f.kustomize)
-        for f in render_argocd.argocd_files(plan, argocd.health_checks())
+        for f in render_argocd.argocd_files(plan, health.health_checks())
     ]
     if argo:
         groups.append(("argocd", argo))

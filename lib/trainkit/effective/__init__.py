@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan import PlannedJob
-from .model import EffectiveJob, EnvVar, Gang, PodSet
-from .pytorchjob import effective_pytorchjob
-from .trainjob import effective_trainjob
+from .operator_pods import effective_pytorchjob
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet
+from .trainer_pods import effective_trainjob
 
 __all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
 

@@ -26,7 +26,7 @@ from typing import Literal
 
 from ..errors import DefinitionError, Problem
 from . import sandbox, server, watch
-from .files import PLATFORM_DIR, DefinitionFile, find_definitions, shown
+from .discover import PLATFORM_DIR, DefinitionFile, find_definitions, shown
 from .rebuild import Definition, rebuild
 
 __all__ = [

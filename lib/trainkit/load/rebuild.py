@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Problem
 from ..kube.text import YAML_UNPRINTABLE, text_value_problem
 from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, PyTorchJob, TrainJob, TrainkitModel
-from .files import PLATFORM_DIR, DefinitionFile, inside, shown
+from .discover import PLATFORM_DIR, DefinitionFile, inside, shown
 
 __all__ = ["Definition", "Rebuilt", "rebuild"]
 

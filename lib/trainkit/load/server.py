@@ -130,13 +130,20 @@ class _Server:
         self.pid, self.proc = pid, proc
 
     def stop(self, *, kill: bool) -> None:
+        """Wait for the server; with ``kill``, first have it kill everything it started.
+
+        SIGTERM, not SIGKILL: the server then kills its supervisor and waits for it, and
+        the kernel kills the PID namespace before that wait returns, so nothing a
+        definition started is left running when this returns.
+        """
         if self.proc is not None:
             if kill:
-                self.proc.kill()
+                self.proc.terminate()
             self.proc.wait()
         elif self.pid is not None:
             if kill:
-                _kill(self.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGTERM)
             os.waitpid(self.pid, 0)
 
 
@@ -254,15 +261,28 @@ def _serve(groups: Sequence[Group], out: int, go: int, limits: Limits, parent: i
     # The next child is process 1 of the new PID namespace: when it exits, the
     # kernel kills whatever a definition left running.
     me = os.getpid()
+    # No stop request may fall between the fork and the handler that answers it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     pid = os.fork()
     if pid == 0:
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             sandbox.die_with_parent(me)
             _supervise(groups, out, limits, confined=why is None)
         except BaseException:
             _send(out, b"E", 0, traceback.format_exc().encode())
         finally:
             os._exit(0)
+
+    def stop(*_: object) -> None:
+        # Killing process 1 kills the namespace; its reaping returns once all is gone.
+        _kill(pid)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     os.waitpid(pid, 0)
 
 
@@ -299,6 +319,15 @@ def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: b
     jobs = limits.jobs or cpu_count()
     pending = deque(enumerate(groups))
     running: dict[int, _Worker] = {}
+
+    def stop(*_: object) -> None:
+        for w in running.values():
+            _kill(w.pid)
+        if not confined:
+            sandbox.kill_orphans()
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
     while pending or running:
         while pending and len(running) < jobs:
             index, files = pending.popleft()
@@ -351,6 +380,7 @@ def _spawn(group: int, files: Group, limits: Limits) -> _Worker:
 def _worker(files: Group, out: int, capture: int, limits: Limits, parent: int) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # so its leftovers can be killed as a group
     sandbox.die_with_parent(parent)

@@ -3,8 +3,8 @@
 from .base import ModelError, TrainkitModel
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
-from .policy import NetworkProfile, Policy
 from .pytorchjob import PyTorchJob
+from .rules import NetworkProfile, Policy
 from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
 __all__ = [

@@ -63,6 +63,18 @@ class Capacity(TrainkitModel):
     gpu: int | None = Field(default=None, ge=0)
     """Number of GPUs (rendered as the cluster's ``gpu_resource``)."""
 
+    def amounts(self, gpu_resource: str, *, zero_gpu: bool = False) -> dict[str, str]:
+        """The amounts in a cluster's words (``gpu`` → its GPU resource); no GPUs are left
+        out unless ``zero_gpu`` asks for the key to be written (``"0"``)."""
+        out: dict[str, str] = {}
+        if self.cpu is not None:
+            out["cpu"] = self.cpu
+        if self.memory is not None:
+            out["memory"] = self.memory
+        if self.gpu or (zero_gpu and self.gpu is not None):
+            out[gpu_resource] = str(self.gpu)
+        return out
+
 
 class Queue(TrainkitModel):
     """A Volcano queue (``scheduling.volcano.sh/v1beta1``, cluster-scoped)."""

@@ -20,8 +20,8 @@ from ..model import ArgoCD, Cluster, NetworkProfile, PyTorchJob, Queue, TrainJob
 from .index import Declared, Index, build_index
 from .jobs import PlannedJob, check_unique, place
 from .network import check_profiles
-from .platform import check_queues, check_teams, on_cluster, queue_path
 from .problems import problem
+from .references import check_queues, check_teams, on_cluster, queue_path
 from .runtimes import PlannedRuntime, collect_runtimes
 
 __all__ = [

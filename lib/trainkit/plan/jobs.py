@@ -11,8 +11,8 @@ from ..model import ACCELERATORS, Cluster, NetworkProfile, PyTorchJob, Resources
 from ..model.job import image_for
 from .index import Index
 from .network import resolve_network
-from .platform import not_a_leaf, on_cluster
 from .problems import known, problem
+from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
 
 __all__ = ["Job", "PlannedJob", "check_unique", "place"]

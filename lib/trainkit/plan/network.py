@@ -6,8 +6,8 @@ from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
 from ..model import Cluster, NetworkProfile
 from .index import Index
-from .platform import check_clusters, on_cluster
 from .problems import known, problem
+from .references import check_clusters, on_cluster
 
 __all__ = ["check_profiles", "resolve_network"]
 

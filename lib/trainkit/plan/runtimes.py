@@ -9,8 +9,8 @@ from ..errors import Problem
 from ..load import Definition
 from ..model import Cluster, ClusterTrainingRuntime, NetworkProfile, TrainingRuntime
 from .index import Index
-from .platform import check_clusters, on_cluster
 from .problems import known, problem
+from .references import check_clusters, on_cluster
 
 __all__ = ["KUBEFLOW_RUNTIMES", "PlannedRuntime", "Runtimes", "collect_runtimes"]
 

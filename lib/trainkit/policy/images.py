@@ -10,7 +10,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
 from ..model import ACCELERATORS, Cluster
-from ..model.policy import image_allowed
+from ..model.rules import image_allowed
 from ..plan import Index, PlannedRuntime, problem
 from ..plan.problems import known
 

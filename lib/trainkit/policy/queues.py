@@ -17,7 +17,6 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..plan import Index, problem, queue_path
-from ..render.platform import render_resources
 
 __all__ = ["check_queue_fit"]
 
@@ -32,7 +31,7 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
             if queue.capability is None:
                 continue
             over = []
-            for name, limit in render_resources(queue.capability, cluster).items():
+            for name, limit in queue.capability.amounts(cluster.gpu_resource).items():
                 cap = parse_quantity(limit)
                 need = gang.requests.get(name, Decimal(0))
                 if cap is not None and need > cap:

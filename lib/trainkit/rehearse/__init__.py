@@ -13,7 +13,7 @@ has to be installed for the interpreter running trainkit
 from __future__ import annotations
 
 from .definitions import choose_job, plan_trainjob, rehearse_file
-from .plan import NodeLaunch, RehearsalPlan, plan_rehearsal
+from .launch import NodeLaunch, RehearsalPlan, plan_rehearsal
 from .runner import RehearsalReport, rehearse, require_torch
 from .target import Target, target_of
 

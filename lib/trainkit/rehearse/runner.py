@@ -22,6 +22,7 @@ from typing import TextIO
 from ..errors import Problem, RehearsalError, SetupError
 from ..model import PyTorchJob
 from ..plan import PlannedJob
+from .launch import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
 from .output import (
     Follower,
     LauncherTracebacks,
@@ -31,7 +32,6 @@ from .output import (
     looks_like_peer_failure,
     parse_torchrun_failures,
 )
-from .plan import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
 from .procs import descendants, kill_groups, live_in_groups, process_table
 from .target import Target, target_of
 

@@ -26,7 +26,7 @@ from ..injected_env import (
 from ..load import Definition
 from ..model import PyTorchJob, Resources, Script, TrainJob, Volume
 from ..plan import PlannedJob, PlannedRuntime
-from ..render.pytorchjob import nproc_per_node
+from ..render.training_operator import nproc_per_node
 
 __all__ = ["PyTorchJobTarget", "Target", "TrainJobTarget", "pod_name", "target_of"]
 

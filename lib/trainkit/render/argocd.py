@@ -2,7 +2,7 @@
 
 Pure functions: plain values in, plain dicts out, keys in manifest order (apiVersion, kind,
 metadata, spec). Nothing here reads files; the caller passes the Lua health checks in
-(:func:`trainkit.argocd.health_checks`) and serializes the results.
+(:func:`trainkit.health.health_checks`) and serializes the results.
 
 What ``generated/argocd/`` holds (:func:`argocd_files`)::
 

@@ -15,10 +15,10 @@ object and JSON path. Every path (``trainkit check`` with or without CRDs,
 
 from __future__ import annotations
 
+from trainkit.validate.build import kustomize_build
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crds import CrdSet, crds_dir, load_crds
 from trainkit.validate.files import validate_paths, validate_text
-from trainkit.validate.kustomize import kustomize_build
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 from trainkit.validate.report import format_json, format_text
 from trainkit.validate.tree import validate_tree

@@ -16,7 +16,7 @@ from trainkit.validate.findings import Finding
 from trainkit.validate.limits import check_limits
 from trainkit.validate.objects import check_metadata
 from trainkit.validate.pod_security import PodAllowance, check_pod_security
-from trainkit.validate.quantities import check_quantities
+from trainkit.validate.resources import check_quantities
 
 if TYPE_CHECKING:
     from trainkit.validate.crds import CrdSet

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from trainkit.errors import Problem, SetupError
-from trainkit.validate.loader import load_all
+from trainkit.validate.documents import load_all
 
 __all__ = ["CrdVersion", "may_define", "parse_crd_file", "served_versions"]
 

@@ -23,7 +23,7 @@ from trainkit.validate.crd_files import (
     served_versions,
 )
 from trainkit.validate.findings import Finding
-from trainkit.validate.schema import Node
+from trainkit.validate.structural import Node
 
 __all__ = ["CrdSet", "crds_dir", "is_crd_group", "load_crds"]
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import yaml
 
-from trainkit.deployed import Baseline
+from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crds import CrdSet
+from trainkit.validate.documents import InputLimitError, iter_documents, line_of, load_all
 from trainkit.validate.findings import Finding, format_path
-from trainkit.validate.loader import InputLimitError, iter_documents, line_of, load_all
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["validate_paths", "validate_text"]

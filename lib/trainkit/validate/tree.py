@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainkit.deployed import Baseline
+from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
+from trainkit.validate.build import kustomize_build
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.files import validate_paths, validate_text
-from trainkit.validate.kustomize import kustomize_build
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["validate_tree"]

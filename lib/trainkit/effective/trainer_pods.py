@@ -20,10 +20,10 @@ from typing import Any
 from ..injected_env import TRAINER_MASTER_PORT
 from ..kube.quantities import parse_quantity
 from ..plan import PlannedJob
+from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
-from ..render.trainer import ANCESTOR_LABEL, NODE
 from .merge import strategic_merge
-from .model import EffectiveJob, EnvVar, Gang, PodSet
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet
 
 __all__ = ["effective_trainjob"]
 

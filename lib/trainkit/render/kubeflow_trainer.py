@@ -14,8 +14,8 @@ from typing import Any
 from ..injected_env import TRAINER_MASTER_PORT
 from ..model import TrainingRuntime, TrainJob
 from ..plan import PlannedJob, PlannedRuntime
+from .cluster_scoped import resource_requirements
 from .meta import DEFINITION_ANNOTATION, JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
-from .platform import resource_requirements
 from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
 from .script import job_definition_hash, script_configmap_name
 

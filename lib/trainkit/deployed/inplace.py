@@ -15,11 +15,11 @@ from typing import Any
 
 import yaml
 
-from .deployed import Baseline
-from .errors import DefinitionError, Problem
+from ..errors import DefinitionError, Problem
+from ..load import Definition
+from ..model import PyTorchJob, TrainJob
+from .baseline import Baseline
 from .immutable import in_place_changes
-from .load import Definition
-from .model import PyTorchJob, TrainJob
 
 __all__ = ["keep_deployed", "refuse_in_place_changes"]
 

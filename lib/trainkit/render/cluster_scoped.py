@@ -9,7 +9,7 @@ from ..plan import PlannedQueue
 from .argocd import NAMESPACE_ANNOTATIONS
 from .meta import metadata
 
-__all__ = ["render_namespace", "render_queue", "render_resources", "resource_requirements"]
+__all__ = ["render_namespace", "render_queue", "resource_requirements"]
 
 
 def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any]:
@@ -27,23 +27,10 @@ def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any
     }
 
 
-def render_resources(cap: Capacity, cluster: Cluster, *, gpu: bool = False) -> dict[str, str]:
-    """A resource map in the cluster's words (``gpu`` → its GPU resource name); zero GPUs
-    are left out unless ``gpu`` asks for the key to be written (``"0"``)."""
-    out: dict[str, str] = {}
-    if cap.cpu is not None:
-        out["cpu"] = cap.cpu
-    if cap.memory is not None:
-        out["memory"] = cap.memory
-    if cap.gpu or (gpu and cap.gpu is not None):
-        out[cluster.gpu_resource] = str(cap.gpu)
-    return out
-
-
 def resource_requirements(res: Resources, cluster: Cluster, *, gpu: bool = False) -> dict[str, Any]:
     """A node's ``resources``: requests equal limits, so the scheduler packs GPUs exactly."""
     cap = Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu)
-    amounts = render_resources(cap, cluster, gpu=gpu)
+    amounts = cap.amounts(cluster.gpu_resource, zero_gpu=gpu)
     return {"limits": amounts, "requests": dict(amounts)}
 
 
@@ -56,11 +43,11 @@ def render_queue(pq: PlannedQueue, cluster: Cluster) -> dict[str, Any]:
         "weight": q.weight,
     }
     if q.capability is not None:
-        spec["capability"] = render_resources(q.capability, cluster)
+        spec["capability"] = q.capability.amounts(cluster.gpu_resource)
     if q.deserved is not None:
-        spec["deserved"] = render_resources(q.deserved, cluster)
+        spec["deserved"] = q.deserved.amounts(cluster.gpu_resource)
     if q.guarantee is not None:
-        spec["guarantee"] = {"resource": render_resources(q.guarantee, cluster)}
+        spec["guarantee"] = {"resource": q.guarantee.amounts(cluster.gpu_resource)}
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",

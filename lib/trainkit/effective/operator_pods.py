@@ -15,8 +15,8 @@ from typing import Any
 
 from ..injected_env import pytorchjob_env
 from ..plan import PlannedJob
-from ..render.pytorchjob import CONTAINER
-from .model import EffectiveJob, EnvVar, Gang, PodSet
+from ..render.training_operator import CONTAINER
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet
 
 __all__ = ["effective_pytorchjob"]
 

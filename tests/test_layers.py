@@ -1,0 +1,109 @@
+"""The rooms of ../shared/DESIGN.md and what each may import: the pipeline goes one way.
+
+load → model → plan → render → synth; effective and policy read plan and render;
+validate and rehearse read from the pipeline, never the other way round.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+LIB = Path(__file__).resolve().parents[1] / "lib/trainkit"
+
+# room → rooms it may import (besides itself). Leaves import no other room.
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "kube": set(),
+    "cache_dir": set(),
+    "injected_env": set(),
+    "health": set(),
+    "serialize": set(),
+    "write": {"errors"},
+    "model": {"errors", "kube", "injected_env"},
+    "load": {"errors", "kube", "model"},
+    "plan": {"errors", "load", "model"},
+    "render": {"injected_env", "model", "plan"},
+    "effective": {"injected_env", "kube", "plan", "render"},
+    "policy": {"effective", "errors", "kube", "load", "model", "plan"},
+    "deployed": {"errors", "load", "model"},
+    "validate": {"cache_dir", "deployed", "errors", "kube"},
+    "schema": {"model", "write"},
+    "synth": {
+        "deployed",
+        "effective",
+        "errors",
+        "health",
+        "load",
+        "plan",
+        "policy",
+        "render",
+        "serialize",
+        "write",
+    },
+    "explain": {"effective", "errors", "load", "plan", "policy", "synth"},
+    "rehearse": {"effective", "errors", "injected_env", "load", "model", "plan", "render", "synth"},
+    "cli": {"errors", "explain", "load", "rehearse", "schema", "synth", "validate", "write"},
+    "__main__": {"cli"},
+    "__init__": {"errors", "model"},
+}
+
+
+def imported_rooms(path: Path) -> set[str]:
+    rel = path.relative_to(LIB)
+    package = list(rel.parts[:-1])
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                parts = (node.module or "").split(".")
+                if parts[0] == "trainkit" and len(parts) > 1:
+                    rooms.add(parts[1])
+                continue
+            base = package[: len(package) - node.level + 1]
+            target = base + (node.module.split(".") if node.module else [])
+            if target:
+                rooms.add(target[0])
+            else:
+                rooms.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "trainkit" and len(parts) > 1:
+                    rooms.add(parts[1])
+    return {r.removesuffix(".py") for r in rooms}
+
+
+def test_every_room_imports_only_what_its_layer_allows() -> None:
+    wrong = []
+    for path in sorted(LIB.rglob("*.py")):
+        room = path.relative_to(LIB).parts[0].removesuffix(".py")
+        assert room in ALLOWED, f"{path.relative_to(LIB)}: unknown room {room!r}; add it to ALLOWED"
+        extra = imported_rooms(path) - ALLOWED[room] - {room}
+        if extra:
+            wrong.append(f"{path.relative_to(LIB)} imports {sorted(extra)}")
+    assert wrong == []
+
+
+def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
+    # A render module importing synth would close a loop; the test must notice it.
+    module = LIB / "render" / "_probe_layers.py"
+    module.write_text("from ..synth import synthesize\n", encoding="utf-8")
+    try:
+        assert imported_rooms(module) == {"synth"}
+    finally:
+        module.unlink()
+
+
+def test_no_two_modules_share_a_name() -> None:
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted(LIB.rglob("*")):
+        if path.name == "__init__.py" or "__pycache__" in path.parts:
+            continue
+        if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").exists()):
+            name = path.stem
+            if name in seen:
+                clashes.append(f"{seen[name].relative_to(LIB)} and {path.relative_to(LIB)}")
+            seen.setdefault(name, path)
+    assert clashes == []

@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 TK     := $(BIN)/trainkit
+# What editors see: the example definitions must type-check as users write them (cpu=32).
+DEFINITIONS = $(filter-out %/scripts/%,$(wildcard jobs/*/*.py))
 # A CPU build by default; choose yours, e.g. TORCH='torch==2.5.1' or TORCH=torch.
 TORCH  ?= torch==2.13.0
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
@@ -26,10 +28,12 @@ synth: setup ## write generated/ from jobs/
 schemas: setup ## write schemas/ (JSON Schema of each definition kind)
 	$(TK) schema
 
-lint: setup ## ruff and mypy --strict
+lint: setup ## ruff, mypy --strict, and mypy + pyright on the example definitions
 	$(BIN)/ruff check lib tests jobs
 	$(BIN)/ruff format --check lib tests jobs
 	$(BIN)/mypy
+	$(BIN)/mypy $(DEFINITIONS)
+	$(BIN)/pyright --pythonpath $(BIN)/python $(DEFINITIONS)
 
 check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
 	$(TK) check

@@ -70,7 +70,7 @@ class Case:
 
     id: str
     file: str
-    line: str | None
+    line: str | tuple[str, str] | None
     obj: str | None
     field: str | None
     says: tuple[str, ...]
@@ -84,8 +84,11 @@ class Case:
         """The line of the anchor in the broken file under ``root``."""
         if self.line is None:
             return None
+        # (after, anchor): the first line holding the anchor after the one holding ``after``.
+        after, anchor = self.line if isinstance(self.line, tuple) else ("", self.line)
         text = (root / self.file).read_text(encoding="utf-8").splitlines()
-        found = [i for i, line in enumerate(text, 1) if self.line in line]
+        start = next((i for i, line in enumerate(text) if after in line), 0)
+        found = [i for i, line in enumerate(text[start:], start + 1) if anchor in line]
         assert found, f"anchor {self.line!r} not in {self.file}"
         return found[0]
 
@@ -124,19 +127,19 @@ CASES = [
         id="field-typo-procs_per_nodes",
         edits=((RESNET, "procs_per_node=8", "procs_per_nodes=8"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line="procs_per_nodes=8,",
         obj="PyTorchJob 'resnet50-ddp'",
         field="procs_per_nodes",
-        says=("unknown field; check the spelling (see schemas/ for the allowed fields)",),
+        says=("unknown field; did you mean 'procs_per_node'?",),
     ),
     Case(
         id="trainjob-field-typo-num_nodes",
         edits=((RESNET_TJ, "    nodes=2,", "    num_nodes=2,"),),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line="num_nodes=2,",
         obj="TrainJob 'resnet50'",
         field="num_nodes",
-        says=("unknown field; check the spelling",),
+        says=("unknown field; did you mean 'nodes'?",),
     ),
     Case(
         id="resources-field-typo-gpus",
@@ -144,18 +147,18 @@ CASES = [
         # Resources(...) is built before the job: the line is its own, the object is it.
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256Gi", gpus=8),',
-        obj="Resources",
-        field="gpus",
-        says=("unknown field; check the spelling",),
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="resources.gpus",
+        says=("unknown field; did you mean 'gpu'?",),
     ),
     Case(
         id="nodes-wrong-type",
         edits=((RESNET, "    nodes=2,", '    nodes="two",'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='nodes="two",',
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
-        says=("Input should be a valid integer",),
+        says=("must be a whole number",),
     ),
     Case(
         id="env-value-not-a-string",
@@ -163,27 +166,27 @@ CASES = [
             (SFT, '"OUTPUT_PATH": "/mnt/output"}', '"OUTPUT_PATH": "/mnt/output", "EPOCHS": 3}'),
         ),
         file=SFT,
-        line="job = TrainJob(",
+        line='env={"TRAIN_DATA_PATH": "/mnt/data", "OUTPUT_PATH": "/mnt/output", "EPOCHS": 3},',
         obj="TrainJob 'llama-sft'",
         field="env.EPOCHS",
-        says=("Input should be a valid string",),
+        says=("must be text (a str)",),
     ),
     Case(
         id="gpu-negative",
         edits=((RESNET, "gpu=8)", "gpu=-1)"),),
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256Gi", gpu=-1),',
-        obj="Resources",
-        field="gpu",
-        says=("Input should be greater than or equal to 0",),
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="resources.gpu",
+        says=("must be at least 0",),
     ),
     Case(
         id="cpu-negative",
         edits=((RESNET, "cpu=32,", "cpu=-32,"),),
         file=RESNET,
         line='resources=Resources(cpu=-32, memory="256Gi", gpu=8),',
-        obj="Resources",
-        field="cpu",
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="resources.cpu",
         says=("-32 is negative; quantities must be ≥ 0",),
     ),
     Case(
@@ -191,51 +194,51 @@ CASES = [
         edits=((RESNET, 'memory="256Gi"', 'memory="256GG"'),),
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256GG", gpu=8),',
-        obj="Resources",
-        field="memory",
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="resources.memory",
         says=("'256GG' is not a Kubernetes quantity", "e.g. 8, '500m', '64Gi'"),
     ),
     Case(
         id="nodes-zero",
         edits=((RESNET, "    nodes=2,", "    nodes=0,"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line="nodes=0,",
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
-        says=("Input should be greater than or equal to 1",),
+        says=("must be at least 1",),
     ),
     Case(
         id="procs_per_node-zero",
         edits=((RESNET, "procs_per_node=8", "procs_per_node=0"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line="procs_per_node=0,",
         obj="PyTorchJob 'resnet50-ddp'",
         field="procs_per_node",
-        says=("Input should be greater than or equal to 1",),
+        says=("must be at least 1",),
     ),
     Case(
         id="deadline-negative",
         edits=((FSDP, "deadline_seconds=7 * 24 * 3600", "deadline_seconds=-1"),),
         file=FSDP,
-        line="job = PyTorchJob(",
+        line="deadline_seconds=-1,",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="deadline_seconds",
-        says=("Input should be greater than or equal to 1",),
+        says=("must be at least 1",),
     ),
     Case(
         id="restart-policy-unknown",
         edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Sometimes"'),),
         file=FSDP,
-        line="job = PyTorchJob(",
+        line='restart_policy="Sometimes",',
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="restart_policy",
-        says=("Input should be 'OnFailure', 'Never' or 'ExitCode'",),
+        says=("must be one of 'OnFailure', 'Never' or 'ExitCode'",),
     ),
     Case(
         id="restart-policy-always",
         edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Always"'),),
         file=FSDP,
-        line="job = PyTorchJob(",
+        line='restart_policy="Always",',
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="restart_policy",
         says=("'Always' restarts the Master even after it exits 0, so the job never succeeds",),
@@ -247,7 +250,7 @@ CASES = [
         line='tolerations=[Toleration(key="nvidia.com/gpu", operator="Exist", effect="NoSchedule")],',
         obj="Toleration",
         field="operator",
-        says=("Input should be 'Equal' or 'Exists'",),
+        says=("must be one of 'Equal' or 'Exists'",),
     ),
     Case(
         id="volume-claim-invalid-name",
@@ -271,26 +274,26 @@ CASES = [
         id="trainjob-run-zero",
         edits=((RESNET_TJ, "run=1,", "run=0,"),),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line="run=0,",
         obj="TrainJob 'resnet50'",
         field="run",
-        says=("Input should be greater than or equal to 1",),
+        says=("must be at least 1",),
     ),
     Case(
         id="queue-capacity-gpu-negative",
         edits=((TEAMS, "gpu=32)", "gpu=-32)"),),
         file=TEAMS,
         line='capability=Capacity(cpu=256, memory="2Ti", gpu=-32),',
-        obj="Capacity",
-        field="gpu",
-        says=("Input should be greater than or equal to 0",),
+        obj="Queue 'vision'",
+        field="capability.gpu",
+        says=("must be at least 0",),
     ),
     # --- definitions: reserved env --------------------------------------------------
     Case(
         id="env-PET_NNODES-on-pytorchjob",
         edits=((RESNET, "    nodes=2,", '    env={"PET_NNODES": "2"},\n    nodes=2,'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='env={"PET_NNODES": "2"},',
         obj="PyTorchJob 'resnet50-ddp'",
         field="env",
         says=(
@@ -308,7 +311,7 @@ CASES = [
             ),
         ),
         file=FSDP,
-        line="job = PyTorchJob(",
+        line="env={",
         obj="PyTorchJob 'llama-finetune-fsdp'",
         field="env",
         says=("MASTER_ADDR may not be set: the Training Operator sets it", "remove it from env"),
@@ -323,7 +326,7 @@ CASES = [
             ),
         ),
         file=SFT,
-        line="job = TrainJob(",
+        line='env={"TRAIN_DATA_PATH": "/mnt/data", "OUTPUT_PATH": "/mnt/output", "WORLD_SIZE": "32"},',
         obj="TrainJob 'llama-sft'",
         field="env",
         says=("WORLD_SIZE may not be set: torchrun sets it to nodes × procs_per_node",),
@@ -333,7 +336,7 @@ CASES = [
         id="queue-unknown",
         edits=((RESNET, 'queue="vision"', 'queue="visoin"'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='queue="visoin",',
         obj="PyTorchJob 'resnet50-ddp'",
         field="queue",
         says=(
@@ -344,7 +347,7 @@ CASES = [
         id="queue-of-another-team",
         edits=((RESNET, 'queue="vision"', 'queue="llm"'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='queue="llm",',
         obj="PyTorchJob 'resnet50-ddp'",
         field="queue",
         says=("team 'vision' may not use queue 'llm'; its queues: 'vision'",),
@@ -353,7 +356,7 @@ CASES = [
         id="cluster-unknown",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "rocm-wset"]'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='clusters=["gpu-east", "rocm-wset"],',
         obj="PyTorchJob 'resnet50-ddp'",
         field="clusters[1]",
         says=(
@@ -364,7 +367,7 @@ CASES = [
         id="cluster-not-allowed-for-the-team",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "a800-north"]'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='clusters=["gpu-east", "a800-north"],',
         obj="PyTorchJob 'resnet50-ddp'",
         field="clusters[1]",
         says=(
@@ -376,7 +379,7 @@ CASES = [
         id="gpu-above-the-cluster-per-node-count",
         edits=((RESNET, "gpu=8)", "gpu=12)"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='resources=Resources(cpu=32, memory="256Gi", gpu=12),',
         obj="PyTorchJob 'resnet50-ddp'",
         field="resources.gpu",
         says=(
@@ -398,7 +401,7 @@ CASES = [
         id="network-profile-unknown",
         edits=((RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='network="infiniband",',
         obj="PyTorchJob 'resnet50-ddp'",
         field="network",
         says=(
@@ -418,7 +421,7 @@ CASES = [
             ),
         ),
         file=RESNET,
-        line="again = PyTorchJob(",
+        line=("again = PyTorchJob(", 'name="resnet50-ddp",'),
         obj="PyTorchJob 'resnet50-ddp'",
         field="name",
         says=(
@@ -440,7 +443,7 @@ CASES = [
         id="trainjob-name-too-long-for-the-pod-hostname",
         edits=((RESNET_TJ, 'name="resnet50"', 'name="resnet50-' + "x" * 45 + '"'),),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line='name="resnet50-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",',
         obj="TrainJob 'resnet50-" + "x" * 45 + "'",
         field="name",
         says=(
@@ -504,7 +507,7 @@ CASES = [
         id="team-namespace-of-another-team",
         edits=((TEAMS, 'namespace="llm-training"', 'namespace="vision"'),),
         file=TEAMS,
-        line="llm = Team(",
+        line='namespace="vision",',
         obj="Team 'llm'",
         field="namespace",
         says=(
@@ -517,7 +520,7 @@ CASES = [
         id="job-namespace-field",
         edits=((RESNET, 'queue="vision",', 'queue="vision",\n    namespace="llm-training",'),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='namespace="llm-training",',
         obj="PyTorchJob 'resnet50-ddp'",
         field="namespace",
         says=("unknown field",),
@@ -529,7 +532,7 @@ CASES = [
             (TEAMS, "    weight=4,", '    weight=4,\n    parent="vision",'),
         ),
         file=TEAMS,
-        line="vision_queue = Queue(",
+        line='parent="llm",',
         obj="Queue 'vision'",
         field="parent",
         says=(
@@ -561,7 +564,7 @@ CASES = [
         id="script-file-missing",
         edits=((RESNET, "scripts/train_resnet.py", "scripts/train_resnt.py"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line='script=Script.file("scripts/train_resnt.py"),',
         obj="PyTorchJob 'resnet50-ddp'",
         field="script.path",
         says=(
@@ -586,7 +589,7 @@ CASES = [
         id="runtime-unknown",
         edits=((RESNET_TJ, 'runtime="torch-2-5"', 'runtime="torch-distributd"'),),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line='runtime="torch-distributd",',
         obj="TrainJob 'resnet50'",
         field="runtime",
         says=(
@@ -610,7 +613,7 @@ CASES = [
             (RESNET_TJ, '["gpu-east", "rocm-west"]', '["gpu-east"]'),
         ),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line='runtime="llm-east",',
         obj="TrainJob 'resnet50'",
         field="runtime",
         says=(
@@ -622,7 +625,7 @@ CASES = [
         id="runtime-not-on-the-job-cluster",
         edits=((SFT, 'clusters=["a800-north"]', 'clusters=["gpu-east"]'),),
         file=SFT,
-        line="job = TrainJob(",
+        line='runtime="fsdp-a800",',
         obj="TrainJob 'llama-sft'",
         field="runtime",
         says=(
@@ -634,7 +637,7 @@ CASES = [
         id="trainingruntime-of-an-unknown-team",
         edits=((RUNTIMES, 'team="llm"', 'team="lm"'),),
         file=RUNTIMES,
-        line="llm_fsdp = TrainingRuntime(",
+        line='team="lm",',
         obj="TrainingRuntime 'fsdp-a800'",
         field="team",
         says=("unknown team 'lm'; declared teams: 'llm', 'vision'",),
@@ -651,7 +654,7 @@ CASES = [
             ),
         ),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line="image={",
         obj="PyTorchJob 'resnet50-ddp'",
         field="image",
         says=(
@@ -663,7 +666,7 @@ CASES = [
         id="gpus-over-the-per-job-cap",
         edits=((RESNET, "    nodes=2,", "    nodes=9,"),),
         file=RESNET,
-        line="job = PyTorchJob(",
+        line="nodes=9,",
         obj="PyTorchJob 'resnet50-ddp'",
         field="nodes",
         says=(
@@ -677,7 +680,7 @@ CASES = [
         id="gpus-over-the-per-team-cap",
         edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,'),),
         file=TEAMS,
-        line="llm = Team(",
+        line="max_gpus=64,",
         obj="Team 'llm'",
         field="max_gpus",
         says=(

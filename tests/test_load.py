@@ -96,7 +96,7 @@ def test_missing_script_names_the_field(bare):
     (bare.root / "jobs/vision/scripts/train.py").unlink()
     (msg,) = problems(bare)
     assert msg.startswith(
-        "jobs/vision/ddp.py:3: PyTorchJob 'ddp': script.path: 'scripts/train.py' not found"
+        "jobs/vision/ddp.py:6: PyTorchJob 'ddp': script.path: 'scripts/train.py' not found"
     )
 
 

@@ -46,8 +46,8 @@ def test_models_are_frozen():
     [
         ({"name": "Bad_Name"}, "name", "DNS-1035"),
         ({"name": "1abc"}, "name", "DNS-1035"),
-        ({"nodes": 0}, "nodes", "greater than or equal to 1"),
-        ({"procs_per_node": 0}, "procs_per_node", "greater than or equal to 1"),
+        ({"nodes": 0}, "nodes", "must be at least 1"),
+        ({"procs_per_node": 0}, "procs_per_node", "must be at least 1"),
         ({"restart_policy": "Sometimes"}, "restart_policy", "OnFailure"),
         ({"nprocPerNode": 8}, "nprocPerNode", "unknown field"),
         ({"env": {"PET_NNODES": "2"}}, "env", "PET_NNODES may not be set"),
@@ -59,7 +59,7 @@ def test_models_are_frozen():
         (
             {"procs_per_node": 0},
             "procs_per_node",
-            "greater than or equal to 1; or Input should be 'auto'",
+            "must be at least 1, or must be 'auto'",
         ),
         ({"restart_policy": "Always"}, "restart_policy", "never succeeds"),
     ],
@@ -93,7 +93,7 @@ def test_resources_messages():
         Resources(cpu=-1, memory="1Gi", gpu=-2)
     text = "\n".join(messages(exc))
     assert "cpu" in text and "negative" in text
-    assert "gpu" in text and "greater than or equal to 0" in text
+    assert "gpu" in text and "must be at least 0" in text
     with pytest.raises(DefinitionError, match="not a Kubernetes quantity"):
         Resources(cpu="lots", memory="1Gi")
 
@@ -118,7 +118,7 @@ def test_platform_models():
         Queue(name="default")
     with pytest.raises(DefinitionError, match="own parent"):
         Queue(name="a", parent="a")
-    with pytest.raises(DefinitionError, match="less than or equal to 65535"):
+    with pytest.raises(DefinitionError, match="must be at most 65535"):
         Queue(name="a", weight=70000)
     assert Capacity(cpu=2.5).cpu == "2.5"
 
@@ -129,3 +129,24 @@ def test_script_paths_stay_inside_jobs():
     with pytest.raises(DefinitionError, match="relative to the definition file"):
         Script.file("/abs/train.py")
     assert Script.file("scripts/train.py").mount_path == "/workspace/train.py"
+
+
+def test_help_lists_the_fields_with_their_descriptions():
+    doc = PyTorchJob.__doc__ or ""
+    assert doc.startswith("A distributed PyTorch job")
+    assert "\nFields:\n    name: Job name, unique in the team's namespace on each cluster." in doc
+    assert "    procs_per_node: Processes per node" in doc
+    # The JSON Schema keeps the plain description.
+    assert PyTorchJob.model_json_schema()["description"].startswith("A distributed PyTorch job")
+    assert "Fields:" not in PyTorchJob.model_json_schema()["description"]
+
+
+def test_a_misspelt_field_gets_the_closest_real_one():
+    with pytest.raises(DefinitionError) as exc:
+        job(proc_per_node=2)
+    assert messages(exc) == [
+        "PyTorchJob 'train'|proc_per_node|unknown field; did you mean 'procs_per_node'?"
+    ]
+    with pytest.raises(DefinitionError) as exc:
+        Cluster(name="c", server="https://c", gpus_per_node=8, tolerations=[{"keys": "x"}])
+    assert "did you mean 'key'?" in messages(exc)[0]

@@ -18,7 +18,7 @@ from typing import Any
 from .effective import EffectiveJob, PodSet
 from .errors import DefinitionError, Problem
 from .load import LoadOptions, load_jobs
-from .plan import PlannedRuntime, build_plan
+from .plan import build_plan
 
 __all__ = ["explain_jobs", "format_json", "format_text"]
 
@@ -34,7 +34,7 @@ def explain_jobs(
     """The effective jobs named ``job`` (``NAME``, ``KIND/NAME`` or the object name
     ``NAME-rN``) on ``cluster`` or every cluster, and the policy problems they have."""
     from .policy import check_policy
-    from .synth import effective_jobs, render_groups
+    from .synth import effective_jobs, render_groups, rendered_runtimes
 
     loaded = load_jobs(jobs_dir, root, options=options)
     plan = build_plan(loaded.definitions)
@@ -55,13 +55,7 @@ def explain_jobs(
             f"no job {job!r}; jobs: {', '.join(names) if names else 'none'} "
             "(give NAME, KIND/NAME or the object's name)"
         )
-    runtimes = [
-        (r.planned, r.body)
-        for _, items in groups
-        for r in items
-        if isinstance(r.planned, PlannedRuntime)
-    ]
-    problems = check_policy(plan, chosen, runtimes)
+    problems = check_policy(plan, chosen, rendered_runtimes(groups))
     mine = {ej.planned.definition.file for ej in chosen}
     return chosen, [p for p in problems if p.file in mine]
 

@@ -144,12 +144,7 @@ def render_groups(plan: Plan) -> Groups:
 
 def effective_jobs(groups: Groups) -> list[EffectiveJob]:
     """The pods of every job as the controllers will create them (see ``effective``)."""
-    runtimes: dict[int, dict[str, Any]] = {
-        id(r.planned): r.body
-        for _, items in groups
-        for r in items
-        if isinstance(r.planned, PlannedRuntime)
-    }
+    runtimes = {id(planned): body for planned, body in rendered_runtimes(groups)}
     return [
         effective_job(r.planned, r.body, runtimes.get(id(r.planned.runtime)))
         for _, items in groups
@@ -158,16 +153,20 @@ def effective_jobs(groups: Groups) -> list[EffectiveJob]:
     ]
 
 
-def check_cluster_truth(plan: Plan, groups: Groups) -> list[EffectiveJob]:
-    """The effective jobs; raise DefinitionError with every policy problem they have."""
-    jobs = effective_jobs(groups)
-    runtimes = [
+def rendered_runtimes(groups: Groups) -> list[tuple[PlannedRuntime, dict[str, Any]]]:
+    """Every runtime with the object rendered for it."""
+    return [
         (r.planned, r.body)
         for _, items in groups
         for r in items
         if isinstance(r.planned, PlannedRuntime)
     ]
-    problems = check_policy(plan, jobs, runtimes)
+
+
+def check_cluster_truth(plan: Plan, groups: Groups) -> list[EffectiveJob]:
+    """The effective jobs; raise DefinitionError with every policy problem they have."""
+    jobs = effective_jobs(groups)
+    problems = check_policy(plan, jobs, rendered_runtimes(groups))
     if problems:
         raise DefinitionError(problems)
     return jobs

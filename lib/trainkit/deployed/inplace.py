@@ -99,26 +99,22 @@ def _problem(
         f"and would change in place ({', '.join(changed)})"
     )
     obj = d.obj
-    if isinstance(obj, TrainJob):
-        return Problem(
-            file=d.file,
-            line=d.line,
-            obj=obj.describe(),
-            field="run",
-            message=f"{what}, but a TrainJob cannot change once created (Argo CD's sync "
-            f"would fail: field is immutable); set run={obj.run + 1} to start a new run "
-            f"(Argo CD prunes {name!r}), or revert the change",
+    if isinstance(obj, TrainJob | PyTorchJob):
+        run = (obj.run or 0) + 1
+        why = (
+            ", but a TrainJob cannot change once created (Argo CD's sync would fail: field "
+            "is immutable)"
+            if isinstance(obj, TrainJob)
+            else ": a finished PyTorchJob never runs again, and a running one would get pods "
+            "of the new template beside pods of the old"
         )
-    if isinstance(obj, PyTorchJob):
         return Problem(
             file=d.file,
-            line=d.line,
+            line=d.line_of("run"),
             obj=obj.describe(),
             field="run",
-            message=f"{what}: a finished PyTorchJob never runs again, and a running one would "
-            f"get pods of the new template beside pods of the old; set run={(obj.run or 0) + 1} "
-            f"to start the edited job as {obj.name}-r{(obj.run or 0) + 1} (Argo CD prunes "
-            f"{name!r}), or revert the change",
+            message=f"{what}{why}; set run={run} to start the edited job as {obj.name}-r{run} "
+            f"(Argo CD prunes {name!r}), or revert the change",
         )
     advice = (
         "give the runtime a new name (e.g. with a version suffix) and point the "

@@ -40,10 +40,17 @@ class Definition:
     line: int | None = None
     files: Mapping[str, str] = field(default_factory=dict)
     """Script file name → content, for objects that ship a script."""
+    fields: Mapping[str, int] = field(default_factory=dict)
+    """Keyword argument → the line it is written on, where known."""
 
     @property
     def where(self) -> tuple[str, int | None]:
         return self.file, self.line
+
+    def line_of(self, field: str) -> int | None:
+        """The line of the keyword holding ``field`` (``resources.gpu`` → ``resources=``)."""
+        top = field.split(".", 1)[0].split("[", 1)[0]
+        return self.fields.get(top, self.line)
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,12 @@ def _object(
         return [_garbled(df)]
     kind, data, line = item.get("kind"), item["data"], item.get("line")
     line = line if isinstance(line, int) and not isinstance(line, bool) else None
+    raw_fields = item.get("fields")
+    fields = {
+        k: v
+        for k, v in (raw_fields.items() if isinstance(raw_fields, dict) else ())
+        if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+    }
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return [_garbled(df)]
@@ -123,9 +136,12 @@ def _object(
         obj = cls(**data)
     except ModelError as e:
         return [
-            Problem(file=df.rel, line=line, obj=p.obj, field=p.field, message=p.message)
+            Problem(
+                file=df.rel, line=fields.get(p.field.split(".")[0], line), obj=p.obj,
+                field=p.field, message=p.message,
+            )
             for p in e.problems
-        ]
+        ]  # fmt: skip
     is_platform = isinstance(obj, PLATFORM_KINDS)
     where = shown(jobs_dir, root)
     if is_platform != (df.team == PLATFORM_DIR):
@@ -140,9 +156,12 @@ def _object(
         scripts = _scripts(obj, df, jobs_dir, root)
     except _ScriptError as e:
         return [
-            Problem(file=df.rel, line=line, obj=obj.describe(), field="script.path", message=str(e))
-        ]
-    return Definition(obj=obj, file=df.rel, team=df.team, line=line, files=scripts)
+            Problem(
+                file=df.rel, line=fields.get("script", line), obj=obj.describe(),
+                field="script.path", message=str(e),
+            )
+        ]  # fmt: skip
+    return Definition(obj=obj, file=df.rel, team=df.team, line=line, files=scripts, fields=fields)
 
 
 class _ScriptError(Exception):

@@ -300,10 +300,13 @@ def _only_fds(keep: set[int]) -> None:
 
 
 def _send(out: int, kind: bytes, group: int, data: bytes) -> None:
-    frame = _HEADER.pack(kind, group, len(data)) + data
-    view = memoryview(frame)
+    _write_all(out, _HEADER.pack(kind, group, len(data)) + data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
-        view = view[os.write(out, view) :]
+        view = view[os.write(fd, view) :]
 
 
 def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: bool) -> None:
@@ -398,10 +401,7 @@ def _worker(files: Group, out: int, capture: int, limits: Limits, parent: int) -
     from .worker import load_group
 
     def emit(kind: bytes, data: bytes) -> None:
-        frame = _WORKER_HEADER.pack(kind, len(data)) + data
-        view = memoryview(frame)
-        while view:
-            view = view[os.write(out, view) :]
+        _write_all(out, _WORKER_HEADER.pack(kind, len(data)) + data)
 
     load_group(list(files), emit)
     sys.stdout.flush()

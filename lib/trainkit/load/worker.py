@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import TrainkitError
 from ..model import JOB_KINDS, PLATFORM_KINDS, TrainkitModel, base
+from .calls import Calls
 
 __all__ = ["load_group"]
 
@@ -39,6 +40,7 @@ def _load(path: Path) -> dict[str, Any]:
     namespace: dict[str, object] = {"__name__": f"trainkit_jobs.{path.stem}", "__file__": str(path)}
     problems: list[dict[str, Any]] = []
     base.BUILT = built
+    source = b""
     try:
         source = path.read_bytes()
         exec(compile(source, str(path), "exec"), namespace)
@@ -46,9 +48,10 @@ def _load(path: Path) -> dict[str, Any]:
         problems.append({"line": e.lineno, "message": f"syntax error: {e.msg}"})
     except TrainkitError as e:
         line = _line_from_tb(e.__traceback__, path)
-        problems.extend(
-            {"line": line, "obj": p.obj, "field": p.field, "message": p.message} for p in e.problems
-        )
+        calls = Calls(source)
+        for p in e.problems:
+            at, owner, field = calls.locate(line, p.obj, p.field)
+            problems.append({"line": at, "obj": owner, "field": field, "message": p.message})
     except SystemExit as e:
         problems.append(
             {
@@ -71,10 +74,13 @@ def _load(path: Path) -> dict[str, Any]:
     collected: set[int] = set()
     private: set[int] = set()
     if not problems:
+        calls = Calls(source)
         for obj, is_private in _module_level(namespace):
             (private if is_private else collected).add(id(obj))
             if not is_private:
-                objects.append(_dump(obj, path))
+                dumped = _dump(obj, path)
+                dumped["fields"] = calls.fields(dumped["line"], type(obj).__name__)
+                objects.append(dumped)
         problems.extend(_dropped(built, collected | private, objects, path))
     return {"objects": objects, "problems": problems, "imports": _imports(before)}
 

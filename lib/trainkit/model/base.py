@@ -7,14 +7,13 @@ object's name, so the loader can say *which* object in a file is wrong.
 
 from __future__ import annotations
 
-import re
+import inspect
 import sys
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from ..errors import DefinitionError, Problem
+from .messages import ModelError
 
 __all__ = ["BUILT", "ModelError", "TrainkitModel"]
 
@@ -23,98 +22,9 @@ BUILT: list[TrainkitModel] | None = None
 which ones are bound to no name and would silently not be generated)."""
 
 
-class ModelError(DefinitionError):
-    """A model was constructed with invalid values.
-
-    The loader re-homes the problems to the definition file and line; used on
-    its own (outside ``jobs/``) the file is ``<python>``.
-    """
-
-    def __init__(self, kind: str, name: object, error: ValidationError) -> None:
-        self.kind = kind
-        self.name = name if isinstance(name, str) else None
-        self.errors = error.errors(include_url=False)
-        obj = f"{kind} {self.name!r}" if self.name else kind
-        super().__init__(_problems(obj, self.errors))
-
-
-def _problems(obj: str, errors: list[Any]) -> Iterator[Problem]:
-    # A union field (procs_per_node: int | "auto") fails once per member, each under a
-    # tag pydantic adds to the path: say it once, listing what each member wanted.
-    merged: dict[str, list[str]] = {}
-    # Members the value was not even of the type of say nothing useful when another
-    # member of the same union got further ("a valid string" for a dict with a bad key).
-    branches: dict[tuple[Any, ...], list[Any]] = {}
-    for e in errors:
-        branches.setdefault(_union_base(e["loc"]), []).append(e)
-    errors = [
-        e
-        for group in branches.values()
-        for e in group
-        if not (
-            str(e["type"]).endswith("_type")
-            and any(not str(x["type"]).endswith("_type") for x in group)
-            and _union_base(e["loc"]) != tuple(e["loc"])
-        )
-    ]
-    for e in errors:
-        where = _loc(e["loc"])
-        inner = (e.get("ctx") or {}).get("error")
-        if isinstance(inner, ModelError):
-            # A nested model (resources=…) failed in its own __init__: name its
-            # fields from the outer object (resources.gpu), not as a lone Resources.
-            for p in inner.problems:
-                field = f"{where}.{p.field}" if where and p.field else where or p.field
-                merged.setdefault(field, []).append(p.message)
-        else:
-            merged.setdefault(where, []).append(_msg(e))
-    for field, messages in merged.items():
-        unique = list(dict.fromkeys(messages))
-        message = unique[0] if len(unique) == 1 else "; or ".join(unique)
-        yield Problem(file="<python>", obj=obj, field=field, message=message)
-
-
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _UNION_TAG.match(part):
-            continue  # a union member's tag, not a field
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _union_base(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    """The path up to the first union tag (the whole path when there is none)."""
-    for i, part in enumerate(loc):
-        if isinstance(part, str) and _UNION_TAG.match(part):
-            return tuple(loc[:i])
-    return tuple(loc)
-
-
-# The tags pydantic puts in the path of a union member's error ("constrained-int",
-# "literal['auto']", "dict[str,function-after[…]]", "str"): never a field or dict key here.
-_UNION_TAG = re.compile(
-    r"(constrained-[a-z]+|function-[a-z]+\[.*\]|[a-z-]+\[.*\]|int|str|float|bool|none|dict|list)\Z"
-)
-
-
-def _msg(err: Any) -> str:
-    msg = str(err["msg"])
-    # pydantic prefixes messages from our validators with "Value error, "; drop the noise.
-    msg = msg.removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        if err["loc"] and err["loc"][-1] == "namespace":
-            return (
-                "unknown field; jobs and runtimes live in their team's namespace "
-                "(Team.namespace in jobs/platform/)"
-            )
-        return "unknown field; check the spelling (see schemas/ for the allowed fields)"
-    if err["type"] == "missing":
-        return "required field is missing"
-    return msg
+def _schema_description(schema: dict[str, Any], cls: type[Any]) -> None:
+    if getattr(cls, "_plain_doc", ""):
+        schema["description"] = cls._plain_doc
 
 
 class TrainkitModel(BaseModel):
@@ -126,22 +36,38 @@ class TrainkitModel(BaseModel):
         use_attribute_docstrings=True,
         validate_default=True,
         str_strip_whitespace=False,
+        json_schema_extra=_schema_description,
     )
 
     kind: ClassVar[str] = ""
+    _plain_doc: ClassVar[str] = ""
     _defined_at: tuple[str, int] | None = PrivateAttr(default=None)
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as e:
-            raise ModelError(type(self).__name__, data.get("name"), e) from None
+            raise ModelError(type(self).__name__, data.get("name"), e, type(self)) from None
         # Remember the caller's file and line so later errors (unknown queue, …)
         # can point at the definition, not only at its file.
         caller = sys._getframe(1)
         self._defined_at = (caller.f_code.co_filename, caller.f_lineno)
         if BUILT is not None:
             BUILT.append(self)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # help(PyTorchJob) and editors' hovers show the fields with their descriptions.
+        # The JSON Schema keeps the plain description (see _schema_description).
+        cls._plain_doc = inspect.cleandoc(cls.__doc__ or "")
+        lines = [
+            f"    {name}: " + field.description.replace("\n", "\n        ")
+            for name, field in cls.model_fields.items()
+            if field.description
+        ]
+        if lines and cls.__doc__:
+            cls.__doc__ = cls._plain_doc + "\n\nFields:\n" + "\n".join(lines) + "\n"
 
     @property
     def defined_at(self) -> tuple[str, int] | None:

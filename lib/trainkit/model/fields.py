@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
@@ -83,18 +84,16 @@ def _env_name(v: str) -> str:
     return v
 
 
-def _env_value(v: str) -> str:
-    why = text_value_problem(v)
-    if why is not None:
-        raise ValueError(f"environment variable value {v!r} {why}")
-    return v
+def _text(what: str) -> Callable[[str], str]:
+    """A validator refusing what no container or kustomize can carry (see kube.text)."""
 
+    def check(v: str) -> str:
+        why = text_value_problem(v)
+        if why is not None:
+            raise ValueError(f"{what}{v!r} {why}")
+        return v
 
-def _arg(v: str) -> str:
-    why = text_value_problem(v)
-    if why is not None:
-        raise ValueError(f"{v!r} {why}")
-    return v
+    return check
 
 
 def _resource_name(v: str) -> str:
@@ -131,11 +130,16 @@ DNS1035Name = Annotated[
     WithJsonSchema({**_STR, "pattern": _pattern(DNS1035_LABEL), "maxLength": 63}),
 ]
 ClusterRef = DNS1123Label
-CpuQuantity = Annotated[
-    str,
-    BeforeValidator(_quantity),
-    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, _STR]}),
-]
+if TYPE_CHECKING:
+    # What a definition may write (cpu=32 or cpu="500m"); the models store the
+    # Kubernetes quantity as a string whatever was given.
+    CpuQuantity = str | int | float
+else:
+    CpuQuantity = Annotated[
+        str,
+        BeforeValidator(_quantity),
+        WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, _STR]}),
+    ]
 MemoryQuantity = Annotated[
     str,
     BeforeValidator(_quantity),
@@ -145,8 +149,10 @@ MemoryQuantity = Annotated[
 EnvName = Annotated[
     str, AfterValidator(_env_name), WithJsonSchema({**_STR, "pattern": _pattern(ENV_NAME)})
 ]
-EnvValue = Annotated[str, AfterValidator(_env_value), WithJsonSchema({**_STR})]
-Arg = Annotated[str, AfterValidator(_arg), WithJsonSchema({**_STR})]
+EnvValue = Annotated[
+    str, AfterValidator(_text("environment variable value ")), WithJsonSchema({**_STR})
+]
+Arg = Annotated[str, AfterValidator(_text("")), WithJsonSchema({**_STR})]
 """An item of a command or its arguments."""
 ResourceName = Annotated[str, AfterValidator(_resource_name), WithJsonSchema({**_STR})]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]

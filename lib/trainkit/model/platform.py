@@ -68,7 +68,7 @@ class Capacity(TrainkitModel):
         out unless ``zero_gpu`` asks for the key to be written (``"0"``)."""
         out: dict[str, str] = {}
         if self.cpu is not None:
-            out["cpu"] = self.cpu
+            out["cpu"] = str(self.cpu)
         if self.memory is not None:
             out["memory"] = self.memory
         if self.gpu or (zero_gpu and self.gpu is not None):

@@ -76,7 +76,7 @@ class PlannedJob:
             return 1
         if res.gpu:
             return res.gpu
-        cpu = res.cpu
+        cpu = str(res.cpu)
         cores = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
         return max(1, math.ceil(cores))
 

@@ -11,7 +11,10 @@ __all__ = ["known", "problem"]
 
 
 def problem(d: Definition, message: str, field: str = "") -> Problem:
-    return Problem(file=d.file, line=d.line, obj=d.obj.describe(), field=field, message=message)
+    """A problem of ``d``, on the line of the keyword that holds ``field``."""
+    return Problem(
+        file=d.file, line=d.line_of(field), obj=d.obj.describe(), field=field, message=message
+    )
 
 
 def known(names: Iterable[str]) -> str:

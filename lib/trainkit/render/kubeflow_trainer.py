@@ -15,9 +15,9 @@ from ..injected_env import TRAINER_MASTER_PORT
 from ..model import TrainingRuntime, TrainJob
 from ..plan import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
-from .meta import DEFINITION_ANNOTATION, JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
-from .script import job_definition_hash, script_configmap_name
+from .script import job_metadata, script_configmap_name
 
 __all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
 
@@ -168,14 +168,6 @@ def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "TrainJob",
-        "metadata": metadata(
-            name=pj.object_name,
-            kind="TrainJob",
-            source=pj.definition.file,
-            namespace=pj.namespace,
-            team=pj.definition.team,
-            labels={JOB_LABEL: job.name},
-            annotations={DEFINITION_ANNOTATION: job_definition_hash(pj)},
-        ),
+        "metadata": job_metadata(pj, "TrainJob"),
         "spec": spec,
     }

@@ -6,9 +6,14 @@ import hashlib
 from typing import Any
 
 from ..plan import PlannedJob
-from .meta import JOB_LABEL, definition_hash, metadata
+from .meta import DEFINITION_ANNOTATION, JOB_LABEL, definition_hash, metadata
 
-__all__ = ["job_definition_hash", "render_script_configmap", "script_configmap_name"]
+__all__ = [
+    "job_definition_hash",
+    "job_metadata",
+    "render_script_configmap",
+    "script_configmap_name",
+]
 
 
 def script_configmap_name(job_name: str, files: dict[str, str]) -> str:
@@ -55,4 +60,19 @@ def job_definition_hash(pj: PlannedJob) -> str:
             "network": pj.network.model_dump(mode="json") if pj.network else None,
             "runtime": [runtime.kind, runtime.runtime.name] if runtime else None,
         }
+    )
+
+
+def job_metadata(
+    pj: PlannedJob, kind: str, annotations: dict[str, str] | None = None
+) -> dict[str, object]:
+    """Metadata of a job object: its run's name, team, job label and definition hash."""
+    return metadata(
+        name=pj.object_name,
+        kind=kind,
+        source=pj.definition.file,
+        namespace=pj.namespace,
+        team=pj.definition.team,
+        labels={JOB_LABEL: pj.job.name},
+        annotations={DEFINITION_ANNOTATION: job_definition_hash(pj), **(annotations or {})},
     )

@@ -8,9 +8,9 @@ from ..injected_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
-from .meta import DEFINITION_ANNOTATION, JOB_LABEL, VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
 from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
-from .script import job_definition_hash, script_configmap_name
+from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
 
@@ -33,7 +33,7 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
     return None
 
 
-def _container(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
+def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) -> dict[str, Any]:
     c: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
     if job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
@@ -49,24 +49,20 @@ def _container(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
     c["resources"] = resource_requirements(job.resources, pj.cluster)
     network_container(c, pj.network)
-    _, mounts = pod_volumes(
-        configmap=cm, scripts=list(pj.definition.files), shm_size=job.shm_size,
-        claims=job.volumes,
-    )  # fmt: skip
     if mounts:
         c["volumeMounts"] = mounts
     return c
 
 
 def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [_container(pj, job, cm)]}
-    network_pod(spec, pj.network)
-    if pj.queue is not None:
-        spec["schedulerName"] = "volcano"
-    volumes, _ = pod_volumes(
+    volumes, mounts = pod_volumes(
         configmap=cm, scripts=list(pj.definition.files), shm_size=job.shm_size,
         claims=job.volumes,
     )  # fmt: skip
+    spec: dict[str, Any] = {"containers": [_container(pj, job, mounts)]}
+    network_pod(spec, pj.network)
+    if pj.queue is not None:
+        spec["schedulerName"] = "volcano"
     if volumes:
         spec["volumes"] = volumes
     if job.node_selector:
@@ -106,7 +102,7 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     }
     if job.deadline_seconds is not None:
         run_policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations = {DEFINITION_ANNOTATION: job_definition_hash(pj)}
+    annotations = {}
     if pj.queue is not None:
         run_policy["schedulingPolicy"] = {"minAvailable": job.nodes, "queue": pj.queue}
         # The operator reads the queue from schedulingPolicy; the annotation is
@@ -121,14 +117,6 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
-        "metadata": metadata(
-            name=pj.object_name,
-            kind="PyTorchJob",
-            source=pj.definition.file,
-            namespace=pj.namespace,
-            team=pj.definition.team,
-            labels={JOB_LABEL: job.name},
-            annotations=annotations,
-        ),
+        "metadata": job_metadata(pj, "PyTorchJob", annotations),
         "spec": spec,
     }

@@ -1,24 +1,28 @@
-"""From a definition file to a rehearsal: which job, and for a TrainJob which runtime.
+"""From a definition file to a rehearsal: which job, and the pods of which cluster.
 
-A PyTorchJob carries everything it runs with. A TrainJob names a runtime that
-lives in ``jobs/platform/`` and may differ per cluster, so it is planned with
-the platform definitions (the same ``build_plan`` as ``trainkit synth``) and
-rehearsed with the runtime of its first cluster.
+A job is planned with the platform definitions (the same ``build_plan``,
+``render_groups`` and ``effective_jobs`` as ``trainkit synth``): its image may
+differ per cluster or accelerator, a TrainJob takes most of what it runs with
+from its runtime there, and the operators add their env. The rehearsal runs the
+pods of the job's first cluster.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
 from ..model import PyTorchJob, Team, TrainJob
 from ..plan import PlannedJob, build_plan
+from ..synth import effective_jobs, render_groups
 from .runner import RehearsalReport, rehearse, require_torch, say
+from .target import Target, target_of
 
-__all__ = ["choose_job", "plan_trainjob", "rehearse_file"]
+__all__ = ["choose_job", "plan_job", "rehearse_file", "targets_for"]
 
 
 def rehearse_file(
@@ -35,38 +39,25 @@ def rehearse_file(
 ) -> RehearsalReport:
     """Load the definition file ``path`` and rehearse its job (``job_name`` if several).
 
-    ``jobs_dir`` (default: the ``jobs`` directory holding ``path``) is where a
-    TrainJob's runtime is looked up, in its ``platform/``; a planning problem
-    (an unknown runtime, …) raises DefinitionError.
+    ``jobs_dir`` (default: the ``jobs`` directory holding ``path``) is where the
+    platform is looked up, in its ``platform/``; a planning problem (an unknown
+    runtime, no cluster, …) raises DefinitionError.
     """
     require_torch()
     out = sys.stdout if out is None else out
     loaded = load_file(path, root, jobs_dir=jobs_dir, options=load_options).definitions
     rel = loaded[0].file if loaded else path.as_posix()
     d = choose_job(loaded, job_name, rel)
-    if isinstance(d.obj, PyTorchJob):
-        script = d.obj.script
-        job: PyTorchJob | PlannedJob = d.obj
-        text = d.files.get(script.filename) if script is not None else None
-    else:
-        planned = plan_trainjob(d, jobs_dir or _jobs_dir(path), root, load_options)
-        job, text = planned[0], None
-        if len(planned) > 1:
-            say(
-                out,
-                f"{d.obj.describe()} runs on clusters "
-                f"{', '.join(p.cluster.name for p in planned)}; rehearsing with the runtime "
-                f"of its first cluster, {job.cluster.name}",
-            )
+    targets = plan_job(d, jobs_dir or _jobs_dir(path), root, load_options)
+    target = targets[0]
+    if len(targets) > 1:
+        say(
+            out,
+            f"{d.obj.describe()} runs on clusters {', '.join(t.cluster for t in targets)}; "
+            f"rehearsing its pods on its first cluster, {target.cluster}",
+        )
     return rehearse(
-        job,
-        script_text=text,
-        source_dir=path.parent,
-        file=d.file,
-        nodes=nodes,
-        procs_per_node=procs_per_node,
-        timeout=timeout,
-        out=out,
+        target, file=d.file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout, out=out
     )
 
 
@@ -94,29 +85,43 @@ def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Def
     return chosen[0]
 
 
-def plan_trainjob(
+def plan_job(
     d: Definition, jobs_dir: Path, root: Path | None = None, options: LoadOptions | None = None
-) -> list[PlannedJob]:
-    """The TrainJob of ``d`` planned on each of its clusters, its first cluster first.
+) -> list[Target]:
+    """The pods of the job of ``d`` on each of its clusters, its first cluster first.
 
     Only the platform definitions are planned with it: a problem in another
     team's job must not stop this one's rehearsal, and nothing else changes
     what this job resolves to.
     """
     platform = load_jobs(jobs_dir, root, only={PLATFORM_DIR}, options=options).definitions
+    return targets_for(d, platform)
+
+
+def targets_for(d: Definition, platform: Sequence[Definition]) -> list[Target]:
+    """The pods of the job of ``d`` planned with ``platform``, on each of its clusters in
+    the order ``plan.place`` goes through them: the job's, else the team's, else by name."""
     plan = build_plan([*platform, d])
-    planned = [pj for cp in plan.clusters for pj in cp.jobs if pj.definition is d]
-    assert planned, "build_plan refuses a job that runs on no cluster"
+    groups = render_groups(plan)
+    targets: list[Target] = []
+    by_job = {id(ej.planned): ej for ej in effective_jobs(groups)}
+    for _, items in groups:
+        configmaps: dict[str, dict[str, Any]] = {
+            r.body["metadata"]["name"]: r.body for r in items if r.body.get("kind") == "ConfigMap"
+        }
+        for r in items:
+            pj = r.planned
+            if isinstance(pj, PlannedJob) and pj.definition is d:
+                targets.append(target_of(by_job[id(pj)], r.body, configmaps))
+    assert targets, "build_plan refuses a job that runs on no cluster"
     team = next((t.obj for t in platform if isinstance(t.obj, Team) and t.obj.name == d.team), None)
-    # The order place() goes through the clusters in: the job's, else the team's, else by name.
     assert isinstance(d.obj, PyTorchJob | TrainJob)
     order = [*(d.obj.clusters or []), *((team.clusters if team is not None else None) or [])]
 
-    def rank(pj: PlannedJob) -> tuple[int, str]:
-        name = pj.cluster.name
-        return (order.index(name) if name in order else len(order), name)
+    def rank(t: Target) -> tuple[int, str]:
+        return (order.index(t.cluster) if t.cluster in order else len(order), t.cluster)
 
-    return sorted(planned, key=rank)
+    return sorted(targets, key=rank)
 
 
 def _jobs_dir(path: Path) -> Path:

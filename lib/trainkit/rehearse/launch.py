@@ -1,11 +1,12 @@
 """What a rehearsal runs: one launcher per simulated node with the operator's env.
 
 The same for PyTorchJobs and TrainJobs: what differs between them comes from
-the job's Target (``target.py``).
+the job's Target (``target.py``), itself read from the pods the controllers
+will create.
 
 Pure apart from reading ``os.environ`` and checking whether files exist: no
-process is started here, so the env contract and the list of changes can be
-tested without torch.
+process is started here, so the env contract, the layout and the list of
+changes can be tested without torch.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from pathlib import Path
 
 from ..errors import Problem, RehearsalError
 from ..injected_env import reserved_env_reason
-from ..model import WORKSPACE, PyTorchJob, TrainJob
-from ..plan import PlannedJob
-from .target import Target, pod_name, target_of
+from ..model import WORKSPACE
+from .target import Target, pod_name
+from .workspace import Protection, ReadOnly
 
 __all__ = [
     "DEFAULT_MAX_NODES",
@@ -56,15 +57,22 @@ class NodeLaunch:
 
     node_rank: int
     argv: tuple[str, ...]
+    """The node's command, as the pod's with paths under /workspace mapped here."""
     env: Mapping[str, str]
     """The complete environment of the node's process."""
     torchrun: bool
     """Whether ``argv`` is torchrun, which writes one log per rank under ``log_dir``."""
     log_dir: Path
+    wrapper: tuple[str, ...] = ()
+    """What starts ``argv`` with the script files read-only (see ``workspace.py``), if needed."""
 
     @property
     def command_line(self) -> str:
         return shlex.join(self.argv)
+
+    @property
+    def run_argv(self) -> tuple[str, ...]:
+        return self.wrapper + self.argv
 
 
 @dataclass(frozen=True)
@@ -73,15 +81,11 @@ class RehearsalPlan:
     nodes: int
     procs_per_node: int
     workspace: Path
-    """Stands in for the ConfigMap mounted at ``/workspace``; the working directory."""
+    """Stands in for the pod's ``/workspace``; the working directory."""
     master_port: int
     launches: tuple[NodeLaunch, ...]
     changes: tuple[str, ...]
     """Every way the rehearsal differs from the job on the cluster, in words."""
-
-    @property
-    def job(self) -> PyTorchJob | TrainJob:
-        return self.target.job
 
     @property
     def world_size(self) -> int:
@@ -92,7 +96,7 @@ class RehearsalPlan:
 
 
 def plan_rehearsal(
-    job: PyTorchJob | PlannedJob | Target,
+    target: Target,
     *,
     workspace: Path,
     log_dir: Path,
@@ -101,16 +105,19 @@ def plan_rehearsal(
     procs_per_node: int | None = None,
     base_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
-    file: str = "<python>",
+    file: str | None = None,
+    read_only: ReadOnly | None = None,
 ) -> RehearsalPlan:
-    """The launches and the list of changes for rehearsing ``job`` on this machine.
+    """The launches and the list of changes for rehearsing ``target`` on this machine.
 
-    A TrainJob is given as its PlannedJob (or Target), whose runtime supplies
-    what the job leaves out. ``base_env`` (default ``os.environ``) stands in
-    for the image's env; the job's (and runtime's) env and the operator's env
-    for each node are laid over it.
+    ``base_env`` (default ``os.environ``) stands in for the image's env; the
+    pod's env from the definitions and the operator's env for each node are
+    laid over it. ``read_only`` says how ``workspace.prepare_workspace`` keeps
+    the script files read-only (by default their mode does).
     """
-    t = target_of(job)
+    t = target
+    file = file or t.file
+    read_only = read_only or ReadOnly()
     changes: list[str] = []
     n = _size(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
     p = _size(
@@ -124,21 +131,18 @@ def plan_rehearsal(
         changes,
     )
 
-    if t.gpu:
+    if t.gpus:
         changes.append(
-            f"resources.gpu {t.gpu} → 0 (CPU rehearsal: CUDA_VISIBLE_DEVICES is "
+            f"resources.gpu {t.gpus} → 0 (CPU rehearsal: CUDA_VISIBLE_DEVICES is "
             "empty, so scripts take their CPU path and gloo instead of NCCL)"
         )
     addr_var, port_var = t.master_vars
-    cluster = t.injected_env(nodes=n, procs_per_node=p, node_rank=0)
     changes.append(
-        f"{addr_var} {cluster[addr_var]} → {LOCAL_MASTER_ADDR} and {port_var} "
-        f"{cluster[port_var]} → {master_port} (every node runs on this machine)"
+        f"{addr_var} {t.operator_env.get(addr_var)} → {LOCAL_MASTER_ADDR} and {port_var} "
+        f"{t.operator_env.get(port_var)} → {master_port} (every node runs on this machine)"
     )
-    if t.script is not None:
-        changes.append(
-            f"{WORKSPACE} → {workspace} (holds {t.script.filename}, as the ConfigMap would)"
-        )
+    if t.files:
+        changes.append(_workspace_change(workspace, list(t.files), read_only))
 
     env = _base_env(os.environ if base_env is None else base_env, t, python, changes)
     env.update(_user_env(t, workspace, changes))
@@ -152,6 +156,8 @@ def plan_rehearsal(
         )
     changes.extend(_not_applied(t, p))
 
+    files = [workspace / name for name in t.files]
+    wrapper = read_only.wrapper(files, python)
     launches = []
     for node in range(n):
         node_env = dict(env)
@@ -166,7 +172,7 @@ def plan_rehearsal(
         )
         node_logs = log_dir / f"node{node}"
         argv, torchrun = _argv(t, workspace, node_logs, python, file)
-        launches.append(NodeLaunch(node, argv, node_env, torchrun, node_logs))
+        launches.append(NodeLaunch(node, argv, node_env, torchrun, node_logs, wrapper))
     return RehearsalPlan(
         target=t,
         nodes=n,
@@ -175,6 +181,24 @@ def plan_rehearsal(
         master_port=master_port,
         launches=tuple(launches),
         changes=tuple(changes),
+    )
+
+
+def _workspace_change(workspace: Path, names: list[str], read_only: ReadOnly) -> str:
+    listed = ", ".join(names)
+    if read_only.protection is Protection.NONE:
+        return (
+            f"{WORKSPACE} → {workspace} (a writable directory holding {listed}, which the pod "
+            "mounts read-only from the ConfigMap (a write fails there with 'Read-only file "
+            "system') but which stays writable here: root ignores file modes and read-only "
+            f"mounts were refused: {read_only.reason})"
+        )
+    how = ""
+    if read_only.protection is Protection.MOUNT:
+        how = "; bind-mounted read-only for each node, since root ignores file modes"
+    return (
+        f"{WORKSPACE} → {workspace} (a writable directory; {listed} read-only in it, as the "
+        f"pod mounts the ConfigMap{how})"
     )
 
 
@@ -222,9 +246,8 @@ def _base_env(
             dropped.append(k)
         else:
             env[k] = v
-    injected = t.injected_env(nodes=1, procs_per_node=1, node_rank=0)
     # The Training Operator sets PYTHONUNBUFFERED=1 itself: dropping it changes nothing.
-    dropped = [k for k in dropped if k != "PYTHONUNBUFFERED" or k not in injected]
+    dropped = [k for k in dropped if k != "PYTHONUNBUFFERED" or k not in t.operator_env]
     unset = sorted(k for k in dropped if reserved_env_reason(k) and not t.sets(k))
     dropped = sorted(k for k in dropped if k not in unset)
     if dropped:
@@ -269,20 +292,32 @@ def _user_env(t: Target, workspace: Path, changes: list[str]) -> dict[str, str]:
 
 def _not_applied(t: Target, procs_per_node: int) -> list[str]:
     out = []
-    res = t.resources
-    if res is not None:
+    if t.cpu is not None or t.memory is not None:
         out.append(
-            f"resources.cpu {res.cpu} and memory {res.memory} per node are not enforced "
+            f"resources.cpu {t.cpu} and memory {t.memory} per node are not enforced "
             "(all nodes share this machine)"
         )
+    if t.extra_resources:
+        listed = ", ".join(f"{k} {v}" for k, v in t.extra_resources.items())
+        out.append(f"resources {listed} per node are not allocated (no devices on CPU)")
     if t.shm_size is not None:
         out.append(f"shm_size {t.shm_size}: not applied (this machine's /dev/shm is used)")
-    for v in t.volumes:
-        here = "exists" if Path(v.path).exists() else "does not exist"
+    for c in t.claims:
+        here = "exists" if Path(c.path).exists() else "does not exist"
         out.append(
-            f"volume {v.claim!r} at {v.path} is not mounted ({v.path} {here} on this machine)"
+            f"volume {c.name!r} at {c.path} is not mounted ({c.path} {here} on this machine)"
         )
-    return out + t.notes(procs_per_node)
+    if t.restart_policy is not None and t.restart_policy != "Never":
+        out.append(
+            f"restart_policy {t.restart_policy}: no restarts; the rehearsal stops at the "
+            "first failure"
+        )
+    if t.procs_auto:
+        out.append(
+            f"PET_NPROC_PER_NODE 'auto' → {procs_per_node} (on the cluster torchrun starts "
+            "one process per GPU; there are none here)"
+        )
+    return out
 
 
 def _torchrun(python: str, log_dir: Path) -> tuple[str, ...]:
@@ -295,8 +330,6 @@ def _argv(
     t: Target, workspace: Path, log_dir: Path, python: str, file: str
 ) -> tuple[tuple[str, ...], bool]:
     args = tuple(_to_workspace(a, workspace) for a in t.args)
-    if t.script is not None:
-        return (*_torchrun(python, log_dir), str(workspace / t.script.filename), *args), True
     if t.command is None:
         raise RehearsalError(
             [
@@ -321,11 +354,12 @@ def _argv(
 
 def _check_command_files(job: Target, tokens: Sequence[str], cwd: Path, file: str) -> None:
     """Say plainly when a command job runs a script that lives only in its image."""
+    shipped = {cwd / name for name in job.files}  # written from the ConfigMap before the start
     for token in tokens:
         if token.startswith("-") or not token.endswith(".py"):
             continue
         path = Path(token) if os.path.isabs(token) else cwd / token
-        if not path.exists():
+        if path not in shipped and not path.exists():
             raise RehearsalError(
                 [
                     Problem(

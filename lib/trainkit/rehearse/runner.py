@@ -20,8 +20,6 @@ from types import FrameType
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
-from ..model import PyTorchJob
-from ..plan import PlannedJob
 from .launch import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
 from .output import (
     Follower,
@@ -33,7 +31,8 @@ from .output import (
     parse_torchrun_failures,
 )
 from .procs import descendants, kill_groups, live_in_groups, process_table
-from .target import Target, target_of
+from .target import Target
+from .workspace import prepare_workspace
 
 __all__ = ["RehearsalReport", "rehearse", "require_torch", "say"]
 
@@ -60,6 +59,8 @@ class RehearsalReport:
     """The command line of each node, node 0 first."""
     seconds: float
     kind: str = "PyTorchJob"
+    cluster: str = ""
+    """The cluster whose pods were rehearsed."""
     runtime: str | None = None
     """For a TrainJob: the runtime used and the cluster it was taken from."""
 
@@ -87,56 +88,37 @@ def require_torch() -> None:
 
 
 def rehearse(
-    job: PyTorchJob | PlannedJob | Target,
+    target: Target,
     *,
-    script_text: str | None = None,
-    source_dir: Path | None = None,
     file: str | None = None,
     nodes: int | None = None,
     procs_per_node: int | None = None,
     timeout: float = 300.0,
     out: TextIO | None = None,
 ) -> RehearsalReport:
-    """Run ``job``'s script on this machine as ``nodes`` by ``procs_per_node`` processes.
+    """Run ``target``'s pods on this machine as ``nodes`` by ``procs_per_node`` processes.
 
-    A TrainJob is given as its PlannedJob (``trainkit.plan.build_plan``): its
-    runtime on that cluster supplies the image, sizes and env the job leaves
-    out. ``script_text`` is the script the ConfigMap would ship (by default the
-    planned definition's, else read from ``source_dir / job.script.path``);
-    ``file`` names the definition in messages (by default the planned one's). Output goes to ``out`` (default stdout), each line prefixed
-    ``[nodeN/rankR]`` (``[nodeN]`` for the launcher itself). Raises
-    RehearsalError when a process exits non-zero or ``timeout`` seconds pass;
-    every process started is stopped in all cases, also on KeyboardInterrupt.
+    ``target`` is one job's pods on one cluster (``plan_job`` or ``targets_for``);
+    its script files are those of the ConfigMap the pods mount. ``file`` names
+    the definition in messages (by default the target's). Output goes to ``out``
+    (default stdout), each line prefixed ``[nodeN/rankR]`` (``[nodeN]`` for the
+    launcher itself). Raises RehearsalError when a process exits non-zero or
+    ``timeout`` seconds pass; every process started is stopped in all cases,
+    also on KeyboardInterrupt.
     """
     require_torch()
     out = sys.stdout if out is None else out
-    target = target_of(job)
-    d = target.definition
-    file = file or (d.file if d is not None else "<python>")
-    script = target.script
-
-    def problem(message: str) -> Problem:
-        return Problem(file=file, obj=target.describe(), message=message)
-
+    file = file or target.file
     if timeout <= 0:
-        raise RehearsalError([problem("--timeout must be positive")])
-    if script is not None and script_text is None and d is not None:
-        script_text = d.files.get(script.filename)
-    if script is not None and script_text is None:
-        if source_dir is None:
-            raise RehearsalError([problem("give script_text or source_dir to find the script")])
-        try:
-            script_text = (source_dir / script.path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise RehearsalError([problem(f"cannot read {script.path}: {e}")]) from None
-
+        raise RehearsalError(
+            [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]
+        )
+    python = sys.executable
     with tempfile.TemporaryDirectory(
         prefix=f"trainkit-rehearse-{target.name}-", ignore_cleanup_errors=True
     ) as tmp:
         workspace = Path(tmp) / "workspace"
-        workspace.mkdir()
-        if script is not None and script_text is not None:
-            (workspace / script.filename).write_text(script_text, encoding="utf-8")
+        read_only = prepare_workspace(workspace, target.files, python)
         plan = plan_rehearsal(
             target,
             workspace=workspace,
@@ -144,7 +126,9 @@ def rehearse(
             master_port=_free_port(),
             nodes=nodes,
             procs_per_node=procs_per_node,
+            python=python,
             file=file,
+            read_only=read_only,
         )
         _header(plan, file, out)
         start = time.monotonic()
@@ -162,14 +146,10 @@ def rehearse(
         changes=plan.changes,
         commands=tuple(launch.command_line for launch in plan.launches),
         seconds=seconds,
-        kind=type(target.job).__name__,
-        runtime=_runtime(target),
+        kind=target.kind,
+        cluster=target.cluster,
+        runtime=target.runtime,
     )
-
-
-def _runtime(target: Target) -> str | None:
-    pr = target.runtime
-    return None if pr is None else f"{pr.describe()} of cluster {pr.cluster.name!r}"
 
 
 def _free_port() -> int:
@@ -192,10 +172,12 @@ def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
         f"{t.describe()} ({file}): {plan.nodes} node(s) × {plan.procs_per_node} "
         f"process(es) on CPU, world size {plan.world_size}",
     )
-    if t.runtime is not None:
-        d = t.runtime.definition
+    say(out, f"pods of cluster {t.cluster!r}: image {t.image}")
+    pr = t.effective.planned.runtime
+    if pr is not None:
+        d = pr.definition
         where = f"{d.file}:{d.line}" if d.line else d.file
-        say(out, f"runtime: {_runtime(t)} ({where}), image {t.image}")
+        say(out, f"runtime: {t.runtime} ({where})")
     say(out, "changed for the rehearsal:")
     for change in plan.changes:
         say(out, f"  - {change}")
@@ -291,7 +273,7 @@ class _Run:
             try:
                 with node_log.open("wb") as fh:
                     proc = subprocess.Popen(
-                        launch.argv,
+                        launch.run_argv,
                         env=dict(launch.env),
                         cwd=self.plan.workspace,
                         stdin=subprocess.DEVNULL,

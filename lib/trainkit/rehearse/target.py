@@ -1,11 +1,15 @@
-"""The job a rehearsal runs, whichever operator would run it on the cluster.
+"""The job a rehearsal runs, read from the pods the controllers will create.
+
+Everything a rehearsal runs with — nodes, processes per node, image, command
+and args, env, shared memory, volumes, the script files — comes from the
+effective model (``trainkit.effective``) of one cluster: the pods after every
+merge the operator does, so a TrainJob's runtime, a runtime patch or a network
+profile count exactly as on the cluster. The definition is read only for
+wording (which field a value came from) and to name the job in messages.
 
 What differs between a PyTorchJob (Training Operator v1.9) and a TrainJob
-(Kubeflow Trainer v2.3) is decided here, once: the sizes and env after a
-runtime's defaults, the env the operator injects into each node, the pod
-names, and which variables the operator (or torchrun under it) sets. The plan
-and the runner only read a Target, so the GPU downgrade, the size cap and the
-process handling are the same code for both kinds.
+(Kubeflow Trainer v2.3) — pod names, the env each operator injects, the
+variables it owns — is decided here once, in the two Target classes.
 """
 
 from __future__ import annotations
@@ -15,227 +19,272 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..effective import EffectiveJob, PodSet
 from ..injected_env import (
-    PYTORCHJOB_MASTER_PORT,
-    TRAINER_MASTER_PORT,
     pytorchjob_env,
     reserved_env_reason,
     trainjob_env,
     trainjob_reserved_env_reason,
 )
-from ..load import Definition
-from ..model import PyTorchJob, Resources, Script, TrainJob, Volume
-from ..plan import PlannedJob, PlannedRuntime
-from ..render.training_operator import nproc_per_node
+from ..model import WORKSPACE, PyTorchJob, TrainJob
+from ..render.kubeflow_trainer import NODE
 
-__all__ = ["PyTorchJobTarget", "Target", "TrainJobTarget", "pod_name", "target_of"]
+__all__ = ["Claim", "PyTorchJobTarget", "Target", "TrainJobTarget", "pod_name", "target_of"]
+
+# Who set a variable of the pod (EnvVar.source): the definitions' sources. Every
+# other source is an operator, whose variables a rehearsal recomputes per node.
+_DEFINITION_SOURCES = ("runtime ", "network profile ")
 
 
 def pod_name(job: str, node_rank: int) -> str:
-    """The operator's pod for a node rank: node 0 is the Master, node i is Worker i-1."""
+    """Training Operator's pod for a node rank: node 0 is the Master, node i is Worker i-1."""
     return f"{job}-master-0" if node_rank == 0 else f"{job}-worker-{node_rank - 1}"
+
+
+def _from_definitions(source: str) -> bool:
+    """Whether a variable with this ``EnvVar.source`` comes from a definition, not an operator."""
+    return source == "job" or source.startswith(_DEFINITION_SOURCES)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A volume of the pod a rehearsal does not mount (a PersistentVolumeClaim, …)."""
+
+    name: str
+    path: str
 
 
 @dataclass(frozen=True)
 class Target(ABC):
-    """A job with the values it runs with on the cluster (after any runtime's defaults)."""
+    """One job's pods on one cluster, as a rehearsal needs them."""
 
-    job: PyTorchJob | TrainJob
+    effective: EffectiveJob
     nodes: int
+    """Pods of the job on the cluster."""
     procs_per_node: int
+    """Processes per pod: ``numProcPerNode``, with ``auto`` taken as one per GPU."""
+    procs_auto: bool
+    """The operator passes ``auto`` to torchrun (which starts one process per GPU)."""
     nodes_label: str
     """How a change of ``nodes`` is introduced, e.g. ``nodes (from runtime 'x')``."""
     procs_label: str
-    resources: Resources | None
+    image: str
+    command: tuple[str, ...] | None
+    """The training container's command; None runs the image's entrypoint."""
+    args: tuple[str, ...]
     env: Mapping[str, str]
-    """The container's env from the definitions (a runtime's under the job's)."""
-    image: str | None
+    """The training container's env from the job, its runtime or a network profile."""
+    operator_env: Mapping[str, str]
+    """What the operator injects into the first pod, as on the cluster."""
+    gpus: int
+    """GPUs of each pod, in the cluster's GPU resource."""
+    cpu: str | None
+    memory: str | None
+    extra_resources: Mapping[str, str]
+    """Other resources of each pod (a network profile's ``rdma/hca``, …)."""
+    files: Mapping[str, str]
+    """Script files mounted read-only at ``/workspace/<name>``: name → text."""
     shm_size: str | None
-    definition: Definition | None = None
-    runtime: PlannedRuntime | None = None
+    """Size of the memory-backed ``/dev/shm``, when the pod mounts one."""
+    claims: tuple[Claim, ...]
+    restart_policy: str | None = None
 
     operator: ClassVar[str]
     """Who runs the job, as said in messages."""
     master_vars: ClassVar[tuple[str, str]]
     """The injected variables holding the rendezvous address and port."""
-    master_port: ClassVar[int]
-    """The port the operator gives the master."""
 
     @property
     def name(self) -> str:
-        return self.job.name
+        """The object's name (``<name>-r<run>`` when the job has a run number)."""
+        return self.effective.name
 
     @property
-    def script(self) -> Script | None:
-        return self.job.script
+    def kind(self) -> str:
+        return self.effective.kind
 
     @property
-    def command(self) -> list[str] | None:
-        return self.job.command
+    def cluster(self) -> str:
+        return self.effective.planned.cluster.name
 
     @property
-    def args(self) -> list[str]:
-        return self.job.args
+    def file(self) -> str:
+        return self.effective.planned.definition.file
 
     @property
-    def volumes(self) -> list[Volume]:
-        return self.job.volumes
-
-    @property
-    def gpu(self) -> int:
-        return self.resources.gpu if self.resources else 0
+    def runtime(self) -> str | None:
+        """For a TrainJob: the runtime used and the cluster it was taken from."""
+        pr = self.effective.planned.runtime
+        return None if pr is None else f"{pr.describe()} of cluster {pr.cluster.name!r}"
 
     def describe(self) -> str:
-        return self.job.describe()
+        return self.effective.planned.job.describe()
 
     @abstractmethod
     def pod(self, node_rank: int) -> str: ...
 
-    def injected_env(
-        self,
-        *,
-        nodes: int,
-        procs_per_node: int,
-        node_rank: int,
-        master_addr: str | None = None,
-        master_port: int | None = None,
-    ) -> dict[str, str]:
-        """What the operator adds to the env of one node's container (the cluster's
-        master address and port unless given)."""
-        return self._operator_env(
-            nodes=nodes,
-            procs_per_node=procs_per_node,
-            node_rank=node_rank,
-            master_addr=master_addr,
-            master_port=master_port or self.master_port,
-        )
-
     @abstractmethod
-    def _operator_env(self, **sizes: Any) -> dict[str, str]: ...
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        """What the operator injects into one node's container, for a rehearsal's size
+        (``auto`` replaced by ``procs_per_node``)."""
 
     @abstractmethod
     def sets(self, name: str) -> bool:
         """Whether the operator, or torchrun under it, sets ``name`` on the cluster."""
-
-    def notes(self, procs_per_node: int) -> list[str]:
-        """Changes only this kind has, for a rehearsal of ``procs_per_node`` processes."""
-        return []
 
 
 @dataclass(frozen=True)
 class PyTorchJobTarget(Target):
     operator: ClassVar[str] = "the operator"
     master_vars: ClassVar[tuple[str, str]] = ("MASTER_ADDR", "MASTER_PORT")
-    master_port: ClassVar[int] = PYTORCHJOB_MASTER_PORT
 
     def pod(self, node_rank: int) -> str:
-        return pod_name(self.job.name, node_rank)
+        return pod_name(self.name, node_rank)
 
-    def _operator_env(self, **sizes: Any) -> dict[str, str]:
-        return pytorchjob_env(job_name=self.job.name, **sizes)
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        # kubeflow/trainer v1.9.4 pkg/controller.v1/pytorch/envvar.go: WORLD_SIZE is
+        # replicas × nprocPerNode when that is a number, replicas × 1 for "auto";
+        # PET_NPROC_PER_NODE is nprocPerNode as written ("auto" is given a number here,
+        # since torchrun's auto would start one process per CPU on a machine without GPUs).
+        env = pytorchjob_env(
+            job_name=self.name,
+            nodes=nodes,
+            procs_per_node=1 if self.procs_auto else procs_per_node,
+            node_rank=node_rank,
+            master_addr=master_addr,
+            master_port=master_port,
+        )
+        env["PET_NPROC_PER_NODE"] = str(procs_per_node)
+        return env
 
     def sets(self, name: str) -> bool:
         return reserved_env_reason(name) is not None
-
-    def notes(self, procs_per_node: int) -> list[str]:
-        assert isinstance(self.job, PyTorchJob)
-        if self.job.restart_policy == "Never":
-            return []
-        return [
-            f"restart_policy {self.job.restart_policy}: no restarts; the rehearsal stops at "
-            "the first failure"
-        ]
 
 
 @dataclass(frozen=True)
 class TrainJobTarget(Target):
     operator: ClassVar[str] = "Kubeflow Trainer"
     master_vars: ClassVar[tuple[str, str]] = ("PET_MASTER_ADDR", "PET_MASTER_PORT")
-    master_port: ClassVar[int] = TRAINER_MASTER_PORT
-
-    @property
-    def object_name(self) -> str:
-        assert isinstance(self.job, TrainJob)
-        return self.job.object_name
 
     def pod(self, node_rank: int) -> str:
-        # JobSet's pod hostname; the pod's own name adds a random suffix.
-        return f"{self.object_name}-node-0-{node_rank}"
+        # JobSet's pod hostname <jobset>-<replicated job>-<job index>-<pod index>;
+        # the pod's own name adds a random suffix.
+        return f"{self.name}-{NODE}-0-{node_rank}"
 
-    def _operator_env(self, **sizes: Any) -> dict[str, str]:
-        return trainjob_env(trainjob=self.object_name, **sizes)
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        # kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/torch/torch.go: the five
+        # PET_* variables on container "node", nothing else (torchrun sets the rest).
+        return trainjob_env(
+            trainjob=self.name,
+            nodes=nodes,
+            procs_per_node=procs_per_node,
+            node_rank=node_rank,
+            master_addr=master_addr,
+            master_port=master_port,
+        )
 
     def sets(self, name: str) -> bool:
         return trainjob_reserved_env_reason(name) is not None
 
-    def notes(self, procs_per_node: int) -> list[str]:
-        assert isinstance(self.job, TrainJob)
-        if self.job.procs_per_node is not None or self.job.resources is not None or not self.gpu:
-            return []
-        # Trainer passes "auto" when neither the job nor the runtime gives a
-        # number and the node has GPUs; torchrun then starts one per GPU.
-        return [
-            f"PET_NPROC_PER_NODE 'auto' → {procs_per_node} (on the cluster torchrun starts one "
-            "process per GPU; there are none here)"
-        ]
 
-
-def target_of(job: PyTorchJob | PlannedJob | Target) -> Target:
-    """The Target of a PyTorchJob, or of a planned job (a TrainJob needs its runtime)."""
-    if isinstance(job, Target):
-        return job
+def target_of(
+    ej: EffectiveJob, body: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
+) -> Target:
+    """The Target of ``ej``, from its rendered object ``body`` and the ConfigMaps of its
+    cluster (name → object), which hold the script files its pods mount."""
+    pj = ej.planned
+    pods = _training_pods(ej)
+    first = pods[0]
+    main = first.main
+    procs = ej.procs_per_node
+    auto = not procs.isdigit()
+    resources = main.get("resources") or {}
+    amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    gpu_resource = pj.cluster.gpu_resource
+    gpus = ej.gpus_per_node()
+    files, shm, claims = _mounts(first, main, configmaps)
+    fields: dict[str, Any] = {
+        "effective": ej,
+        "nodes": sum(ps.count for ps in pods),
+        "procs_per_node": max(1, gpus) if auto else int(procs),
+        "procs_auto": auto,
+        "image": str(main.get("image") or ""),
+        "command": tuple(main["command"]) if main.get("command") else None,
+        "args": tuple(main.get("args") or ()),
+        "env": {e.name: e.value for e in first.env if _from_definitions(e.source)},
+        "operator_env": {e.name: e.value for e in first.env if not _from_definitions(e.source)},
+        "gpus": gpus,
+        "cpu": _str(amounts.get("cpu")),
+        "memory": _str(amounts.get("memory")),
+        "extra_resources": {
+            str(k): str(v)
+            for k, v in sorted(amounts.items())
+            if k not in ("cpu", "memory", gpu_resource)
+        },
+        "files": files,
+        "shm_size": shm,
+        "claims": claims,
+    }
+    job = pj.job
     if isinstance(job, PyTorchJob):
-        return _pytorchjob(job, None)
-    if not isinstance(job, PlannedJob):
-        raise TypeError(
-            f"cannot rehearse a {type(job).__name__}: a TrainJob needs its runtime, so pass "
-            "its PlannedJob from trainkit.plan.build_plan"
+        procs_label = "procs_per_node"
+        if job.procs_per_node is None and gpus:
+            procs_label += " (one per GPU)"
+        master = body["spec"]["pytorchReplicaSpecs"]["Master"]
+        return PyTorchJobTarget(
+            **fields,
+            nodes_label="nodes",
+            procs_label=procs_label,
+            restart_policy=master.get("restartPolicy"),
         )
-    if isinstance(job.job, PyTorchJob):
-        return _pytorchjob(job.job, job.definition)
-    return _trainjob(job, job.job)
-
-
-def _pytorchjob(job: PyTorchJob, definition: Definition | None) -> Target:
-    procs = "procs_per_node"
-    if job.procs_per_node is None and job.resources.gpu:
-        procs = "procs_per_node (one per GPU)"
-    nproc = nproc_per_node(job)
-    image = job.image if isinstance(job.image, str) else next(iter(job.image.values()), None)
-    return PyTorchJobTarget(
-        job=job,
-        nodes=job.nodes,
-        procs_per_node=int(nproc) if nproc and nproc.isdigit() else max(1, job.resources.gpu),
-        nodes_label="nodes",
-        procs_label=procs,
-        resources=job.resources,
-        env=dict(job.env),
-        image=image,
-        shm_size=job.shm_size,
-        definition=definition,
-    )
-
-
-def _trainjob(pj: PlannedJob, job: TrainJob) -> Target:
+    assert isinstance(job, TrainJob)
+    trainer = body["spec"].get("trainer") or {}
     rt = pj.runtime.runtime if pj.runtime is not None else None
     from_rt = f"from runtime {rt.name!r}" if rt is not None else ""
-    nodes = f"nodes ({from_rt})" if job.nodes is None and from_rt else "nodes"
-    procs = "procs_per_node"
-    if job.procs_per_node is None and pj.resources is not None:
-        how = ["one per GPU" if pj.resources.gpu else "one per CPU"]
-        if job.resources is None and from_rt:
+    nodes_label = f"nodes ({from_rt})" if "numNodes" not in trainer and from_rt else "nodes"
+    procs_label = "procs_per_node"
+    if job.procs_per_node is None and (amounts or gpus):
+        how = ["one per GPU" if gpus else "one per CPU"]
+        if "resourcesPerNode" not in trainer and from_rt:
             how.append(from_rt)
-        procs += f" ({', '.join(how)})"
-    return TrainJobTarget(
-        job=job,
-        nodes=pj.nodes,
-        procs_per_node=pj.trainer_procs(),
-        nodes_label=nodes,
-        procs_label=procs,
-        resources=pj.resources,
-        env={**(rt.env if rt is not None else {}), **job.env},
-        image=pj.image or (rt.image if rt is not None else None),
-        shm_size=rt.shm_size if rt is not None else None,
-        definition=pj.definition,
-        runtime=pj.runtime,
-    )
+        procs_label += f" ({', '.join(how)})"
+    return TrainJobTarget(**fields, nodes_label=nodes_label, procs_label=procs_label)
+
+
+def _training_pods(ej: EffectiveJob) -> list[PodSet]:
+    """The pod sets that run torchrun: every replica of a PyTorchJob, a TrainJob's ``node``."""
+    if ej.kind == "TrainJob":
+        return [ps for ps in ej.pod_sets if ps.role == NODE]
+    return list(ej.pod_sets)
+
+
+def _mounts(
+    pod: PodSet, main: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, str], str | None, tuple[Claim, ...]]:
+    """Script files at ``/workspace/<name>``, the ``/dev/shm`` size and the other volumes."""
+    volumes = {v["name"]: v for v in pod.spec.get("volumes") or []}
+    files: dict[str, str] = {}
+    shm: str | None = None
+    claims: list[Claim] = []
+    for m in main.get("volumeMounts") or []:
+        volume = volumes.get(m["name"], {})
+        path = str(m["mountPath"])
+        if "configMap" in volume and path.startswith(WORKSPACE + "/") and m.get("subPath"):
+            data = configmaps.get(volume["configMap"]["name"], {}).get("data") or {}
+            files[path.removeprefix(WORKSPACE + "/")] = str(data.get(m["subPath"], ""))
+        elif path == "/dev/shm" and "emptyDir" in volume:
+            shm = str((volume["emptyDir"] or {}).get("sizeLimit", "")) or None
+        else:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            claims.append(Claim(str(claim or m["name"]), path))
+    return files, shm, tuple(claims)
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)

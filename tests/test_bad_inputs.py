@@ -698,14 +698,14 @@ CASES = [
             # No git in the workspace: what is on disk stands for what is deployed.
             command=(command, "--against", "disk"),
             file=RESNET_TJ,
-            line="job = TrainJob(",
+            line="run=1,",
             obj="TrainJob 'resnet50'",
             field="run",
             says=(
                 "TrainJob 'resnet50-r1' on cluster 'gpu-east' is deployed from generated/ on disk",
                 "would change in place (spec.trainer.args), but a TrainJob cannot change once "
-                "created (Argo CD's sync would fail: field is immutable); set run=2 to start a "
-                "new run (Argo CD prunes 'resnet50-r1'), or revert the change",
+                "created (Argo CD's sync would fail: field is immutable); set run=2 to start the "
+                "edited job as resnet50-r2 (Argo CD prunes 'resnet50-r1'), or revert the change",
             ),
             problems=2,  # one per cluster
         )
@@ -718,10 +718,10 @@ CASES = [
         ),
         command=("synth", "--against", "disk"),
         file=RESNET_TJ,
-        line="job = TrainJob(",
+        line="run=1,",
         obj="TrainJob 'resnet50'",
         field="run",
-        says=("would change in place (spec.runtimePatches)", "set run=2 to start a new run"),
+        says=("would change in place (spec.runtimePatches)", "set run=2 to start the edited job"),
         # The TrainJob and the PyTorchJob sharing the script, each on both clusters: the
         # ConfigMap's name (its hash) is part of both pod templates.
         problems=4,

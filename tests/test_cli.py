@@ -18,9 +18,7 @@ BROKEN = {
         "from trainkit import PyTorchJob, Resources\n"
         "job = PyTorchJob(name='ddp', image='i', command=['x'], nodes=-1,\n"
         "                 resources=Resources(cpu=1, memory='1Gi'))\n",
-        [
-            "jobs/vision/ddp.py:2: PyTorchJob 'ddp': nodes: Input should be greater than or equal to 1"
-        ],
+        ["jobs/vision/ddp.py:2: PyTorchJob 'ddp': nodes: must be at least 1"],
     ),
     "unknown queue": (
         "jobs/vision/ddp.py",
@@ -37,7 +35,8 @@ BROKEN = {
         "job = PyTorchJob(name='ddp', image='i', command=['x'], clusters=['west'],\n"
         "                 resources=Resources(cpu=1, memory='1Gi', gpu=6))\n",
         [
-            "jobs/vision/ddp.py:2: PyTorchJob 'ddp': resources.gpu: 6 exceeds the 4 GPUs per node of cluster 'west'"
+            # On the line of the keyword (resources=), not of the call.
+            "jobs/vision/ddp.py:3: PyTorchJob 'ddp': resources.gpu: 6 exceeds the 4 GPUs per node of cluster 'west'"
         ],
     ),
 }

@@ -88,7 +88,7 @@ def test_a_gang_larger_than_its_queue_is_refused(bare: Workspace) -> None:
     found = problems(bare)
     assert any(
         p.startswith(
-            "jobs/vision/ddp.py:3: PyTorchJob 'ddp': nodes: the gang of 5 pods needs "
+            "jobs/vision/ddp.py:7: PyTorchJob 'ddp': nodes: the gang of 5 pods needs "
             "20 nvidia.com/gpu on cluster 'east', but queue 'research' can hold at most "
             "16 nvidia.com/gpu (Queue.capability in jobs/platform/platform.py)"
         )
@@ -366,7 +366,7 @@ def test_a_runtime_named_like_kubeflows_own_is_a_warning(tw: Workspace, bare_cli
     run = bare_cli("synth")
     assert run.code == 0, run.err
     assert (
-        "warning: jobs/platform/runtimes.py:3: ClusterTrainingRuntime 'torch-distributed': name: "
+        "warning: jobs/platform/runtimes.py:4: ClusterTrainingRuntime 'torch-distributed': name: "
         "Kubeflow Trainer's install ships a ClusterTrainingRuntime named 'torch-distributed'"
     ) in run.err
 

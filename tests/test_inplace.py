@@ -35,8 +35,8 @@ def test_editing_a_deployed_trainjob_asks_for_a_new_run(tw, bare_cli):
         ) in r.err
         assert (
             "would change in place (spec.trainer.args), but a TrainJob cannot change once "
-            "created (Argo CD's sync would fail: field is immutable); set run=2 to start a "
-            "new run (Argo CD prunes 'tj-r1'), or revert the change"
+            "created (Argo CD's sync would fail: field is immutable); set run=2 to start the "
+            "edited job as tj-r2 (Argo CD prunes 'tj-r1'), or revert the change"
         ) in r.err
         assert tw.snapshot() == before
 

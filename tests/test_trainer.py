@@ -140,7 +140,7 @@ def test_effective_values_come_from_the_runtime(tw):
     [
         (
             ('runtime="torch"', 'runtime="torhc"'),
-            "jobs/vision/tj.py:3: TrainJob 'tj': runtime: unknown runtime 'torhc' on cluster "
+            "jobs/vision/tj.py:5: TrainJob 'tj': runtime: unknown runtime 'torhc' on cluster "
             "'east'; runtimes there: ClusterTrainingRuntime 'torch', TrainingRuntime 'own' "
             "(team 'vision') (declare runtimes in jobs/platform/)",
         ),
@@ -200,9 +200,9 @@ def test_runtime_names_repeat_only_on_disjoint_clusters(tw):
     [
         ({"env": {"PET_NNODES": "2"}}, "PET_NNODES may not be set: Kubeflow Trainer's torch"),
         ({"env": {"WORLD_SIZE": "2"}}, "WORLD_SIZE may not be set: torchrun sets it"),
-        ({"nodes": 0}, "greater than or equal to 1"),
-        ({"procs_per_node": 0}, "greater than or equal to 1"),
-        ({"run": 0}, "greater than or equal to 1"),
+        ({"nodes": 0}, "must be at least 1"),
+        ({"procs_per_node": 0}, "must be at least 1"),
+        ({"run": 0}, "must be at least 1"),
         ({"command": []}, "command is empty"),
         ({"name": "Bad_Name"}, "name"),
     ],
@@ -252,7 +252,7 @@ def test_another_teams_runtime_on_another_cluster_is_named_as_such(ws):
     job.write_text(job.read_text().replace('runtime="torch-2-5"', 'runtime="fsdp-a800"'))
     found = problems(ws)
     assert found == [
-        "jobs/vision/resnet50_trainjob.py:5: TrainJob 'resnet50': runtime: TrainingRuntime "
+        "jobs/vision/resnet50_trainjob.py:8: TrainJob 'resnet50': runtime: TrainingRuntime "
         "'fsdp-a800' (team 'llm') belongs to another team; a TrainJob may use its own team's "
         "TrainingRuntimes and every ClusterTrainingRuntime"
     ]

@@ -219,13 +219,14 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "rehearse",
         help="run a job's script locally as N nodes × P processes with torchrun",
-        description="Run the job's real script on this machine's CPU: one torchrun per "
-        "simulated node with exactly the env the Training Operator (PyTorchJob) or Kubeflow "
-        "Trainer (TrainJob, with the runtime of its first cluster) injects (master mapped "
-        "to 127.0.0.1, free ports), the job's env and args, and the script in a stand-in "
-        "for /workspace. GPU-only settings are downgraded and reported. Fails, naming the "
-        "node and rank, if any process exits non-zero; stops every process at --timeout. "
-        "Needs torch: pip install -e '.[rehearse]'.",
+        description="Run the job's real script on this machine's CPU as the pods of its "
+        "first cluster would run it (see `trainkit explain`): one torchrun per simulated node "
+        "with exactly the env the Training Operator (PyTorchJob) or Kubeflow Trainer "
+        "(TrainJob) injects (master mapped to 127.0.0.1, free ports), the env and args the "
+        "pods get, and the script files read-only in a writable working directory, as on "
+        "the cluster. GPU-only settings are downgraded and reported. Fails, naming the node "
+        "and rank, if any process exits non-zero; stops every process at --timeout. Needs "
+        "torch: pip install -e '.[rehearse]'.",
     )
     r.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
     r.add_argument(
@@ -236,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--jobs",
         metavar="DIR",
-        help="directory of definitions whose platform/ holds a TrainJob's runtime "
+        help="directory of definitions whose platform/ the job is planned with "
         "(default: the jobs/ directory holding FILE)",
     )
     r.add_argument("--nodes", type=int, help="simulated nodes (default: the job's, at most 2)")

@@ -18,11 +18,13 @@ caller trusts none of the payloads (see ``rebuild``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -105,13 +107,17 @@ class _Worker:
 def run(groups: Sequence[Group], limits: Limits) -> Generator[Event, None, None]:
     """Run every group in a confined process; yield events as they arrive.
 
-    Closing the iterator early (an error, Ctrl-C) kills every process.
+    Closing the iterator early (an error, Ctrl-C) kills every process, and returns
+    only once they are gone.
     """
+    origin = _origin()  # before the pipes: a forked origin must not hold them
     read_fd, write_fd = os.pipe()
     go_read, go_write = os.pipe()
-    server = _start(list(groups), limits, write_fd, go_read)
-    os.close(write_fd)
-    os.close(go_read)
+    try:
+        server = origin.start(list(groups), limits, write_fd, go_read)
+    finally:
+        os.close(write_fd)
+        os.close(go_read)
     finished = False
     try:
         for event in _events(read_fd):
@@ -121,75 +127,153 @@ def run(groups: Sequence[Group], limits: Limits) -> Generator[Event, None, None]
         finished = True
     finally:
         os.close(go_write)
+        if not finished:
+            # The server kills its supervisor and waits for it; the kernel kills the
+            # PID namespace before that wait returns. The result pipe reaches its end
+            # only when every process that holds it is gone.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGTERM)
+        _drain_blocking(read_fd)
         os.close(read_fd)
-        server.stop(kill=not finished)
 
 
-class _Server:
-    def __init__(self, pid: int | None, proc: subprocess.Popen[bytes] | None) -> None:
-        self.pid, self.proc = pid, proc
+def _drain_blocking(fd: int) -> None:
+    while os.read(fd, 1 << 16):
+        pass
 
-    def stop(self, *, kill: bool) -> None:
-        """Wait for the server; with ``kill``, first have it kill everything it started.
 
-        SIGTERM, not SIGKILL: the server then kills its supervisor and waits for it, and
-        the kernel kills the PID namespace before that wait returns, so nothing a
-        definition started is left running when this returns.
-        """
-        if self.proc is not None:
-            if kill:
-                self.proc.terminate()
-            self.proc.wait()
-        elif self.pid is not None:
-            if kill:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGTERM)
+class _Origin:
+    """A pristine process that forks one server per load.
+
+    It has imported trainkit and never runs a definition. Started once per
+    process (forked when this process runs no other thread, else a fresh
+    interpreter), so a load costs a fork, not an interpreter's start-up.
+    """
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        ours, theirs = socket.socketpair()
+        self.sock = ours
+        self._proc: subprocess.Popen[bytes] | None = None
+        if threading.active_count() == 1 and hasattr(os, "fork"):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    # Only the socket: an inherited pipe end would keep some other
+                    # reader of this process waiting for an end of file.
+                    _only_fds({theirs.fileno()})
+                    _origin_loop(theirs, self.owner)
+                finally:
+                    os._exit(0)
+            self.pid = pid
+        else:
+            # Threads (cdk8s's node bridge, a test runner) may hold locks a fork
+            # would copy locked: start a fresh interpreter instead.
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            proc = subprocess.Popen(
+                [sys.executable, "-c", "from trainkit.load.server import main; main()",
+                 str(theirs.fileno()), str(self.owner)],
+                pass_fds=(theirs.fileno(),), env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            self.pid = proc.pid
+            self._proc = proc
+        theirs.close()
+
+    def start(self, groups: list[Group], limits: Limits, out: int, go: int) -> int:
+        """Fork a server for one load; returns its pid."""
+        request = json.dumps({"groups": [list(g) for g in groups], "limits": limits.__dict__})
+        data = request.encode()
+        socket.send_fds(self.sock, [struct.pack(">I", len(data)) + data], [out, go])
+        reply = _recv_exact(self.sock, 4)
+        if reply is None:
+            raise RuntimeError("the definition server stopped")
+        return int(struct.unpack(">I", reply)[0])
+
+    def close(self) -> None:
+        """End the origin (it sees the socket close) and reap it."""
+        self.sock.close()
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
+        if self._proc is not None:
+            self._proc.returncode = 0  # reaped just above; Popen need not wait again
 
 
-def _start(groups: list[Group], limits: Limits, write_fd: int, go_fd: int) -> _Server:
-    parent = os.getpid()
-    if threading.active_count() == 1 and hasattr(os, "fork"):
-        # Nothing else runs in this process: a fork is a pristine copy that has
-        # imported trainkit and not a single definition.
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _serve(groups, write_fd, go_fd, limits, parent)
-            finally:
-                os._exit(0)
-        return _Server(pid, None)
-    # Threads (cdk8s's node bridge, a test runner) may hold locks a fork would
-    # copy locked: start a fresh interpreter instead.
-    request = json.dumps(
-        {
-            "groups": [list(g) for g in groups],
-            "limits": limits.__dict__,
-            "fd": write_fd,
-            "go": go_fd,
-            "parent": parent,
-        }
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from trainkit.load.server import main; main()"],
-        stdin=subprocess.PIPE, pass_fds=(write_fd, go_fd), env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert proc.stdin is not None
-    proc.stdin.write(request.encode())
-    proc.stdin.close()
-    return _Server(None, proc)
+_ORIGIN: _Origin | None = None
+
+
+def _origin() -> _Origin:
+    global _ORIGIN
+    if _ORIGIN is not None and _ORIGIN.owner != os.getpid():
+        # A fork of the owner: the origin belongs to the owner, leave it be.
+        _ORIGIN.sock.detach()
+        _ORIGIN = None
+    if _ORIGIN is not None and not _alive(_ORIGIN.pid):
+        _ORIGIN.close()
+        _ORIGIN = None
+    if _ORIGIN is None:
+        _ORIGIN = _Origin()
+        atexit.register(_ORIGIN.close)
+    return _ORIGIN
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
 
 
 def main() -> None:
-    """Entry point of a server started as a fresh interpreter."""
-    request = json.loads(sys.stdin.buffer.read())
-    groups = [[(int(i), str(p)) for i, p in g] for g in request["groups"]]
-    _serve(
-        groups, int(request["fd"]), int(request["go"]), Limits(**request["limits"]),
-        int(request["parent"]),
-    )  # fmt: skip
+    """Entry point of an origin started as a fresh interpreter."""
+    fd, owner = int(sys.argv[1]), int(sys.argv[2])
+    _origin_loop(socket.socket(fileno=fd), owner)
+
+
+def _origin_loop(sock: socket.socket, owner: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles Ctrl-C
+    sandbox.die_with_parent(owner)
+    sandbox.make_undumpable()
+    # Servers are reaped by the kernel: nothing here waits for them.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        # The descriptors travel with the first bytes of a request: its header.
+        header, fds, _, _ = socket.recv_fds(sock, 4, 2)
+        if len(header) < 4 or len(fds) != 2:
+            return
+        (length,) = struct.unpack(">I", header)
+        data = b""
+        while len(data) < length:
+            more = sock.recv(length - len(data))
+            if not more:
+                return
+            data += more
+        request = json.loads(data)
+        groups = [[(int(i), str(p)) for i, p in g] for g in request["groups"]]
+        out, go = fds
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                sock.close()
+                _serve(groups, out, go, Limits(**request["limits"]), me)
+            finally:
+                os._exit(0)
+        os.close(out)
+        os.close(go)
+        sock.sendall(struct.pack(">I", pid))
 
 
 def _events(fd: int) -> Iterator[Event]:

@@ -198,6 +198,8 @@ def test_progress_appears_on_a_terminal_after_the_delay_and_is_cleared() -> None
     with Progress(stream, "trainkit check", delay=0.0) as progress:
         progress.step("kustomize build generated/clusters/east")
         assert progress.drawn.wait(30)
+        progress.clear()  # before other output on the same terminal
+        assert stream.getvalue().endswith("\r\x1b[K")
         progress.step("validating")
     text = stream.getvalue()
     assert "\r\x1b[Ktrainkit check: " in text

@@ -96,6 +96,7 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _raise_if_stale(changes: Changes, out: str, command: str | None = None) -> None:
+    """StaleOutputError naming each file and the command that regenerates (default: synth's)."""
     if not changes.any:
         return
     command = command or synth_command(Path.cwd())
@@ -153,11 +154,13 @@ def _check(args: argparse.Namespace) -> int:
             Path(args.jobs), out_dir, check=True, against=args.against,
             load_options=_load_options(args), require_baseline=_require_baseline(args),
         )  # fmt: skip
+        progress.clear()
         _notices(out.notices, out.plan.warnings, args)
         _raise_if_stale(out.changes, args.out)
         progress.step("reading the CRDs")
         crds, against = _load_crds(args)
         if crds is None:
+            progress.clear()
             _unverified(args, crd_needs(out.files.items()), f"{args.out}/")
         # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
         # (oldSelf) run against the deployed version of each object.
@@ -276,7 +279,7 @@ def _explain(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     changes = write_schemas(Path(args.out), check=args.check)
     if args.check:
-        _raise_if_stale(changes, args.out)
+        _raise_if_stale(changes, args.out, "trainkit schema")
         print(f"{args.out}/ is up to date")
     else:
         print(f"{args.out}/: {changes.summary()}")

@@ -53,6 +53,13 @@ class Progress:
             if self._shown:
                 self._draw()
 
+    def clear(self) -> None:
+        """Take the line away before other output; the next step or tick draws it again."""
+        with self._lock:
+            if self._shown:
+                self._stream.write("\r\x1b[K")
+                self._stream.flush()
+
     def _run(self) -> None:
         if self._stop.wait(self._delay):
             return

@@ -7,26 +7,41 @@ TK     := $(BIN)/trainkit
 DEFINITIONS = $(filter-out %/scripts/%,$(wildcard jobs/*/*.py))
 # A CPU build by default; choose yours, e.g. TORCH='torch==2.5.1' or TORCH=torch.
 TORCH  ?= torch==2.13.0
+# Where `make crds` puts the pinned upstream CRDs (git-ignored); MIRROR=DIR|URL reads them
+# from a mirror laid out the same way instead of upstream.
+CRDS   ?= .trainkit/crds
+MIRROR ?=
+# CI (the CI variable set) must validate against CRDs; a developer without them gets a warning.
+CHECK_FLAGS ?= $(if $(CI),--require-crds)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup synth check lint test schemas bench help
+.PHONY: setup synth check crds lint test schemas bench help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(BIN)/trainkit: pyproject.toml
+# The core: what synth, schemas and crds need (no torch, no dev tools).
+$(TK): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+# Dev tools and the rehearse extra, with the torch build chosen above.
+$(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(BIN)/pip install -q -e '.[dev,rehearse]'
 	@touch $@
 
-setup: $(BIN)/trainkit ## create .venv with trainkit, dev tools and torch
+setup: $(VENV)/.dev ## create .venv with trainkit, dev tools and torch
 
-synth: setup ## write generated/ from jobs/
+synth: $(TK) ## write generated/ from jobs/ (installs trainkit only)
 	$(TK) synth
 
-schemas: setup ## write schemas/ (JSON Schema of each definition kind)
+schemas: $(TK) ## write schemas/ (JSON Schema of each definition kind)
 	$(TK) schema
+
+crds: $(TK) ## fetch every pinned upstream CRD into $(CRDS), checksums verified
+	$(TK) crds --fetch $(CRDS) --all $(if $(MIRROR),--mirror $(MIRROR))
 
 lint: setup ## ruff, mypy --strict, and mypy + pyright on the example definitions
 	$(BIN)/ruff check lib tests jobs
@@ -36,7 +51,7 @@ lint: setup ## ruff, mypy --strict, and mypy + pyright on the example definition
 	$(BIN)/pyright --pythonpath $(BIN)/python $(DEFINITIONS)
 
 check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
-	$(TK) check
+	$(TK) check $(CHECK_FLAGS)
 	$(TK) schema --check
 
 test: setup ## run the test suite

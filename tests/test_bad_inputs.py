@@ -952,7 +952,7 @@ CASES = [
         line=None,
         obj=None,
         field=None,
-        says=("is out of date; run `make synth` and commit the result",),
+        says=("is out of date; run `trainkit synth` and commit the result",),
     ),
 ]
 

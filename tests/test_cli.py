@@ -73,7 +73,7 @@ def test_synth_then_check(bare, bare_cli):
     bare.write("jobs/vision/scripts/train.py", "print('changed')\n")
     run = bare_cli("check")
     assert run.code == 1
-    assert "run `make synth` and commit the result" in run.err
+    assert "run `trainkit synth` and commit the result" in run.err
     assert "pytorchjob-ddp.yaml: is out of date" in run.err
     assert "would be added" in run.err and "would be removed" in run.err
     run = bare_cli("synth", "--check")

@@ -100,7 +100,7 @@ def test_missing_crds_directory_is_an_error_not_a_skip(bare_cli, monkeypatch):
     assert bare_cli("synth").code == 0
     run = bare_cli("check")
     assert run.code == 1
-    assert "TRAINKIT_CRDS directory does not exist" in run.err
+    assert "/nonexistent/crds: TRAINKIT_CRDS: no such directory or file" in run.err
 
 
 # --- property: whatever the models accept renders to valid manifests -------------------

@@ -78,7 +78,7 @@ def test_the_kinds_trainkit_generates_are_covered(
 
 
 def test_missing_directory_is_a_setup_error(tmp_path: Path) -> None:
-    with pytest.raises(SetupError, match="does not exist"):
+    with pytest.raises(SetupError, match="no such directory or file"):
         load_crds(tmp_path / "nope")
 
 

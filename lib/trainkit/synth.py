@@ -19,6 +19,7 @@ The layout (relative to the output directory)::
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +50,9 @@ from .render.training_operator import render_pytorchjob
 from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
-__all__ = ["Output", "Rendered", "render_files", "synthesize"]
+__all__ = ["Output", "Rendered", "render_files", "render_objects", "synth_command", "synthesize"]
 
-DEFAULT_COMMAND = "make synth"
+DEFAULT_COMMAND = "trainkit synth"
 CACHE_FILE = Path(".trainkit") / "yaml-cache.json"
 
 
@@ -81,8 +82,29 @@ class Output:
     """Every job's pods as the controllers will create them."""
 
 
-def _header(source: str) -> str:
-    command = os.environ.get("TRAINKIT_SYNTH_COMMAND") or DEFAULT_COMMAND
+def synth_command(root: Path) -> str:
+    """The command that regenerates the tree of the repository at ``root``.
+
+    ``$TRAINKIT_SYNTH_COMMAND``, else ``synth-command`` under ``[tool.trainkit]`` of the
+    repository's ``pyproject.toml`` (trainkit's own says ``make synth``), else
+    ``trainkit synth``. Headers and messages name it, so they hold in every checkout
+    whichever way a run was started.
+    """
+    explicit = os.environ.get("TRAINKIT_SYNTH_COMMAND")
+    if explicit:
+        return explicit
+    try:
+        with (root / "pyproject.toml").open("rb") as fh:
+            config = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return DEFAULT_COMMAND
+    tool = config.get("tool")
+    section = tool.get("trainkit") if isinstance(tool, dict) else None
+    command = section.get("synth-command") if isinstance(section, dict) else None
+    return command if isinstance(command, str) and command.strip() else DEFAULT_COMMAND
+
+
+def _header(source: str, command: str) -> str:
     return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
 
 
@@ -177,10 +199,12 @@ def render_files(
     cache: YamlCache,
     origins: dict[str, Definition] | None = None,
     groups: Groups | None = None,
+    command: str = DEFAULT_COMMAND,
 ) -> dict[str, bytes]:
     """Every file of the generated tree, as bytes (deterministic for a given plan).
 
-    ``origins``, when given, receives the definition of each job and runtime file.
+    ``origins``, when given, receives the definition of each job and runtime file;
+    ``command`` is the one the headers say regenerates the tree.
     """
     if groups is None:
         groups = render_groups(plan)
@@ -190,20 +214,37 @@ def render_files(
     files: dict[str, str] = {}
     for (_, items), group_texts in zip(objects, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
-            files[r.path] = _header(r.source) + text
+            files[r.path] = _header(r.source, command) + text
             if origins is not None and r.definition is not None:
                 origins[r.path] = r.definition
     for r in (r for _, items in groups for r in items if r.plain):
-        files[r.path] = _header(r.source) + _dump(r.body)
+        files[r.path] = _header(r.source, command) + _dump(r.body)
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
-        files[base + "kustomization.yaml"] = _header("jobs/") + _dump(
+        files[base + "kustomization.yaml"] = _header("jobs/", command) + _dump(
             kustomization(paths, cluster=True)
         )
-        files[base + KUSTOMIZE_CONFIG] = _header("trainkit") + _dump(kustomize_config())
-        files[base + KUSTOMIZE_OPENAPI] = _header("trainkit") + _dump(cluster_scoped_openapi())
+        files[base + KUSTOMIZE_CONFIG] = _header("trainkit", command) + _dump(kustomize_config())
+        files[base + KUSTOMIZE_OPENAPI] = _header("trainkit", command) + _dump(
+            cluster_scoped_openapi()
+        )
     return {k: files[k].encode("utf-8") for k in sorted(files)}
+
+
+def render_objects(
+    jobs_dir: Path, *, root: Path | None = None, load_options: LoadOptions | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Every object of the tree by path, and the load's notices; nothing is written.
+
+    Rendered but not serialized or compared with the deployed tree: what the tree
+    holds is known without node or git (``trainkit crds``).
+    """
+    root = root or jobs_dir.resolve().parent
+    loaded = load_jobs(jobs_dir, root, options=load_options)
+    plan = build_plan(loaded.definitions)
+    objects = [(r.path, r.body) for _, items in render_groups(plan) for r in items]
+    return objects, loaded.notices
 
 
 def synthesize(
@@ -237,7 +278,7 @@ def synthesize(
     groups = render_groups(plan)
     effective = check_cluster_truth(plan, groups)
     origins: dict[str, Definition] = {}
-    files = render_files(plan, cache, origins, groups)
+    files = render_files(plan, cache, origins, groups, synth_command(root))
     revision = plan.argocd.revision if plan.argocd else "main"
     baseline = resolve_baseline(root, out_dir, against, revision, require=require_baseline)
     keep_deployed(files, origins, baseline)

@@ -17,19 +17,24 @@ from __future__ import annotations
 
 from trainkit.validate.build import kustomize_build
 from trainkit.validate.check import check_object, describe_object
+from trainkit.validate.crd_needs import NeededCrd, crd_needs, describe_kind
 from trainkit.validate.crds import CrdSet, crds_dir, load_crds
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.pod_security import BASELINE, PodAllowance
-from trainkit.validate.report import format_json, format_text
+from trainkit.validate.report import format_github, format_json, format_text
 from trainkit.validate.tree import validate_tree
 
 __all__ = [
     "BASELINE",
     "CrdSet",
+    "NeededCrd",
     "PodAllowance",
     "check_object",
+    "crd_needs",
     "crds_dir",
+    "describe_kind",
     "describe_object",
+    "format_github",
     "format_json",
     "format_text",
     "kustomize_build",

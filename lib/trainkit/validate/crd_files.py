@@ -56,16 +56,26 @@ def _names(data: bytes, key: bytes, value: str) -> bool:
 
 
 def parse_crd_file(path: Path, data: bytes) -> list[dict[str, Any]]:
-    """The CRD documents of one file, pruned to what validation needs."""
+    """The CRD documents of one file, pruned to what validation needs.
+
+    A file holds CRD documents, or a ``v1 List`` of them: what ``kubectl get crd
+    -o yaml`` prints (and ``-o json``, which YAML reads too).
+    """
     try:
         docs = load_all(data)
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise SetupError([Problem(file=str(path), message=f"cannot read CRD file: {err}")]) from err
-    return [
-        prune(doc)
-        for doc in docs
-        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
-    ]
+    found: list[dict[str, Any]] = []
+    for doc in docs:
+        items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+        if not isinstance(items, list):
+            continue
+        found.extend(
+            prune(item)
+            for item in items
+            if isinstance(item, dict) and item.get("kind") == "CustomResourceDefinition"
+        )
+    return found
 
 
 def prune(doc: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,10 @@ _BUILTIN_GROUPS = frozenset(
         "resource", "scheduling", "storage", "storagemigration",
     )
 )  # fmt: skip
-_HOW_TO_GET = "pass --crds with your cluster's CRDs (kubectl get crd -o yaml)"
+_HOW_TO_GET = (
+    "pass --crds with your cluster's CRDs (kubectl get crd -o yaml), or the pinned "
+    "upstream ones (trainkit crds --fetch DIR)"
+)
 
 
 def is_crd_group(group: str) -> bool:
@@ -57,7 +60,7 @@ class _CrdFile:
 
 
 class CrdSet:
-    """The CRDs of one directory, by (group, served version, kind), read on first use.
+    """The CRDs of one directory or file, by (group, served version, kind), read on first use.
 
     Only the files that define a kind a manifest uses are read: their index
     comes from the cache (``crd_cache``), else a file is parsed only if its
@@ -69,6 +72,7 @@ class CrdSet:
 
     def __init__(self, directory: Path, files: list[_CrdFile], cache: CrdCache | None) -> None:
         self.directory = directory
+        """The directory or file the CRDs were read from."""
         self.unsupported_rules: list[str] = []
         self._files = files
         self._cache = cache
@@ -212,56 +216,68 @@ def _compile_all_rules(schema: Any, where: str, book: RuleBook) -> None:
     _compile_all_rules(schema.get("items"), f"{where}[]", book)
 
 
-def crds_dir(option: str | None) -> Path | None:
-    """The CRD directory: ``--crds`` wins, else ``$TRAINKIT_CRDS``, else None (no CRD checks)."""
+def crds_dir(option: str | None, *, base: Path | None = None) -> Path | None:
+    """Where the CRDs are: ``--crds`` wins, else ``$TRAINKIT_CRDS``, else None (no CRD checks).
+
+    Either names a directory (searched for ``*.yaml``/``*.yml``) or one file; a
+    relative path is relative to ``base`` (the directory the command was started in).
+    """
     raw = option if option else os.environ.get("TRAINKIT_CRDS") or None
     if raw is None:
         return None
     path = Path(raw)
-    if not path.is_dir():
+    if base is not None and not path.is_absolute():
+        path = base / path
+    if not path.exists():
         source = "--crds" if option else "TRAINKIT_CRDS"
         raise SetupError(
-            [Problem(file=str(path), message=f"{source} directory does not exist; {_HOW_TO_GET}")]
+            [
+                Problem(
+                    file=raw,
+                    message=f"{source}: no such directory or file; {_HOW_TO_GET}",
+                )
+            ]
         )
     return path
 
 
-def load_crds(directory: Path, *, no_cache: bool = False) -> CrdSet:
-    """Index the CRD files below ``directory`` (``*.yaml``/``*.yml``); parse them on first use.
+def load_crds(path: Path, *, no_cache: bool = False) -> CrdSet:
+    """Index the CRD files at ``path`` (one file, or ``*.yaml``/``*.yml`` below a directory).
 
-    Parsed CRDs are cached by content outside the work tree (``trainkit.cache_dir``)
-    unless ``no_cache`` is set or ``$CI`` is non-empty.
+    A file may hold CRD documents or a ``v1 List`` of them (``kubectl get crd -o
+    yaml``); files are parsed on first use. Parsed CRDs are cached by content
+    outside the work tree (``trainkit.cache_dir``) unless ``no_cache`` is set or
+    ``$CI`` is non-empty.
     """
-    if not directory.is_dir():
+    if path.is_file():
+        paths = [path]
+    elif path.is_dir():
+        paths = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    else:
         raise SetupError(
-            [Problem(file=str(directory), message=f"CRD directory does not exist; {_HOW_TO_GET}")]
+            [Problem(file=str(path), message=f"no such directory or file; {_HOW_TO_GET}")]
         )
-    paths = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     cache = CrdCache(cache_dir()) if cache_enabled(no_cache=no_cache) else None
     files: list[_CrdFile] = []
     any_crd = False
-    for path in paths:
-        f = _CrdFile(path)
+    for file in paths:
+        f = _CrdFile(file)
         if cache is not None:
             try:
-                f.sha = cache.digest(path)
+                f.sha = cache.digest(file)
             except OSError:
                 f.sha = None
             kinds = cache.kinds(f.sha) if f.sha is not None else None
             f.kinds = set(kinds) if kinds is not None else None
-        any_crd = any_crd or bool(f.kinds) or (f.kinds is None and _mentions_crd(path))
+        any_crd = any_crd or bool(f.kinds) or (f.kinds is None and _mentions_crd(file))
         files.append(f)
     if cache is not None:
         cache.save()
     if not any_crd:
         raise SetupError(
-            [
-                Problem(
-                    file=str(directory), message=f"no CustomResourceDefinition found; {_HOW_TO_GET}"
-                )
-            ]
+            [Problem(file=str(path), message=f"no CustomResourceDefinition found; {_HOW_TO_GET}")]
         )
-    return CrdSet(directory, files, cache)
+    return CrdSet(path, files, cache)
 
 
 def _mentions_crd(path: Path) -> bool:

@@ -22,10 +22,11 @@ from trainkit.validate.documents import InputLimitError, iter_documents, line_of
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["validate_paths", "validate_text"]
+__all__ = ["NOT_MANIFEST_GROUPS", "validate_paths", "validate_text"]
 
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-_NOT_MANIFESTS = frozenset({"kustomize.config.k8s.io"})
+NOT_MANIFEST_GROUPS = frozenset({"kustomize.config.k8s.io"})
+"""API groups of files that configure a tool and are never sent to a cluster."""
 _Identity = tuple[str, str, str, str]
 
 
@@ -122,7 +123,7 @@ def _check_document(
     obj = describe_object(doc)
     if not isinstance(api_version, str) or not api_version:
         return [(Finding(("apiVersion",), "apiVersion is missing; every object needs one"), obj)]
-    if api_version.rpartition("/")[0] in _NOT_MANIFESTS:
+    if api_version.rpartition("/")[0] in NOT_MANIFEST_GROUPS:
         return []
     if doc.get("kind") == "List" and api_version == "v1" and isinstance(doc.get("items"), list):
         found: list[tuple[Finding, str]] = []

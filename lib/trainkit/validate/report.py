@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from trainkit.errors import Problem
 
-__all__ = ["format_json", "format_text"]
+__all__ = ["format_github", "format_json", "format_text"]
 
 
 def _key(p: Problem) -> tuple[str, int, str, str, str]:
@@ -36,3 +36,31 @@ def format_json(problems: Iterable[Problem]) -> str:
         for p in sorted(problems, key=_key)
     ]
     return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+
+
+def format_github(problems: Iterable[Problem], *, level: str = "error", title: str = "") -> str:
+    """GitHub Actions workflow commands: ``::error file=F,line=N,title=T::obj: field: message``.
+
+    The runner turns each into an annotation on that line of the pull request's diff.
+    Values are escaped as the runner expects (``%``, CR and LF everywhere; ``:`` and
+    ``,`` too inside the properties).
+    """
+    lines = []
+    for p in sorted(problems, key=_key):
+        props = [f"file={_escape_property(p.file)}"]
+        if p.line is not None:
+            props.append(f"line={p.line}")
+        if title:
+            props.append(f"title={_escape_property(title)}")
+        message = ": ".join(x for x in (p.obj, p.field, p.message) if x)
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _escape_data(text: str) -> str:
+    # actions/toolkit packages/core/src/command.ts: escapeData and escapeProperty.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from trainkit.deployed.baseline import Baseline
@@ -21,18 +22,22 @@ def validate_tree(
     baseline: Baseline | None = None,
     *,
     allowance: PodAllowance = BASELINE,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[list[Problem], int]:
     """Problems of the files under ``out_dir`` and of each kustomize build; and the build count.
 
     ``baseline`` (the deployed tree) makes each changed file an update of its
     deployed version, for the CRDs' transition rules. Build outputs are
     checked as new objects only: an object's file is already compared.
-    ``allowance`` is what pod templates may be granted.
+    ``allowance`` is what pod templates may be granted. ``progress`` is told each step.
     """
+    step = progress or (lambda _text: None)
+    step(f"validating the manifests in {out_dir.as_posix()}/")
     problems = validate_paths([out_dir], crds, root=root, allowance=allowance, baseline=baseline)
     builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
     builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
     for build in builds:
+        step(f"kustomize build {build.as_posix()}")
         text, build_problems = kustomize_build(build)
         problems.extend(build_problems)
         # What Argo CD applies is the build output, so validate that too.

@@ -1,0 +1,173 @@
+"""``trainkit crds``: which CRDs the tree needs where, which are missing, fetching the pinned ones.
+
+The tree is rendered, not written nor compared with git, so the list is there
+before the first ``trainkit synth`` and without node. ``check`` validates every
+kind listed here against its CRD only when the CRD is given: this is the list to
+make complete, from the pinned upstream release files or from each cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from trainkit.errors import Problem, SetupError
+from trainkit.load import LoadOptions
+from trainkit.synth import render_objects
+from trainkit.upstream import Pin, fetch_crds, load_pins, pins_for_kinds
+from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_kind, load_crds
+
+__all__ = ["crd_report"]
+
+
+def crd_report(
+    jobs_dir: Path,
+    crds_option: str | None,
+    *,
+    fetch: Path | None = None,
+    everything: bool = False,
+    mirror: str | None = None,
+    json_output: bool = False,
+    load_options: LoadOptions | None = None,
+    started_in: Path | None = None,
+) -> int:
+    """Print the report; raise SetupError naming each missing CRD (after printing)."""
+    objects, notices = render_objects(jobs_dir, load_options=load_options)
+    for notice in notices:
+        print(f"note: {notice}", file=sys.stderr)
+    needs = crd_needs(objects)
+    pins = load_pins()
+    if fetch is not None:
+        chosen = pins if everything else pins_for_kinds(pins, {(n.group, n.kind) for n in needs})
+        fetched = fetch_crds(chosen, fetch, mirror=mirror)
+        new = sum(1 for f in fetched if f.source != "already there")
+        print(
+            f"{fetch.as_posix()}/: {len(fetched)} pinned CRD file(s), SHA-256 verified "
+            f"({new} fetched from {mirror or 'upstream'}, {len(fetched) - new} already there)",
+            file=sys.stderr,
+        )
+    if crds_option:
+        source = crds_dir(crds_option)
+    elif fetch is not None:
+        source = fetch
+    else:
+        source = crds_dir(None, base=started_in)
+    crds = load_crds(source) if source is not None else None
+    pinned = {(p.group, p.kind): p for p in reversed(pins)}  # the first pin of a kind wins
+    rows = [(n, _found(n, crds, source), pinned.get((n.group, n.kind))) for n in needs]
+    if json_output:
+        print(_json(rows, source))
+    else:
+        print(_text(rows, jobs_dir, source), end="")
+    missing = [
+        Problem(
+            file=str(source),
+            message=f"no CRD for {describe_kind(n.key)} (needed {_where(n)}); " + _how_to_get(pin),
+        )
+        for n, found, pin in rows
+        if source is not None and found is None
+    ]
+    if missing:
+        raise SetupError(missing)
+    return 0
+
+
+def _found(need: NeededCrd, crds: CrdSet | None, source: Path | None) -> str | None:
+    crd = crds.lookup(need.key) if crds is not None else None
+    if crd is None or source is None:
+        return None
+    if crd.source == source:
+        return crd.source.name
+    try:
+        return crd.source.relative_to(source).as_posix()
+    except ValueError:
+        return str(crd.source)
+
+
+def _where(need: NeededCrd) -> str:
+    places = [f"on cluster {c}" for c in need.clusters]
+    if need.argocd:
+        places.append("where Argo CD runs")
+    places += [f"by {path}" for path in need.elsewhere]
+    return ", ".join(places)
+
+
+def _how_to_get(pin: Pin | None) -> str:
+    cluster = "add your cluster's (kubectl get crd -o yaml)"
+    if pin is None:
+        return cluster
+    return (
+        f"fetch the pinned {pin.release} {pin.version} one (trainkit crds --fetch DIR), or "
+        + cluster
+    )
+
+
+def _text(
+    rows: list[tuple[NeededCrd, str | None, Pin | None]], jobs: Path, source: Path | None
+) -> str:
+    if not rows:
+        return f"The tree of {jobs.as_posix()}/ uses no custom resources.\n"
+    served = f"where {source} serves them" if source is not None else "and their upstream release"
+    out = [f"CRDs the tree of {jobs.as_posix()}/ needs, {served}:"]
+    places = sorted({c for n, _, _ in rows for c in n.clusters})
+    sections: list[tuple[str, list[tuple[NeededCrd, str | None, Pin | None]]]] = []
+    argo = [r for r in rows if r[0].argocd]
+    if argo:
+        sections.append(("where Argo CD runs (argocd/)", argo))
+    for cluster in places:
+        sections.append(
+            (
+                f"cluster {cluster} (clusters/{cluster}/)",
+                [r for r in rows if cluster in r[0].clusters],
+            )
+        )
+    other = [r for r in rows if r[0].elsewhere]
+    if other:
+        sections.append(("elsewhere", other))
+    table: list[tuple[str, ...]] = []
+    for title, section in sections:
+        table.append((title,))
+        for need, found, pin in section:
+            if source is None:
+                last = f"{pin.release} {pin.version}" if pin else "(not pinned)"
+            else:
+                last = found or "MISSING"
+            table.append((need.group, need.kind, need.version, last))
+    widths = [max(len(r[i]) for r in table if len(r) == 4) for i in range(3)]
+    for row in table:
+        if len(row) == 1:
+            out.append(f"  {row[0]}")
+        else:
+            cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
+            out.append("    " + "  ".join([*cells, row[3]]))
+    if source is None:
+        out.append(
+            "No CRDs given (--crds or $TRAINKIT_CRDS), so nothing was compared: fetch the pinned "
+            "ones with `trainkit crds --fetch DIR`, or dump your clusters' with "
+            "`kubectl get crd -o yaml`."
+        )
+    return "\n".join(out) + "\n"
+
+
+def _json(rows: list[tuple[NeededCrd, str | None, Pin | None]], source: Path | None) -> str:
+    return json.dumps(
+        {
+            "crds": str(source) if source is not None else None,
+            "needs": [
+                {
+                    "group": n.group,
+                    "version": n.version,
+                    "kind": n.kind,
+                    "clusters": list(n.clusters),
+                    "argocd": n.argocd,
+                    "found": found,
+                    "pinned": None
+                    if pin is None
+                    else {"release": pin.release, "version": pin.version, "url": pin.url},
+                }
+                for n, found, pin in rows
+            ],
+        },
+        indent=2,
+    )

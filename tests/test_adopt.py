@@ -1,0 +1,274 @@
+"""Adoption: the package, `trainkit init`, the README walkthrough, CI and pre-commit as shipped."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainkit import __version__
+from trainkit.cli import _parser, main
+from trainkit.scaffold import scaffold_files
+from trainkit.synth import synth_command, synthesize
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+SCAFFOLD = [
+    ".github/workflows/trainkit.yml",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "README.md",
+    "jobs/platform/clusters.py",
+    "jobs/platform/policy.py",
+    "jobs/platform/teams.py",
+    "jobs/research/example_ddp.py",
+    "jobs/research/scripts/train.py",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --- the package -------------------------------------------------------------------------
+
+
+def test_the_distribution_is_installable_under_a_free_name() -> None:
+    project = PYPROJECT["project"]
+    # "trainkit" on the public index is an unrelated project (0.0.1, 0.0.2).
+    assert project["name"] == "trainkit-gitops"
+    assert project["scripts"] == {"trainkit": "trainkit.cli:main"}
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    license_text = (REPO / "LICENSE").read_text()
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert not any("torch" in dep for dep in project["dependencies"])
+    assert any(dep.startswith("torch") for dep in project["optional-dependencies"]["rehearse"])
+    assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text()
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]["trainkit"]
+    assert "upstream/*.toml" in data and "scaffold/template/**/*.tmpl" in data
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"trainkit {__version__}\n"
+
+
+def test_make_synth_installs_neither_torch_nor_the_dev_tools(tmp_path: Path) -> None:
+    def dry(target: str) -> str:
+        return subprocess.run(
+            ["make", "-n", target, f"VENV={tmp_path}/venv"],
+            cwd=REPO, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+
+    synth = dry("synth")
+    assert f"{tmp_path}/venv/bin/pip install -q -e .\n" in synth
+    assert "torch" not in synth and "[dev" not in synth
+    assert synth.rstrip().endswith("bin/trainkit synth")
+    setup = dry("setup")
+    assert "torch==" in setup and ".[dev,rehearse]" in setup
+    assert "trainkit crds --fetch .trainkit/crds --all" in dry("crds")
+
+
+# --- trainkit init -----------------------------------------------------------------------
+
+
+def test_init_writes_a_repository_that_synthesizes_and_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], crds: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "init", "ml-jobs")
+    assert code == 0
+    assert [
+        line.removeprefix("created ml-jobs/") for line in out.splitlines()[: len(SCAFFOLD)]
+    ] == SCAFFOLD
+    assert "cd ml-jobs && trainkit synth && trainkit check" in out
+    root = tmp_path / "ml-jobs"
+    assert (
+        sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == SCAFFOLD
+    )
+    gitignore = (root / ".gitignore").read_text().splitlines()
+    assert ".trainkit/" in gitignore and ".*.trainkit-*" in gitignore
+
+    monkeypatch.chdir(root)
+    code, out, err = run(capsys, "synth")
+    assert code == 0, err
+    assert out == "generated/: 15 added, 0 changed, 0 removed, 0 unchanged\n"
+    code, out, err = run(capsys, "check", "--require-crds", "--crds", str(crds))
+    assert code == 0, err
+    header = (root / "generated/clusters/gpu/research/pytorchjob-example-ddp.yaml").read_text()
+    assert header.splitlines()[1] == "# Regenerate with: trainkit synth"
+
+    # Messages name the trainkit command too.
+    job = root / "jobs/research/example_ddp.py"
+    job.write_text(job.read_text().replace('"20"', '"30"'))
+    code, _, err = run(capsys, "check", "--crds", str(crds))
+    assert code == 1
+    assert "pytorchjob-example-ddp.yaml: is out of date; run `trainkit synth` and commit" in err
+    assert "make" not in err
+
+
+def test_init_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("# ours\n")
+    (tmp_path / ".gitignore").write_text("*.pyc\n.venv/")
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (tmp_path / ".github/workflows").mkdir(parents=True)
+    (tmp_path / ".github/workflows/trainkit.yml").write_text("on: push\n")
+    code, _, err = run(capsys, "init")
+    assert code == 1
+    assert err.splitlines() == [
+        "error: .github/workflows/trainkit.yml: exists already; move it away or run trainkit "
+        "init in another directory",
+        "error: .pre-commit-config.yaml: exists already; move it away or run trainkit init in "
+        "another directory",
+        "trainkit init: 2 error(s)",
+    ]
+    assert not (tmp_path / "jobs").exists()
+
+    (tmp_path / ".pre-commit-config.yaml").unlink()
+    (tmp_path / ".github/workflows/trainkit.yml").unlink()
+    code, out, _ = run(capsys, "init", ".")
+    assert code == 0
+    assert "kept ./README.md" in out and "extended ./.gitignore" in out
+    assert (tmp_path / "README.md").read_text() == "# ours\n"
+    assert (tmp_path / ".gitignore").read_text() == (
+        "*.pyc\n.venv/\n# trainkit: caches, fetched CRDs and the temporaries of `trainkit synth`\n"
+        ".trainkit/\n.*.trainkit-*\n__pycache__/\n"
+    )
+    code, _, err = run(capsys, "init", ".")
+    assert code == 1
+    assert "jobs/platform: exists already: this repository has a platform" in err
+
+
+def test_the_scaffolded_ci_pins_this_release_and_requires_the_crds() -> None:
+    files = scaffold_files()
+    workflow = yaml.safe_load(files[".github/workflows/trainkit.yml"])
+    assert workflow["permissions"] == {"contents": "read"}
+    job = workflow["jobs"]["trainkit"]
+    steps = job["steps"]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0  # origin/main is required when CI is set
+    runs = [s["run"] for s in steps if "run" in s]
+    assert runs == [
+        f"pip install 'trainkit-gitops=={__version__}'",
+        'trainkit crds --fetch "$TRAINKIT_CRDS"',
+        "trainkit check --require-crds --format github",
+    ]
+    assert job["env"]["TRAINKIT_CRDS"] == ".trainkit/crds"
+    for command in runs[1:]:
+        _parser().parse_args(shlex.split(command.replace('"$TRAINKIT_CRDS"', "x"))[1:])
+    hooks = yaml.safe_load(files[".pre-commit-config.yaml"])["repos"][0]["hooks"]
+    assert [(h["id"], h["entry"]) for h in hooks] == [
+        ("trainkit-synth", "trainkit synth"),
+        ("trainkit-check", "trainkit check"),
+    ]
+    assert __version__ in files[".pre-commit-config.yaml"]
+
+
+# --- the command that regenerates -----------------------------------------------------------
+
+
+def test_a_repository_names_its_own_regenerate_command(bare, monkeypatch) -> None:
+    assert synth_command(bare.root) == "trainkit synth"
+    bare.write("pyproject.toml", '[tool.trainkit]\nsynth-command = "make synth"\n')
+    out = synthesize(bare.jobs, bare.out)
+    assert all(b"\n# Regenerate with: make synth\n" in data for data in out.files.values())
+    monkeypatch.setenv("TRAINKIT_SYNTH_COMMAND", "just synth")
+    assert synth_command(bare.root) == "just synth"
+    bare.write("pyproject.toml", "[tool.trainkit\n")  # unreadable: the default, no traceback
+    monkeypatch.delenv("TRAINKIT_SYNTH_COMMAND")
+    assert synth_command(bare.root) == "trainkit synth"
+
+
+def test_this_repository_regenerates_with_make() -> None:
+    assert synth_command(REPO) == "make synth"
+    job = REPO / "generated/clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml"
+    assert job.read_text().splitlines()[1] == "# Regenerate with: make synth"
+
+
+# --- the README walkthrough is what .ci/adopt runs ------------------------------------------
+
+MARKER = "<!-- adoption walkthrough"
+
+
+def walkthrough() -> list[str]:
+    """The lines of the sh block after the marker (what .ci/adopt extracts with awk)."""
+    after = README.split(MARKER, 1)[1]
+    block = after.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_ci_adopt_runs_the_readme_walkthrough() -> None:
+    adopt = (REPO / ".ci/adopt").read_text()
+    assert "/<!-- adoption walkthrough/" in adopt and '"$walkthrough"' in adopt
+    assert "bash .ci/adopt" in (REPO / ".ci/run").read_text()
+    extracted = subprocess.run(
+        ["awk", re.search(r"awk '(.*?)' \"\$repo/README.md\"", adopt, re.S)[1], "README.md"],  # type: ignore[index]
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert [line.split("  #", 1)[0].strip() for line in extracted.splitlines()] == walkthrough()
+    commands = " ; ".join(walkthrough())
+    for step in (
+        "trainkit init",
+        "trainkit synth",
+        "trainkit crds --fetch",
+        "check --require-crds",
+    ):
+        assert step in commands
+
+
+def test_the_walkthrough_passes_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], crds: Path
+) -> None:
+    """The same lines through ``main`` (the wheel-installed run is .ci/adopt, outside pytest)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    monkeypatch.setenv("TRAINKIT_CRDS_MIRROR", str(crds))
+    for line in walkthrough():
+        for command in line.split("&&"):
+            argv = shlex.split(command)
+            if argv[0] == "cd":
+                monkeypatch.chdir(Path.cwd() / argv[1])
+                continue
+            assert argv[0] == "trainkit", line
+            code, _, err = run(capsys, *argv[1:])
+            assert code == 0, f"{command}: {err}"
+    assert (tmp_path / "ml-jobs/.trainkit/crds/volcano/scheduling.volcano.sh_queues.yaml").is_file()
+
+
+# --- CI and pre-commit as shipped ----------------------------------------------------------
+
+
+def test_the_github_workflow_fetches_the_crds_it_validates_against() -> None:
+    workflow = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text())
+    job = workflow["jobs"]["trainkit"]
+    assert job["env"]["TRAINKIT_CRDS"] == "${{ github.workspace }}/.trainkit/crds"
+    steps = job["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    runs = [s["run"] for s in steps if "run" in s]
+    assert runs == ['make crds CRDS="$TRAINKIT_CRDS"', "bash .ci/run"]
+    # With CI set, make check requires the CRDs.
+    makefile = (REPO / "Makefile").read_text()
+    assert "CHECK_FLAGS ?= $(if $(CI),--require-crds)" in makefile
+    assert "$(TK) check $(CHECK_FLAGS)" in makefile
+
+
+def test_pre_commit_hooks_run_real_commands() -> None:
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert [h["id"] for h in hooks] == ["trainkit-synth", "trainkit-check"]
+    for hook in hooks:
+        assert hook["language"] == "python" and hook["pass_filenames"] is False
+        argv = shlex.split(hook["entry"])
+        assert argv[0] == "trainkit"
+        assert _parser().parse_args(argv[1:]).command == argv[1]

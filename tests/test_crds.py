@@ -1,0 +1,287 @@
+"""CRDs, honestly: which ones a tree needs, the pinned upstream files, and what check says without them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainkit.errors import SetupError
+from trainkit.upstream import fetch_crds, load_pins, pins_for_kinds
+from trainkit.validate import crd_needs, load_crds
+from trainkit.validate.crd_files import parse_crd_file
+
+# What the bare workspace (conftest) generates: PyTorchJobs and Queues on its clusters,
+# Applications and AppProjects where Argo CD runs.
+BARE_KINDS = {
+    ("argoproj.io", "AppProject"),
+    ("argoproj.io", "Application"),
+    ("kubeflow.org", "PyTorchJob"),
+    ("scheduling.volcano.sh", "Queue"),
+}
+
+
+def needed_files(crds: Path) -> list[Path]:
+    return [crds / pin.path for pin in pins_for_kinds(load_pins(), BARE_KINDS)]
+
+
+# --- the pins ----------------------------------------------------------------------------
+
+
+def test_every_pin_is_the_local_copy_of_its_upstream_file(crds: Path) -> None:
+    pins = load_pins()
+    assert len(pins) == len({p.path for p in pins}) >= 20
+    for pin in pins:
+        data = (crds / pin.path).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == pin.sha256, pin.path
+        (doc,) = parse_crd_file(crds / pin.path, data)
+        assert (doc["spec"]["group"], doc["spec"]["kind"]) == (pin.group, pin.kind), pin.path
+        assert pin.url.startswith("https://raw.githubusercontent.com/"), pin.url
+        assert pin.url.endswith("/" + pin.path.split("/")[-1]), pin.url
+        assert pin.version in pin.url or len(pin.url.split("/")[5]) == 40, pin.url  # tag or commit
+
+
+def test_the_pins_cover_every_kind_trainkit_generates() -> None:
+    kinds = {(p.group, p.kind) for p in load_pins()}
+    assert {
+        ("trainer.kubeflow.org", "TrainJob"),
+        ("trainer.kubeflow.org", "TrainingRuntime"),
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+        *BARE_KINDS,
+    } <= kinds
+
+
+# --- fetching ----------------------------------------------------------------------------
+
+
+def test_fetch_from_a_mirror_writes_verified_files_once(tmp_path: Path, crds: Path) -> None:
+    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "Queue")})
+    dest = tmp_path / "crds"
+    (first,) = fetch_crds(pins, dest, mirror=str(crds))
+    assert first.source == (crds / "volcano/scheduling.volcano.sh_queues.yaml").as_uri()
+    assert first.path.read_bytes() == (crds / pins[0].path).read_bytes()
+    # A file:// URL is the same code path; a verified file is not fetched again.
+    (again,) = fetch_crds(pins, dest, mirror=crds.as_uri())
+    assert again.source == "already there"
+    assert [p.name for p in dest.rglob("*") if p.is_file()] == ["scheduling.volcano.sh_queues.yaml"]
+
+
+def test_a_file_whose_checksum_differs_is_not_written(tmp_path: Path, crds: Path) -> None:
+    mirror = tmp_path / "mirror"
+    (mirror / "volcano").mkdir(parents=True)
+    original = (crds / "volcano/scheduling.volcano.sh_queues.yaml").read_text()
+    (mirror / "volcano/scheduling.volcano.sh_queues.yaml").write_text(original + "# edited\n")
+    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "Queue")})
+    with pytest.raises(SetupError) as err:
+        fetch_crds(pins, tmp_path / "dest", mirror=str(mirror))
+    (problem,) = err.value.problems
+    assert problem.file.endswith("mirror/volcano/scheduling.volcano.sh_queues.yaml")
+    assert f"differs from the pinned {pins[0].sha256} of Volcano v1.12.4" in problem.message
+    assert "not written" in problem.message
+    assert not (tmp_path / "dest").exists()
+
+
+def test_unreachable_sources_are_named(tmp_path: Path) -> None:
+    pins = load_pins(
+        """
+[[release]]
+dir = "x"
+name = "X"
+version = "v1"
+url = "ftp://example.invalid/crds/"
+
+[[release.file]]
+name = "x.yaml"
+kind = "x.example.com/X"
+sha256 = "00"
+"""
+    )
+    with pytest.raises(SetupError, match=r"unsupported URL scheme 'ftp'"):
+        fetch_crds(pins, tmp_path / "dest")
+    with pytest.raises(SetupError) as err:
+        fetch_crds(pins, tmp_path / "dest", mirror=(tmp_path / "empty").as_uri())
+    assert "cannot fetch x/x.yaml" in err.value.problems[0].message
+    with pytest.raises(SetupError, match="CRD mirror: no such directory"):
+        fetch_crds(pins, tmp_path / "dest", mirror=str(tmp_path / "nope"))
+
+
+# --- trainkit crds -----------------------------------------------------------------------
+
+
+def test_crds_lists_what_each_cluster_needs_and_its_upstream_release(bare_cli, monkeypatch):
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    run = bare_cli("crds")
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0] == "CRDs the tree of jobs/ needs, and their upstream release:"
+    argo = lines.index("  where Argo CD runs (argocd/)")
+    east = lines.index("  cluster east (clusters/east/)")
+    assert lines[argo + 1].split() == [
+        "argoproj.io",
+        "AppProject",
+        "v1alpha1",
+        "Argo",
+        "CD",
+        "v3.5.1",
+    ]
+    assert lines[east + 1].split()[:3] == ["kubeflow.org", "PyTorchJob", "v1"]
+    assert lines[east + 2].split() == [
+        "scheduling.volcano.sh",
+        "Queue",
+        "v1beta1",
+        "Volcano",
+        "v1.12.4",
+    ]
+    # No job runs on the third cluster; the queue, listing no clusters, is on all three.
+    plain = lines.index("  cluster plain (clusters/plain/)")
+    assert lines[plain + 1].split()[:2] == ["scheduling.volcano.sh", "Queue"]
+    assert lines[plain + 2] == "  cluster west (clusters/west/)"
+    assert "No CRDs given" in lines[-1]
+
+
+def test_crds_names_each_missing_crd_and_where_it_is_needed(bare_cli, crds, tmp_path):
+    only_argocd = tmp_path / "argocd-only"
+    shutil.copytree(crds / "argocd", only_argocd)
+    run = bare_cli("crds", "--crds", str(only_argocd))
+    assert run.code == 1
+    assert "    argoproj.io            Application  v1alpha1  application-crd.yaml" in run.out
+    assert "scheduling.volcano.sh  Queue        v1beta1   MISSING" in run.out
+    assert (
+        f"error: {only_argocd}: no CRD for kubeflow.org/v1 PyTorchJob (needed on cluster east, "
+        "on cluster west); fetch the pinned Kubeflow Training Operator v1.9.4 "
+        "one (trainkit crds --fetch DIR), or add your cluster's (kubectl get crd -o yaml)"
+    ) in run.err
+    assert run.err.endswith("trainkit crds: 2 error(s)\n")
+
+
+def test_crds_fetch_gets_what_the_tree_needs_then_check_requires_them(bare, bare_cli, crds):
+    run = bare_cli("crds", "--fetch", "crds", "--mirror", str(crds), "--format", "json")
+    assert run.code == 0, run.err
+    assert "crds/: 4 pinned CRD file(s), SHA-256 verified (4 fetched from" in run.err
+    report = json.loads(run.out)
+    assert report["crds"] == "crds"
+    assert {(n["group"], n["kind"]) for n in report["needs"]} == BARE_KINDS
+    queue = next(n for n in report["needs"] if n["kind"] == "Queue")
+    assert queue["clusters"] == ["east", "plain", "west"] and queue["argocd"] is False
+    assert queue["found"] == "volcano/scheduling.volcano.sh_queues.yaml"
+    assert queue["pinned"]["url"].endswith(
+        "/v1.12.4/config/crd/volcano/bases/" + Path(queue["found"]).name
+    )
+    fetched = sorted(
+        p.relative_to(bare.root / "crds").as_posix() for p in (bare.root / "crds").rglob("*.yaml")
+    )
+    assert fetched == sorted(pin.path for pin in pins_for_kinds(load_pins(), BARE_KINDS))
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--require-crds", "--crds", "crds")
+    assert run.code == 0, run.err
+    assert "valid against the CRDs in crds;" in run.out
+
+
+# --- --crds as one file, a List as kubectl prints it --------------------------------------
+
+
+def kubectl_list(files: list[Path]) -> str:
+    """What ``kubectl get crd -o yaml`` prints: a v1 List of CRDs with server fields."""
+    items = []
+    for path in files:
+        doc = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+        doc["metadata"].update(uid="0f0e", resourceVersion="1", generation=1)
+        doc["status"] = {"acceptedNames": doc["spec"]["names"], "storedVersions": ["v1"]}
+        items.append(doc)
+    return yaml.dump(
+        {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
+        Dumper=yaml.CSafeDumper,
+    )
+
+
+def test_a_kubectl_list_file_is_a_crd_source(bare, bare_cli, crds, tmp_path):
+    dump = tmp_path / "cluster-crds.yaml"
+    dump.write_text(kubectl_list(needed_files(crds)))
+    loaded = load_crds(dump, no_cache=True)
+    assert {(g, k) for g, _, k in loaded.kinds()} == BARE_KINDS
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--require-crds", "--crds", str(dump))
+    assert run.code == 0, run.err
+    run = bare_cli("crds", "--crds", str(dump))
+    assert run.code == 0, run.err
+    assert "kubeflow.org           PyTorchJob   v1        cluster-crds.yaml" in run.out
+
+
+def test_a_directory_of_crd_documents_or_lists_is_a_crd_source(tmp_path, crds):
+    (tmp_path / "a.yaml").write_text(kubectl_list(needed_files(crds)[:1]))
+    shutil.copy(needed_files(crds)[1], tmp_path / "b.yaml")
+    (tmp_path / "empty-list.yml").write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    kinds = {(g, k) for g, _, k in load_crds(tmp_path, no_cache=True).kinds()}
+    assert len(kinds) == 2
+
+
+def test_a_file_without_crds_is_a_setup_error(tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    with pytest.raises(SetupError, match="no CustomResourceDefinition found"):
+        load_crds(path)
+
+
+def test_crd_needs_reads_bytes_and_objects_and_skips_kustomize_files() -> None:
+    needs = crd_needs(
+        [
+            ("clusters/a/q.yaml", b"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"),
+            ("clusters/b/q.yaml", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"}),
+            (
+                "clusters/a/kustomization.yaml",
+                b"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+            ),
+            ("argocd/app.yaml", {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application"}),
+            (
+                "other/list.yaml",
+                b"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: x.io/v1, kind: X}\n",
+            ),
+            ("clusters/a/cm.yaml", b"apiVersion: v1\nkind: ConfigMap\n"),
+            ("clusters/a/broken.yaml", b"key: [unclosed\n"),
+        ]
+    )
+    assert [(n.group, n.kind, n.clusters, n.argocd, n.elsewhere) for n in needs] == [
+        ("argoproj.io", "Application", (), True, ()),
+        ("scheduling.volcano.sh", "Queue", ("a", "b"), False, ()),
+        ("x.io", "X", (), False, ("other/list.yaml",)),
+    ]
+
+
+# --- check and validate without CRDs ------------------------------------------------------
+
+UNVERIFIED = (
+    "not validated against CRDs (no --crds, and TRAINKIT_CRDS is not set): the schemas and CEL "
+    "rules of argoproj.io/v1alpha1 AppProject, argoproj.io/v1alpha1 Application, kubeflow.org/v1 "
+    "PyTorchJob, scheduling.volcano.sh/v1beta1 Queue went unchecked"
+)
+
+
+def test_check_without_crds_says_what_it_could_not_verify(bare, bare_cli, monkeypatch):
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check")
+    assert run.code == 0
+    assert f"warning: generated/: {UNVERIFIED}" in run.err
+    assert "--require-crds makes this an error" in run.err
+    assert "valid against object rules only, NOT against CRDs" in run.out
+    before = bare.snapshot()
+    run = bare_cli("check", "--require-crds")
+    assert run.code == 1
+    assert f"error: generated/: {UNVERIFIED}" in run.err
+    assert "(--require-crds)" in run.err
+    assert bare.snapshot() == before
+
+
+def test_validate_without_crds_warns_and_require_crds_fails(bare_cli, monkeypatch):
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    assert bare_cli("synth").code == 0
+    run = bare_cli("validate")
+    assert run.code == 0
+    assert "warning: generated: not validated against CRDs" in run.err
+    run = bare_cli("validate", "--require-crds")
+    assert run.code == 1
+    assert "error: generated: not validated against CRDs" in run.err

@@ -118,7 +118,7 @@ def test_in_place_change_example_is_what_synth_prints(tmp_path, monkeypatch, cap
 
 
 def test_explain_example_is_what_explain_prints(monkeypatch, capsys):
-    (block,) = blocks("console")
+    (block,) = [b for b in blocks("console") if b.startswith("$ trainkit explain ")]
     command, expected = block.split("\n", 1)
     monkeypatch.chdir(REPO)
     assert main(command.removeprefix("$ trainkit ").split()) == 0

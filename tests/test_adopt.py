@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -65,10 +66,13 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_make_synth_installs_neither_torch_nor_the_dev_tools(tmp_path: Path) -> None:
+    # Under `make test` the parent's MAKEFLAGS would make this make print directories.
+    quiet = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+
     def dry(target: str) -> str:
         return subprocess.run(
-            ["make", "-n", target, f"VENV={tmp_path}/venv"],
-            cwd=REPO, capture_output=True, text=True, check=True,
+            ["make", "--no-print-directory", "-n", target, f"VENV={tmp_path}/venv"],
+            cwd=REPO, capture_output=True, text=True, check=True, env=quiet,
         ).stdout  # fmt: skip
 
     synth = dry("synth")

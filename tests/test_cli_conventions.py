@@ -122,7 +122,7 @@ def test_synth_reports_as_github_annotations_and_json(bare, bare_cli) -> None:
     run = bare_cli("synth", "--format", "github")
     assert run.code == 1
     assert run.out == (
-        "::error file=jobs/vision/ddp.py,line=2,title=trainkit synth::PyTorchJob 'ddp': "
+        "::error file=jobs/vision/ddp.py,line=3,title=trainkit synth::PyTorchJob 'ddp': "
         f"{GPU_MESSAGE}\n"
     )
     assert run.err == "trainkit synth: 1 error(s)\n"
@@ -131,7 +131,7 @@ def test_synth_reports_as_github_annotations_and_json(bare, bare_cli) -> None:
     (row,) = json.loads(run.out)
     assert row == {
         "file": "jobs/vision/ddp.py",
-        "line": 2,
+        "line": 3,
         "obj": "PyTorchJob 'ddp'",
         "field": "resources.gpu",
         "message": "6 exceeds the 4 GPUs per node of cluster 'west'",

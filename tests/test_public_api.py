@@ -37,7 +37,7 @@ def test_all_is_pinned_and_sorted():
 def test_version_is_one_string():
     from importlib.metadata import version
 
-    assert trainkit.__version__ == version("trainkit")
+    assert trainkit.__version__ == version("trainkit-gitops")
 
 
 def test_importing_trainkit_loads_no_model_until_one_is_used():

@@ -3,11 +3,11 @@
 ::
 
     trainkit (never runs a definition)
-      └─ server: forked before any thread starts (or a fresh interpreter when the
-         caller already runs threads); enters the sandbox (``sandbox.enter``)
-           └─ supervisor (process 1 of the new PID namespace): no capabilities
-                ├─ worker: runs the files of one group (a team directory, or one file)
-                └─ worker …  (at most ``Limits.jobs`` at a time)
+      └─ origin: a fresh interpreter, started once, that has imported the models
+           └─ server: forked per load; enters the sandbox (``sandbox.enter``)
+                └─ supervisor (process 1 of the new PID namespace): no capabilities
+                     ├─ worker: runs the files of one group (a team directory, or one file)
+                     └─ worker …  (at most ``Limits.jobs`` at a time)
 
 A worker reports on a pipe of its own: ``S`` (starting file *i*) and ``R``
 (file *i*'s objects as JSON). The supervisor is the only writer to the pipe
@@ -28,7 +28,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from collections import deque
@@ -145,39 +144,26 @@ def _drain_blocking(fd: int) -> None:
 class _Origin:
     """A pristine process that forks one server per load.
 
-    It has imported trainkit and never runs a definition. Started once per
-    process (forked when this process runs no other thread, else a fresh
-    interpreter), so a load costs a fork, not an interpreter's start-up.
+    It has imported trainkit's models and never runs a definition. Started once
+    per process, so a load costs a fork, not an interpreter's start-up.
     """
 
     def __init__(self) -> None:
         self.owner = os.getpid()
         ours, theirs = socket.socketpair()
         self.sock = ours
-        self._proc: subprocess.Popen[bytes] | None = None
-        if threading.active_count() == 1 and hasattr(os, "fork"):
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    # Only the socket: an inherited pipe end would keep some other
-                    # reader of this process waiting for an end of file.
-                    _only_fds({theirs.fileno()})
-                    _origin_loop(theirs, self.owner)
-                finally:
-                    os._exit(0)
-            self.pid = pid
-        else:
-            # Threads (cdk8s's node bridge, a test runner) may hold locks a fork
-            # would copy locked: start a fresh interpreter instead.
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            proc = subprocess.Popen(
-                [sys.executable, "-c", "from trainkit.load.server import main; main()",
-                 str(theirs.fileno()), str(self.owner)],
-                pass_fds=(theirs.fileno(),), env=env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            self.pid = proc.pid
-            self._proc = proc
+        # Always a fresh interpreter, never a fork of this process: a fork would
+        # carry whatever this process holds (the platform's objects of an earlier
+        # load, a library user's models) into every definition's memory, and any
+        # lock a thread (cdk8s's node bridge, a test runner) held at the fork.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", "from trainkit.load.server import main; main()",
+             str(theirs.fileno()), str(self.owner)],
+            pass_fds=(theirs.fileno(),), env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.pid = self._proc.pid
         theirs.close()
 
     def start(self, groups: list[Group], limits: Limits, out: int, go: int) -> int:
@@ -195,8 +181,7 @@ class _Origin:
         self.sock.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        if self._proc is not None:
-            self._proc.returncode = 0  # reaped just above; Popen need not wait again
+        self._proc.returncode = 0  # reaped just above; Popen need not wait again
 
 
 _ORIGIN: _Origin | None = None
@@ -238,6 +223,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
 def main() -> None:
     """Entry point of an origin started as a fresh interpreter."""
     fd, owner = int(sys.argv[1]), int(sys.argv[2])
+    # Every fork starts with the models a definition imports already loaded.
+    import trainkit.model  # noqa: F401
+
     _origin_loop(socket.socket(fileno=fd), owner)
 
 

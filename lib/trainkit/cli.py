@@ -1,33 +1,41 @@
-"""The ``trainkit`` command: thin wrappers that call library functions and print results."""
+"""The ``trainkit`` command: thin wrappers that call library functions and print results.
+
+Everything heavy (the models, cdk8s, validation) is imported by the command that needs
+it, so that ``trainkit synth`` and ``check`` with unchanged inputs (``runcache``)
+answer without loading any of it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ManifestError, Problem, StaleOutputError, TrainkitError
-from .load import LoadOptions
-from .schema import write_schemas
-from .synth import synthesize
-from .write import Changes
 
 if TYPE_CHECKING:
+    from .load import LoadOptions
+    from .runcache import Record, RunCache
     from .validate import CrdSet
+    from .write import Changes
 
 __all__ = ["main"]
 
 
 def _load_options(args: argparse.Namespace) -> LoadOptions:
+    from .load import LoadOptions
+
     return LoadOptions(
         timeout=args.load_timeout, memory=args.load_memory << 20, isolation=args.isolation
     )
 
 
-def _notices(notices: Sequence[str], warnings: Sequence[Problem] = ()) -> None:
+def _notices(notices: Sequence[str], warnings: Sequence[Problem | str] = ()) -> None:
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
     for warning in warnings:
@@ -40,9 +48,23 @@ def _require_baseline(args: argparse.Namespace) -> bool:
 
 
 def _synth(args: argparse.Namespace) -> int:
+    runs = _run_cache(args)
+    record = _unchanged(args, runs, "synth", {})
+    if record is not None:
+        _notices((), record.warnings)
+        if args.check:
+            print(f"{args.out}/ is up to date ({len(record.outputs)} files)")
+        else:
+            from .write import Changes
+
+            print(f"{args.out}/: {Changes(unchanged=len(record.outputs)).summary()}")
+        return 0
+    from .synth import synthesize
+
     out = synthesize(
         Path(args.jobs), Path(args.out), check=args.check, against=args.against,
         load_options=_load_options(args), require_baseline=_require_baseline(args),
+        use_cache=not args.no_cache, runs=runs,
     )  # fmt: skip
     _notices(out.notices, out.plan.warnings)
     if args.check:
@@ -51,6 +73,45 @@ def _synth(args: argparse.Namespace) -> int:
     else:
         print(f"{args.out}/: {out.changes.summary()}")
     return 0
+
+
+def _run_cache(args: argparse.Namespace) -> RunCache | None:
+    """The run records for this command line, unless caches are off (see ``cache_dir``)."""
+    from .cache_dir import cache_enabled
+
+    jobs = Path(args.jobs)
+    if not cache_enabled(no_cache=args.no_cache) or not jobs.is_dir():
+        return None
+    from .runcache import RunCache, synth_options
+
+    options = synth_options(args.against, _require_baseline(args))
+    return RunCache(jobs.resolve().parent, jobs, Path(args.out), options)
+
+
+def _unchanged(
+    args: argparse.Namespace, runs: RunCache | None, kind: str, extra: dict[str, object]
+) -> Record | None:
+    """The record of the last ``kind`` run if nothing it depends on changed: its inputs,
+    the deployed baseline, and every file of the output directory."""
+    if runs is None:
+        return None
+    record = runs.lookup(kind, extra)
+    if record is None:
+        return None
+    from .deployed.baseline import resolve_baseline
+    from .runcache import baseline_id
+    from .write.swap import leftovers
+
+    out = Path(args.out)
+    baseline = resolve_baseline(
+        runs.root, out, args.against, record.revision, require=_require_baseline(args)
+    )
+    if baseline_id(baseline) != record.baseline or leftovers(Path(os.path.abspath(out))):
+        return None  # a killed run's leftovers: the full run finishes or undoes it
+    if not runs.outputs_match(record.outputs):
+        return None
+    record.facts["deployed"] = baseline.description
+    return record
 
 
 def _raise_if_stale(changes: Changes, out: str) -> None:
@@ -79,12 +140,21 @@ def _load_crds(option: str | None) -> tuple[CrdSet | None, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
+    runs = _run_cache(args)
+    tools = _check_inputs(args) if runs is not None else None
+    record = _unchanged(args, runs, "check", tools) if tools is not None else None
+    if record is not None:
+        _notices((), record.warnings)
+        _checked(args, len(record.outputs), record.facts)
+        return 0
+    from .synth import synthesize
     from .validate import PodAllowance, validate_tree
 
     out_dir = Path(args.out)
     out = synthesize(
         Path(args.jobs), out_dir, check=True, against=args.against,
         load_options=_load_options(args), require_baseline=_require_baseline(args),
+        use_cache=not args.no_cache, runs=runs,
     )  # fmt: skip
     _notices(out.notices, out.plan.warnings)
     _raise_if_stale(out.changes, args.out)
@@ -97,12 +167,48 @@ def _check(args: argparse.Namespace) -> int:
     )
     if problems:
         raise ManifestError(problems)
+    facts: dict[str, object] = {
+        "against": against,
+        "builds": builds,
+        "deployed": out.baseline.description,
+    }
+    if out.runs is not None and out.record is not None and tools is not None:
+        key = out.runs.key("check", out.record.imports, tools)
+        out.runs.save("check", dataclasses.replace(out.record, key=key, facts=facts))
+    _checked(args, len(out.files), facts)
+    return 0
+
+
+def _checked(args: argparse.Namespace, files: int, facts: dict[str, object]) -> None:
     print(
-        f"{args.out}/ is up to date ({len(out.files)} files); valid against {against}; "
-        f"{builds} kustomize builds; no in-place change of what {out.baseline.description} "
+        f"{args.out}/ is up to date ({files} files); valid against {facts['against']}; "
+        f"{facts['builds']} kustomize builds; no in-place change of what {facts['deployed']} "
         "deploys"
     )
-    return 0
+
+
+def _check_inputs(args: argparse.Namespace) -> dict[str, object] | None:
+    """What a check's verdict depends on besides synth's inputs: the CRD files (by content)
+    and the kubectl that builds the kustomizations. None when either is missing (the full
+    check says so)."""
+    from .cache_dir import file_digest
+
+    kubectl = shutil.which("kubectl")
+    raw = args.crds or os.environ.get("TRAINKIT_CRDS") or None
+    if kubectl is None or (raw is not None and not Path(raw).is_dir()):
+        return None
+    st = os.stat(kubectl)
+    crds: dict[str, str | None] = {}
+    if raw is not None:
+        top = Path(raw).resolve()
+        for path in sorted(top.rglob("*")):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                crds[path.relative_to(top).as_posix()] = file_digest(str(path))
+    return {
+        "crds_dir": None if raw is None else str(Path(raw).resolve()),
+        "crds": crds,
+        "kubectl": [os.path.realpath(kubectl), st.st_size, st.st_mtime_ns],
+    }
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -150,6 +256,8 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from .schema import write_schemas
+
     changes = write_schemas(Path(args.out), check=args.check)
     if args.check:
         _raise_if_stale(changes, args.out)
@@ -319,6 +427,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="git revision holding what is deployed, to refuse in-place changes of "
         "TrainJobs and other immutable fields (default: origin/<ArgoCD revision>, else "
         "<revision>, else the output directory on disk; 'disk' forces the latter)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the caches (always the case when the environment "
+        "variable CI is set): run every definition, write every object through cdk8s",
     )
     p.add_argument(
         "--require-baseline",

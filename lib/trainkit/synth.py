@@ -18,6 +18,7 @@ The layout (relative to the output directory)::
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,11 +28,12 @@ from typing import Any
 import yaml
 
 from . import health
+from .cache_dir import cache_enabled, repo_cache_dir
 from .deployed.baseline import Baseline, resolve_baseline
 from .deployed.inplace import keep_deployed, refuse_in_place_changes
 from .effective import EffectiveJob, effective_job
 from .errors import DefinitionError
-from .load import Definition, LoadOptions, load_jobs
+from .load import Definition, DefinitionCache, LoadOptions, load_jobs
 from .plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime, build_plan
 from .policy import check_policy
 from .render import argocd as render_argocd
@@ -46,13 +48,13 @@ from .render.kustomize import (
 )
 from .render.script import render_script_configmap
 from .render.training_operator import render_pytorchjob
+from .runcache import Record, RunCache, baseline_id, synth_options
 from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
 __all__ = ["Output", "Rendered", "render_files", "synthesize"]
 
 DEFAULT_COMMAND = "make synth"
-CACHE_FILE = Path(".trainkit") / "yaml-cache.json"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class Output:
     """What the user should know once (e.g. definitions ran unconfined)."""
     jobs: list[EffectiveJob]
     """Every job's pods as the controllers will create them."""
+    runs: RunCache | None = None
+    """The run records of this output directory (None without caches)."""
+    record: Record | None = None
+    """What this run recorded (None without caches)."""
 
 
 def _header(source: str) -> str:
@@ -213,26 +219,39 @@ def synthesize(
     *,
     root: Path | None = None,
     check: bool = False,
-    cache_path: Path | None = None,
     use_cache: bool = True,
     against: str | None = None,
     load_options: LoadOptions | None = None,
     require_baseline: bool = False,
+    runs: RunCache | None = None,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
     Nothing is written when a job or runtime would change where the cluster
     forbids it, compared with the deployed tree: git revision ``against``, or
     by default what Argo CD follows (see ``deployed.resolve_baseline``).
-    The YAML cache lives in ``<root>/.trainkit/`` unless ``cache_path`` says otherwise.
+
+    With ``use_cache`` (and unless ``cache_dir.cache_enabled`` says no: CI, a tracked
+    cache), a definition file with unchanged inputs is not run again (``load.cache``),
+    an unchanged object is not written by cdk8s again (``serialize``), and the run is
+    recorded for the command's no-change check (``runcache``; ``runs`` when the caller
+    already made it).
     """
     root = root or jobs_dir.resolve().parent
-    if use_cache and cache_path is None:
-        cache_path = root / CACHE_FILE
-    cache = YamlCache(cache_path if use_cache else None)
-    # Node starts while the definitions run (in processes forked before its thread exists).
+    if not (use_cache and cache_enabled()):
+        runs = None
+    elif runs is None:
+        runs = RunCache(root, jobs_dir, out_dir, synth_options(against, require_baseline))
+    directory = repo_cache_dir(root) if runs is not None else None
+    cache = YamlCache(directory / "yaml.json" if directory is not None else None)
+    definitions = (
+        DefinitionCache(directory, runs.data_stamp(), root.resolve())
+        if directory is not None and runs is not None
+        else None
+    )
+    # Node starts while the definitions run (in processes forked before it exists).
     loaded = load_jobs(
-        jobs_dir, root, options=load_options, while_loading=prewarm if cache.empty else None
+        jobs_dir, root, options=load_options, while_loading=prewarm, cache=definitions
     )
     plan = build_plan(loaded.definitions)
     groups = render_groups(plan)
@@ -248,7 +267,19 @@ def synthesize(
     else:
         changes = write_tree(out_dir, files, display=_display(out_dir, root))
     cache.save()
-    return Output(files, plan, changes, baseline, loaded.notices, effective)
+    record = None
+    if runs is not None:
+        imports = runs.repository_imports(loaded.imports)
+        record = Record(
+            key=runs.key("synth", imports, {}),
+            revision=revision,
+            baseline=baseline_id(baseline),
+            outputs={path: hashlib.sha256(data).hexdigest() for path, data in files.items()},
+            imports=imports,
+            warnings=[str(w) for w in plan.warnings],
+        )
+        runs.save("synth", record)
+    return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record)
 
 
 def _display(path: Path, root: Path) -> str:

@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 TK     := $(BIN)/trainkit
 # A CPU build by default; choose yours, e.g. TORCH='torch==2.5.1' or TORCH=torch.
 TORCH  ?= torch==2.13.0
+# Jobs in the benchmark's tree (make bench N=10000); several sizes show the growth.
+N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
 .PHONY: setup synth check lint test schemas bench help
@@ -38,5 +40,5 @@ check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
 test: setup ## run the test suite
 	$(BIN)/pytest -q
 
-bench: setup ## synth and validation speed, as ratios measured in one run
-	$(BIN)/python tests/bench.py
+bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)
+	$(BIN)/python tests/bench.py --jobs $(N)

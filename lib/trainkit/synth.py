@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +259,9 @@ def synthesize(
     origins: dict[str, Definition] = {}
     files = render_files(plan, cache, origins, groups)
     revision = plan.argocd.revision if plan.argocd else "main"
-    baseline = resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+    baseline = _read_once(
+        resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+    )
     keep_deployed(files, origins, baseline)
     refuse_in_place_changes(files, origins, baseline)
     if check:
@@ -280,6 +282,28 @@ def synthesize(
         )
         runs.save("synth", record)
     return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record)
+
+
+@dataclass(frozen=True)
+class _ReadOnce(Baseline):
+    """A git baseline whose files are read once per run: keeping deployed bytes, refusing
+    in-place changes and validating transition rules all ask for the same files."""
+
+    read: dict[str, bytes | None] = field(default_factory=dict, repr=False, compare=False)
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(paths)
+        unknown = [p for p in wanted if p not in self.read]
+        if unknown:
+            got = super().read_many(unknown)
+            self.read.update((p, got.get(p)) for p in unknown)
+        return {p: data for p in wanted if (data := self.read[p]) is not None}
+
+
+def _read_once(baseline: Baseline) -> Baseline:
+    if baseline.git is None:
+        return baseline  # the files on disk, or nothing
+    return _ReadOnce(baseline.description, baseline.directory, baseline.git, baseline.nothing)
 
 
 def _display(path: Path, root: Path) -> str:

@@ -401,3 +401,31 @@ def test_objects_rebuilt_from_the_cache_are_never_in_a_definitions_process(
         "assert not [o for o in gc.get_objects() if isinstance(o, Team)], 'saw Teams'\n",
     )
     synthesize(bare.jobs, bare.out)
+
+
+def test_only_files_rendered_otherwise_than_last_time_are_compared_with_git(
+    tw: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against the commit of the last run, a job file rendered as then gets the verdict it
+    got then; a changed one is still compared (and an in-place change still refused)."""
+    from trainkit.deployed import baseline as baseline_mod
+
+    synthesize(tw.jobs, tw.out)
+    commit_all(tw.root)
+    git(tw.root, "update-ref", "refs/remotes/origin/main", "HEAD")
+    synthesize(tw.jobs, tw.out)  # records the verdicts against origin/main
+    asked: list[str] = []
+    real = baseline_mod._GitTree.read_many
+
+    def spy(self, paths):  # type: ignore[no-untyped-def]
+        asked.extend(paths)
+        return real(self, paths)
+
+    monkeypatch.setattr(baseline_mod._GitTree, "read_many", spy)
+    tw.write("jobs/vision/ddp.py", (tw.jobs / "vision/ddp.py").read_text() + "# a comment\n")
+    assert not synthesize(tw.jobs, tw.out).changes.any
+    assert asked == []
+    tw.write("jobs/vision/tj.py", (tw.jobs / "vision/tj.py").read_text().replace('"1"', '"2"'))
+    with pytest.raises(DefinitionError, match="would change in place"):
+        synthesize(tw.jobs, tw.out)
+    assert sorted(set(asked)) == ["clusters/east/vision/trainjob-tj-r1.yaml"]

@@ -78,6 +78,9 @@ class Record:
     """Which deployed tree the run compared with (``baseline_id``)."""
     outputs: dict[str, str]
     """Every file of the output directory → SHA-256 of its bytes."""
+    rendered: dict[str, str] = field(default_factory=dict)
+    """Each job and runtime file → SHA-256 of its bytes as rendered, before the deployed
+    bytes of an unchanged definition were kept (see ``deployed.keep_deployed``)."""
     imports: list[str] = field(default_factory=list)
     """Repository files outside jobs/ that the definitions imported."""
     warnings: list[str] = field(default_factory=list)
@@ -132,13 +135,15 @@ class RunCache:
     def lookup(self, kind: str, extra: Mapping[str, object] | None = None) -> Record | None:
         """The record of the last ``kind`` run if its inputs are all unchanged (the
         baseline and the output directory are the caller's to compare)."""
-        data = read_json(self._path(kind))
-        if data is None or data.get("format") != FORMAT:
-            return None
-        record = _record(data)
+        record = self.last(kind)
         if record is None or record.key != self.key(kind, record.imports, extra or {}):
             return None
         return record
+
+    def last(self, kind: str) -> Record | None:
+        """The record of the last ``kind`` run, whatever its inputs were."""
+        data = read_json(self._path(kind))
+        return _record(data) if data is not None and data.get("format") == FORMAT else None
 
     def save(self, kind: str, record: Record) -> None:
         data = {"format": FORMAT, **record.__dict__}
@@ -190,6 +195,7 @@ def _record(data: Mapping[str, Any]) -> Record | None:
             revision=data["revision"],
             baseline=data["baseline"],
             outputs=data["outputs"],
+            rendered=data.get("rendered", {}),
             imports=data.get("imports", []),
             warnings=data.get("warnings", []),
             facts=data.get("facts", {}),
@@ -201,6 +207,8 @@ def _record(data: Mapping[str, Any]) -> Record | None:
         all(isinstance(s, str) for s in strings)
         and isinstance(record.outputs, dict)
         and all(isinstance(k, str) and isinstance(v, str) for k, v in record.outputs.items())
+        and isinstance(record.rendered, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in record.rendered.items())
         and isinstance(record.imports, list)
         and all(isinstance(p, str) for p in record.imports)
         and isinstance(record.warnings, list)

@@ -262,8 +262,10 @@ def synthesize(
     baseline = _read_once(
         resolve_baseline(root, out_dir, against, revision, require=require_baseline)
     )
-    keep_deployed(files, origins, baseline)
-    refuse_in_place_changes(files, origins, baseline)
+    rendered = {path: _sha(files[path]) for path in origins}
+    compare = _to_compare(origins, rendered, baseline, runs.last("synth") if runs else None)
+    keep_deployed(files, compare, baseline)
+    refuse_in_place_changes(files, compare, baseline)
     if check:
         changes = compare_tree(out_dir, files)
     else:
@@ -276,12 +278,39 @@ def synthesize(
             key=runs.key("synth", imports, {}),
             revision=revision,
             baseline=baseline_id(baseline),
-            outputs={path: hashlib.sha256(data).hexdigest() for path, data in files.items()},
+            outputs={path: _sha(data) for path, data in files.items()},
+            rendered=rendered,
             imports=imports,
             warnings=[str(w) for w in plan.warnings],
         )
         runs.save("synth", record)
     return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _to_compare(
+    origins: dict[str, Definition],
+    rendered: dict[str, str],
+    baseline: Baseline,
+    last: Record | None,
+) -> dict[str, Definition]:
+    """The job and runtime files to compare with their deployed versions.
+
+    Keeping deployed bytes and refusing in-place changes depend only on a file's rendered
+    bytes and its deployed bytes. So against the same commit as the last run, a file
+    rendered exactly as then, which then kept its own bytes, gets the same verdict (none,
+    or the run would have failed) without reading git; every other file is compared.
+    """
+    if last is None or baseline.git is None or last.baseline != baseline_id(baseline):
+        return origins
+    return {
+        path: d
+        for path, d in origins.items()
+        if not (last.rendered.get(path) == rendered[path] == last.outputs.get(path))
+    }
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "health": set(),
     "cdk8s_node": {"errors"},
     "serialize": {"cache_dir", "cdk8s_node"},
-    "runcache": {"cache_dir", "deployed"},
+    "runcache": {"cache_dir", "deployed", "write"},
     "write": {"errors"},
     "model": {"errors", "kube", "injected_env"},
     "load": {"cache_dir", "errors", "kube", "model"},

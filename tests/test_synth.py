@@ -131,6 +131,8 @@ def test_output_is_byte_identical_across_hash_seeds_time_zones_and_cwd(bare, tmp
     # Each run is cold (no cache) so cdk8s itself is exercised each time.
     a, b = tmp_path / "a", tmp_path / "b"
     _run_synth(bare.jobs, a, bare.root, {"PYTHONHASHSEED": "1", "TZ": "UTC"})
-    _run_synth(bare.jobs, b, tmp_path, {"PYTHONHASHSEED": "4242", "TZ": "Asia/Shanghai"}, "--no-cache")
+    _run_synth(
+        bare.jobs, b, tmp_path, {"PYTHONHASHSEED": "4242", "TZ": "Asia/Shanghai"}, "--no-cache"
+    )
     assert _read(a) == _read(b)
     assert len(_read(a)) > 10

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,27 +90,9 @@ def _run_cache(args: argparse.Namespace) -> RunCache | None:
 def _unchanged(
     args: argparse.Namespace, runs: RunCache | None, kind: str, extra: dict[str, object]
 ) -> Record | None:
-    """The record of the last ``kind`` run if nothing it depends on changed: its inputs,
-    the deployed baseline, and every file of the output directory."""
     if runs is None:
         return None
-    record = runs.lookup(kind, extra)
-    if record is None:
-        return None
-    from .deployed.baseline import resolve_baseline
-    from .runcache import baseline_id
-    from .write.swap import leftovers
-
-    out = Path(args.out)
-    baseline = resolve_baseline(
-        runs.root, out, args.against, record.revision, require=_require_baseline(args)
-    )
-    if baseline_id(baseline) != record.baseline or leftovers(Path(os.path.abspath(out))):
-        return None  # a killed run's leftovers: the full run finishes or undoes it
-    if not runs.outputs_match(record.outputs):
-        return None
-    record.facts["deployed"] = baseline.description
-    return record
+    return runs.unchanged(kind, extra, args.against, require=_require_baseline(args))
 
 
 def _raise_if_stale(changes: Changes, out: str) -> None:
@@ -140,8 +121,10 @@ def _load_crds(option: str | None) -> tuple[CrdSet | None, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from .runcache import check_inputs
+
     runs = _run_cache(args)
-    tools = _check_inputs(args) if runs is not None else None
+    tools = check_inputs(args.crds) if runs is not None else None
     record = _unchanged(args, runs, "check", tools) if tools is not None else None
     if record is not None:
         _notices((), record.warnings)
@@ -185,30 +168,6 @@ def _checked(args: argparse.Namespace, files: int, facts: dict[str, object]) -> 
         f"{facts['builds']} kustomize builds; no in-place change of what {facts['deployed']} "
         "deploys"
     )
-
-
-def _check_inputs(args: argparse.Namespace) -> dict[str, object] | None:
-    """What a check's verdict depends on besides synth's inputs: the CRD files (by content)
-    and the kubectl that builds the kustomizations. None when either is missing (the full
-    check says so)."""
-    from .cache_dir import file_digest
-
-    kubectl = shutil.which("kubectl")
-    raw = args.crds or os.environ.get("TRAINKIT_CRDS") or None
-    if kubectl is None or (raw is not None and not Path(raw).is_dir()):
-        return None
-    st = os.stat(kubectl)
-    crds: dict[str, str | None] = {}
-    if raw is not None:
-        top = Path(raw).resolve()
-        for path in sorted(top.rglob("*")):
-            if path.suffix in (".yaml", ".yml") and path.is_file():
-                crds[path.relative_to(top).as_posix()] = file_digest(str(path))
-    return {
-        "crds_dir": None if raw is None else str(Path(raw).resolve()),
-        "crds": crds,
-        "kubectl": [os.path.realpath(kubectl), st.st_size, st.st_mtime_ns],
-    }
 
 
 def _validate(args: argparse.Namespace) -> int:

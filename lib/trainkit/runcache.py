@@ -14,7 +14,8 @@ The inputs, hashed into the record's key (``RunCache.key``):
 - the command and its options that change the output or the verdict: the absolute
   jobs, output and repository directories, ``--against``, ``--require-baseline``,
   ``$TRAINKIT_SYNTH_COMMAND`` (written into every header); for ``check`` also the CRD
-  files (path and SHA-256 of each) and the ``kubectl`` binary (path, size, mtime);
+  files (path and SHA-256 of each) and the ``kubectl`` binary (path, size, mtime)
+  (``check_inputs``);
 - every file below ``jobs/`` (definitions, scripts, helpers, data): path and SHA-256,
   or a symbolic link's target (``jobs_tree``);
 - the repository files outside ``jobs/`` that the definitions imported (listed in the
@@ -33,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ __all__ = [
     "Record",
     "RunCache",
     "baseline_id",
+    "check_inputs",
     "code_stamp",
     "jobs_tree",
     "synth_options",
@@ -98,6 +101,8 @@ class RunCache:
         self.root = root.resolve()
         self.jobs_dir = jobs_dir.resolve()
         self.out_dir = Path(os.path.abspath(out_dir))
+        self.out_given = out_dir
+        """As the user named it: baselines describe it so (``generated/ on disk``)."""
         self.directory = repo_cache_dir(self.root) / "runs"
         self.options = dict(options)
         self.code = code_stamp()
@@ -140,6 +145,28 @@ class RunCache:
             return None
         return record
 
+    def unchanged(
+        self, kind: str, extra: Mapping[str, object], against: str | None, *, require: bool
+    ) -> Record | None:
+        """The record of the last ``kind`` run if nothing it depends on changed: its inputs,
+        the deployed baseline (``--against``; ``require`` as for synth) and every file of
+        the output directory. Its ``facts["deployed"]`` names the baseline."""
+        record = self.lookup(kind, extra)
+        if record is None:
+            return None
+        from .deployed.baseline import resolve_baseline
+        from .write.swap import leftovers
+
+        baseline = resolve_baseline(
+            self.root, self.out_given, against, record.revision, require=require
+        )
+        if baseline_id(baseline) != record.baseline or leftovers(self.out_dir):
+            return None  # a killed run's leftovers: the full run finishes or undoes it
+        if not self.outputs_match(record.outputs):
+            return None
+        record.facts["deployed"] = baseline.description
+        return record
+
     def last(self, kind: str) -> Record | None:
         """The record of the last ``kind`` run, whatever its inputs were."""
         data = read_json(self._path(kind))
@@ -171,6 +198,28 @@ class RunCache:
     def _path(self, kind: str) -> Path:
         out = hashlib.sha256(str(self.out_dir).encode("utf-8", "surrogateescape")).hexdigest()
         return self.directory / f"{kind}-{out[:20]}.json"
+
+
+def check_inputs(crds_option: str | None) -> dict[str, object] | None:
+    """What a check's verdict depends on besides synth's inputs: the CRD files (path and
+    SHA-256 of each) and the kubectl that builds the kustomizations. None when either is
+    missing (the full check says so)."""
+    kubectl = shutil.which("kubectl")
+    raw = crds_option or os.environ.get("TRAINKIT_CRDS") or None
+    if kubectl is None or (raw is not None and not os.path.isdir(raw)):
+        return None
+    st = os.stat(kubectl)
+    crds: dict[str, str | None] = {}
+    top = Path(raw).resolve() if raw is not None else None
+    if top is not None:
+        for path in sorted(top.rglob("*")):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                crds[path.relative_to(top).as_posix()] = file_digest(str(path))
+    return {
+        "crds_dir": None if top is None else str(top),
+        "crds": crds,
+        "kubectl": [os.path.realpath(kubectl), st.st_size, st.st_mtime_ns],
+    }
 
 
 def synth_options(against: str | None, require_baseline: bool) -> dict[str, object]:

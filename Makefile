@@ -13,6 +13,8 @@ CRDS   ?= .trainkit/crds
 MIRROR ?=
 # CI (the CI variable set) must validate against CRDs; a developer without them gets a warning.
 CHECK_FLAGS ?= $(if $(CI),--require-crds)
+# Jobs in the benchmark's tree (make bench N=10000); several sizes show the growth.
+N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
 .PHONY: setup synth check crds lint test schemas bench help
@@ -57,5 +59,5 @@ check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
 test: setup ## run the test suite
 	$(BIN)/pytest -q
 
-bench: setup ## synth and validation speed, as ratios measured in one run
-	$(BIN)/python tests/bench.py
+bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)
+	$(BIN)/python tests/bench.py --jobs $(N)

@@ -1,17 +1,35 @@
-"""`make bench`: synth and validation speed on generated job trees, as ratios of one run.
+"""`make bench`: how fast trainkit is, as ratios measured in one run (issues 10 and 12).
 
-Not a test: numbers vary by machine, so they are printed, compared only with
-each other (CSafeDumper writing the same manifests is the yardstick), never asserted.
+Not a test: numbers vary by machine and load, so they are printed, compared only with
+each other, never asserted. The yardstick (the "floor") is PyYAML's ``CSafeDumper``
+writing the same manifests to the same number of files, in the same run.
+
+The tree: N jobs (default 1,000) in ten teams, each job on two clusters, so 4 files per
+job (a PyTorchJob and a script ConfigMap per cluster). The repository is committed and
+cloned, so the clone has ``origin/main`` as CI has, and every trainkit command runs in
+its own process, definition isolation included:
+
+- cold: ``CI=1`` (no cache is read or written) in the fresh clone, as CI runs;
+- warm: caches in a directory outside the clone, filled by an earlier run.
+
+``--jobs 1000 10000`` measures the synth rows at each size and how time and peak memory
+grow against the output. Peak RSS is the largest process of a run (node and the
+definition processes included), from ``wait4``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -21,6 +39,7 @@ from trainkit import ArgoCD, Capacity, Cluster, Queue, Team
 
 argocd = ArgoCD(repo_url="https://git.example.com/jobs.git")
 east = Cluster(name="east", server="https://east.example.com", gpus_per_node=8)
+west = Cluster(name="west", server="https://west.example.com", gpus_per_node=8)
 queues = [Queue(name=f"q{i}", capability=Capacity(gpu=64)) for i in range(10)]
 teams = [Team(name=f"team{i}", queues=[f"q{i}"]) for i in range(10)]
 """
@@ -37,6 +56,7 @@ job = PyTorchJob(
     nodes=4,
     resources=Resources(cpu=32, memory="256Gi", gpu=8),
     shm_size="16Gi",
+    clusters=["east", "west"],{run}
 )
 """
 
@@ -47,15 +67,66 @@ def make_tree(root: Path, jobs: int) -> None:
     for n in range(jobs):
         team = root / f"jobs/team{n % 10}"
         (team / "scripts").mkdir(parents=True, exist_ok=True)
-        (team / f"job_{n}.py").write_text(JOB.format(n=n))
+        (team / f"job_{n}.py").write_text(JOB.format(n=n, run=""))
         (team / f"scripts/train_{n}.py").write_text(f"print('training {n}')\n" * 20)
 
 
-def timed_cli(root: Path, *args: str) -> float:
+def edit_job(root: Path, n: int) -> None:
+    """Edit job ``n`` the legal way: new arguments and a new run (a deployed job never
+    changes in place)."""
+    path = root / f"jobs/team{n % 10}/job_{n}.py"
+    text = JOB.format(n=n, run="\n    run=2,").replace(f'"--epochs", "{n}"', '"--epochs", "99"')
+    path.write_text(text)
+
+
+@dataclass
+class Timing:
+    seconds: float
+    rss: float
+    """Peak resident memory of the largest process, MiB."""
+
+
+def trainkit(cwd: Path, env: dict[str, str], *args: str) -> Timing:
+    """Run ``trainkit ARGS`` in its own process; fail loudly if it fails."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trainkit", *args], cwd=cwd, env=env, stdout=out, stderr=out
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise SystemExit(f"trainkit {' '.join(args)} failed ({proc.returncode}):\n{text}")
+    return Timing(seconds, usage.ru_maxrss / 1024)
+
+
+def median(runs: list[Timing]) -> Timing:
+    return Timing(statistics.median(r.seconds for r in runs), max(r.rss for r in runs))
+
+
+def repeat(times: int, measure: Callable[[int], Timing]) -> Timing:
+    return median([measure(i) for i in range(times)])
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def dumper_floor(generated: Path, out: Path) -> float:
+    """CSafeDumper writing the same manifests to the same number of files."""
+    bodies = [
+        (p.relative_to(generated), yaml.load(p.read_text(), Loader=yaml.CSafeLoader))
+        for p in sorted(generated.rglob("*.yaml"))
+    ]
+    shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "trainkit", *args], cwd=root, check=True, capture_output=True
-    )
+    for rel, body in bodies:
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.dump(body, Dumper=yaml.CSafeDumper, sort_keys=False))
     return time.perf_counter() - start
 
 
@@ -65,7 +136,6 @@ def _measure_validate(generated: Path, crds: Path, mode: str) -> None:
     ``mode``: ``cold`` (no cache), ``warm`` (the cache in $TRAINKIT_CACHE_DIR) or
     ``memory`` (cold, under tracemalloc: the peak of what validation allocates).
     """
-    import json
     import tracemalloc
 
     from trainkit.validate import load_crds, validate_paths
@@ -92,94 +162,208 @@ def _measure_validate(generated: Path, crds: Path, mode: str) -> None:
     )
 
 
-def timed_validate(generated: Path, cache: Path) -> dict[str, dict[str, float]] | None:
-    """Cold, warm and memory runs, each in its own process (nothing carried over in memory)."""
-    import json
-    import os
+def _measure_load(root: Path, isolation: str, mode: str) -> None:
+    """In a fresh process: the load step alone (definitions run and rebuilt), as synth runs
+    it; ``warm`` with the definition cache (and the hashing it takes). Prints seconds."""
+    from trainkit.cache_dir import repo_cache_dir
+    from trainkit.load import DefinitionCache, LoadOptions, load_jobs
+    from trainkit.runcache import RunCache, synth_options
 
-    raw = os.environ.get("TRAINKIT_CRDS")
-    if not raw:
-        return None
-    env = {**os.environ, "TRAINKIT_CACHE_DIR": str(cache)}
-    env.pop("CI", None)
+    jobs = root / "jobs"
+    start = time.perf_counter()
+    cache = None
+    if mode == "warm":
+        runs = RunCache(root, jobs, root / "generated", synth_options(None, False, root))
+        cache = DefinitionCache(repo_cache_dir(root), runs.data_stamp(), root.resolve())
+    options = LoadOptions(isolation=isolation)  # type: ignore[arg-type]
+    loaded = load_jobs(jobs, root, options=options, cache=cache)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "definitions": len(loaded.definitions)}))
+
+
+def helper(env: dict[str, str], *args: str) -> dict[str, float]:
+    """Run one of this file's measurements in a fresh process; its JSON result."""
+    result = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True, env=env
+    )
+    data: dict[str, float] = json.loads(result.stdout)
+    return data
+
+
+@dataclass
+class Row:
+    what: str
+    timing: Timing | None
+    ratio: float
+    base: str
+    target: float | None
+
+    def line(self) -> str:
+        seconds = f"{self.timing.seconds:8.2f}" if self.timing else " " * 8
+        rss = f"{self.timing.rss:8.0f}" if self.timing and self.timing.rss else " " * 8
+        if self.target is None:
+            verdict = ""
+        else:
+            verdict = f"≤ {self.target:g}×  " + ("met" if self.ratio <= self.target else "NOT met")
+        return f"{self.what:<54}{seconds} {rss} {self.ratio:6.2f}× {self.base:<14}{verdict}"
+
+
+def bench(jobs: int, full: bool, repeats: int) -> tuple[list[Row], dict[str, float]]:
+    """Measure one tree size; ``full`` adds check, validate and isolation."""
+    work = Path(tempfile.mkdtemp(prefix="trainkit-bench-"))
+    try:
+        return _bench(work, jobs, full, repeats)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _bench(work: Path, jobs: int, full: bool, repeats: int) -> tuple[list[Row], dict[str, float]]:
+    base_env = {k: v for k, v in os.environ.items() if k != "CI"}
+    cold_env = {**base_env, "CI": "1"}
+    warm_env = {**base_env, "TRAINKIT_CACHE_DIR": str(work / "cache")}
+    origin, clone = work / "origin", work / "clone"
+    make_tree(origin, jobs)
+    trainkit(origin, base_env, "synth", "--no-cache")
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "0")
+    git(work, "clone", "-q", str(origin), str(clone))
+    generated = clone / "generated"
+    files = sorted(generated.rglob("*.yaml"))
+    size = sum(p.stat().st_size for p in files)
+    floor = statistics.median(dumper_floor(generated, work / "floor") for _ in range(3))
+    facts = {"files": len(files), "bytes": size, "floor": floor}
+    rows = [Row("CSafeDumper writing the same manifests", Timing(floor, 0), 1.0, "", None)]
+
+    def row(what: str, t: Timing, base: float, name: str, target: float | None) -> Timing:
+        rows.append(Row(what, t, t.seconds / base, name, target))
+        return t
+
+    cold = row(
+        "cold synth (CI=1, fresh clone)",
+        repeat(repeats, lambda _: trainkit(clone, cold_env, "synth")),
+        floor, "of floor", 3.0,
+    )  # fmt: skip
+    crds = os.environ.get("TRAINKIT_CRDS")
+    if full and crds:
+        row(
+            "cold check (CI=1, fresh clone)",
+            repeat(repeats, lambda _: trainkit(clone, cold_env, "check")),
+            cold.seconds, "of cold synth", 1.3,
+        )  # fmt: skip
+    if full:
+        _isolation(clone, warm_env, floor, rows)
+    trainkit(clone, warm_env, "synth")  # fills the caches
+    noop = row(
+        "warm synth, nothing changed",
+        repeat(max(3, repeats), lambda _: trainkit(clone, warm_env, "synth")),
+        floor, "of floor", 0.25,
+    )  # fmt: skip
+    if full and crds:
+        trainkit(clone, warm_env, "check")  # validates once and records it
+        row(
+            "warm check, nothing changed",
+            repeat(max(3, repeats), lambda _: trainkit(clone, warm_env, "check")),
+            noop.seconds, "of warm synth", 1.5,
+        )  # fmt: skip
+
+    def one_change(i: int) -> Timing:
+        edit_job(clone, 3 + i)
+        return trainkit(clone, warm_env, "synth")
+
+    row("warm synth, one job changed", repeat(max(3, repeats), one_change), floor, "of floor", 0.5)
+    if full and crds:
+        _validate(generated, Path(crds), work / "crd-cache", base_env, floor, rows)
+    return rows, facts
+
+
+def _isolation(clone: Path, env: dict[str, str], floor: float, rows: list[Row]) -> None:
+    """The load step alone: a process per team (the default) against one per file."""
+    got: dict[tuple[str, str], float] = {}
+    for mode in ("cold", "warm"):
+        for isolation in ("team", "file"):
+            if mode == "warm":
+                helper(env, "--measure-load", str(clone), isolation, "warm")  # fill
+            got[mode, isolation] = helper(env, "--measure-load", str(clone), isolation, mode)[
+                "seconds"
+            ]
+    for mode in ("cold", "warm"):
+        team, file = got[mode, "team"], got[mode, "file"]
+        rows.append(Row(f"load step, {mode}, process per team", Timing(team, 0), team / floor,
+                        "of floor", None))  # fmt: skip
+        rows.append(Row(f"load step, {mode}, process per file",
+                        Timing(file, 0), file / team, "of per team", None))  # fmt: skip
+
+
+def _validate(
+    generated: Path, crds: Path, cache: Path, env: dict[str, str], floor: float, rows: list[Row]
+) -> None:
+    env = {**env, "TRAINKIT_CACHE_DIR": str(cache)}
     out = {}
     for mode in ("cold", "warm", "warm", "memory"):  # the first warm run fills the cache
-        result = subprocess.run(
-            [sys.executable, __file__, "--measure-validate", str(generated), raw, mode],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=env,
-        )
-        out[mode] = json.loads(result.stdout)
-    return out
+        out[mode] = helper(env, "--measure-validate", str(generated), str(crds), mode)
+    n = int(out["cold"]["manifests"])
+    for mode in ("cold", "warm"):
+        t = out[mode]["seconds"]
+        rows.append(Row(f"validate {n} manifests, CRDs {mode} (loading incl.)", Timing(t, 0),
+                        t / floor, "of floor", 1.0))  # fmt: skip
+    mem = out["memory"]
+    rows.append(
+        Row(f"validate peak allocation, {mem['peak'] / 2**20:.1f} MiB", None,
+            mem["peak"] / mem["input"], "of input", 3.0)
+    )  # fmt: skip
 
 
-def dumper_baseline(generated: Path, out: Path) -> float:
-    """Plain CSafeDumper writing the same manifests to the same number of files."""
-    bodies = [
-        (p.relative_to(generated), yaml.load(p.read_text(), Loader=yaml.CSafeLoader))
-        for p in sorted(generated.rglob("*.yaml"))
-    ]
-    start = time.perf_counter()
-    for rel, body in bodies:
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.dump(body, Dumper=yaml.CSafeDumper, sort_keys=False))
-    return time.perf_counter() - start
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--jobs", type=int, default=1000)
-    p.add_argument(
-        "--measure-validate", nargs=3, metavar=("GENERATED", "CRDS", "MODE"), help=argparse.SUPPRESS
-    )
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--jobs", type=int, nargs="+", default=[1000], help="tree sizes (default 1000)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per cold measurement (median)")
+    p.add_argument("--measure-validate", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--measure-load", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.measure_validate:
         generated, crds, mode = args.measure_validate
         _measure_validate(Path(generated), Path(crds), mode)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        make_tree(root, args.jobs)
-        cold = timed_cli(root, "synth")
-        files = sum(1 for _ in (root / "generated").rglob("*.yaml"))
-        noop = timed_cli(root, "synth")
-        job = root / "jobs/team3/job_3.py"
-        job.write_text(job.read_text().replace('"--epochs", "3"', '"--epochs", "30"'))
-        one = timed_cli(root, "synth")
-        validate = timed_validate(root / "generated", root / "cache")
-        shutil.rmtree(root / ".trainkit")
-        (root / "generated/clusters/east/kustomization.yaml").touch()
-        base = dumper_baseline(root / "generated", root / "baseline")
-        print(f"{args.jobs} jobs, {files} files")
-        print(f"CSafeDumper writing the same manifests : {base:6.2f} s  (1.0×)")
+    if args.measure_load:
+        root, isolation, mode = args.measure_load
+        _measure_load(Path(root), isolation, mode)
+        return
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"machine: {cpus} CPUs, {sys.platform}, Python {sys.version.split()[0]}; "
+          f"load average before: {load_average()}")  # fmt: skip
+    if not os.environ.get("TRAINKIT_CRDS"):
+        print("(set TRAINKIT_CRDS to a CRD directory to measure check and validate)")
+    sizes: list[tuple[int, list[Row], dict[str, float]]] = []
+    for i, jobs in enumerate(args.jobs):
+        rows, facts = bench(jobs, full=i == 0, repeats=args.repeat)
+        sizes.append((jobs, rows, facts))
         print(
-            f"cold synth (process, node, cdk8s)       : {cold:6.2f} s  ({cold / base:.1f}×; target ≤ 4×)"
+            f"\n{jobs} jobs on 2 clusters: {facts['files']:.0f} files, "
+            f"{facts['bytes'] / 2**20:.1f} MiB; load average now: {load_average()}"
         )
-        print(
-            f"no-change re-run                        : {noop:6.2f} s  ({noop / base:.1f}×; target < 0.5 s)"
-        )
-        print(
-            f"one changed job                         : {one:6.2f} s  ({one / base:.1f}×; target < 1 s)"
-        )
-        if validate is not None:
-            n = validate["cold"]["manifests"]
-            for mode in ("cold", "warm"):
-                t = validate[mode]["seconds"]
-                print(
-                    f"validate {n} manifests, {mode} CRDs{' ' * (5 - len(mode))}: {t:6.2f} s  "
-                    f"({t / base:.2f}×; CRD loading included; target ≤ 1×)"
-                )
-            mem = validate["memory"]
-            print(
-                f"validate peak memory                    : {mem['peak'] / 2**20:6.1f} MiB "
-                f"({mem['peak'] / mem['input']:.1f}× the input of {mem['input'] / 2**20:.1f} MiB; "
-                "target ≤ 3×)"
-            )
-        else:
-            print("validate: set TRAINKIT_CRDS to a CRD directory to measure validation")
+        print(f"{'':<54}{'seconds':>8} {'RSS MiB':>8} {'ratio':>7}")
+        for row in rows:
+            print(row.line())
+    if len(sizes) > 1:
+        (n0, rows0, facts0), *rest = sizes
+        print(f"\ngrowth against {n0} jobs (linear: time and memory grow like the output)")
+        for n, rows, facts in rest:
+            output = facts["bytes"] / facts0["bytes"]
+            print(f"  {n} jobs: output ×{output:.1f}")
+            before = {r.what: r.timing for r in rows0 if r.timing}
+            for r in rows:
+                was = before.get(r.what)
+                if r.timing and was and was.seconds:
+                    rss = f", peak RSS ×{r.timing.rss / was.rss:.1f}" if was.rss else ""
+                    print(f"    {r.what:<52} time ×{r.timing.seconds / was.seconds:.1f}{rss}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,19 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
 
 
+@pytest.fixture(scope="session")
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("trainkit-cache")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
+    """Caches go to a directory of the test session, never the developer's: parsed CRDs are
+    shared by the tests (keyed by content), a repository's caches are its own (keyed by its
+    path, a fresh temporary directory per test)."""
+    monkeypatch.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+
+
 def crds_dir() -> Path:
     """CRDs from TRAINKIT_CRDS, else ../shared/crds; missing is a failure, never a skip."""
     raw = os.environ.get("TRAINKIT_CRDS")

@@ -14,8 +14,9 @@ import yaml
 
 from trainkit import __version__
 from trainkit.cli import _parser, main
+from trainkit.repo_root import synth_command
 from trainkit.scaffold import scaffold_files
-from trainkit.synth import synth_command, synthesize
+from trainkit.synth import synthesize
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

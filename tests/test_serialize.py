@@ -133,3 +133,94 @@ def test_a_cache_written_before_this_quoting_is_not_trusted(tmp_path):
     (tmp_path / "c.json").write_text(json.dumps(stale))
     ((text,),) = to_yaml([("c", [body])], YamlCache(tmp_path / "c.json"))
     assert yaml.safe_load(text) == body
+
+
+def test_a_cached_text_is_checked_like_cdk8s_output(tmp_path, monkeypatch):
+    """An entry of the current format whose text leaves a resolvable string plain (as cdk8s
+    may), or that reads back as another object, is a miss: the object goes to cdk8s again."""
+    from trainkit import serialize
+
+    plain, garbled = pod(["=", "0o755"]), pod(["10", "x"])
+    entries = {
+        _key(plain): "kind: Pod\nspec:\n  args:\n  - =\n  - 0o755\n",
+        _key(garbled): "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  args: [10, x]\n",
+    }
+    stamp = YamlCache(None)._stamp
+    (tmp_path / "c.json").write_text(json.dumps({"stamp": stamp, "entries": entries}))
+    sent = []
+    real = serialize._synth
+    monkeypatch.setattr(serialize, "_synth", lambda objects: sent.extend(objects) or real(objects))
+    texts = to_yaml([("c", [plain, garbled])], YamlCache(tmp_path / "c.json"))
+    assert [yaml.safe_load(t) for t in texts[0]] == [plain, garbled]
+    assert sorted(json.loads(o)["spec"]["args"][0] for o in sent) == ["10", "="]
+
+
+def test_a_corrupt_cache_file_is_a_miss(tmp_path):
+    (tmp_path / "c.json").write_bytes(b'{"stamp": "3/cdk8s-')
+    cache = YamlCache(tmp_path / "c.json")
+    assert cache.empty
+    ((text,),) = to_yaml([("c", [pod(["1"])])], cache)
+    assert yaml.safe_load(text) == pod(["1"])
+
+
+@given(st.one_of(st.text(max_size=8), st.sampled_from([s for ss in RESOLVED.values() for s in ss])))
+def test_every_resolvable_string_starts_with_a_character_the_fast_check_looks_at(text):
+    from trainkit import serialize
+
+    if reads_as_non_string(text):
+        assert text[:1] in serialize._FIRST
+
+
+# Strings a hand-written emitter may leave plain: resolvable ones and look-alikes.
+WORDS = st.one_of(
+    st.sampled_from(["=", "<<", "yes", "y", "n", "10", "-5", "0o755", "0X1F", "1e3", "-_1"]),
+    st.sampled_from(["~", "2024-1-1", "true", "x", "ddp", "pytorch", "10x", "a-b", "v1.2"]),
+    st.from_regex(r"[a-z0-9][a-z0-9._-]{0,5}", fullmatch=True),
+)
+VALUES = st.recursive(
+    st.one_of(WORDS, st.integers(-20, 20), st.booleans()),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3),
+        st.dictionaries(WORDS, inner, min_size=1, max_size=3),
+    ),
+    max_leaves=10,
+)
+
+
+def _emit(value, indent, choose, plain):
+    """Block YAML of ``value``, each string plain or double-quoted as ``choose`` says."""
+
+    def scalar(x):
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        if isinstance(x, int):
+            return str(x)
+        if choose():
+            plain.append(x)
+            return x
+        return json.dumps(x)
+
+    pad = " " * indent
+    lines = []
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    for key, item in items:
+        lead = f"{pad}{scalar(key)}:" if key is not None else f"{pad}-"
+        if isinstance(item, dict | list):
+            lines.append(lead)
+            lines.extend(_emit(item, indent + 2, choose, plain))
+        else:
+            lines.append(f"{lead} {scalar(item)}")
+    return lines
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.dictionaries(WORDS, VALUES, min_size=1, max_size=4), data=st.data())
+def test_the_fast_check_never_passes_a_resolvable_string_left_plain(body, data):
+    """``_safe`` may send a safe text to be read back, but never passes an unsafe one,
+    whatever integers, booleans and look-alikes stand around the plain string."""
+    from trainkit import serialize
+
+    plain: list[str] = []
+    text = "\n".join(_emit(body, 0, lambda: data.draw(st.booleans()), plain)) + "\n"
+    if serialize._safe(body, text, serialize._json(body)):
+        assert not [s for s in plain if reads_as_non_string(s)], text

@@ -487,7 +487,7 @@ def test_a_run_that_cannot_get_the_lock_names_the_holder_without_a_traceback(
         assert holder.returncode == 0
     assert read_tree(bare.out) == OLD
     assert bare_cli("synth").code == 0
-    assert sorted(os.listdir(bare.root)) == [".trainkit", "generated", "jobs"]
+    assert sorted(os.listdir(bare.root)) == ["generated", "jobs"]
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,14 @@
-"""The ``trainkit`` command: thin wrappers that call library functions and print results."""
+"""The ``trainkit`` command: thin wrappers that call library functions and print results.
+
+Everything heavy (the models, cdk8s, validation) is imported by the command that needs
+it, so that ``trainkit synth`` and ``check`` with unchanged inputs (``runcache``)
+answer without loading any of it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -14,35 +20,39 @@ from typing import TYPE_CHECKING, Any
 from trainkit import __version__
 
 from .errors import ManifestError, Problem, SetupError, StaleOutputError, TrainkitError
-from .load import LoadOptions
 from .progress import Progress
 from .repo_root import find_root, rebase
-from .schema import write_schemas
-from .synth import synth_command, synthesize
-from .write import Changes
 
 if TYPE_CHECKING:
+    from .load import LoadOptions
+    from .runcache import Record, RunCache
     from .validate import CrdSet, NeededCrd
+    from .write import Changes
 
 __all__ = ["main"]
 
 
 def _load_options(args: argparse.Namespace) -> LoadOptions:
+    from .load import LoadOptions
+
     return LoadOptions(
         timeout=args.load_timeout, memory=args.load_memory << 20, isolation=args.isolation
     )
 
 
 def _notices(
-    notices: Sequence[str], warnings: Sequence[Problem] = (), args: argparse.Namespace | None = None
+    notices: Sequence[str],
+    warnings: Sequence[Problem | str] = (),
+    args: argparse.Namespace | None = None,
 ) -> None:
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
-    if warnings and args is not None and _format(args) == "github":
+    located = [w for w in warnings if isinstance(w, Problem)]
+    if located and args is not None and _format(args) == "github":
         from .validate import format_github
 
-        print(format_github(warnings, level="warning", title=f"trainkit {args.command}"), end="")
-        return
+        print(format_github(located, level="warning", title=f"trainkit {args.command}"), end="")
+        warnings = [w for w in warnings if not isinstance(w, Problem)]
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
 
@@ -81,10 +91,24 @@ def _require_baseline(args: argparse.Namespace) -> bool:
 
 
 def _synth(args: argparse.Namespace) -> int:
+    runs = _run_cache(args)
+    record = _unchanged(args, runs, "synth", {})
+    if record is not None:
+        _notices((), record.warnings)
+        if args.check:
+            _say(args, f"{args.out}/ is up to date ({len(record.outputs)} files)")
+        else:
+            from .write import Changes
+
+            _say(args, f"{args.out}/: {Changes(unchanged=len(record.outputs)).summary()}")
+        return 0
+    from .synth import synthesize
+
     _require_node()
     out = synthesize(
         Path(args.jobs), Path(args.out), check=args.check, against=args.against,
         load_options=_load_options(args), require_baseline=_require_baseline(args),
+        use_cache=not args.no_cache, runs=runs,
     )  # fmt: skip
     _notices(out.notices, out.plan.warnings, args)
     if args.check:
@@ -95,8 +119,34 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_cache(args: argparse.Namespace) -> RunCache | None:
+    """The run records for this command line, unless caches are off (see ``cache_dir``).
+
+    Only for text reports: a recorded warning is a line of text, not a located problem.
+    """
+    from .cache_dir import cache_enabled
+
+    jobs = Path(args.jobs)
+    if not cache_enabled(no_cache=args.no_cache) or not jobs.is_dir():
+        return None
+    from .runcache import RunCache, synth_options
+
+    options = synth_options(args.against, _require_baseline(args), Path.cwd())
+    return RunCache(jobs.resolve().parent, jobs, Path(args.out), options)
+
+
+def _unchanged(
+    args: argparse.Namespace, runs: RunCache | None, kind: str, extra: dict[str, object]
+) -> Record | None:
+    if runs is None or _format(args) != "text":
+        return None
+    return runs.unchanged(kind, extra, args.against, require=_require_baseline(args))
+
+
 def _raise_if_stale(changes: Changes, out: str, command: str | None = None) -> None:
     """StaleOutputError naming each file and the command that regenerates (default: synth's)."""
+    from .repo_root import synth_command
+
     if not changes.any:
         return
     command = command or synth_command(Path.cwd())
@@ -110,6 +160,14 @@ def _raise_if_stale(changes: Changes, out: str, command: str | None = None) -> N
         for path in paths
     ]
     raise StaleOutputError(problems)
+
+
+def _crds_path(args: argparse.Namespace) -> str | None:
+    """``--crds`` (said from the repository root), else ``$TRAINKIT_CRDS`` from where we started."""
+    if args.crds:
+        return str(args.crds)
+    env = os.environ.get("TRAINKIT_CRDS")
+    return str(Path(args.started_in, env)) if env else None
 
 
 def _load_crds(args: argparse.Namespace) -> tuple[CrdSet | None, str]:
@@ -144,6 +202,18 @@ def _unverified(args: argparse.Namespace, needs: list[NeededCrd], where: str) ->
 
 
 def _check(args: argparse.Namespace) -> int:
+    from .runcache import check_inputs
+
+    runs = _run_cache(args)
+    # A check without CRDs warns (or fails) on every run: never answered from a record.
+    crds_path = _crds_path(args)
+    tools = check_inputs(crds_path) if runs is not None and crds_path else None
+    record = _unchanged(args, runs, "check", tools) if tools is not None else None
+    if record is not None:
+        _notices((), record.warnings)
+        _checked(args, len(record.outputs), record.facts)
+        return 0
+    from .synth import synthesize
     from .validate import PodAllowance, crd_needs, validate_tree
 
     _require_node()
@@ -153,6 +223,7 @@ def _check(args: argparse.Namespace) -> int:
         out = synthesize(
             Path(args.jobs), out_dir, check=True, against=args.against,
             load_options=_load_options(args), require_baseline=_require_baseline(args),
+            use_cache=not args.no_cache, runs=runs,
         )  # fmt: skip
         progress.clear()
         _notices(out.notices, out.plan.warnings, args)
@@ -171,13 +242,25 @@ def _check(args: argparse.Namespace) -> int:
         )  # fmt: skip
     if problems:
         raise ManifestError(problems)
+    facts: dict[str, object] = {
+        "against": against,
+        "builds": builds,
+        "deployed": out.baseline.description,
+    }
+    if out.runs is not None and out.record is not None and tools is not None:
+        key = out.runs.key("check", out.record.imports, tools)
+        out.runs.save("check", dataclasses.replace(out.record, key=key, facts=facts))
+    _checked(args, len(out.files), facts)
+    return 0
+
+
+def _checked(args: argparse.Namespace, files: int, facts: dict[str, object]) -> None:
     _say(
         args,
-        f"{args.out}/ is up to date ({len(out.files)} files); valid against {against}; "
-        f"{builds} kustomize builds; no in-place change of what {out.baseline.description} "
+        f"{args.out}/ is up to date ({files} files); valid against {facts['against']}; "
+        f"{facts['builds']} kustomize builds; no in-place change of what {facts['deployed']} "
         "deploys",
     )
-    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -291,6 +374,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from .schema import write_schemas
+
     changes = write_schemas(Path(args.out), check=args.check)
     if args.check:
         _raise_if_stale(changes, args.out, "trainkit schema")
@@ -597,6 +682,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="git revision holding what is deployed, to refuse in-place changes of "
         "TrainJobs and other immutable fields (default: origin/<ArgoCD revision>, else "
         "<revision>, else the output directory on disk; 'disk' forces the latter)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the caches (always the case when the environment "
+        "variable CI is set): run every definition, write every object through cdk8s",
     )
     p.add_argument(
         "--require-baseline",

@@ -1,143 +1,252 @@
 """Manifest dicts → YAML text through cdk8s, with a content-hash cache.
 
-cdk8s (jsii) runs in a node child process and every construct crosses into it,
-so the cache keeps the YAML of every object ever synthesized, keyed by a hash of
-its content: a re-run with no change never starts node, and one changed job
-costs one construct.
+cdk8s writes the YAML (``cdk8s_node``: its App, Chart and ApiObject in node); this
+module decides which objects need it and checks what comes back. Some strings cdk8s
+leaves plain are read as something else by another reader of our manifests
+(``reads_as_non_string``): an object holding one is written by libyaml instead.
+
+The cache keeps the checked YAML of every object of the last run, keyed by the
+SHA-256 of the object's JSON and stamped with cdk8s's version and this module's
+format, so an unchanged object never goes to node again and one changed job costs
+its own objects only. It lives in the repository's cache directory (see
+``cache_dir`` for the rules every cache follows), and a cached text is checked like
+cdk8s's own before it is used; one that fails the check is a miss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .cache_dir import read_json, write_json
+from .cdk8s_node import Cdk8s, processes_for
+
 __all__ = ["YamlCache", "prewarm", "reads_as_non_string", "to_yaml"]
 
-# Bump when the bytes for the same dict may change (cdk8s upgrade, layout rules).
-_FORMAT = "2"
-
-
-def _key(body: dict[str, Any]) -> str:
-    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(raw.encode()).hexdigest()
+# Bump when the bytes for the same dict may change (layout rules, the checks below).
+_FORMAT = "3"
 
 
 class YamlCache:
-    """YAML text per content hash, kept in one JSON file and pruned to what was used."""
+    """YAML text per object hash, kept in one JSON file and pruned to what a run used.
+
+    Inputs of an entry: the object's JSON (its key), cdk8s's version and ``_FORMAT``
+    (the file's stamp: another stamp and the whole file is a miss).
+    """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._stamp = f"{_FORMAT}/cdk8s-{version('cdk8s')}"
         self._old: dict[str, str] = {}
         self._used: dict[str, str] = {}
-        if path is not None and path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = {}
-            if isinstance(data, dict) and data.get("stamp") == self._stamp:
-                entries = data.get("entries")
-                self._old = entries if isinstance(entries, dict) else {}
+        data = read_json(path) if path is not None else None
+        if data is not None and data.get("stamp") == self._stamp:
+            entries = data.get("entries")
+            if isinstance(entries, dict):
+                self._old = {k: v for k, v in entries.items() if isinstance(v, str)}
 
     @property
     def empty(self) -> bool:
         return not self._old and not self._used
 
-    def get(self, key: str) -> str | None:
-        text = self._used.get(key) or self._old.get(key)
-        if text is not None:
-            self._used[key] = text
-        return text
+    def lookup(self, key: str) -> str | None:
+        """The text stored under ``key``, unchecked (``to_yaml`` checks it)."""
+        return self._used.get(key) or self._old.get(key)
 
-    def put(self, key: str, text: str) -> None:
+    def keep(self, key: str, text: str) -> None:
+        """Record the (checked) text of an object used in this run."""
         self._used[key] = text
 
     def save(self) -> None:
         """Write the entries used in this run (atomically), if they differ from the file."""
         if self.path is None or self._used == self._old:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cache-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"stamp": self._stamp, "entries": self._used}, f, ensure_ascii=False)
-        os.replace(tmp, self.path)
+        write_json(self.path, {"stamp": self._stamp, "entries": self._used})
+
+
+_cdk8s = Cdk8s()
+
+
+def prewarm() -> None:
+    """Unpack cdk8s and start node now (a run with cache misses will need it).
+
+    Node's start-up then overlaps with running the definition files.
+    """
+    _cdk8s.start(processes_for(1 << 30))
 
 
 def to_yaml(
     groups: Sequence[tuple[str, Sequence[dict[str, Any]]]], cache: YamlCache
 ) -> list[list[str]]:
-    """YAML text of every body, grouped like the input (one cdk8s Chart per group)."""
-    keys = [[_key(b) for b in bodies] for _, bodies in groups]
-    missing: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = []
-    for (chart, bodies), gkeys in zip(groups, keys, strict=True):
-        todo = [(k, b) for k, b in zip(gkeys, bodies, strict=True) if cache.get(k) is None]
-        if todo:
-            missing.append((chart, todo))
+    """YAML text of every body, grouped like the input."""
+    out: list[list[str]] = []
+    missing: list[tuple[int, int, str, str]] = []  # group, index, JSON, key
+    for g, (_, bodies) in enumerate(groups):
+        row: list[str] = []
+        for i, body in enumerate(bodies):
+            raw = _json(body)
+            key = _digest(raw)
+            text = cache.lookup(key)
+            if text is not None and (_safe(body, text, raw) or _read_back(body, text)):
+                cache.keep(key, text)
+                row.append(text)
+            else:
+                missing.append((g, i, raw, key))
+                row.append("")
+        out.append(row)
     if missing:
-        texts = _synth([(chart, [b for _, b in todo]) for chart, todo in missing])
-        for (_, todo), group_texts in zip(missing, texts, strict=True):
-            for (k, body), text in zip(todo, group_texts, strict=True):
-                cache.put(k, _readable(body, text))
-    return [[cache.get(k) or "" for k in gkeys] for gkeys in keys]
+        texts = _synth([raw for _, _, raw, _ in missing])
+        for (g, i, raw, key), text in zip(missing, texts, strict=True):
+            body = groups[g][1][i]
+            text = _readable(body, text, raw)
+            cache.keep(key, text)
+            out[g][i] = text
+    return out
 
 
-_warming: threading.Thread | None = None
+def _json(body: dict[str, Any]) -> str:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
-def prewarm() -> None:
-    """Start node and load cdk8s in the background (a cold run will need it).
-
-    Node's start-up (~0.5 s) then overlaps with importing the definition files.
-    """
-    global _warming
-    if _warming is None:
-        _warming = threading.Thread(target=_import_cdk8s, name="cdk8s-prewarm", daemon=True)
-        _warming.start()
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _import_cdk8s() -> None:
-    _silence_node_banner()
-    import cdk8s  # noqa: F401 - importing starts the jsii kernel
+def _key(body: dict[str, Any]) -> str:
+    """The cache key of ``body``."""
+    return _digest(_json(body))
 
 
-def _readable(body: dict[str, Any], text: str) -> str:
+def _synth(objects: Sequence[str]) -> list[str]:
+    """cdk8s's text of each object (JSON), as a standalone YAML document."""
+    texts = [item for doc in _cdk8s.synth(objects) for item in _split_items(doc)]
+    if len(texts) != len(objects):
+        raise RuntimeError(f"cdk8s returned {len(texts)} objects for {len(objects)}")
+    return texts
+
+
+def _readable(body: dict[str, Any], text: str, raw: str) -> str:
     """cdk8s's text if every reader gets ``body`` back from it, else libyaml's.
 
     cdk8s (the ``yaml`` npm package with its YAML 1.1 schema) leaves plain some strings
     that other readers resolve (``=``, ``<<``, ``0o755``, ``0X1F``, ``-_1``,
     ``2024-1-1 1:2:3,5``), and writes tabs, DEL, C1 controls, NEL, LS and PS raw, which
-    PyYAML rejects or reads as line breaks. Only objects holding such a string are read
-    back (about 1 ms each, on a cache miss only); the others keep cdk8s's text unread.
+    PyYAML rejects or reads as line breaks. ``_safe`` proves most objects fine from the
+    text alone; the others are read back (about 1 ms each).
     """
-    risky = [s for s in _strings(body) if _RAW.search(s) or reads_as_non_string(s)]
-    if not risky:
+    if _safe(body, text, raw) or _read_back(body, text):
         return text
+    # Deterministic: same dict, same bytes; key order kept; no folding of long lines.
+    return str(yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30))
+
+
+def _read_back(body: dict[str, Any], text: str) -> bool:
+    """Every reader gets ``body`` back from ``text``: read it, compare, check the quoting."""
     # The pure-Python reader is the strict one about tabs (libyaml accepts them).
-    loader_cls = yaml.SafeLoader if any("\t" in s for s in risky) else yaml.CSafeLoader
+    loader_cls = yaml.SafeLoader if "\t" in text else yaml.CSafeLoader
     try:
         loader = loader_cls(text)
         try:
             node = loader.get_single_node()
-            if node and _quoted(node, body) and loader.construct_document(node) == body:
-                return text
+            return bool(node and _quoted(node, body) and loader.construct_document(node) == body)
         finally:
             loader.dispose()
     except yaml.YAMLError:
-        pass
-    # Deterministic: same dict, same bytes; key order kept; no folding of long lines.
-    return str(yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30))
+        return False
+
+
+def _safe(body: dict[str, Any], text: str, raw: str) -> bool:
+    """Whether ``text``, the YAML of ``body`` (whose JSON is ``raw``), surely quotes every
+    string that some reader would resolve. False means "read it back", not "unsafe".
+
+    A plain scalar is written verbatim, between indentation, ``- ``, ``: `` or a flow
+    indicator and the end of its line or a ``:``. So a resolvable string ``s`` that is
+    plain somewhere shows up as such an occurrence of ``s``, one more than the integers
+    and booleans whose text is ``s`` account for. Block scalars and quoted strings can
+    only add occurrences (a false alarm, never a miss).
+    """
+    if not raw.isascii() and _RAW.search(raw):
+        return False  # cdk8s may write these raw
+    escaped = "\\" in raw
+    if (escaped and _ESCAPED_RAW.search(raw)) or "\x7f" in raw:
+        return False
+    counts: Counter[str] | None = None
+    for s in _candidates(raw, escaped):
+        if not _resolvable(s):
+            continue
+        if not s:
+            return False  # an empty plain scalar leaves no text to find
+        seen = _plain_occurrences(text, s)
+        if seen:
+            if counts is None:
+                counts = _scalars(raw)
+                if counts is None:
+                    return False
+            if seen > counts[s]:
+                return False
+    return True
+
+
+def _candidates(raw: str, escaped: bool) -> set[str]:
+    """The strings of the JSON ``raw`` (keys too) that ``reads_as_non_string`` may accept,
+    as told by their first character."""
+    if not escaped:
+        # Without backslashes every quote delimits a string, so no match starts inside one.
+        return set(_CANDIDATE.findall(raw))
+    return {
+        json.loads(f'"{s}"') if "\\" in s else s for s in _STRING.findall(raw) if s[:1] in _FIRST
+    }
+
+
+def _scalars(raw: str) -> Counter[str] | None:
+    """How often each integer and boolean occurs in the JSON ``raw``, by its YAML text; None
+    when it holds floats or integers JavaScript prints otherwise (beyond 2**53)."""
+    counts: Counter[str] = Counter()
+    for token in _TOKEN.findall(raw):
+        if not token or token == "null":  # a string; cdk8s drops nulls
+            continue
+        exact = token in ("true", "false") or (
+            _INTEGER.fullmatch(token) is not None and abs(int(token)) < _SAFE_INT
+        )
+        if not exact:
+            return None
+        counts[token] += 1
+    return counts
+
+
+def _plain_occurrences(text: str, s: str) -> int:
+    """How often ``s`` stands in ``text`` where a plain scalar could."""
+    n = 0
+    end = len(text)
+    i = text.find(s)
+    while i >= 0:
+        j = i + len(s)
+        before = text[i - 1] if i else "\n"
+        after = text[j] if j < end else "\n"
+        if before in _BEFORE_PLAIN and after in _AFTER_PLAIN:
+            n += 1
+        i = text.find(s, i + 1)
+    return n
+
+
+_resolvable_memo: dict[str, bool] = {}
+
+
+def _resolvable(s: str) -> bool:
+    known = _resolvable_memo.get(s)
+    if known is None:
+        if len(_resolvable_memo) > 1 << 16:
+            _resolvable_memo.clear()
+        known = _resolvable_memo[s] = reads_as_non_string(s)
+    return known
 
 
 def reads_as_non_string(plain: str) -> bool:
@@ -196,16 +305,22 @@ _RAW = re.compile(
 _BREAKS_11 = re.compile(r"[\x85\u2028\u2029\ufeff]")
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+# Every first character of a string ``reads_as_non_string`` may accept ("" for the empty
+# string): strings starting otherwise are never looked at again.
+_FIRST = frozenset(_PYYAML) | frozenset(w[:1] for w in _GO_WORDS) | _NUMBER_START | frozenset({""})
+# JavaScript numbers hold integers exactly below 2**53; larger ones may print otherwise.
+_SAFE_INT = 1 << 53
+_CANDIDATE = re.compile(
+    '"((?:[' + "".join(re.escape(c) for c in sorted(_FIRST) if c) + '])[^"]*|)"'
+)
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|([^",:\[\]{}\s]+)')
+_INTEGER = re.compile(r"-?[0-9]+")
+_BEFORE_PLAIN = frozenset(" \t\n[{,")
+_AFTER_PLAIN = frozenset(" \t\r\n:,]}#")
+# JSON's escapes of what ``_RAW`` refuses (JSON writes control characters escaped); an
+# escaped backslash before a letter is no such escape.
+_ESCAPED_RAW = re.compile(r"(?<!\\)(?:\\\\)*\\(?:[tbfr]|u00[01][0-9a-fA-F])")
 
 
 def _quoted(node: yaml.Node, value: Any) -> bool:
@@ -229,51 +344,6 @@ def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _represent_str)
-
-
-def _silence_node_banner() -> None:
-    """jsii prints an 11-line end-of-life banner for old node majors on every start;
-    it buries real errors. The variable must name the running major."""
-    var = "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"
-    if var in os.environ:
-        return
-    node = os.environ.get("JSII_NODE") or shutil.which("node")
-    if node is None:
-        return  # jsii raises its own clear error
-    try:
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return
-    major = out.stdout.strip().lstrip("v").split(".")[0]
-    if major.isdigit():
-        os.environ[var] = major
-
-
-def _synth(groups: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[list[str]]:
-    """One cdk8s Chart per group holding one ``v1/List`` of the group's objects.
-
-    Every construct is a round trip into node (~2 ms), so the objects travel as
-    the items of a single construct and are cut apart again from cdk8s's YAML.
-    """
-    if _warming is not None:
-        _warming.join()
-    _silence_node_banner()
-    import cdk8s
-
-    app = cdk8s.App()
-    for chart_id, bodies in groups:
-        # No namespace on the chart: cdk8s would stamp it onto cluster-scoped kinds.
-        chart = cdk8s.Chart(app, chart_id)
-        items = cdk8s.ApiObject(chart, "items", api_version="v1", kind="List")
-        items.add_json_patch(cdk8s.JsonPatch.add("/items", list(bodies)))
-    docs = app.synth_yaml().split("\n---\n")
-    if len(docs) != len(groups):
-        raise RuntimeError(f"cdk8s returned {len(docs)} documents for {len(groups)} charts")
-    out = [_split_items(doc) for doc in docs]
-    for (chart_id, bodies), texts in zip(groups, out, strict=True):
-        if len(texts) != len(bodies):
-            raise RuntimeError(f"chart {chart_id}: {len(texts)} items for {len(bodies)} objects")
-    return out
 
 
 def _split_items(doc: str) -> list[str]:

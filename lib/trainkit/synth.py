@@ -18,21 +18,22 @@ The layout (relative to the output directory)::
 
 from __future__ import annotations
 
+import hashlib
 import os
-import tomllib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from . import health
+from .cache_dir import cache_enabled, repo_cache_dir
 from .deployed.baseline import Baseline, resolve_baseline
 from .deployed.inplace import keep_deployed, refuse_in_place_changes
 from .effective import EffectiveJob, effective_job
 from .errors import DefinitionError
-from .load import Definition, LoadOptions, load_jobs
+from .load import Definition, DefinitionCache, LoadOptions, load_jobs
 from .plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime, build_plan
 from .policy import check_policy
 from .render import argocd as render_argocd
@@ -47,13 +48,12 @@ from .render.kustomize import (
 )
 from .render.script import render_script_configmap
 from .render.training_operator import render_pytorchjob
+from .repo_root import DEFAULT_COMMAND, synth_command
+from .runcache import Record, RunCache, baseline_id, synth_options
 from .serialize import YamlCache, prewarm, to_yaml
 from .write import HEADER_PREFIX, Changes, compare_tree, write_tree
 
-__all__ = ["Output", "Rendered", "render_files", "render_objects", "synth_command", "synthesize"]
-
-DEFAULT_COMMAND = "trainkit synth"
-CACHE_FILE = Path(".trainkit") / "yaml-cache.json"
+__all__ = ["Output", "Rendered", "render_files", "render_objects", "synthesize"]
 
 
 @dataclass(frozen=True)
@@ -80,28 +80,10 @@ class Output:
     """What the user should know once (e.g. definitions ran unconfined)."""
     jobs: list[EffectiveJob]
     """Every job's pods as the controllers will create them."""
-
-
-def synth_command(root: Path) -> str:
-    """The command that regenerates the tree of the repository at ``root``.
-
-    ``$TRAINKIT_SYNTH_COMMAND``, else ``synth-command`` under ``[tool.trainkit]`` of the
-    repository's ``pyproject.toml`` (trainkit's own says ``make synth``), else
-    ``trainkit synth``. Headers and messages name it, so they hold in every checkout
-    whichever way a run was started.
-    """
-    explicit = os.environ.get("TRAINKIT_SYNTH_COMMAND")
-    if explicit:
-        return explicit
-    try:
-        with (root / "pyproject.toml").open("rb") as fh:
-            config = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
-        return DEFAULT_COMMAND
-    tool = config.get("tool")
-    section = tool.get("trainkit") if isinstance(tool, dict) else None
-    command = section.get("synth-command") if isinstance(section, dict) else None
-    return command if isinstance(command, str) and command.strip() else DEFAULT_COMMAND
+    runs: RunCache | None = None
+    """The run records of this output directory (None without caches)."""
+    record: Record | None = None
+    """What this run recorded (None without caches)."""
 
 
 def _header(source: str, command: str) -> str:
@@ -253,26 +235,39 @@ def synthesize(
     *,
     root: Path | None = None,
     check: bool = False,
-    cache_path: Path | None = None,
     use_cache: bool = True,
     against: str | None = None,
     load_options: LoadOptions | None = None,
     require_baseline: bool = False,
+    runs: RunCache | None = None,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
     Nothing is written when a job or runtime would change where the cluster
     forbids it, compared with the deployed tree: git revision ``against``, or
     by default what Argo CD follows (see ``deployed.resolve_baseline``).
-    The YAML cache lives in ``<root>/.trainkit/`` unless ``cache_path`` says otherwise.
+
+    With ``use_cache`` (and unless ``cache_dir.cache_enabled`` says no: CI, a tracked
+    cache), a definition file with unchanged inputs is not run again (``load.cache``),
+    an unchanged object is not written by cdk8s again (``serialize``), and the run is
+    recorded for the command's no-change check (``runcache``; ``runs`` when the caller
+    already made it).
     """
     root = root or jobs_dir.resolve().parent
-    if use_cache and cache_path is None:
-        cache_path = root / CACHE_FILE
-    cache = YamlCache(cache_path if use_cache else None)
-    # Node starts while the definitions run (in processes forked before its thread exists).
+    if not (use_cache and cache_enabled()):
+        runs = None
+    elif runs is None:
+        runs = RunCache(root, jobs_dir, out_dir, synth_options(against, require_baseline, root))
+    directory = repo_cache_dir(root) if runs is not None else None
+    cache = YamlCache(directory / "yaml.json" if directory is not None else None)
+    definitions = (
+        DefinitionCache(directory, runs.data_stamp(), root.resolve())
+        if directory is not None and runs is not None
+        else None
+    )
+    # Node starts while the definitions run (in processes forked before it exists).
     loaded = load_jobs(
-        jobs_dir, root, options=load_options, while_loading=prewarm if cache.empty else None
+        jobs_dir, root, options=load_options, while_loading=prewarm, cache=definitions
     )
     plan = build_plan(loaded.definitions)
     groups = render_groups(plan)
@@ -280,15 +275,80 @@ def synthesize(
     origins: dict[str, Definition] = {}
     files = render_files(plan, cache, origins, groups, synth_command(root))
     revision = plan.argocd.revision if plan.argocd else "main"
-    baseline = resolve_baseline(root, out_dir, against, revision, require=require_baseline)
-    keep_deployed(files, origins, baseline)
-    refuse_in_place_changes(files, origins, baseline)
+    baseline = _read_once(
+        resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+    )
+    rendered = {path: _sha(files[path]) for path in origins}
+    compare = _to_compare(origins, rendered, baseline, runs.last("synth") if runs else None)
+    keep_deployed(files, compare, baseline)
+    refuse_in_place_changes(files, compare, baseline)
     if check:
         changes = compare_tree(out_dir, files)
     else:
         changes = write_tree(out_dir, files, display=_display(out_dir, root))
     cache.save()
-    return Output(files, plan, changes, baseline, loaded.notices, effective)
+    record = None
+    if runs is not None:
+        imports = runs.repository_imports(loaded.imports)
+        record = Record(
+            key=runs.key("synth", imports, {}),
+            revision=revision,
+            baseline=baseline_id(baseline),
+            outputs={path: _sha(data) for path, data in files.items()},
+            rendered=rendered,
+            imports=imports,
+            warnings=[str(w) for w in plan.warnings],
+        )
+        runs.save("synth", record)
+    return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _to_compare(
+    origins: dict[str, Definition],
+    rendered: dict[str, str],
+    baseline: Baseline,
+    last: Record | None,
+) -> dict[str, Definition]:
+    """The job and runtime files to compare with their deployed versions.
+
+    Keeping deployed bytes and refusing in-place changes depend only on a file's rendered
+    bytes and its deployed bytes. So against the same commit as the last run, a file
+    rendered exactly as then, which then kept its own bytes, gets the same verdict (none,
+    or the run would have failed) without reading git; every other file is compared.
+    """
+    if last is None or baseline.git is None or last.baseline != baseline_id(baseline):
+        return origins
+    return {
+        path: d
+        for path, d in origins.items()
+        if not (last.rendered.get(path) == rendered[path] == last.outputs.get(path))
+    }
+
+
+@dataclass(frozen=True)
+class _ReadOnce(Baseline):
+    """A git baseline whose files are read once per run: keeping deployed bytes, refusing
+    in-place changes and validating transition rules all ask for the same files."""
+
+    read: dict[str, bytes | None] = field(default_factory=dict, repr=False, compare=False)
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(paths)
+        unknown = [p for p in wanted if p not in self.read]
+        if unknown:
+            got = super().read_many(unknown)
+            self.read.update((p, got.get(p)) for p in unknown)
+        return {p: data for p in wanted if (data := self.read[p]) is not None}
+
+
+def _read_once(baseline: Baseline) -> Baseline:
+    if baseline.git is None:
+        return baseline  # the files on disk, or nothing
+    return _ReadOnce(baseline.description, baseline.directory, baseline.git, baseline.nothing)
 
 
 def _display(path: Path, root: Path) -> str:

@@ -18,20 +18,23 @@ is run as a definition.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ..errors import DefinitionError, Problem
 from . import sandbox, server, watch
+from .cache import DefinitionCache
 from .discover import PLATFORM_DIR, DefinitionFile, find_definitions, shown
-from .rebuild import Definition, rebuild
+from .rebuild import Definition, Rebuilt, rebuild
 
 __all__ = [
     "PLATFORM_DIR",
     "Definition",
+    "DefinitionCache",
     "LoadInterrupted",
     "LoadOptions",
     "Loaded",
@@ -62,6 +65,8 @@ class Loaded:
     definitions: list[Definition]
     notices: list[str]
     """Things the user should know once per run (e.g. confinement unavailable)."""
+    imports: list[str] = field(default_factory=list)
+    """Every file the definitions' processes imported, as they reported it (cache keys)."""
 
 
 class LoadInterrupted(KeyboardInterrupt):
@@ -82,6 +87,7 @@ def load_jobs(
     only: Collection[str] | None = None,
     options: LoadOptions | None = None,
     while_loading: Callable[[], None] | None = None,
+    cache: DefinitionCache | None = None,
 ) -> Loaded:
     """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems.
 
@@ -90,7 +96,9 @@ def load_jobs(
     working directory. ``only`` limits the load to those directories under
     ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``). ``while_loading`` is called once the
     definition processes exist, to overlap other start-up work with them (it may
-    start threads: nothing forks from this process after that).
+    start threads: nothing forks from this process after that); it is not called when
+    no definition runs. With ``cache``, a file whose inputs are unchanged is not run: its
+    last payload is rebuilt like a fresh one (see ``load.cache``).
     """
     jobs_dir = jobs_dir.resolve()
     root = (root or jobs_dir.parent).resolve()
@@ -101,7 +109,7 @@ def load_jobs(
     files, problems = find_definitions(jobs_dir, root)
     if only is not None:
         files = [f for f in files if f.team in only]
-    return _run(files, problems, jobs_dir, root, options or LoadOptions(), while_loading)
+    return _run(files, problems, jobs_dir, root, options or LoadOptions(), while_loading, cache)
 
 
 def load_file(
@@ -127,7 +135,7 @@ def load_file(
             )
         ]
         raise DefinitionError(problems)
-    return _run(chosen, [], jobs_dir, root, options or LoadOptions(), None)
+    return _run(chosen, [], jobs_dir, root, options or LoadOptions(), None, None)
 
 
 def _guess_jobs_dir(path: Path) -> Path:
@@ -137,11 +145,13 @@ def _guess_jobs_dir(path: Path) -> Path:
     raise DefinitionError([Problem(file=str(path), message="not inside a jobs/ directory")])
 
 
-def _groups(files: Sequence[DefinitionFile], isolation: str) -> list[list[tuple[int, str]]]:
+def _groups(
+    files: Sequence[tuple[int, DefinitionFile]], isolation: str
+) -> list[list[tuple[int, str]]]:
     if isolation == "file":
-        return [[(i, str(f.path))] for i, f in enumerate(files)]
+        return [[(i, str(f.path))] for i, f in files]
     by_team: dict[str, list[tuple[int, str]]] = {}
-    for i, f in enumerate(files):
+    for i, f in files:
         by_team.setdefault(f.team, []).append((i, str(f.path)))
     return list(by_team.values())
 
@@ -163,15 +173,98 @@ def _run(
     root: Path,
     options: LoadOptions,
     while_loading: Callable[[], None] | None,
+    cache: DefinitionCache | None,
 ) -> Loaded:
     problems = list(problems)
     if not files:
         if problems:
             raise DefinitionError(problems)
-        if while_loading is not None:
-            while_loading()
         return Loaded([], [])
-    groups = _groups(files, options.isolation)
+    hits: dict[int, bytes] = {}
+    digests: dict[int, str] = {}
+    if cache is not None:
+        for i, df in enumerate(files):
+            hit = cache.lookup(df)
+            if hit is not None:
+                hits[i] = hit
+            elif (sha := cache.digest(str(df.path))) is not None:
+                digests[i] = sha
+    done: dict[int, Rebuilt] = {}
+
+    def use_hits() -> None:
+        # A stored payload is rebuilt like a fresh one, and only once the definition
+        # processes are forked: no rebuilt object is ever in their memory. One that does
+        # not rebuild cleanly (corrupt, or a script it names is gone) is a miss.
+        for i, payload in hits.items():
+            got = rebuild(payload, files[i], jobs_dir, root, options.memory)
+            if got.problems:
+                if cache is not None and (sha := cache.digest(str(files[i].path))):
+                    digests[i] = sha
+            else:
+                done[i] = got
+
+    # Unconfined, a definition could also write the caches the next run trusts.
+    watched = [root] if cache is None else [root, cache.path.parent]
+    runs: list[_Ran] = []
+    pending = [(i, f) for i, f in enumerate(files) if i not in hits]
+    if pending:
+        ready = [use_hits] if while_loading is None else [while_loading, use_hits]
+        runs.append(
+            _execute(_groups(pending, options.isolation), files, root, watched, options, ready)
+        )
+    else:
+        use_hits()
+    again = [(i, files[i]) for i in hits if i not in done]
+    if again:
+        runs.append(_execute(_groups(again, options.isolation), files, root, watched, options, []))
+    payloads = {i: data for ran in runs for i, data in ran.payloads.items()}
+    ended = {i: e for ran in runs for i, e in ran.exits.items()}
+    definitions: list[Definition] = []
+    imported: dict[int, list[str]] = {}
+    for index, df in enumerate(files):
+        got = done.get(index)
+        if got is None and index in payloads:
+            got = rebuild(payloads[index], df, jobs_dir, root, options.memory)
+        if got is not None:
+            definitions.extend(got.definitions)
+            problems.extend(got.problems)
+            imported[index] = got.imports
+        else:
+            problems.append(_unloaded(df, files, ended.get(index), options))
+    problems.extend(p for ran in runs for p in ran.problems)
+    if problems:
+        raise DefinitionError(list(dict.fromkeys(problems)))
+    if cache is not None:
+        for ran in runs:
+            _remember(cache, files, ran.groups, payloads, digests, imported)
+        cache.save()
+    imports = sorted({path for paths in imported.values() for path in paths})
+    notices = list(dict.fromkeys(n for ran in runs for n in ran.notices))
+    return Loaded(definitions, notices, imports)
+
+
+@dataclass
+class _Ran:
+    """What one run of the definition server returned."""
+
+    groups: list[list[tuple[int, str]]]
+    payloads: dict[int, bytes]
+    exits: dict[int, _Exit]
+    """How the process of each file (by index) ended."""
+    notices: list[str]
+    problems: list[Problem]
+    """Files changed while definitions ran unconfined."""
+
+
+def _execute(
+    groups: list[list[tuple[int, str]]],
+    files: list[DefinitionFile],
+    root: Path,
+    watched_roots: list[Path],
+    options: LoadOptions,
+    on_ready: list[Callable[[], None]],
+) -> _Ran:
+    """Run ``groups`` in the definition server; ``on_ready`` once its processes exist."""
     limits = server.Limits(
         timeout=options.timeout, memory=options.memory, jobs=options.jobs, sandbox=options.sandbox
     )
@@ -181,13 +274,16 @@ def _run(
     started: dict[int, int] = {}
     notices: list[str] = []
     before: watch.Snapshot | None = None
-    watched: tuple[list[Path], list[str]] = ([root], [])
+    watched: tuple[list[Path], list[str]] = (watched_roots, [])
+    # Garbage of earlier loads in this process (a library caller, a test session) would be
+    # copied into the fork that becomes the pristine definition server.
+    gc.collect()
     run = server.run(groups, limits)
     try:
         for event in run:
             if event.kind == "ready":
-                if while_loading is not None:
-                    while_loading()
+                for call in on_ready:
+                    call()
                 if not event.confined:
                     notices.append(
                         "definitions ran without a read-only file system or network isolation "
@@ -195,7 +291,7 @@ def _run(
                         "before and after instead"
                     )
                     sandbox.make_undumpable()
-                    watched = ([root], watch.imported_files())
+                    watched = (watched_roots, watch.imported_files())
                     before = watch.snapshot(*watched)
             elif event.kind == "start" and event.file is not None:
                 if event.file in dict(groups[event.group]):
@@ -218,20 +314,27 @@ def _run(
         raise LoadInterrupted(
             "interrupted while running " + (", ".join(busy) if busy else "definitions")
         ) from None
-    definitions: list[Definition] = []
-    group_of = {index: g for g, group in enumerate(groups) for index, _ in group}
-    for index, df in enumerate(files):
-        if index in payloads:
-            got = rebuild(payloads[index], df, jobs_dir, root, options.memory)
-            definitions.extend(got.definitions)
-            problems.extend(got.problems)
-        else:
-            problems.append(_unloaded(df, files, exits.get(group_of[index]), options))
+    problems = []
     if before is not None:
-        problems.extend(_changes(before, watch.snapshot(*watched), groups, files, exits, root))
-    if problems:
-        raise DefinitionError(list(dict.fromkeys(problems)))
-    return Loaded(definitions, notices)
+        problems = _changes(before, watch.snapshot(*watched), groups, files, exits, root)
+    by_file = {i: exits[g] for g, group in enumerate(groups) if g in exits for i, _ in group}
+    return _Ran(groups, payloads, by_file, notices, problems)
+
+
+def _remember(
+    cache: DefinitionCache,
+    files: list[DefinitionFile],
+    groups: list[list[tuple[int, str]]],
+    payloads: dict[int, bytes],
+    digests: dict[int, str],
+    imported: dict[int, list[str]],
+) -> None:
+    """Store the payloads that ran; each file's imports are those of its whole process."""
+    for group in groups:
+        imports = {path for index, _ in group for path in imported.get(index, ())}
+        for index, _ in group:
+            if index in payloads and index in digests:
+                cache.store(files[index], digests[index], payloads[index], imports)
 
 
 def _unloaded(

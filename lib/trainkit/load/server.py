@@ -168,7 +168,15 @@ class _Origin:
 
     def start(self, groups: list[Group], limits: Limits, out: int, go: int) -> int:
         """Fork a server for one load; returns its pid."""
-        request = json.dumps({"groups": [list(g) for g in groups], "limits": limits.__dict__})
+        # The server runs where the caller is, and imports as the caller would.
+        request = json.dumps(
+            {
+                "groups": [list(g) for g in groups],
+                "limits": limits.__dict__,
+                "cwd": os.getcwd(),
+                "path": sys.path,
+            }
+        )
         data = request.encode()
         socket.send_fds(self.sock, [struct.pack(">I", len(data)) + data], [out, go])
         reply = _recv_exact(self.sock, 4)
@@ -256,6 +264,8 @@ def _origin_loop(sock: socket.socket, owner: int) -> None:
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 sock.close()
+                os.chdir(request["cwd"])
+                sys.path[:] = [str(p) for p in request["path"]]
                 _serve(groups, out, go, Limits(**request["limits"]), me)
             finally:
                 os._exit(0)

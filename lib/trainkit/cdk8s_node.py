@@ -1,0 +1,199 @@
+"""cdk8s's own App, Chart and ApiObject, run in node processes without the jsii bridge.
+
+cdk8s is a JavaScript library; its Python package is a jsii binding that carries
+every value of every object across a pipe to node, one call per value. For 4,000
+manifests that marshalling cost more than the YAML itself (about 8 s of 13). Here
+the JavaScript that the Python package ships (``cdk8s/_jsii/cdk8s@<v>.jsii.tgz``,
+with ``constructs``) is unpacked into a private temporary directory and driven by a
+short script: the objects go in as one JSON array, and cdk8s's ``synthYaml`` comes
+back, so the bytes are exactly those of the jsii route. One process per CPU shares
+the work. Nothing is kept between runs: code is never cached (see ``cache_dir``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import Problem, SetupError
+
+__all__ = ["Cdk8s", "node_binary", "processes_for"]
+
+# One chart holding one v1/List: cdk8s writes the items in order, each as it would
+# write a top-level object, indented under ``items:`` (see serialize._split_items).
+_SCRIPT = """\
+'use strict';
+const { App, Chart, ApiObject, JsonPatch } = require('cdk8s');
+const chunks = [];
+process.stdin.on('data', (chunk) => chunks.push(chunk));
+process.stdin.on('end', () => {
+  const input = Buffer.concat(chunks).toString('utf8');
+  if (!input) return; // not needed after all
+  const app = new App();
+  const chart = new Chart(app, 'trainkit');
+  const list = new ApiObject(chart, 'items', { apiVersion: 'v1', kind: 'List' });
+  list.addJsonPatch(JsonPatch.add('/items', JSON.parse(input)));
+  process.stdout.write(app.synthYaml());
+});
+"""
+_PACKAGES = ("cdk8s", "constructs")
+# Below this many objects a second process costs more (start-up, ~0.4 s) than it saves.
+_PER_PROCESS = 400
+_INSTALL_NODE = (
+    "node not found on PATH (cdk8s runs on Node.js); install Node.js 18 or newer, "
+    "or name the binary in $JSII_NODE"
+)
+
+
+def node_binary() -> str | None:
+    """The node that jsii would use: ``$JSII_NODE``, else ``node`` on PATH."""
+    return os.environ.get("JSII_NODE") or shutil.which("node")
+
+
+class Cdk8s:
+    """Node processes that have loaded cdk8s and wait for objects on stdin.
+
+    Start it early (``start``) so that node's start-up overlaps other work; ``synth``
+    uses as many of the processes as the work deserves and ends them all.
+    """
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def start(self, processes: int) -> None:
+        """Unpack cdk8s and start ``processes`` node processes (once)."""
+        with self._lock:
+            if self._procs:
+                return
+            node = node_binary()
+            if node is None:
+                raise SetupError([Problem(file="node", message=_INSTALL_NODE)])
+            self._dir = tempfile.mkdtemp(prefix="trainkit-cdk8s-")
+            modules = Path(self._dir) / "node_modules"
+            for name in _PACKAGES:
+                _unpack(_tarball(name), modules / name)
+            script = Path(self._dir) / "synth.js"
+            script.write_text(_SCRIPT, encoding="utf-8")
+            self._procs = [
+                subprocess.Popen(
+                    [node, str(script)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=self._dir,
+                )
+                for _ in range(max(1, processes))
+            ]
+
+    def synth(self, objects: Sequence[str]) -> list[str]:
+        """cdk8s's YAML of ``objects`` (JSON texts): one v1/List document per process used,
+        holding consecutive objects, in order. Ends every process."""
+        if not self._procs:
+            self.start(_processes(len(objects)))
+        procs = self._procs[: max(1, min(len(self._procs), -(-len(objects) // _PER_PROCESS)))]
+        size = -(-len(objects) // len(procs))
+        chunks = [objects[i : i + size] for i in range(0, len(objects), size)]
+        results: list[tuple[bytes, bytes, int]] = [(b"", b"", 0)] * len(chunks)
+
+        def run(i: int) -> None:
+            data = ("[" + ",".join(chunks[i]) + "]").encode("utf-8", "surrogatepass")
+            out, err = procs[i].communicate(data)
+            results[i] = (out, err, procs[i].returncode)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(1, len(chunks))]
+        for t in threads:
+            t.start()
+        try:
+            run(0)
+        finally:
+            for t in threads:
+                t.join()
+            self.close()
+        for _, err, code in results:
+            if code != 0:
+                tail = err.decode("utf-8", "replace").strip()[-2000:]
+                raise RuntimeError(f"cdk8s (node) failed with status {code}: {tail}")
+        return [out.decode("utf-8") for out, _, _ in results]
+
+    def close(self) -> None:
+        """End every process and remove the unpacked code."""
+        with self._lock:
+            for proc in self._procs:
+                if proc.poll() is None:
+                    with contextlib.suppress(OSError):
+                        proc.kill()
+                    proc.wait()
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        with contextlib.suppress(OSError):
+                            stream.close()
+            self._procs = []
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+
+
+def _processes(objects: int) -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, 4, -(-objects // _PER_PROCESS)))
+
+
+def processes_for(objects: int) -> int:
+    """Node processes worth starting for ``objects`` objects (at most one per CPU, four)."""
+    return _processes(objects)
+
+
+def _tarball(package: str) -> Path:
+    """The JavaScript bundle a jsii Python package ships, found without importing it
+    (importing ``cdk8s`` would start jsii's own node)."""
+    spec = importlib.util.find_spec(package)
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    for place in places:
+        found = sorted(Path(place, "_jsii").glob("*.jsii.tgz"))
+        if found:
+            return found[-1]
+    raise SetupError(
+        [
+            Problem(
+                file=package,
+                message=f"the Python package {package!r} or its JavaScript bundle is missing; "
+                "reinstall trainkit (pip install -e .)",
+            )
+        ]
+    )
+
+
+def _unpack(tarball: Path, target: Path) -> None:
+    """Unpack an npm tarball (everything below its ``package/``) into ``target``."""
+    target.mkdir(parents=True)
+    tar = shutil.which("tar")
+    if tar is not None:
+        # The tar binary is four times as fast as the tarfile module here.
+        done = subprocess.run(
+            [tar, "-xzf", str(tarball), "-C", str(target), "--strip-components=1"],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode == 0:
+            return
+    with tarfile.open(tarball) as tf:
+        members = []
+        for member in tf.getmembers():
+            _, _, rel = member.name.partition("/")
+            if not rel or not (member.isfile() or member.isdir()):
+                continue
+            member.name = rel
+            members.append(member)
+        tf.extractall(target, members=members, filter="data")

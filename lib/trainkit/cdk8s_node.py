@@ -7,7 +7,9 @@ the JavaScript that the Python package ships (``cdk8s/_jsii/cdk8s@<v>.jsii.tgz``
 with ``constructs``) is unpacked into a private temporary directory and driven by a
 short script: the objects go in as one JSON array, and cdk8s's ``synthYaml`` comes
 back, so the bytes are exactly those of the jsii route. One process per CPU shares
-the work. Nothing is kept between runs: code is never cached (see ``cache_dir``).
+the work; the processes serve every synth of the Python process that started them
+(tests and ``plan`` synthesize many times) and end with it. Nothing is kept between
+runs: code is never cached (see ``cache_dir``).
 """
 
 from __future__ import annotations
@@ -30,21 +32,43 @@ __all__ = ["Cdk8s", "node_binary", "processes_for"]
 
 # One chart holding one v1/List: cdk8s writes the items in order, each as it would
 # write a top-level object, indented under ``items:`` (see serialize._split_items).
+# Requests and answers are framed by a 12-digit byte count, so that one process
+# serves every synth of the Python process that started it.
 _SCRIPT = """\
 'use strict';
 const { App, Chart, ApiObject, JsonPatch } = require('cdk8s');
-const chunks = [];
-process.stdin.on('data', (chunk) => chunks.push(chunk));
-process.stdin.on('end', () => {
-  const input = Buffer.concat(chunks).toString('utf8');
-  if (!input) return; // not needed after all
-  const app = new App();
-  const chart = new Chart(app, 'trainkit');
-  const list = new ApiObject(chart, 'items', { apiVersion: 'v1', kind: 'List' });
-  list.addJsonPatch(JsonPatch.add('/items', JSON.parse(input)));
-  process.stdout.write(app.synthYaml());
+const HEAD = 12;
+let chunks = [];
+let size = 0;
+function take(n) {
+  const all = Buffer.concat(chunks, size);
+  chunks = [all.subarray(n)];
+  size = all.length - n;
+  return all.subarray(0, n);
+}
+let want = -1;
+process.stdin.on('data', (chunk) => {
+  chunks.push(chunk);
+  size += chunk.length;
+  for (;;) {
+    if (want < 0) {
+      if (size < HEAD) return;
+      want = Number(take(HEAD).toString('ascii'));
+    }
+    if (size < want) return;
+    const input = take(want).toString('utf8');
+    want = -1;
+    const app = new App();
+    const chart = new Chart(app, 'trainkit');
+    const list = new ApiObject(chart, 'items', { apiVersion: 'v1', kind: 'List' });
+    list.addJsonPatch(JsonPatch.add('/items', JSON.parse(input)));
+    const out = Buffer.from(app.synthYaml(), 'utf8');
+    process.stdout.write(String(out.length).padStart(HEAD, '0'));
+    process.stdout.write(out);
+  }
 });
 """
+_HEAD = 12
 _PACKAGES = ("cdk8s", "constructs")
 # Below this many objects a second process costs more (start-up, ~0.4 s) than it saves.
 _PER_PROCESS = 400
@@ -63,54 +87,56 @@ class Cdk8s:
     """Node processes that have loaded cdk8s and wait for objects on stdin.
 
     Start it early (``start``) so that node's start-up overlaps other work; ``synth``
-    uses as many of the processes as the work deserves and ends them all.
+    uses as many of the processes as the work deserves. They live until ``close``
+    (at exit, or after a failure); a forked child never uses its parent's.
     """
 
     def __init__(self) -> None:
         self._dir: str | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._owner = os.getpid()
         self._lock = threading.Lock()
         atexit.register(self.close)
 
     def start(self, processes: int) -> None:
-        """Unpack cdk8s and start ``processes`` node processes (once)."""
+        """Unpack cdk8s (once) and have at least ``processes`` node processes running."""
         with self._lock:
-            if self._procs:
+            if self._owner != os.getpid():
+                self._forget()
+            if len(self._procs) >= max(1, processes):
                 return
             node = node_binary()
             if node is None:
                 raise SetupError([Problem(file="node", message=_INSTALL_NODE)])
-            self._dir = tempfile.mkdtemp(prefix="trainkit-cdk8s-")
-            modules = Path(self._dir) / "node_modules"
-            for name in _PACKAGES:
-                _unpack(_tarball(name), modules / name)
-            script = Path(self._dir) / "synth.js"
-            script.write_text(_SCRIPT, encoding="utf-8")
-            self._procs = [
-                subprocess.Popen(
-                    [node, str(script)],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=self._dir,
+            if self._dir is None:
+                self._dir = tempfile.mkdtemp(prefix="trainkit-cdk8s-")
+                modules = Path(self._dir) / "node_modules"
+                for name in _PACKAGES:
+                    _unpack(_tarball(name), modules / name)
+                (Path(self._dir) / "synth.js").write_text(_SCRIPT, encoding="utf-8")
+            while len(self._procs) < max(1, processes):
+                self._procs.append(
+                    subprocess.Popen(
+                        [node, str(Path(self._dir) / "synth.js")],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        cwd=self._dir,
+                    )
                 )
-                for _ in range(max(1, processes))
-            ]
 
     def synth(self, objects: Sequence[str]) -> list[str]:
         """cdk8s's YAML of ``objects`` (JSON texts): one v1/List document per process used,
-        holding consecutive objects, in order. Ends every process."""
-        if not self._procs:
-            self.start(_processes(len(objects)))
+        holding consecutive objects, in order."""
+        self.start(_processes(len(objects)))
         procs = self._procs[: max(1, min(len(self._procs), -(-len(objects) // _PER_PROCESS)))]
         size = -(-len(objects) // len(procs))
         chunks = [objects[i : i + size] for i in range(0, len(objects), size)]
-        results: list[tuple[bytes, bytes, int]] = [(b"", b"", 0)] * len(chunks)
+        results: list[bytes | None] = [None] * len(chunks)
 
         def run(i: int) -> None:
             data = ("[" + ",".join(chunks[i]) + "]").encode("utf-8", "surrogatepass")
-            out, err = procs[i].communicate(data)
-            results[i] = (out, err, procs[i].returncode)
+            results[i] = _ask(procs[i], data)
 
         threads = [threading.Thread(target=run, args=(i,)) for i in range(1, len(chunks))]
         for t in threads:
@@ -120,16 +146,20 @@ class Cdk8s:
         finally:
             for t in threads:
                 t.join()
-            self.close()
-        for _, err, code in results:
-            if code != 0:
-                tail = err.decode("utf-8", "replace").strip()[-2000:]
-                raise RuntimeError(f"cdk8s (node) failed with status {code}: {tail}")
-        return [out.decode("utf-8") for out, _, _ in results]
+            if any(r is None for r in results):
+                failed = [p for p, r in zip(procs, results, strict=False) if r is None]
+                tail = _stderr_tail(failed)
+                self.close()  # the next synth starts afresh
+        if any(r is None for r in results):
+            raise RuntimeError(f"cdk8s (node) failed: {tail}")
+        return [r.decode("utf-8") for r in results if r is not None]
 
     def close(self) -> None:
         """End every process and remove the unpacked code."""
         with self._lock:
+            if self._owner != os.getpid():
+                self._forget()
+                return
             for proc in self._procs:
                 if proc.poll() is None:
                     with contextlib.suppress(OSError):
@@ -143,6 +173,36 @@ class Cdk8s:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
                 self._dir = None
+
+    def _forget(self) -> None:
+        # A forked child: the processes and the directory are the parent's.
+        self._procs, self._dir, self._owner = [], None, os.getpid()
+
+
+def _ask(proc: subprocess.Popen[bytes], data: bytes) -> bytes | None:
+    """Send one request; its answer, or None when the process failed or ended."""
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(f"{len(data):0{_HEAD}d}".encode() + data)
+        proc.stdin.flush()
+        head = proc.stdout.read(_HEAD)
+        if len(head) != _HEAD:
+            return None
+        body = proc.stdout.read(int(head))
+    except (OSError, ValueError):
+        return None
+    return body if len(body) == int(head) else None
+
+
+def _stderr_tail(procs: Sequence[subprocess.Popen[bytes]]) -> str:
+    tails = []
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        tails.append(f"status {proc.returncode}: " + err.decode("utf-8", "replace").strip()[-2000:])
+    return "; ".join(tails)
 
 
 def _processes(objects: int) -> int:

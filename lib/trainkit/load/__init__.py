@@ -18,7 +18,6 @@ is run as a definition.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -275,9 +274,6 @@ def _execute(
     notices: list[str] = []
     before: watch.Snapshot | None = None
     watched: tuple[list[Path], list[str]] = (watched_roots, [])
-    # Garbage of earlier loads in this process (a library caller, a test session) would be
-    # copied into the fork that becomes the pristine definition server.
-    gc.collect()
     run = server.run(groups, limits)
     try:
         for event in run:

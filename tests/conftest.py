@@ -20,6 +20,13 @@ if os.environ.get("TRAINKIT_CRDS") and not Path(os.environ["TRAINKIT_CRDS"]).is_
     os.environ["TRAINKIT_CRDS"] = str((REPO / os.environ["TRAINKIT_CRDS"]).resolve())
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` first (in their order), then the rest: parallel workers
+    (``make test`` runs ``-n auto``) then end together instead of one finishing a long
+    test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(autouse=True)
 def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands behave as on a developer's machine unless a test says otherwise: with CI set,
@@ -98,6 +105,27 @@ class Workspace:
 def ws(tmp_path: Path) -> Workspace:
     shutil.copytree(REPO / "jobs", tmp_path / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
     return Workspace(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def _examples_generated(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> Path:
+    """generated/ of the examples, synthesized once per session as a developer would."""
+    root = tmp_path_factory.mktemp("examples")
+    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("CI", raising=False)
+        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+        mp.chdir(root)
+        assert main(["synth"]) == 0
+    return root / "generated"
+
+
+@pytest.fixture
+def synthesized(ws: Workspace, _examples_generated: Path) -> Workspace:
+    """``ws`` as ``trainkit synth`` leaves it: the session's generated/, copied (each test
+    breaks its own copy)."""
+    shutil.copytree(_examples_generated, ws.out, symlinks=True)
+    return ws
 
 
 def _runner(

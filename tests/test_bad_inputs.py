@@ -1,6 +1,7 @@
 """A corpus of broken inputs, each run through the real CLI in a copy of the examples.
 
-Every case starts from a successful ``trainkit synth`` of the example jobs/, breaks one
+Every case starts from a successful ``trainkit synth`` of the example jobs/ (made once
+per session and copied, see ``conftest.synthesized``), breaks one
 thing (an edit of a real example file, a new file, or a hand-edited copy of a generated
 manifest), runs one command and asserts:
 
@@ -990,8 +991,8 @@ def test_the_corpus_is_large_and_its_ids_unique():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
-def test_bad_input_is_reported_and_generated_is_untouched(ws, cli, rendered_crds, case):
-    assert cli("synth").code == 0
+def test_bad_input_is_reported_and_generated_is_untouched(synthesized, cli, rendered_crds, case):
+    ws = synthesized
     if case.copy:
         source, dest = case.copy
         (ws.root / dest).parent.mkdir(parents=True, exist_ok=True)

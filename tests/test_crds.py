@@ -32,6 +32,7 @@ def needed_files(crds: Path) -> list[Path]:
 # --- the pins ----------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_every_pin_is_the_local_copy_of_its_upstream_file(crds: Path) -> None:
     pins = load_pins()
     assert len(pins) == len({p.path for p in pins}) >= 20

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from trainkit.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,6 +70,7 @@ def test_commands_in_the_table_exist(capsys):
         assert f"usage: trainkit {command}" in capsys.readouterr().out
 
 
+@pytest.mark.long
 def test_rehearse_example_runs(monkeypatch, capsys):
     # The one real training run of the suite: torchrun on 2 nodes × 2 processes, DDP on gloo.
     (line,) = [b.strip() for b in blocks("sh") if b.startswith("trainkit rehearse")]

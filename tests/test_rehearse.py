@@ -739,6 +739,7 @@ def _node_env_2x2(rank: int, port: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.long
 def test_a_trainjob_run_gets_trainers_env_and_the_pods_layout_and_names_the_failing_rank(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

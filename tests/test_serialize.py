@@ -213,6 +213,7 @@ def _emit(value, indent, choose, plain):
     return lines
 
 
+@pytest.mark.long
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(body=st.dictionaries(WORDS, VALUES, min_size=1, max_size=4), data=st.data())
 def test_the_fast_check_never_passes_a_resolvable_string_left_plain(body, data):

@@ -128,6 +128,7 @@ def _read(d: Path) -> dict[str, bytes]:
     return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
 
 
+@pytest.mark.long
 def test_output_is_byte_identical_across_hash_seeds_time_zones_and_cwd(bare, tmp_path):
     # Each run is cold (no cache) so cdk8s itself is exercised each time.
     a, b = tmp_path / "a", tmp_path / "b"

@@ -268,12 +268,14 @@ def test_no_network_and_no_secrets(bare: Workspace, monkeypatch: pytest.MonkeyPa
     assert any(p.startswith("jobs/vision/evil.py:3: OSError") for p in found), found
 
 
+@pytest.mark.long
 def test_a_hanging_file_is_named_and_the_others_load(bare: Workspace) -> None:
     bare.write("jobs/vision/hang.py", "while True:\n    pass\n")
     (found,) = problems(bare, LoadOptions(timeout=3))
     assert found.startswith("jobs/vision/hang.py: took longer than 3 s (--load-timeout)")
 
 
+@pytest.mark.long
 def test_files_after_a_hanging_one_in_the_same_process_are_named(bare: Workspace) -> None:
     bare.write("jobs/vision/a_hang.py", "import time\ntime.sleep(3600)\n")
     found = problems(bare, LoadOptions(timeout=3))

@@ -38,6 +38,7 @@ def _crd_documents() -> list[tuple[Path, dict[str, object]]]:
     return found
 
 
+@pytest.mark.long
 def test_every_crd_file_loads_and_every_served_version_is_indexed(crds: CrdSet) -> None:
     documents = _crd_documents()
     assert len({path for path, _ in documents}) >= 20

@@ -42,6 +42,8 @@ FAILURE_GRACE_SECONDS = 2.0
 """After a node fails, how long the others get to exit and report their own failures."""
 STOP_GRACE_SECONDS = 3.0
 """Between SIGTERM (torchrun then stops its workers) and SIGKILL."""
+KILLED_WAIT_SECONDS = 30.0
+"""How long SIGKILLed processes may take to be gone (each is gone once scheduled)."""
 TAIL_LINES = 15
 _SIGNALLED = {-int(signal.SIGTERM), -int(signal.SIGKILL)}
 
@@ -405,6 +407,9 @@ class _Run:
             kill_groups(self.groups - roots, signal.SIGKILL)
             self._settle(0.5)
             kill_groups(self.groups, signal.SIGKILL)
+            # A killed process ends when it is next scheduled, later on a loaded machine:
+            # rehearse returns only once nothing it started runs.
+            self._settle(KILLED_WAIT_SECONDS)
         for proc in self.procs:
             proc.wait()
         self._pump(final=True)

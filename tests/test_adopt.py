@@ -148,7 +148,7 @@ def test_init_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert "kept ./README.md" in out and "extended ./.gitignore" in out
     assert (tmp_path / "README.md").read_text() == "# ours\n"
     assert (tmp_path / ".gitignore").read_text() == (
-        "*.pyc\n.venv/\n# trainkit: caches, fetched CRDs and the temporaries of `trainkit synth`\n"
+        "*.pyc\n.venv/\n# trainkit: fetched CRDs and the temporaries of `trainkit synth`\n"
         ".trainkit/\n.*.trainkit-*\n__pycache__/\n"
     )
     code, _, err = run(capsys, "init", ".")

@@ -102,6 +102,7 @@ def _synth(args: argparse.Namespace) -> int:
 
             _say(args, f"{args.out}/: {Changes(unchanged=len(record.outputs)).summary()}")
         return 0
+    _prestart()
     from .synth import synthesize
 
     _require_node()
@@ -117,6 +118,13 @@ def _synth(args: argparse.Namespace) -> int:
     else:
         _say(args, f"{args.out}/: {out.changes.summary()}")
     return 0
+
+
+def _prestart() -> None:
+    """Definitions will run: start their origin process while the pipeline is imported."""
+    from .load.server import prestart
+
+    prestart()
 
 
 def _run_cache(args: argparse.Namespace) -> RunCache | None:
@@ -213,6 +221,7 @@ def _check(args: argparse.Namespace) -> int:
         _notices((), record.warnings)
         _checked(args, len(record.outputs), record.facts)
         return 0
+    _prestart()
     from .synth import synthesize
     from .validate import PodAllowance, crd_needs, validate_tree
 

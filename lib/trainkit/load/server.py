@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from . import sandbox
 
-__all__ = ["Event", "Limits", "run"]
+__all__ = ["Event", "Limits", "prestart", "run"]
 
 Group = Sequence[tuple[int, str]]
 """``(file index, absolute path)`` of the files one worker runs, in order."""
@@ -193,6 +193,12 @@ class _Origin:
 
 
 _ORIGIN: _Origin | None = None
+
+
+def prestart() -> None:
+    """Start the origin now, so that its interpreter's start-up overlaps the caller's own
+    work (imports, hashing) instead of delaying the first load."""
+    _origin()
 
 
 def _origin() -> _Origin:

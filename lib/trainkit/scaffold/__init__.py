@@ -112,6 +112,6 @@ def _append_missing_lines(path: Path, text: str) -> bool:
     with path.open("a", encoding="utf-8") as fh:
         if old and not old.endswith("\n"):
             fh.write("\n")
-        fh.write("# trainkit: caches, fetched CRDs and the temporaries of `trainkit synth`\n")
+        fh.write("# trainkit: fetched CRDs and the temporaries of `trainkit synth`\n")
         fh.write("".join(f"{line}\n" for line in missing))
     return True

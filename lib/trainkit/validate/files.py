@@ -8,6 +8,7 @@ field check although kustomize applies it correctly.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,11 @@ def validate_paths(
     *,
     allowance: PodAllowance = BASELINE,
     baseline: Baseline | None = None,
+    seen: set[str] | None = None,
 ) -> list[Problem]:
     """Problems of every manifest under ``paths``; ``crds=None`` runs only the object rules.
+
+    ``seen``, when given, receives every object validated (see ``validate_text``).
 
     ``allowance`` is what pod templates may be granted (``BASELINE`` unless the
     caller knows the platform's NetworkProfiles). With a ``baseline``, each
@@ -67,7 +71,9 @@ def validate_paths(
         # An unchanged file cannot break a transition rule: skip parsing it twice.
         old_text = old if old is not None and old != data else None
         problems.extend(
-            validate_text(data, _shown(file, root), crds, allowance=allowance, old_text=old_text)
+            validate_text(
+                data, _shown(file, root), crds, allowance=allowance, old_text=old_text, record=seen
+            )
         )
     return sorted(problems, key=lambda p: (p.file, p.line or 0, p.obj, p.field, p.message))
 
@@ -79,8 +85,14 @@ def validate_text(
     *,
     allowance: PodAllowance = BASELINE,
     old_text: str | bytes | None = None,
+    record: set[str] | None = None,
+    seen: set[str] | None = None,
 ) -> list[Problem]:
     """Problems of every manifest in a multi-document YAML text (e.g. kustomize output).
+
+    ``record`` receives the canonical JSON of each document checked; a document whose
+    canonical JSON is in ``seen`` is skipped (it was validated already, and would only
+    repeat its problems).
 
     ``old_text`` is the deployed version: an object in it with the same
     apiVersion, kind, namespace and name is the ``oldSelf`` of the CRD rules.
@@ -93,6 +105,12 @@ def validate_text(
         for node, doc in iter_documents(text):
             if not isinstance(doc, dict) or "kind" not in doc:
                 continue  # not a Kubernetes object (e.g. a kustomize configurations file)
+            if record is not None or seen is not None:
+                canonical = json.dumps(doc, sort_keys=True, default=str)
+                if seen is not None and canonical in seen:
+                    continue
+                if record is not None:
+                    record.add(canonical)
             for finding, obj in _check_document(doc, crds, allowance, olds):
                 problems.append(
                     Problem(

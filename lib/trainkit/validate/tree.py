@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
-from trainkit.validate.build import kustomize_build
+from trainkit.validate.build import start_build
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.pod_security import BASELINE, PodAllowance
@@ -32,15 +32,25 @@ def validate_tree(
     ``allowance`` is what pod templates may be granted. ``progress`` is told each step.
     """
     step = progress or (lambda _text: None)
-    step(f"validating the manifests in {out_dir.as_posix()}/")
-    problems = validate_paths([out_dir], crds, root=root, allowance=allowance, baseline=baseline)
     builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
     builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
-    for build in builds:
-        step(f"kustomize build {build.as_posix()}")
-        text, build_problems = kustomize_build(build)
-        problems.extend(build_problems)
-        # What Argo CD applies is the build output, so validate that too.
-        shown = f"{build.as_posix()} (kustomize build)"
-        problems.extend(validate_text(text, shown, crds, allowance=allowance))
+    # The builds run while the files are validated.
+    running = [start_build(build) for build in builds]
+    try:
+        step(f"validating the manifests in {out_dir.as_posix()}/")
+        seen: set[str] = set()
+        problems = validate_paths(
+            [out_dir], crds, root=root, allowance=allowance, baseline=baseline, seen=seen
+        )
+        for build in running:
+            step(f"kustomize build {build.directory.as_posix()}")
+            text, build_problems = build.result()
+            problems.extend(build_problems)
+            # What Argo CD applies is the build output, so validate that too; an object
+            # identical to one of a file was validated already.
+            shown = f"{build.directory.as_posix()} (kustomize build)"
+            problems.extend(validate_text(text, shown, crds, allowance=allowance, seen=seen))
+    finally:
+        for build in running:
+            build.stop()
     return problems, len(builds)

@@ -290,3 +290,17 @@ def test_validate_text_with_old_text(crds: CrdSet) -> None:
     assert (problem.field, problem.line) == ("spec.trainer", 9)
     assert validate_text(changed, "t.yaml", crds, old_text="{not: [yaml") == []
     assert validate_text(changed, "t.yaml", None, old_text=TRAINJOB) == []
+
+
+def test_an_object_validated_once_is_skipped_and_a_different_one_is_not() -> None:
+    bad = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  hostPID: true\n  containers: []\n"
+    )
+    seen: set[str] = set()
+    first = validate_text(bad, "a.yaml", None, record=seen)
+    assert [p.field for p in first] == ["spec.hostPID"] and len(seen) == 1
+    # The same object again (a kustomize build of the file): validated already.
+    assert validate_text(bad, "build", None, seen=seen) == []
+    # Changed on the way (an overlay): validated again.
+    changed = bad.replace("name: p", "name: q")
+    assert [p.field for p in validate_text(changed, "build", None, seen=seen)] == ["spec.hostPID"]

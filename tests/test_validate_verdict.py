@@ -12,7 +12,14 @@ from pathlib import Path
 
 from trainkit.load import load_jobs
 from trainkit.plan import build_plan
-from trainkit.validate import BASELINE, PodAllowance, validate_paths, validate_tree
+from trainkit.validate import (
+    BASELINE,
+    PodAllowance,
+    kustomize_build,
+    validate_paths,
+    validate_text,
+    validate_tree,
+)
 from validate_fixtures import shared_crd_set
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +56,11 @@ def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Pat
         )
     ]
     assert verdict(with_crds) == verdict(without_crds) == verdict(validated) == expected
-    # The kustomize build Argo CD applies carries the same verdict.
-    built = [p for p in with_crds if p.file.endswith("(kustomize build)")]
+    # The kustomize build Argo CD applies carries the same verdict; the tree reports it once,
+    # at the file, since the built object is the file's own.
+    assert not [p for p in with_crds if p.file.endswith("(kustomize build)")]
+    cluster = JOB.split("/")[:3]
+    text, failed = kustomize_build(tmp_path.joinpath(*cluster))
+    assert failed == []
+    built = validate_text(text, "build", shared_crd_set(), allowance=allowance)
     assert [(p.obj, p.field, p.message) for p in built] == [e[2:] for e in expected]

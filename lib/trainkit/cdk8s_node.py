@@ -143,14 +143,16 @@ class Cdk8s:
             t.start()
         try:
             run(0)
+        except BaseException:
+            self.close()  # a request may be half-answered: the next synth starts afresh
+            raise
         finally:
             for t in threads:
                 t.join()
-            if any(r is None for r in results):
-                failed = [p for p, r in zip(procs, results, strict=False) if r is None]
-                tail = _stderr_tail(failed)
-                self.close()  # the next synth starts afresh
-        if any(r is None for r in results):
+        failed = [p for p, r in zip(procs, results, strict=False) if r is None]
+        if failed:
+            tail = _stderr_tail(failed)
+            self.close()
             raise RuntimeError(f"cdk8s (node) failed: {tail}")
         return [r.decode("utf-8") for r in results if r is not None]
 

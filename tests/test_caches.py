@@ -284,15 +284,16 @@ def test_a_changed_import_reruns_the_files_of_the_process_that_imported_it(
             "jobs/vision/_common.py", f"IMAGE = 'registry.example.com/pytorch:{isolation}'\n"
         )
         synthesize(bare.jobs, bare.out, load_options=options)
-        runs = count_runs(monkeypatch)
-        bare.write("jobs/vision/_common.py", "IMAGE = 'registry.example.com/pytorch:3'\n")
-        synthesize(bare.jobs, bare.out, load_options=options)
+        # Its own patch context: undoing the test's monkeypatch would also undo the
+        # fixtures' (CI unset, the cache directory) and turn the cache off where CI is set.
+        with monkeypatch.context() as spy:
+            runs = count_runs(spy)
+            bare.write("jobs/vision/_common.py", "IMAGE = 'registry.example.com/pytorch:3'\n")
+            synthesize(bare.jobs, bare.out, load_options=options)
         # A module the first file of a process imported is loaded already for the next
         # one, which then does not report it: the whole process depends on it.
         assert sorted(f for group in runs[0] for f in group) == rerun
         assert b"pytorch:3" in outputs(bare)
-        monkeypatch.undo()
-        monkeypatch.syspath_prepend(str(bare.root))
 
 
 def test_a_no_change_synth_loads_neither_models_nor_cdk8s(bare: Workspace) -> None:

@@ -38,8 +38,25 @@ def test_jobs_are_placed_per_cluster_with_the_team_queue(bare):
 
 def test_default_scheduler_clusters_get_no_queue(bare):
     with_job(bare, "resources=Resources(cpu=1, memory='1Gi', gpu=2), clusters=['plain']")
-    (cp,) = [cp for cp in plan(bare).clusters if cp.cluster.name == "plain"]
-    assert cp.jobs[0].queue is None
+    by_cluster = {cp.cluster.name: cp for cp in plan(bare).clusters}
+    assert by_cluster["plain"].jobs[0].queue is None
+    # A queue without clusters= exists where Volcano does: a Queue object on 'plain' would
+    # name a kind its API server does not serve, and Argo CD could not sync the cluster.
+    assert [pq.queue.name for pq in by_cluster["east"].queues] == ["research"]
+    assert by_cluster["plain"].queues == ()
+
+
+def test_a_queue_named_on_a_cluster_without_volcano_is_refused(bare):
+    bare.write(
+        "jobs/platform/more.py",
+        "from trainkit import Queue\n\nextra = Queue(name='extra', clusters=['east', 'plain'])\n",
+    )
+    assert problems(bare) == [
+        "jobs/platform/more.py:3: Queue 'extra': clusters[1]: cluster 'plain' schedules with "
+        "kube-scheduler (Cluster.scheduler='default') and has no Volcano queues; remove it from "
+        "the Queue's clusters, or set scheduler='volcano' on the Cluster in "
+        "jobs/platform/platform.py"
+    ]
 
 
 @pytest.mark.parametrize(

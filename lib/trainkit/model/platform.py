@@ -96,7 +96,8 @@ class Queue(TrainkitModel):
     parent: DNS1123Label | None = None
     """Parent queue for hierarchical queues; ``None`` means Volcano's ``root``."""
     clusters: list[ClusterRef] | None = None
-    """Clusters the queue exists on; ``None`` means every cluster."""
+    """Clusters the queue exists on; ``None`` means every cluster that schedules with Volcano
+    (``scheduler="volcano"``): the others have no Queue CRD."""
 
     @model_validator(mode="after")
     def _not_builtin(self) -> Queue:

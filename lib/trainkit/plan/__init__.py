@@ -121,7 +121,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
             (
                 PlannedQueue(q.obj, q.definition, depths[qn])
                 for qn, q in index.queues.items()
-                if on_cluster(q.obj, name)
+                if on_cluster(q.obj, name) and declared.obj.scheduler == "volcano"
             ),
             key=lambda pq: (pq.depth, pq.queue.name),
         )

@@ -87,6 +87,7 @@ def check_queues(index: Index, problems: list[Problem]) -> dict[str, int]:
     for name, declared in queues.items():
         queue, d = declared.obj, declared.definition
         problems.extend(check_clusters(d, queue.clusters, index))
+        problems.extend(_not_volcano(d, queue.clusters, index))
         hierarchical = name in index.children or (
             queue.parent is not None and name in index.children.get(queue.parent, [])
         )
@@ -137,6 +138,22 @@ def check_queues(index: Index, problems: list[Problem]) -> dict[str, int]:
             parent = pq.parent
         depths[name] = depth
     return depths
+
+
+def _not_volcano(d: Definition, names: list[str] | None, index: Index) -> list[Problem]:
+    """A queue named on a cluster without Volcano: its CRD is not there, so Argo CD could not
+    sync the cluster's tree. Without ``clusters`` a queue goes to the Volcano clusters only."""
+    return [
+        problem(
+            d,
+            f"cluster {c!r} schedules with kube-scheduler (Cluster.scheduler='default') and "
+            "has no Volcano queues; remove it from the Queue's clusters, or set "
+            f"scheduler='volcano' on the Cluster in {index.clusters[c].file}",
+            f"clusters[{i}]",
+        )
+        for i, c in enumerate(names or [])
+        if c in index.clusters and index.clusters[c].obj.scheduler != "volcano"
+    ]
 
 
 def queue_path(index: Index, name: str) -> list[Queue]:

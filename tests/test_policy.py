@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -113,6 +114,47 @@ VIOLATIONS = {
         [
             f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': network: network "
             "profile 'rdma' does not exist on cluster 'rocm-west'"
+        ],
+    ),
+    "job setting a variable of its network profile": (
+        [(FSDP, '"NCCL_DEBUG": "INFO",', '"NCCL_DEBUG": "INFO",\n        "NCCL_IB_DISABLE": "1",')],
+        [
+            f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': env.NCCL_IB_DISABLE: NCCL_IB_DISABLE is "
+            f"set by network profile 'rdma' ({POLICY}) to '0' for every pod on that network; "
+            "remove it from env"
+        ],
+    ),
+    "runtime setting a variable of its network profile": (
+        [(RUNTIMES, '{"CUDA_DEVICE_MAX_CONNECTIONS": "1"}', '{"NCCL_IB_DISABLE": "1"}')],
+        [
+            f"{RUNTIMES}:16: TrainingRuntime 'fsdp-a800': env.NCCL_IB_DISABLE: NCCL_IB_DISABLE "
+            f"is set by network profile 'rdma' ({POLICY}) to '0'"
+        ],
+    ),
+    "trainjob setting a variable of its runtime's network profile": (
+        [
+            (
+                SFT,
+                '"OUTPUT_PATH": "/mnt/output"}',
+                '"OUTPUT_PATH": "/mnt/output", "NCCL_IB_DISABLE": "1"}',
+            )
+        ],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': env.NCCL_IB_DISABLE: NCCL_IB_DISABLE is set by "
+            f"network profile 'rdma' ({POLICY}) to '0' for every pod on that network"
+        ],
+    ),
+    "profile setting a variable the operators set": (
+        [
+            (
+                POLICY,
+                '{"NCCL_IB_DISABLE": "0"}',
+                '{"NCCL_IB_DISABLE": "0", "MASTER_ADDR": "10.0.0.1"}',
+            )
+        ],
+        [
+            f"{POLICY}:9: NetworkProfile 'rdma': env: MASTER_ADDR may not be set: the Training "
+            "Operator sets it to the Master pod's service — remove it from env"
         ],
     ),
     "second policy": (
@@ -286,7 +328,7 @@ def _docs(path):
 def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
     assert cli("synth").code == 0
     base = ws.out / "clusters/a800-north/llm-training"
-    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp.yaml")
+    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for replica in ("Master", "Worker"):
         pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
         (c,) = pod["containers"]
@@ -302,6 +344,34 @@ def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
     # A TrainJob cannot change once created: it inherits the profile through its runtime.
     (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
     assert "rdma" not in yaml.safe_dump(trainjob) and "IPC_LOCK" not in yaml.safe_dump(trainjob)
+    assert "NCCL_IB_DISABLE" not in yaml.safe_dump(trainjob)
+
+
+def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws, cli):
+    assert cli("synth").code == 0
+    base = ws.out / "clusters/a800-north/llm-training"
+    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
+    for replica in ("Master", "Worker"):
+        (c,) = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]["containers"]
+        assert [e["name"] for e in c["env"]][-2:] == [
+            "CUDA_DEVICE_MAX_CONNECTIONS",  # the job's last
+            "NCCL_IB_DISABLE",  # the profile's
+        ]
+        assert c["env"][-1] == {"name": "NCCL_IB_DISABLE", "value": "0"}
+    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    assert node["env"] == [
+        {"name": "CUDA_DEVICE_MAX_CONNECTIONS", "value": "1"},
+        {"name": "NCCL_IB_DISABLE", "value": "0"},
+    ]
+    for name, source in (("llama-finetune-fsdp", "job"), ("llama-sft", "runtime 'fsdp-a800'")):
+        run = cli("explain", name, "--format", "json")
+        assert run.code == 0, run.err
+        (explained,) = json.loads(run.out)["jobs"]
+        env = {e["name"]: e["source"] for e in explained["pods"][0]["env"]}
+        assert env["NCCL_IB_DISABLE"] == "network profile 'rdma'"
+        assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == source
 
 
 def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
@@ -322,7 +392,9 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
         '    host_network=True,\n    clusters=["a800-north"],',
     )
     assert cli("synth").code == 0
-    (job,) = _docs(ws.out / "clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp.yaml")
+    (job,) = _docs(
+        ws.out / "clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp-r1.yaml"
+    )
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
     (runtime,) = _docs(ws.out / "clusters/a800-north/llm-training/trainingruntime-fsdp-a800.yaml")

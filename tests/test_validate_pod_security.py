@@ -33,7 +33,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def pytorchjob() -> dict[str, Any]:
-    return load("pytorchjob-llama-finetune-fsdp.yaml")
+    return load("pytorchjob-llama-finetune-fsdp-r1.yaml")
 
 
 def pod(doc: dict[str, Any], replica: str) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def test_hand_edited_pytorchjob_is_refused_with_its_json_path(ws, cli, crds, cas
     assert run.code == 1
     (problem,) = json.loads(run.out)
     assert problem["file"] == "hand.yaml"
-    assert problem["obj"] == "PyTorchJob 'llama-finetune-fsdp'"
+    assert problem["obj"] == "PyTorchJob 'llama-finetune-fsdp-r1'"
     assert (problem["field"], problem["message"]) == (field, message)
     assert isinstance(problem["line"], int)
 
@@ -120,7 +120,7 @@ def test_text_report_names_file_line_object_and_path(ws, cli, crds):
     line = next(i for i, t in enumerate(text, 1) if t.strip() == "hostNetwork: true")
     assert run.out.splitlines() == [
         "hand.yaml",
-        f"  line {line}: PyTorchJob 'llama-finetune-fsdp': {MASTER}.hostNetwork: "
+        f"  line {line}: PyTorchJob 'llama-finetune-fsdp-r1': {MASTER}.hostNetwork: "
         + HAND_EDITS["host network"][2],
     ]
 

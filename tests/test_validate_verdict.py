@@ -23,7 +23,7 @@ from trainkit.validate import (
 from validate_fixtures import shared_crd_set
 
 REPO = Path(__file__).resolve().parents[1]
-JOB = "generated/clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp.yaml"
+JOB = "generated/clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp-r1.yaml"
 
 
 def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Pat
         (
             JOB,
             line,
-            "PyTorchJob 'llama-finetune-fsdp'",
+            "PyTorchJob 'llama-finetune-fsdp-r1'",
             "spec.pytorchReplicaSpecs.Master.template.spec.hostPID",
             "pod security: hostPID shares the node's process namespace and is never allowed; "
             "remove it",

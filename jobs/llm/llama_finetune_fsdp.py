@@ -4,6 +4,7 @@ from trainkit import PyTorchJob, Resources, Script, Toleration, Volume
 
 job = PyTorchJob(
     name="llama-finetune-fsdp",
+    run=1,  # run 0's env moved into the rdma profile: a PyTorchJob is never edited in place
     image="registry.example.com/ml/pytorch-training:2.5.1-cuda12.4",
     script=Script.file("scripts/finetune_fsdp.py"),
     args=["--epochs", "3"],
@@ -11,7 +12,6 @@ job = PyTorchJob(
         "TRAIN_DATA_PATH": "/mnt/data",
         "OUTPUT_PATH": "/mnt/output",
         "NCCL_DEBUG": "INFO",
-        "NCCL_IB_DISABLE": "0",
         "CUDA_DEVICE_MAX_CONNECTIONS": "1",
     },
     nodes=4,
@@ -27,5 +27,5 @@ job = PyTorchJob(
     deadline_seconds=7 * 24 * 3600,
     queue="llm",
     clusters=["a800-north"],
-    network="rdma",  # IPC_LOCK and rdma/hca (NetworkProfile in jobs/platform/policy.py)
+    network="rdma",  # IPC_LOCK, rdma/hca, NCCL over IB (NetworkProfile in jobs/platform/policy.py)
 )

@@ -5,10 +5,11 @@ from trainkit import NetworkProfile, Policy
 policy = Policy(registries=["registry.example.com/ml/"], max_gpus_per_job=64)
 
 # RDMA over the A800 nodes' HCAs (seed 002): the device plugin's rdma/hca and
-# IPC_LOCK to pin memory for the NICs, nothing more.
+# IPC_LOCK to pin memory for the NICs, nothing more; NCCL told to use InfiniBand.
 rdma = NetworkProfile(
     name="rdma",
     capabilities=["IPC_LOCK"],
     resources={"rdma/hca": 1},
+    env={"NCCL_IB_DISABLE": "0"},
     clusters=["a800-north"],
 )

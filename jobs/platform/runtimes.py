@@ -30,7 +30,7 @@ llm_fsdp = TrainingRuntime(
     nodes=4,
     resources=Resources(cpu=64, memory="512Gi", gpu=8),
     shm_size="20Gi",
-    env={"NCCL_IB_DISABLE": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
     clusters=["a800-north"],
-    network="rdma",
+    network="rdma",  # NCCL over InfiniBand (the profile's env)
 )

@@ -16,7 +16,7 @@ from typing import Any
 from ..injected_env import pytorchjob_env
 from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
 __all__ = ["effective_pytorchjob"]
 
@@ -42,7 +42,10 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         count = int(replicas[role].get("replicas", 1))
         template = replicas[role]["template"]["spec"]
         own = next(c for c in template["containers"] if c["name"] == CONTAINER)
-        env = [EnvVar(e["name"], str(e.get("value", "")), "job") for e in own.get("env") or []]
+        env = [
+            EnvVar(e["name"], str(e.get("value", "")), env_source(pj, e["name"], "job"))
+            for e in own.get("env") or []
+        ]
         names = {e.name for e in env}
         first = {**operator, "RANK": str(rank), "PET_NODE_RANK": str(rank)}
         env += [

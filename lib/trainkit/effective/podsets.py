@@ -9,7 +9,7 @@ from typing import Any
 from ..kube.quantities import parse_quantity
 from ..plan import PlannedJob
 
-__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet"]
+__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,14 @@ class EnvVar:
     """Who sets it: ``job``, ``runtime 'x'``, ``network profile 'y'``, an operator."""
     per_pod: str = ""
     """How the value varies from pod to pod (``the node rank``), or empty."""
+
+
+def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:
+    """Who set a variable of the rendered container: the network profile of the job's pods
+    (the plan refuses a job or runtime that sets the same name), else ``otherwise``."""
+    if pj.network is not None and name in pj.network.env:
+        return f"network profile {pj.network.name!r}"
+    return otherwise
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from ..plan import PlannedJob
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from .merge import strategic_merge
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
 __all__ = ["effective_trainjob"]
 
@@ -86,7 +86,10 @@ def _trainer_pod(
             containers.append(c)
             continue
         c = dict(c)
-        env = [EnvVar(e["name"], str(e.get("value", "")), runtime_name) for e in c.get("env") or []]
+        env = [
+            EnvVar(e["name"], str(e.get("value", "")), env_source(pj, e["name"], runtime_name))
+            for e in c.get("env") or []
+        ]
         if trainer is not None:
             for key in ("image", "command", "args"):
                 if key in trainer:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, field_validator
 
+from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1123Label, ResourceName
+from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ResourceName
 
 __all__ = ["Capability", "NetworkProfile", "Policy", "image_allowed"]
 
@@ -95,5 +96,24 @@ class NetworkProfile(TrainkitModel):
     """Extended resources each pod requests (and is limited to), e.g. ``{"rdma/hca": 1}``."""
     host_network: bool = False
     """Run pods in the node's network namespace (with ``dnsPolicy: ClusterFirstWithHostNet``)."""
+    env: dict[EnvName, EnvValue] = {}
+    """Environment of every training container using the profile: the fabric's NCCL/UCX
+    settings, e.g. ``{"NCCL_IB_HCA": "mlx5_bond", "NCCL_SOCKET_IFNAME": "eth0"}``. A job or
+    runtime naming the profile may not set these itself."""
     clusters: list[ClusterRef] | None = None
     """Clusters the profile exists on; ``None`` means every cluster."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
+        # Every kind's pods may use a profile: what any operator or launcher sets is refused.
+        bad = [
+            (k, why)
+            for k in env
+            if (why := refused_env_reason(k, "PyTorchJob") or refused_env_reason(k, "TrainJob"))
+        ]
+        if bad:
+            raise ValueError(
+                "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"
+            )
+        return env

@@ -10,7 +10,7 @@ from ..load import PLATFORM_DIR, Definition
 from ..model import ACCELERATORS, Cluster, NetworkProfile, PyTorchJob, Resources, TrainJob
 from ..model.job import image_for
 from .index import Index
-from .network import resolve_network
+from .network import env_conflicts, resolve_network
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
@@ -133,6 +133,8 @@ def place(
                 problems.append(problem(d, found, "runtime"))
                 continue
             runtime, network = found, found.network
+            # A TrainJob's env reaches the same container as its runtime's profile env.
+            problems.extend(env_conflicts(d, job.env, network, index))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
         image = _image(job, d, cluster, problems)

@@ -9,7 +9,7 @@ from .index import Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
 
-__all__ = ["check_profiles", "resolve_network"]
+__all__ = ["check_profiles", "env_conflicts", "resolve_network"]
 
 
 def resolve_network(
@@ -43,7 +43,28 @@ def resolve_network(
             )
         )
         return None
+    problems.extend(env_conflicts(d, getattr(d.obj, "env", {}), profile, index))
     return profile
+
+
+def env_conflicts(
+    d: Definition, env: dict[str, str], profile: NetworkProfile | None, index: Index
+) -> list[Problem]:
+    """A variable both ``d`` and the profile its pods get set: the profile describes the
+    fabric the platform built, so the job or runtime may not override it."""
+    if profile is None:
+        return []
+    where = index.profiles[profile.name].file
+    return [
+        problem(
+            d,
+            f"{name} is set by network profile {profile.name!r} ({where}) to "
+            f"{profile.env[name]!r} for every pod on that network; remove it from env",
+            f"env.{name}",
+        )
+        for name in sorted(env)
+        if name in profile.env
+    ]
 
 
 def check_profiles(index: Index, problems: list[Problem]) -> None:

@@ -44,9 +44,14 @@ def claim_volumes(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
 
 
 def network_container(container: dict[str, Any], profile: NetworkProfile | None) -> None:
-    """Add what a network profile grants to a container: its resources and capabilities."""
+    """Add what a network profile gives a container: its env, resources and capabilities.
+
+    The profile's variables follow the container's own; the plan refuses a job or
+    runtime that sets one of them, so no name is written twice."""
     if profile is None:
         return
+    if profile.env:
+        container["env"] = [*container.get("env", []), *env_list(dict(sorted(profile.env.items())))]
     if profile.resources:
         res = container.setdefault("resources", {"limits": {}, "requests": {}})
         for name in sorted(profile.resources):

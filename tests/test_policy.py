@@ -19,6 +19,7 @@ RESNET = "jobs/vision/resnet50_ddp.py"
 RUNTIMES = "jobs/platform/runtimes.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 FSDP = "jobs/llm/llama_finetune_fsdp.py"
+TEAMS = "jobs/platform/teams.py"
 
 
 def edit(ws, rel: str, old: str, new: str) -> None:
@@ -155,6 +156,42 @@ VIOLATIONS = {
         [
             f"{POLICY}:9: NetworkProfile 'rdma': env: MASTER_ADDR may not be set: the Training "
             "Operator sets it to the Master pod's service — remove it from env"
+        ],
+    ),
+    "service account the team does not list": (
+        [(RESNET, "    nodes=2,", '    nodes=2,\n    service_account="cluster-admin",')],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': service_account: team 'vision' may not use "
+            f"ServiceAccount 'cluster-admin'; Team.service_accounts in {TEAMS} allows none; "
+            "ask the platform team to add it"
+        ],
+    ),
+    "pull secret the team does not list": (
+        [
+            (
+                SFT,
+                '    runtime="fsdp-a800",',
+                '    runtime="fsdp-a800",\n    image_pull_secrets=["x"],',
+            )
+        ],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': image_pull_secrets[0]: team 'llm' may not use pull "
+            f"Secret 'x'; Team.image_pull_secrets in {TEAMS} allows none"
+        ],
+    ),
+    "priority class the team does not list, on its runtime": (
+        [(RUNTIMES, '    network="rdma",', '    network="rdma",\n    priority_class="urgent",')],
+        [
+            f"{RUNTIMES}:26: TrainingRuntime 'fsdp-a800': priority_class: team 'llm' may not use "
+            f"PriorityClass 'urgent'; Team.priority_classes in {TEAMS} allows none"
+        ],
+    ),
+    "priority class on a TrainJob": (
+        [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    priority_class="high",')],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': priority_class: a TrainJob cannot carry this "
+            "(Trainer v2.3's runtime patches have no such field); set it on the runtime and give "
+            "the job that runtime"
         ],
     ),
     "second policy": (
@@ -410,3 +447,75 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     allowance = PodAllowance.from_profiles(plan.network_profiles)
     problems, _ = validate_tree(ws.out, crd_set, root=ws.root, allowance=allowance)
     assert problems == []
+
+
+def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):
+    edit(
+        ws,
+        TEAMS,
+        'vision = Team(name="vision", queues=["vision"],',
+        'vision = Team(name="vision", service_accounts=["trainer"], image_pull_secrets=["regcred"],'
+        ' priority_classes=["batch-high"], queues=["vision"],',
+    )
+    edit(
+        ws,
+        TEAMS,
+        "    max_gpus=64,",
+        '    service_accounts=["trainer"],\n    image_pull_secrets=["regcred"],\n    max_gpus=64,',
+    )
+    edit(
+        ws,
+        RESNET,
+        "    nodes=2,",
+        '    nodes=2,\n    service_account="trainer",\n    image_pull_secrets=["regcred"],\n'
+        '    image_pull_policy="Always",\n    priority_class="batch-high",',
+    )
+    edit(
+        ws,
+        SFT,
+        '    runtime="fsdp-a800",',
+        '    runtime="fsdp-a800",\n    service_account="trainer",\n    image_pull_secrets=["regcred"],',
+    )
+    edit(
+        ws,
+        RUNTIMES,
+        '    network="rdma",',
+        '    network="rdma",\n    image_pull_policy="IfNotPresent",',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    for replica in ("Master", "Worker"):
+        pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
+        assert pod["serviceAccountName"] == "trainer"
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+        assert pod["priorityClassName"] == "batch-high"
+        assert pod["containers"][0]["imagePullPolicy"] == "Always"
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "batch-high"
+    base = ws.out / "clusters/a800-north/llm-training"
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    (patch,) = trainjob["spec"]["runtimePatches"]
+    (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node_job["template"]["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["imagePullSecrets"]) == (
+        "trainer",
+        [{"name": "regcred"}],
+    )
+    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    assert node["imagePullPolicy"] == "IfNotPresent"
+    # The pods Trainer creates carry the job's patch.
+    run = cli("explain", "llama-sft", "--format", "json")
+    assert run.code == 0, run.err
+    (explained,) = json.loads(run.out)["jobs"]
+    pod = explained["pods"][0]
+    assert (pod["service_account"], pod["image_pull_secrets"]) == ("trainer", ["regcred"])
+    assert pod["image_pull_policy"] == "IfNotPresent"  # the runtime's
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert run.code == 0, run.err
+    assert "(pull policy Always, pull secret regcred)" in run.out
+    assert "    runs as    ServiceAccount trainer\n" in run.out
+    assert "    priority   PriorityClass batch-high\n" in run.out
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err

@@ -132,6 +132,10 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "first_rank": ps.first_rank,
                 "container": ps.container,
                 "image": ps.main.get("image"),
+                "image_pull_policy": ps.main.get("imagePullPolicy"),
+                "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
+                "service_account": ps.spec.get("serviceAccountName"),
+                "priority_class": ps.spec.get("priorityClassName"),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "resources": ps.main.get("resources") or {},
@@ -190,7 +194,15 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             lines.append(
                 f"  {pod['role']} × {pod['count']} ({ranks}), container {pod['container']}"
             )
-            lines.append(f"    image      {pod['image']}")
+            pull = [f"pull policy {pod['image_pull_policy']}"] if pod["image_pull_policy"] else []
+            pull += [f"pull secret {name}" for name in pod["image_pull_secrets"]]
+            lines.append(
+                f"    image      {pod['image']}" + (f" ({', '.join(pull)})" if pull else "")
+            )
+            if pod["service_account"]:
+                lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
+            if pod["priority_class"]:
+                lines.append(f"    priority   PriorityClass {pod['priority_class']}")
             if pod["command"]:
                 lines.append(f"    command    {shlex.join(pod['command'])}")
             if pod["args"]:

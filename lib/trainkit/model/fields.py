@@ -11,10 +11,12 @@ from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 from ..kube.names import (
     DNS1035_LABEL,
     DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
     ENV_NAME,
     env_name_problem,
     is_dns1035_label,
     is_dns1123_label,
+    is_dns1123_subdomain,
     qualified_name_problem,
 )
 from ..kube.quantities import QUANTITY, parse_quantity
@@ -29,6 +31,7 @@ __all__ = [
     "EnvName",
     "EnvValue",
     "MemoryQuantity",
+    "ObjectName",
     "Path",
     "ResourceName",
 ]
@@ -39,6 +42,15 @@ def _dns1123_label(v: str) -> str:
         raise ValueError(
             f"{v!r} is not a valid name: use at most 63 lowercase letters, digits and '-', "
             "starting and ending with a letter or digit"
+        )
+    return v
+
+
+def _object_name(v: str) -> str:
+    if not is_dns1123_subdomain(v):
+        raise ValueError(
+            f"{v!r} is not a valid object name: use at most 253 lowercase letters, digits, '-' "
+            "and '.', each dot-separated part starting and ending with a letter or digit"
         )
     return v
 
@@ -130,6 +142,12 @@ DNS1035Name = Annotated[
     WithJsonSchema({**_STR, "pattern": _pattern(DNS1035_LABEL), "maxLength": 63}),
 ]
 ClusterRef = DNS1123Label
+ObjectName = Annotated[
+    str,
+    AfterValidator(_object_name),
+    WithJsonSchema({**_STR, "pattern": _pattern(DNS1123_SUBDOMAIN), "maxLength": 253}),
+]
+"""The name of a ServiceAccount, Secret or PriorityClass (a DNS-1123 subdomain)."""
 if TYPE_CHECKING:
     # What a definition may write (cpu=32 or cpu="500m"); the models store the
     # Kubernetes quantity as a string whatever was given.

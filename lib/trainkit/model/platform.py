@@ -7,7 +7,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .base import TrainkitModel
-from .fields import ClusterRef, CpuQuantity, DNS1123Label, MemoryQuantity, ResourceName
+from .fields import (
+    ClusterRef,
+    CpuQuantity,
+    DNS1123Label,
+    MemoryQuantity,
+    ObjectName,
+    ResourceName,
+)
 from .job import Toleration
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
@@ -147,6 +154,14 @@ class Team(TrainkitModel):
     max_gpus: int | None = Field(default=None, ge=0)
     """Most GPUs all the team's jobs on one cluster may use together (nodes × GPUs per node,
     summed); ``None`` means no cap."""
+    service_accounts: list[ObjectName] = []
+    """ServiceAccounts of the team's namespace its jobs may run as (``service_account=``);
+    none listed: only the namespace's ``default``. The platform creates them and their RBAC."""
+    image_pull_secrets: list[ObjectName] = []
+    """Secrets of the team's namespace its jobs may pull images with (``image_pull_secrets=``)."""
+    priority_classes: list[ObjectName] = []
+    """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
+    preempt other teams' pods, so none is allowed unless listed."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

@@ -8,7 +8,16 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import Arg, ClusterRef, DNS1035Name, DNS1123Label, EnvName, EnvValue, MemoryQuantity
+from .fields import (
+    Arg,
+    ClusterRef,
+    DNS1035Name,
+    DNS1123Label,
+    EnvName,
+    EnvValue,
+    MemoryQuantity,
+    ObjectName,
+)
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 
 __all__ = ["MAX_RUN", "PyTorchJob", "run_name"]
@@ -77,6 +86,17 @@ class PyTorchJob(TrainkitModel):
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
     device resources and host network its pods get. Nothing else can ask for them; privileged
     containers and host paths are never generated."""
+    service_account: ObjectName | None = None
+    """ServiceAccount the pods run as, one the Team lists in ``service_accounts``; default:
+    the namespace's ``default``."""
+    image_pull_secrets: list[ObjectName] = []
+    """Secrets to pull the image with, ones the Team lists in ``image_pull_secrets``."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    """When the kubelet pulls the image; default: Kubernetes' (``Always`` for ``:latest``
+    or no tag, else ``IfNotPresent``)."""
+    priority_class: ObjectName | None = None
+    """PriorityClass of the pods and of Volcano's PodGroup, one the Team lists in
+    ``priority_classes``."""
 
     @field_validator("restart_policy", mode="before")
     @classmethod

@@ -7,11 +7,22 @@ engineer's ``TrainJob`` names one and overrides only what differs.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import Arg, ClusterRef, DNS1035Name, DNS1123Label, EnvName, EnvValue, MemoryQuantity
+from .fields import (
+    Arg,
+    ClusterRef,
+    DNS1035Name,
+    DNS1123Label,
+    EnvName,
+    EnvValue,
+    MemoryQuantity,
+    ObjectName,
+)
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 from .pytorchjob import MAX_RUN, run_name
 
@@ -54,6 +65,15 @@ class _TorchRuntime(TrainkitModel):
     network: DNS1123Label | None = None
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``) that every node gets;
     the TrainJobs on this runtime inherit it."""
+    service_account: ObjectName | None = None
+    """ServiceAccount every node runs as (of the TrainJob's namespace); a TrainingRuntime may
+    name only one its Team lists."""
+    image_pull_secrets: list[ObjectName] = []
+    """Secrets to pull the image with (of the TrainJob's namespace)."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    """When the kubelet pulls the image; default: Kubernetes'."""
+    priority_class: ObjectName | None = None
+    """PriorityClass of every node and of Volcano's PodGroup."""
 
     @field_validator("env")
     @classmethod
@@ -118,11 +138,33 @@ class TrainJob(TrainkitModel):
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
     """Clusters to run on; defaults to the team's clusters."""
+    service_account: ObjectName | None = None
+    """ServiceAccount the nodes run as, one the Team lists in ``service_accounts``; default:
+    the runtime's."""
+    image_pull_secrets: list[ObjectName] = []
+    """Secrets to pull the image with, ones the Team lists in ``image_pull_secrets``."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
+    priority_class: ObjectName | None = None
+    """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
 
     @field_validator("env")
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
+
+    @field_validator("image_pull_policy", "priority_class")
+    @classmethod
+    def _on_the_runtime(cls, value: str | None) -> str | None:
+        # A runtime patch's PodSpecPatch holds serviceAccountName and imagePullSecrets but no
+        # priorityClassName, and its ContainerPatch no imagePullPolicy (trainer v2.3.0
+        # pkg/apis/trainer/v1alpha1/trainjob_types.go); a per-job runtime would hide it.
+        if value is not None:
+            raise ValueError(
+                "a TrainJob cannot carry this (Trainer v2.3's runtime patches have no such "
+                "field); set it on the runtime and give the job that runtime"
+            )
+        return value
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:

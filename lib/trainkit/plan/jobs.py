@@ -9,6 +9,7 @@ from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
 from ..model import ACCELERATORS, Cluster, NetworkProfile, PyTorchJob, Resources, TrainJob
 from ..model.job import image_for
+from .access import check_access
 from .index import Index
 from .network import env_conflicts, resolve_network
 from .problems import known, problem
@@ -97,6 +98,7 @@ def place(
         return []
     declared_team = index.teams[d.team]
     team = declared_team.obj
+    problems.extend(check_access(d, declared_team))
     allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
     if not wanted:

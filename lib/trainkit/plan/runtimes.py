@@ -110,6 +110,7 @@ def collect_runtimes(
     defs: Sequence[Definition], index: Index, problems: list[Problem], warnings: list[Problem]
 ) -> Runtimes:
     """Place every runtime on its clusters; duplicates and bad references are problems."""
+    from .access import check_access
     from .network import resolve_network
 
     # One name may be defined more than once on disjoint clusters: the same
@@ -149,6 +150,7 @@ def collect_runtimes(
                 )
                 continue
             team = index.teams[rt.team]
+            problems.extend(check_access(d, team))
             namespace = team.obj.target_namespace
             allowed = {c for c in index.clusters if on_cluster(team.obj, c)}
             for i, c in enumerate(rt.clusters or []):

@@ -16,7 +16,14 @@ from ..model import TrainingRuntime, TrainJob
 from ..plan import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
-from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
+from .pod import (
+    env_list,
+    network_container,
+    network_pod,
+    pod_access,
+    pod_volumes,
+    tolerations,
+)
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
@@ -33,6 +40,8 @@ PATCH_MANAGER = "trainkit.dev/synth"
 def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     container: dict[str, Any] = {"name": NODE, "image": rt.image}
+    if rt.image_pull_policy is not None:
+        container["imagePullPolicy"] = rt.image_pull_policy
     if rt.env:
         container["env"] = env_list(rt.env)
     container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
@@ -52,6 +61,14 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         pod["nodeSelector"] = dict(rt.node_selector)
     if rt.tolerations:
         pod["tolerations"] = tolerations(rt.tolerations)
+    # Trainer's Volcano plugin takes the PodGroup's priority from the pod template
+    # (trainer v2.3.0 pkg/runtime/framework/plugins/volcano/volcano.go).
+    pod_access(
+        pod,
+        service_account=rt.service_account,
+        pull_secrets=rt.image_pull_secrets,
+        priority_class=rt.priority_class,
+    )
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
     volcano = cluster.scheduler == "volcano"
     if volcano:
@@ -140,6 +157,9 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     if volumes:
         pod["volumes"] = volumes
+    # Both are fields of the patch's PodSpecPatch, immutable once the TrainJob exists
+    # (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), as the whole job is here.
+    pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)
     labels = pod_labels(pj.definition.team, job.name)
     node_job: dict[str, Any] = {
         "name": NODE,

@@ -16,6 +16,7 @@ __all__ = [
     "env_list",
     "network_container",
     "network_pod",
+    "pod_access",
     "pod_volumes",
     "tolerations",
 ]
@@ -68,6 +69,23 @@ def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
         # The default policy would fall back to the node's resolv.conf and lose
         # the cluster's Service names, which the operator's master address is.
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def pod_access(
+    spec: dict[str, Any],
+    *,
+    service_account: str | None,
+    pull_secrets: Sequence[str],
+    priority_class: str | None = None,
+) -> None:
+    """Who the pod runs as, how it pulls its image and its PriorityClass, when given (the
+    plan checked each name against the team's grants)."""
+    if service_account is not None:
+        spec["serviceAccountName"] = service_account
+    if pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in pull_secrets]
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
 
 
 def env_list(env: dict[str, str]) -> list[dict[str, str]]:

@@ -9,7 +9,14 @@ from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
-from .pod import env_list, network_container, network_pod, pod_volumes, tolerations
+from .pod import (
+    env_list,
+    network_container,
+    network_pod,
+    pod_access,
+    pod_volumes,
+    tolerations,
+)
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
@@ -35,6 +42,8 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
 
 def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) -> dict[str, Any]:
     c: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
+    if job.image_pull_policy is not None:
+        c["imagePullPolicy"] = job.image_pull_policy
     if job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
         # from the PET_* variables the operator injects.
@@ -69,6 +78,12 @@ def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, 
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
         spec["tolerations"] = tolerations(job.tolerations)
+    pod_access(
+        spec,
+        service_account=job.service_account,
+        pull_secrets=job.image_pull_secrets,
+        priority_class=job.priority_class,
+    )
     labels = pod_labels(pj.definition.team, job.name)
     return {"metadata": {"labels": labels}, "spec": spec}
 
@@ -105,6 +120,10 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     annotations = {}
     if pj.queue is not None:
         run_policy["schedulingPolicy"] = {"minAvailable": job.nodes, "queue": pj.queue}
+        if job.priority_class is not None:
+            # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
+            # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
+            run_policy["schedulingPolicy"]["priorityClass"] = job.priority_class
         # The operator reads the queue from schedulingPolicy; the annotation is
         # copied to the PodGroup and is what Volcano's tools display.
         annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue

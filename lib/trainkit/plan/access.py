@@ -1,0 +1,46 @@
+"""What a job or team runtime may run as: service accounts, pull secrets, priority classes.
+
+Each is a name the platform grants per team (``Team.service_accounts``,
+``image_pull_secrets``, ``priority_classes``): a ServiceAccount carries RBAC, a Secret
+carries credentials and a PriorityClass can preempt other teams' pods, so a definition
+may name only what its Team lists.
+"""
+
+from __future__ import annotations
+
+from ..errors import Problem
+from ..load import Definition
+from ..model import Team
+from .index import Declared
+from .problems import known, problem
+
+__all__ = ["check_access"]
+
+_GRANTS = (
+    # (definition field, Team field, what it is)
+    ("service_account", "service_accounts", "ServiceAccount"),
+    ("image_pull_secrets", "image_pull_secrets", "pull Secret"),
+    ("priority_class", "priority_classes", "PriorityClass"),
+)
+
+
+def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A problem per name ``d`` uses that ``team`` does not list."""
+    problems = []
+    for field, grant, what in _GRANTS:
+        value = getattr(d.obj, field, None)
+        names = value if isinstance(value, list) else [value] if value is not None else []
+        allowed: list[str] = getattr(team.obj, grant)
+        for i, name in enumerate(names):
+            if name in allowed:
+                continue
+            where = f"{field}[{i}]" if isinstance(value, list) else field
+            problems.append(
+                problem(
+                    d,
+                    f"team {team.obj.name!r} may not use {what} {name!r}; Team.{grant} in "
+                    f"{team.file} allows {known(allowed)}; ask the platform team to add it",
+                    where,
+                )
+            )
+    return problems

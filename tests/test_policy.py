@@ -194,6 +194,20 @@ VIOLATIONS = {
             "the job that runtime"
         ],
     ),
+    "trainjob toleration the cluster does not allow": (
+        [
+            (SFT, "from trainkit import", "from trainkit import Toleration,"),
+            (
+                SFT,
+                '    runtime="fsdp-a800",',
+                '    runtime="fsdp-a800",\n    tolerations=[Toleration(key="spot", operator="Exists")],',
+            ),
+        ],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': tolerations[0]: toleration 'spot:*' is not allowed on "
+            "cluster 'a800-north'"
+        ],
+    ),
     "second policy": (
         [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
         [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
@@ -517,5 +531,52 @@ def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):
     assert "(pull policy Always, pull secret regcred)" in run.out
     assert "    runs as    ServiceAccount trainer\n" in run.out
     assert "    priority   PriorityClass batch-high\n" in run.out
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+
+
+def test_a_trainjobs_node_selector_and_tolerations_ride_its_runtime_patch(ws, cli, crds):
+    edit(ws, SFT, "from trainkit import", "from trainkit import Toleration,")
+    gpu = 'Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")'
+    edit(
+        ws,
+        SFT,
+        '    runtime="fsdp-a800",',
+        f'    runtime="fsdp-a800",\n    node_selector={{"gpu.product": "A800"}},\n'
+        f"    tolerations=[{gpu}],",
+    )
+    assert cli("synth").code == 0
+    base = ws.out / "clusters/a800-north/llm-training"
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    (patch,) = trainjob["spec"]["runtimePatches"]
+    (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node_job["template"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"gpu.product": "A800"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    # The patch's list replaces the runtime's in Trainer's strategic merge: a runtime
+    # toleration is written again, so adding one never drops another.
+    edit(
+        ws,
+        RUNTIMES,
+        '    network="rdma",',
+        '    network="rdma",\n    tolerations=[Toleration(key="rdma", operator="Exists")],',
+    )
+    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import Toleration,")
+    edit(
+        ws,
+        "jobs/platform/clusters.py",
+        'Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")',
+        'Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"), '
+        'Toleration(key="rdma", operator="Exists")',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    pod = trainjob["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
+        "replicatedJobs"
+    ][0]["template"]["spec"]["template"]["spec"]
+    assert [t["key"] for t in pod["tolerations"]] == ["rdma", "nvidia.com/gpu"]
     run = cli("check", "--crds", str(crds))
     assert run.code == 0, run.err

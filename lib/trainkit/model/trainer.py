@@ -138,6 +138,10 @@ class TrainJob(TrainkitModel):
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
     """Clusters to run on; defaults to the team's clusters."""
+    node_selector: dict[str, str] = {}
+    """Node labels the nodes must run on, added to the runtime's (a key given here wins)."""
+    tolerations: list[Toleration] = []
+    """Taints the nodes tolerate besides the runtime's (only those the Cluster allows)."""
     service_account: ObjectName | None = None
     """ServiceAccount the nodes run as, one the Team lists in ``service_accounts``; default:
     the runtime's."""

@@ -157,6 +157,14 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
     if volumes:
         pod["volumes"] = volumes
+    if job.node_selector:
+        pod["nodeSelector"] = dict(job.node_selector)  # a map: merged key by key
+    if job.tolerations and pj.runtime is not None:
+        # PodSpec.tolerations has no merge key, so the patch's list replaces the runtime's
+        # whole (trainer v2.3.0 pkg/runtime/core/trainingruntime.go merges runtime patches
+        # as a strategic merge patch): the runtime's are written again ahead of the job's.
+        base = pj.runtime.runtime.tolerations
+        pod["tolerations"] = tolerations([*base, *(t for t in job.tolerations if t not in base)])
     # Both are fields of the patch's PodSpecPatch, immutable once the TrainJob exists
     # (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), as the whole job is here.
     pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)

@@ -208,6 +208,51 @@ VIOLATIONS = {
             "cluster 'a800-north'"
         ],
     ),
+    "secret key the team does not grant": (
+        [
+            (RESNET, "from trainkit import", "from trainkit import SecretKey,"),
+            (
+                RESNET,
+                "    nodes=2,",
+                '    nodes=2,\n    env_refs={"HF_TOKEN": SecretKey(secret="hf-token", key="token")},',
+            ),
+        ],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': env_refs.HF_TOKEN: team 'vision' may not "
+            f"read Secret 'hf-token' key 'token'; Team.secrets in {TEAMS} allows none; ask the "
+            "platform team to add it"
+        ],
+    ),
+    "variable from a key the operator sets": (
+        [
+            (SFT, "from trainkit import", "from trainkit import ConfigMapKey,"),
+            (
+                SFT,
+                '    runtime="fsdp-a800",',
+                '    runtime="fsdp-a800",\n    env_refs={"PET_NNODES": '
+                'ConfigMapKey(config_map="x", key="n")},',
+            ),
+        ],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': env_refs: PET_NNODES may not be set: Kubeflow "
+            "Trainer's torch plugin sets it from nodes — remove it from env_refs"
+        ],
+    ),
+    "variable both in env and env_refs": (
+        [
+            (SFT, "from trainkit import", "from trainkit import SecretKey,"),
+            (
+                SFT,
+                '    runtime="fsdp-a800",',
+                '    runtime="fsdp-a800",\n    env_refs={"OUTPUT_PATH": '
+                'SecretKey(secret="x", key="k")},',
+            ),
+        ],
+        [
+            f"{SFT}:5: TrainJob 'llama-sft': env_refs: OUTPUT_PATH set both in env and in "
+            "env_refs; keep one of them"
+        ],
+    ),
     "second policy": (
         [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
         [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
@@ -578,5 +623,48 @@ def test_a_trainjobs_node_selector_and_tolerations_ride_its_runtime_patch(ws, cl
         "replicatedJobs"
     ][0]["template"]["spec"]["template"]["spec"]
     assert [t["key"] for t in pod["tolerations"]] == ["rdma", "nvidia.com/gpu"]
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+
+
+def test_granted_secret_and_configmap_keys_become_value_from(ws, cli, crds):
+    edit(
+        ws,
+        TEAMS,
+        "    max_gpus=64,",
+        '    secrets={"hf-token": ["token"]},\n    config_maps={"datasets": ["path"]},\n'
+        "    max_gpus=64,",
+    )
+    refs = (
+        'env_refs={"HF_TOKEN": SecretKey(secret="hf-token", key="token"), '
+        '"DATA": ConfigMapKey(config_map="datasets", key="path")},'
+    )
+    edit(ws, FSDP, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
+    edit(ws, FSDP, "    nodes=4,", f"    nodes=4,\n    {refs}")
+    edit(ws, SFT, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
+    edit(ws, SFT, '    runtime="fsdp-a800",', f'    runtime="fsdp-a800",\n    {refs}')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    base = ws.out / "clusters/a800-north/llm-training"
+    expected = [
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}},
+        {"name": "DATA", "valueFrom": {"configMapKeyRef": {"name": "datasets", "key": "path"}}},
+    ]
+    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert c["env"][-3:-1] == expected  # after the job's own, before the profile's
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    assert trainjob["spec"]["trainer"]["env"][-2:] == expected
+    assert "s3cret" not in run.out
+    for name in ("llama-finetune-fsdp", "llama-sft"):
+        run = cli("explain", name, "--format", "json")
+        assert run.code == 0, run.err
+        (explained,) = json.loads(run.out)["jobs"]
+        env = {e["name"]: e for e in explained["pods"][0]["env"]}
+        assert env["HF_TOKEN"]["from"] == "Secret 'hf-token' key 'token'"
+        assert env["HF_TOKEN"]["value"] == "" and env["HF_TOKEN"]["source"] == "job"
+        assert env["DATA"]["from"] == "ConfigMap 'datasets' key 'path'"
+    run = cli("explain", "llama-sft")
+    assert "HF_TOKEN                    = <Secret 'hf-token' key 'token'>  (job)" in run.out
     run = cli("check", "--crds", str(crds))
     assert run.code == 0, run.err

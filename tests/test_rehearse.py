@@ -32,7 +32,9 @@ from trainkit import (
     RehearsalError,
     Resources,
     Script,
+    SecretKey,
     SetupError,
+    Team,
     TrainJob,
     Volume,
 )
@@ -577,6 +579,30 @@ def test_examples_rehearse_the_pods_of_their_first_cluster(monkeypatch: pytest.M
     assert "env CUDA_DEVICE_MAX_CONNECTIONS, NCCL_DEBUG, NCCL_IB_DISABLE: GPU settings" in changes
     assert "resources rdma/hca 1 per node are not allocated" in changes  # its network profile
     assert "volume 'llm-datasets' at /mnt/data is not mounted" in changes
+
+
+def test_a_variable_from_a_secret_is_this_shells_or_reported_unset(tmp_path: Path) -> None:
+    job = _job("train.py", env_refs={"HF_TOKEN": SecretKey(secret="hf", key="token")})
+    granted = Team(name="team", clusters=["local", "other"], secrets={"hf": ["token"]})
+    platform = [
+        Definition(obj=granted, file=d.file, team=d.team) if isinstance(d.obj, Team) else d
+        for d in PLATFORM
+    ]
+    d = Definition(obj=job, file="jobs/team/job.py", team="team", line=3, files={"train.py": ""})
+    target = targets_for(d, platform)[0]
+    assert dict(target.cluster_env) == {"HF_TOKEN": "Secret 'hf' key 'token'"}
+    assert "HF_TOKEN" not in target.env  # its value is the cluster's, never a placeholder
+    plan = _plan(target, tmp_path)
+    assert (
+        "env HF_TOKEN (Secret 'hf' key 'token' on the cluster) is not set: export HF_TOKEN to "
+        "rehearse with a value"
+    ) in plan.changes
+    assert all("HF_TOKEN" not in launch.env for launch in plan.launches)
+    plan = _plan(target, tmp_path, base_env={**SHELL, "HF_TOKEN": "s3cret"})
+    assert "env HF_TOKEN (Secret 'hf' key 'token' on the cluster) taken from this shell" in (
+        plan.changes
+    )
+    assert all(launch.env["HF_TOKEN"] == "s3cret" for launch in plan.launches)
 
 
 # -- processes, without torch --------------------------------------------------------------------

@@ -141,7 +141,13 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "resources": ps.main.get("resources") or {},
                 "volumes": _volumes(ps),
                 "env": [
-                    {"name": e.name, "value": e.value, "source": e.source, "per_pod": e.per_pod}
+                    {
+                        "name": e.name,
+                        "value": e.value,
+                        "from": e.ref or None,
+                        "source": e.source,
+                        "per_pod": e.per_pod,
+                    }
                     for e in ps.env
                 ],
             }
@@ -218,7 +224,8 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             for e in pod["env"]:
                 varies = f", {e['per_pod']}" if e["per_pod"] else ""
                 lines.append(
-                    f"    env        {e['name']:<{width}} = {e['value']}  ({e['source']}{varies})"
+                    f"    env        {e['name']:<{width}} = "
+                    f"{'<' + e['from'] + '>' if e['from'] else e['value']}  ({e['source']}{varies})"
                 )
         lines.append("")
     for p in problems:

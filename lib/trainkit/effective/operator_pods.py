@@ -42,10 +42,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         count = int(replicas[role].get("replicas", 1))
         template = replicas[role]["template"]["spec"]
         own = next(c for c in template["containers"] if c["name"] == CONTAINER)
-        env = [
-            EnvVar(e["name"], str(e.get("value", "")), env_source(pj, e["name"], "job"))
-            for e in own.get("env") or []
-        ]
+        env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
         names = {e.name for e in env}
         first = {**operator, "RANK": str(rank), "PET_NODE_RANK": str(rank)}
         env += [
@@ -53,9 +50,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         ]
         merged = dict(template)
         merged["containers"] = [
-            {**c, "env": [{"name": e.name, "value": e.value} for e in env]}
-            if c["name"] == CONTAINER
-            else c
+            {**c, "env": [e.entry() for e in env]} if c["name"] == CONTAINER else c
             for c in template["containers"]
         ]
         pod_sets.append(PodSet(role, count, rank, merged, CONTAINER, tuple(env)))

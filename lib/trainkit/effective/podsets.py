@@ -21,6 +21,31 @@ class EnvVar:
     """Who sets it: ``job``, ``runtime 'x'``, ``network profile 'y'``, an operator."""
     per_pod: str = ""
     """How the value varies from pod to pod (``the node rank``), or empty."""
+    value_from: dict[str, Any] | None = None
+    """The container's ``valueFrom``: the pod reads the value when it starts, so ``value``
+    is empty here."""
+
+    @classmethod
+    def of(cls, entry: dict[str, Any], source: str) -> EnvVar:
+        """The variable of a rendered container's ``env`` entry."""
+        value_from = entry.get("valueFrom")
+        return cls(entry["name"], str(entry.get("value", "")), source, value_from=value_from)
+
+    @property
+    def ref(self) -> str:
+        """Where the value comes from when it is not in the pod spec, e.g. ``Secret 'hf-token'
+        key 'token'``; empty for a plain value."""
+        for ref_field, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+            if self.value_from and ref_field in self.value_from:
+                r = self.value_from[ref_field]
+                return f"{kind} {r.get('name')!r} key {r.get('key')!r}"
+        return ""
+
+    def entry(self) -> dict[str, Any]:
+        """The container ``env`` entry."""
+        if self.value_from is not None:
+            return {"name": self.name, "valueFrom": self.value_from}
+        return {"name": self.name, "value": self.value}
 
 
 def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:

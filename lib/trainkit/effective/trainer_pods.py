@@ -86,17 +86,14 @@ def _trainer_pod(
             containers.append(c)
             continue
         c = dict(c)
-        env = [
-            EnvVar(e["name"], str(e.get("value", "")), env_source(pj, e["name"], runtime_name))
-            for e in c.get("env") or []
-        ]
+        env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
         if trainer is not None:
             for key in ("image", "command", "args"):
                 if key in trainer:
                     c[key] = trainer[key]
             for e in trainer.get("env") or []:
                 env = [x for x in env if x.name != e["name"]]
-                env.append(EnvVar(e["name"], str(e.get("value", "")), "job"))
+                env.append(EnvVar.of(e, "job"))
             if "resourcesPerNode" in trainer:
                 base = c.get("resources") or {}
                 override = trainer["resourcesPerNode"]
@@ -122,7 +119,7 @@ def _trainer_pod(
             notes.append(
                 "spec.trainer is not set: Trainer injects no PET_* variables, torchrun runs alone"
             )
-        c["env"] = [{"name": e.name, "value": e.value} for e in env]
+        c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
 

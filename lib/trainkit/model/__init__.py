@@ -1,6 +1,7 @@
 """User-facing definition models; pure data, no I/O."""
 
 from .base import ModelError, TrainkitModel
+from .env import ConfigMapKey, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import PyTorchJob
@@ -15,6 +16,7 @@ __all__ = [
     "Capacity",
     "Cluster",
     "ClusterTrainingRuntime",
+    "ConfigMapKey",
     "ModelError",
     "NetworkProfile",
     "Policy",
@@ -22,6 +24,7 @@ __all__ = [
     "Queue",
     "Resources",
     "Script",
+    "SecretKey",
     "Team",
     "Toleration",
     "TrainJob",

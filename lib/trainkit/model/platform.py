@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .base import TrainkitModel
+from .env import Key
 from .fields import (
     ClusterRef,
     CpuQuantity,
@@ -159,6 +160,12 @@ class Team(TrainkitModel):
     none listed: only the namespace's ``default``. The platform creates them and their RBAC."""
     image_pull_secrets: list[ObjectName] = []
     """Secrets of the team's namespace its jobs may pull images with (``image_pull_secrets=``)."""
+    secrets: dict[ObjectName, list[Key]] = {}
+    """Secrets of the team's namespace, and the keys of each, that its jobs may read into
+    variables (``env_refs``), e.g. ``{"hf-token": ["token"]}``."""
+    config_maps: dict[ObjectName, list[Key]] = {}
+    """ConfigMaps of the team's namespace, and the keys of each, that its jobs may read into
+    variables (``env_refs``)."""
     priority_classes: list[ObjectName] = []
     """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
     preempt other teams' pods, so none is allowed unless listed."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
+from .env import EnvRef, check_env_refs
 from .fields import (
     Arg,
     ClusterRef,
@@ -49,6 +50,10 @@ class PyTorchJob(TrainkitModel):
     """Arguments passed to the script or command."""
     env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (the operator's own, such as ``PET_*``, are refused)."""
+    env_refs: dict[EnvName, EnvRef] = {}
+    """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
+    e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``: the value never enters
+    git."""
     nodes: int = Field(default=1, ge=1, le=10000)
     """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers."""
     procs_per_node: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
@@ -117,6 +122,12 @@ class PyTorchJob(TrainkitModel):
                 "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"
             )
         return env
+
+    @field_validator("env_refs")
+    @classmethod
+    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
+        check_env_refs(info.data.get("env", {}), refs, "PyTorchJob")
+        return refs
 
     @model_validator(mode="after")
     def _coherent(self) -> PyTorchJob:

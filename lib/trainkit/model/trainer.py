@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
+from .env import EnvRef, check_env_refs
 from .fields import (
     Arg,
     ClusterRef,
@@ -54,6 +55,9 @@ class _TorchRuntime(TrainkitModel):
     """Size of ``/dev/shm`` (memory-backed emptyDir) on every node, e.g. ``"16Gi"``."""
     env: dict[EnvName, EnvValue] = {}
     """Environment of every node, e.g. NCCL network settings (``PET_*`` are refused)."""
+    env_refs: dict[EnvName, EnvRef] = {}
+    """Variables of every node read from a key of a Secret or ConfigMap of the TrainJob's
+    namespace (a TrainingRuntime: ones its Team grants)."""
     node_selector: dict[str, str] = {}
     """Node labels the pods must run on."""
     tolerations: list[Toleration] = []
@@ -79,6 +83,12 @@ class _TorchRuntime(TrainkitModel):
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
+
+    @field_validator("env_refs")
+    @classmethod
+    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
+        check_env_refs(info.data.get("env", {}), refs, "TrainJob")
+        return refs
 
 
 class ClusterTrainingRuntime(_TorchRuntime):
@@ -123,6 +133,9 @@ class TrainJob(TrainkitModel):
     """Arguments passed to the script or command."""
     env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (``PET_*`` and torchrun's own are refused)."""
+    env_refs: dict[EnvName, EnvRef] = {}
+    """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
+    e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``."""
     nodes: int | None = Field(default=None, ge=1, le=10000)
     """Number of nodes (pods); defaults to the runtime's."""
     procs_per_node: int | None = Field(default=None, ge=1, le=1024)
@@ -169,6 +182,12 @@ class TrainJob(TrainkitModel):
                 "field); set it on the runtime and give the job that runtime"
             )
         return value
+
+    @field_validator("env_refs")
+    @classmethod
+    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
+        check_env_refs(info.data.get("env", {}), refs, "TrainJob")
+        return refs
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import Team
+from ..model import ConfigMapKey, SecretKey, Team
 from .index import Declared
 from .problems import known, problem
 
@@ -43,4 +43,28 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
                     where,
                 )
             )
+    refs = getattr(d.obj, "env_refs", {})
+    for var in sorted(refs):
+        ref = refs[var]
+        if isinstance(ref, SecretKey):
+            grant, source, granted = "secrets", ref.secret, team.obj.secrets
+        elif isinstance(ref, ConfigMapKey):
+            grant, source, granted = "config_maps", ref.config_map, team.obj.config_maps
+        else:
+            continue
+        if ref.key in granted.get(source, []):
+            continue
+        # A key outside the grant could be any variable, a device-visibility one included.
+        keys = granted.get(source)
+        allows = (
+            f"allows keys {known(keys)} of it" if keys is not None else f"allows {known(granted)}"
+        )
+        problems.append(
+            problem(
+                d,
+                f"team {team.obj.name!r} may not read {ref.describe_ref()}; Team.{grant} in "
+                f"{team.file} {allows}; ask the platform team to add it",
+                f"env_refs.{var}",
+            )
+        )
     return problems

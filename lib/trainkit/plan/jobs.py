@@ -136,7 +136,7 @@ def place(
                 continue
             runtime, network = found, found.network
             # A TrainJob's env reaches the same container as its runtime's profile env.
-            problems.extend(env_conflicts(d, job.env, network, index))
+            problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
         image = _image(job, d, cluster, problems)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
 from ..model import Cluster, NetworkProfile
@@ -43,12 +45,13 @@ def resolve_network(
             )
         )
         return None
-    problems.extend(env_conflicts(d, getattr(d.obj, "env", {}), profile, index))
+    names = {**getattr(d.obj, "env", {}), **getattr(d.obj, "env_refs", {})}
+    problems.extend(env_conflicts(d, names, profile, index))
     return profile
 
 
 def env_conflicts(
-    d: Definition, env: dict[str, str], profile: NetworkProfile | None, index: Index
+    d: Definition, env: Mapping[str, object], profile: NetworkProfile | None, index: Index
 ) -> list[Problem]:
     """A variable both ``d`` and the profile its pods get set: the profile describes the
     fabric the platform built, so the job or runtime may not override it."""
@@ -59,8 +62,9 @@ def env_conflicts(
         problem(
             d,
             f"{name} is set by network profile {profile.name!r} ({where}) to "
-            f"{profile.env[name]!r} for every pod on that network; remove it from env",
-            f"env.{name}",
+            f"{profile.env[name]!r} for every pod on that network; remove it from "
+            f"{'env' if name in getattr(d.obj, 'env', {}) else 'env_refs'}",
+            f"{'env' if name in getattr(d.obj, 'env', {}) else 'env_refs'}.{name}",
         )
         for name in sorted(env)
         if name in profile.env

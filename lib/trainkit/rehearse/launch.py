@@ -144,8 +144,9 @@ def plan_rehearsal(
     if t.files:
         changes.append(_workspace_change(workspace, list(t.files), read_only))
 
-    env = _base_env(os.environ if base_env is None else base_env, t, python, changes)
-    env.update(_user_env(t, workspace, changes))
+    inherited = os.environ if base_env is None else base_env
+    env = _base_env(inherited, t, python, changes)
+    env.update(_user_env(t, workspace, changes, inherited))
     env["CUDA_VISIBLE_DEVICES"] = ""
     if "OMP_NUM_THREADS" not in env:
         # torchrun sets this for its workers when procs_per_node > 1; here every
@@ -269,7 +270,9 @@ def _base_env(
     return env
 
 
-def _user_env(t: Target, workspace: Path, changes: list[str]) -> dict[str, str]:
+def _user_env(
+    t: Target, workspace: Path, changes: list[str], inherited: Mapping[str, str]
+) -> dict[str, str]:
     env = {}
     gpu_only = []
     for k, v in t.env.items():
@@ -287,6 +290,15 @@ def _user_env(t: Target, workspace: Path, changes: list[str]) -> dict[str, str]:
             f"env {', '.join(sorted(gpu_only))}: GPU settings, passed on but ignored on CPU "
             "(NCCL and CUDA are not used; collectives run on gloo)"
         )
+    # A rehearsal reads no cluster object: the value of such a variable is this shell's
+    # (_base_env passed it on).
+    for k, where in sorted(t.cluster_env.items()):
+        if k in inherited:
+            changes.append(f"env {k} ({where} on the cluster) taken from this shell")
+        else:
+            changes.append(
+                f"env {k} ({where} on the cluster) is not set: export {k} to rehearse with a value"
+            )
     return env
 
 

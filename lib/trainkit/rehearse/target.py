@@ -74,6 +74,8 @@ class Target(ABC):
     args: tuple[str, ...]
     env: Mapping[str, str]
     """The training container's env from the job, its runtime or a network profile."""
+    cluster_env: Mapping[str, str]
+    """Variables the pod reads from a Secret or ConfigMap key when it starts: name → where."""
     operator_env: Mapping[str, str]
     """What the operator injects into the first pod, as on the cluster."""
     gpus: int
@@ -217,7 +219,8 @@ def target_of(
         "image": str(main.get("image") or ""),
         "command": tuple(main["command"]) if main.get("command") else None,
         "args": tuple(main.get("args") or ()),
-        "env": {e.name: e.value for e in first.env if _from_definitions(e.source)},
+        "env": {e.name: e.value for e in first.env if _from_definitions(e.source) and not e.ref},
+        "cluster_env": {e.name: e.ref for e in first.env if e.ref},
         "operator_env": {e.name: e.value for e in first.env if not _from_definitions(e.source)},
         "gpus": gpus,
         "cpu": _str(amounts.get("cpu")),

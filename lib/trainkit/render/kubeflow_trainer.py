@@ -42,8 +42,8 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     container: dict[str, Any] = {"name": NODE, "image": rt.image}
     if rt.image_pull_policy is not None:
         container["imagePullPolicy"] = rt.image_pull_policy
-    if rt.env:
-        container["env"] = env_list(rt.env)
+    if rt.env or rt.env_refs:
+        container["env"] = env_list(rt.env, rt.env_refs)
     container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
     if rt.resources is not None:
         container["resources"] = resource_requirements(rt.resources, cluster)
@@ -127,8 +127,8 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["command"] = list(job.command)
     if job.args:
         trainer["args"] = list(job.args)
-    if job.env:
-        trainer["env"] = env_list(job.env)
+    if job.env or job.env_refs:
+        trainer["env"] = env_list(job.env, job.env_refs)
     if job.nodes is not None:
         trainer["numNodes"] = job.nodes
     res = pj.resources

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..model import WORKSPACE, NetworkProfile, Toleration, Volume
+from ..model import WORKSPACE, NetworkProfile, SecretKey, Toleration, Volume
+from ..model.env import EnvRef
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 
 __all__ = [
@@ -88,8 +89,18 @@ def pod_access(
         spec["priorityClassName"] = priority_class
 
 
-def env_list(env: dict[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in env.items()]
+def env_list(
+    env: Mapping[str, str], refs: Mapping[str, EnvRef] | None = None
+) -> list[dict[str, Any]]:
+    """Plain variables, then those read from a Secret or ConfigMap key when the pod starts."""
+    out: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
+    for name, ref in (refs or {}).items():
+        if isinstance(ref, SecretKey):
+            source = {"secretKeyRef": {"name": ref.secret, "key": ref.key}}
+        else:
+            source = {"configMapKeyRef": {"name": ref.config_map, "key": ref.key}}
+        out.append({"name": name, "valueFrom": source})
+    return out
 
 
 def pod_volumes(

@@ -53,8 +53,8 @@ def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) ->
         c["command"] = list(job.command or [])
     if job.args:
         c["args"] = list(job.args)
-    if job.env:
-        c["env"] = env_list(job.env)
+    if job.env or job.env_refs:
+        c["env"] = env_list(job.env, job.env_refs)
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
     c["resources"] = resource_requirements(job.resources, pj.cluster)
     network_container(c, pj.network)

@@ -146,7 +146,7 @@ def _pod(old: PodSet, new: PodSet) -> Iterator[FieldChange]:
 
 
 def _own_env(ps: PodSet) -> dict[str, str]:
-    return {e.name: e.value for e in ps.env if e.source not in _INJECTED}
+    return {e.name: f"<{e.ref}>" if e.ref else e.value for e in ps.env if e.source not in _INJECTED}
 
 
 def _scripts(spec: dict[str, Any]) -> list[str]:

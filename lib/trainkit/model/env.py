@@ -1,0 +1,73 @@
+"""Environment variables whose value lives in the cluster: a key of a Secret or ConfigMap.
+
+A definition names the object and the key, never the value, so no secret enters git. Which
+objects and keys a team may read is the platform's to grant (``Team.secrets``,
+``Team.config_maps``): a Secret holds another system's credentials, and the plan refuses
+every reference the team's grants do not list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import AfterValidator, WithJsonSchema
+
+from ..injected_env import refused_env_reason
+from ..kube.names import configmap_key_problem
+from .base import TrainkitModel
+from .fields import ObjectName
+
+__all__ = ["ConfigMapKey", "EnvRef", "Key", "SecretKey", "check_env_refs"]
+
+
+def _key(v: str) -> str:
+    why = configmap_key_problem(v)
+    if why:
+        raise ValueError(f"{v!r} is not a valid key: it {why}")
+    return v
+
+
+Key = Annotated[str, AfterValidator(_key), WithJsonSchema({"type": "string", "maxLength": 253})]
+"""A key of a Secret's or ConfigMap's data."""
+
+
+class SecretKey(TrainkitModel):
+    """The value of ``key`` in Secret ``secret`` of the team's namespace, read when the pod
+    starts (``valueFrom.secretKeyRef``)."""
+
+    secret: ObjectName
+    """Secret name; one the Team lists in ``secrets``."""
+    key: Key
+    """Key of the Secret's data; one the Team lists for that Secret."""
+
+    def describe_ref(self) -> str:
+        return f"Secret {self.secret!r} key {self.key!r}"
+
+
+class ConfigMapKey(TrainkitModel):
+    """The value of ``key`` in ConfigMap ``config_map`` of the team's namespace, read when the
+    pod starts (``valueFrom.configMapKeyRef``)."""
+
+    config_map: ObjectName
+    """ConfigMap name; one the Team lists in ``config_maps``."""
+    key: Key
+    """Key of the ConfigMap's data; one the Team lists for that ConfigMap."""
+
+    def describe_ref(self) -> str:
+        return f"ConfigMap {self.config_map!r} key {self.key!r}"
+
+
+EnvRef = SecretKey | ConfigMapKey
+
+
+def check_env_refs(env: Mapping[str, str], refs: Mapping[str, EnvRef], kind: str) -> None:
+    """``refs`` names no variable ``env`` sets, nor one a ``kind``'s operator sets."""
+    both = sorted(set(env) & set(refs))
+    if both:
+        raise ValueError(f"{', '.join(both)} set both in env and in env_refs; keep one of them")
+    bad = [(k, why) for k in refs if (why := refused_env_reason(k, kind))]
+    if bad:
+        raise ValueError(
+            "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env_refs"
+        )

@@ -581,8 +581,8 @@ CASES = [
         obj="PyTorchJob 'resnet50-ddp'",
         field=None,  # two fields at once: the message names both
         says=(
-            "give exactly one of script=Script.file('train.py') (shipped in a ConfigMap) or "
-            "command=[...] (code inside the image)",
+            "give script=Script.file('train.py') (shipped in a ConfigMap) or command=[...] "
+            "(code inside the image), not both; with neither the image's ENTRYPOINT runs",
         ),
     ),
     # --- definitions: Trainer runtimes ------------------------------------------------

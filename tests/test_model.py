@@ -72,11 +72,10 @@ def test_job_field_errors_name_the_field(kw, field, text):
     assert text in msg
 
 
-def test_script_or_command_exactly_one():
-    with pytest.raises(DefinitionError, match="exactly one of script"):
+def test_script_or_command_not_both_and_neither_runs_the_entrypoint():
+    with pytest.raises(DefinitionError, match="not both; with neither the image's ENTRYPOINT"):
         job(script=Script.file("t.py"))
-    with pytest.raises(DefinitionError, match="exactly one of script"):
-        job(command=None)
+    assert job(command=None, args=["--epochs", "1"]).command is None
 
 
 def test_long_names_that_break_the_operator_services_are_refused():

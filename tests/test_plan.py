@@ -158,3 +158,25 @@ def test_queue_missing_on_a_cluster_of_the_job(bare):
     )
     found = problems(bare)
     assert any("queue 'research' does not exist on cluster 'west'" in p for p in found), found
+
+
+def test_a_job_without_script_or_command_runs_the_image_entrypoint(bare):
+    bare.write(
+        "jobs/vision/entry.py",
+        "from trainkit import PyTorchJob, Resources\n\n"
+        "j = PyTorchJob(name='entry', image='i:1', args=['--epochs', '1'], nodes=2,\n"
+        "               resources=Resources(cpu=1, memory='1Gi', gpu=2), clusters=['east'])\n",
+    )
+    p = plan(bare)
+    (spec,) = [
+        r.body["spec"]
+        for _, group in render_groups(p)
+        for r in group
+        if r.body.get("kind") == "PyTorchJob" and r.body["metadata"]["name"] == "entry"
+    ]
+    for role in ("Master", "Worker"):
+        (c,) = spec["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"]
+        assert "command" not in c and "workingDir" not in c
+        assert c["args"] == ["--epochs", "1"]
+    # The operator's auto: WORLD_SIZE = nodes, the entrypoint starts its own processes.
+    assert "nprocPerNode" not in spec

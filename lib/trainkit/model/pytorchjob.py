@@ -45,9 +45,10 @@ class PyTorchJob(TrainkitModel):
     script: Script | None = None
     """Training script next to the definition (``Script.file(...)``), run with torchrun."""
     command: list[Arg] | None = None
-    """Command for images that carry their own code (instead of ``script``)."""
+    """Command for images that carry their own code (instead of ``script``). With neither,
+    the image's ENTRYPOINT runs (with ``args`` as its arguments)."""
     args: list[Arg] = []
-    """Arguments passed to the script or command."""
+    """Arguments passed to the script, the command or the image's ENTRYPOINT."""
     env: dict[EnvName, EnvValue] = {}
     """Extra environment variables (the operator's own, such as ``PET_*``, are refused)."""
     env_refs: dict[EnvName, EnvRef] = {}
@@ -58,8 +59,9 @@ class PyTorchJob(TrainkitModel):
     """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers."""
     procs_per_node: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
     """Processes per node (torchrun's ``--nproc-per-node``). Default: ``resources.gpu`` (or 1)
-    with ``script``; with ``command`` the operator's ``auto`` (WORLD_SIZE = nodes, for
-    launchers such as ``accelerate launch`` that start their own processes)."""
+    with ``script``; with ``command`` or the image's ENTRYPOINT the operator's ``auto``
+    (WORLD_SIZE = nodes, for launchers such as ``accelerate launch`` that start their own
+    processes)."""
     resources: Resources
     """CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
@@ -131,10 +133,10 @@ class PyTorchJob(TrainkitModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> PyTorchJob:
-        if (self.script is None) == (self.command is None):
+        if self.script is not None and self.command is not None:
             raise ValueError(
-                "give exactly one of script=Script.file('train.py') (shipped in a ConfigMap) "
-                "or command=[...] (code inside the image)"
+                "give script=Script.file('train.py') (shipped in a ConfigMap) or command=[...] "
+                "(code inside the image), not both; with neither the image's ENTRYPOINT runs"
             )
         if self.command is not None and not self.command:
             raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")

@@ -49,8 +49,8 @@ def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) ->
         # from the PET_* variables the operator injects.
         c["command"] = ["torchrun", job.script.mount_path]
         c["workingDir"] = WORKSPACE
-    else:
-        c["command"] = list(job.command or [])
+    elif job.command is not None:
+        c["command"] = list(job.command)
     if job.args:
         c["args"] = list(job.args)
     if job.env or job.env_refs:

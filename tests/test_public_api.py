@@ -9,6 +9,7 @@ def test_all_is_pinned_and_sorted():
         "ClusterTrainingRuntime",
         "ConfigMapKey",
         "DefinitionError",
+        "Elastic",
         "ManifestError",
         "ModelError",
         "NetworkProfile",

@@ -14,6 +14,7 @@ __all__ = [
     "RESERVED_ENV_PREFIXES",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
+    "pytorchjob_elastic_env",
     "pytorchjob_env",
     "refused_env_reason",
     "reserved_env_reason",
@@ -116,6 +117,36 @@ def pytorchjob_env(
         "PET_NPROC_PER_NODE": str(procs_per_node),
         "PET_NNODES": str(nodes),
     }
+
+
+def pytorchjob_elastic_env(
+    *,
+    job_name: str,
+    min_nodes: int,
+    max_nodes: int,
+    max_restarts: int,
+    procs_per_node: str | None,
+    port: int = PYTORCHJOB_MASTER_PORT,
+) -> dict[str, str]:
+    """The env Training Operator v1.9 gives every Worker of an elastic PyTorchJob.
+
+    With no Master there is no MASTER_ADDR, RANK or WORLD_SIZE: torchrun takes its settings
+    from PET_* and the rendezvous assigns ranks (pkg/controller.v1/pytorch/envvar.go setPodEnv;
+    pkg/controller.v1/pytorch/elastic.go: the endpoint is the first Worker's Service and its
+    pytorchjob-port, PET_NNODES is ``min:max``).
+    """
+    env = {"PYTHONUNBUFFERED": "1"}
+    if procs_per_node is not None:
+        env["PET_NPROC_PER_NODE"] = procs_per_node
+    env.update(
+        {
+            "PET_RDZV_ENDPOINT": f"{job_name}-worker-0:{port}",
+            "PET_RDZV_BACKEND": "c10d",
+            "PET_NNODES": f"{min_nodes}:{max_nodes}",
+            "PET_MAX_RESTARTS": str(max_restarts),
+        }
+    )
+    return env
 
 
 # Kubeflow Trainer v2.3 torch plugin: port 29500 on container "node" of the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import pytorchjob_env
+from ..injected_env import pytorchjob_elastic_env, pytorchjob_env
 from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
@@ -30,10 +30,20 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     nproc = str(spec.get("nprocPerNode", "auto"))
     total = sum(int(r.get("replicas", 1)) for r in replicas.values())
     per_node = int(nproc) if nproc.isdigit() else 1
-    operator = pytorchjob_env(
-        job_name=pj.object_name, nodes=total, procs_per_node=per_node, node_rank=0
-    )
-    operator["PET_NPROC_PER_NODE"] = nproc
+    elastic = spec.get("elasticPolicy")
+    if elastic is not None:
+        operator = pytorchjob_elastic_env(
+            job_name=pj.object_name,
+            min_nodes=int(elastic["minReplicas"]),
+            max_nodes=int(elastic["maxReplicas"]),
+            max_restarts=int(elastic["maxRestarts"]),
+            procs_per_node=nproc,
+        )
+    else:
+        operator = pytorchjob_env(
+            job_name=pj.object_name, nodes=total, procs_per_node=per_node, node_rank=0
+        )
+        operator["PET_NPROC_PER_NODE"] = nproc
     pod_sets = []
     rank = 0
     for role in ("Master", "Worker"):
@@ -44,7 +54,9 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         own = next(c for c in template["containers"] if c["name"] == CONTAINER)
         env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
         names = {e.name for e in env}
-        first = {**operator, "RANK": str(rank), "PET_NODE_RANK": str(rank)}
+        # Without a Master the rendezvous, not the operator, numbers the nodes.
+        ranks = {} if elastic is not None else {"RANK": str(rank), "PET_NODE_RANK": str(rank)}
+        first = {**operator, **ranks}
         env += [
             EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in first.items() if k not in names
         ]
@@ -64,13 +76,19 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         )
     world = total * (per_node if nproc.isdigit() else _auto(pod_sets, pj))
     notes = []
-    if not nproc.isdigit():
+    if elastic is not None:
+        notes.append(
+            f"elastic: {elastic['minReplicas']} to {elastic['maxReplicas']} Workers meet at "
+            f"{operator['PET_RDZV_ENDPOINT']} (c10d), which numbers them; torchrun restarts the "
+            f"group up to {elastic['maxRestarts']} times; world size {world} with every Worker"
+        )
+    elif not nproc.isdigit():
         notes.append(
             f"nprocPerNode is {nproc!r}: the operator sets WORLD_SIZE={total} (one per pod) and "
             f"torchrun, if the command runs it, starts one process per GPU ({world} in all)"
         )
     return EffectiveJob(
-        pj, tuple(pod_sets), nproc, world, operator["WORLD_SIZE"], gang, tuple(notes)
+        pj, tuple(pod_sets), nproc, world, operator.get("WORLD_SIZE"), gang, tuple(notes)
     )
 
 

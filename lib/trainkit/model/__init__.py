@@ -4,7 +4,7 @@ from .base import ModelError, TrainkitModel
 from .env import ConfigMapKey, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
-from .pytorchjob import PyTorchJob
+from .pytorchjob import Elastic, PyTorchJob
 from .rules import NetworkProfile, Policy
 from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
@@ -17,6 +17,7 @@ __all__ = [
     "Cluster",
     "ClusterTrainingRuntime",
     "ConfigMapKey",
+    "Elastic",
     "ModelError",
     "NetworkProfile",
     "Policy",

@@ -21,7 +21,7 @@ from .fields import (
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 
-__all__ = ["MAX_RUN", "PyTorchJob", "run_name"]
+__all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
 MAX_RUN = 9999
 
@@ -29,6 +29,17 @@ MAX_RUN = 9999
 def run_name(name: str, run: int | None) -> str:
     """The Kubernetes name of a job's run: ``<name>-r<run>``, or the name without a run."""
     return name if run is None else f"{name}-r{run}"
+
+
+class Elastic(TrainkitModel):
+    """Elastic training: Worker pods only, which meet through torchrun's c10d rendezvous on the
+    first Worker and go on training when some of them fail, down to ``min_nodes``."""
+
+    min_nodes: int = Field(ge=1, le=10000)
+    """Fewest nodes the job trains with; with fewer, torchrun waits for nodes to come back."""
+    max_restarts: int = Field(default=3, ge=0, le=1000)
+    """How often torchrun restarts the worker group (a node left, a process failed) before the
+    job fails."""
 
 
 class PyTorchJob(TrainkitModel):
@@ -56,7 +67,8 @@ class PyTorchJob(TrainkitModel):
     e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``: the value never enters
     git."""
     nodes: int = Field(default=1, ge=1, le=10000)
-    """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers."""
+    """Number of nodes (pods): 1 Master plus ``nodes - 1`` Workers; with ``elastic``, the most
+    Workers (there is no Master)."""
     procs_per_node: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
     """Processes per node (torchrun's ``--nproc-per-node``). Default: ``resources.gpu`` (or 1)
     with ``script``; with ``command`` or the image's ENTRYPOINT the operator's ``auto``
@@ -93,6 +105,9 @@ class PyTorchJob(TrainkitModel):
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
     device resources and host network its pods get. Nothing else can ask for them; privileged
     containers and host paths are never generated."""
+    elastic: Elastic | None = None
+    """Elastic training (``Elastic(min_nodes=2)``): ``nodes`` Workers and no Master, torchrun's
+    c10d rendezvous, and the job goes on while at least ``min_nodes`` run."""
     service_account: ObjectName | None = None
     """ServiceAccount the pods run as, one the Team lists in ``service_accounts``; default:
     the namespace's ``default``."""
@@ -142,8 +157,13 @@ class PyTorchJob(TrainkitModel):
             raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")
         # The operator creates one Service per pod named <job>-worker-<i>; Services
         # are DNS-1035 labels, so the longest one must fit in 63 characters.
-        if self.nodes > 1:
-            longest = f"{self.object_name}-worker-{self.nodes - 2}"
+        if self.elastic is not None and self.elastic.min_nodes > self.nodes:
+            raise ValueError(
+                f"elastic.min_nodes {self.elastic.min_nodes} exceeds nodes {self.nodes}: nodes is "
+                "the most Workers the job runs; raise nodes or lower min_nodes"
+            )
+        if self.workers > 0:
+            longest = f"{self.object_name}-worker-{self.workers - 1}"
             if len(longest) > 63:
                 raise ValueError(
                     f"name {self.name!r} is too long for {self.nodes} nodes: the operator's "
@@ -152,6 +172,11 @@ class PyTorchJob(TrainkitModel):
                 )
         check_volumes(self.volumes)
         return self
+
+    @property
+    def workers(self) -> int:
+        """Worker pods: ``nodes - 1`` beside the Master, or ``nodes`` when elastic."""
+        return self.nodes if self.elastic is not None else self.nodes - 1
 
     @property
     def object_name(self) -> str:

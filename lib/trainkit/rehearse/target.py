@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..effective import EffectiveJob, PodSet
+from ..errors import Problem, RehearsalError
 from ..injected_env import (
     pytorchjob_env,
     reserved_env_reason,
@@ -201,6 +202,20 @@ def target_of(
     """The Target of ``ej``, from its rendered object ``body`` and the ConfigMaps of its
     cluster (name → object), which hold the script files its pods mount."""
     pj = ej.planned
+    if isinstance(pj.job, PyTorchJob) and pj.job.elastic is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("elastic"),
+                    obj=pj.job.describe(),
+                    field="elastic",
+                    message="an elastic job cannot be rehearsed yet (its Workers meet through "
+                    "c10d rendezvous, not a Master); rehearse it without elastic=, which runs "
+                    "the same script on the same number of nodes",
+                )
+            ]
+        )
     pods = _training_pods(ej)
     first = pods[0]
     main = first.main

@@ -93,16 +93,16 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     if not isinstance(job, PyTorchJob):
         raise TypeError(f"not a PyTorchJob: {pj.kind}")
     cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
-    replicas: dict[str, Any] = {
-        "Master": {
+    replicas: dict[str, Any] = {}
+    if job.elastic is None:
+        replicas["Master"] = {
             "replicas": 1,
             "restartPolicy": job.restart_policy,
             "template": _pod_template(pj, job, cm),
         }
-    }
-    if job.nodes > 1:
+    if job.workers > 0:
         replicas["Worker"] = {
-            "replicas": job.nodes - 1,
+            "replicas": job.workers,
             "restartPolicy": job.restart_policy,
             # Built again, not shared, so YAML dumpers never emit anchors for it.
             "template": _pod_template(pj, job, cm),
@@ -118,8 +118,11 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     if job.deadline_seconds is not None:
         run_policy["activeDeadlineSeconds"] = job.deadline_seconds
     annotations = {}
+    # An elastic gang starts with its fewest nodes; the operator copies minAvailable to the
+    # PodGroup's minMember (pkg/controller.v1/common/job.go).
+    gang = job.elastic.min_nodes if job.elastic is not None else job.nodes
     if pj.queue is not None:
-        run_policy["schedulingPolicy"] = {"minAvailable": job.nodes, "queue": pj.queue}
+        run_policy["schedulingPolicy"] = {"minAvailable": gang, "queue": pj.queue}
         if job.priority_class is not None:
             # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
             # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
@@ -131,6 +134,16 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     nproc = nproc_per_node(job)
     if nproc is not None:
         spec["nprocPerNode"] = nproc
+    if job.elastic is not None:
+        # Worker-only, c10d on the first Worker's Service (pkg/controller.v1/pytorch/
+        # elastic.go). maxReplicas = nodes: no HPA (metrics), whose replica changes Argo CD's
+        # self-heal would undo. nProcPerNode stays in spec (the webhook forbids both).
+        spec["elasticPolicy"] = {
+            "minReplicas": job.elastic.min_nodes,
+            "maxReplicas": job.nodes,
+            "rdzvBackend": "c10d",
+            "maxRestarts": job.elastic.max_restarts,
+        }
     spec["pytorchReplicaSpecs"] = replicas
     spec["runPolicy"] = run_policy
     return {

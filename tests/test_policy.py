@@ -668,3 +668,13 @@ def test_granted_secret_and_configmap_keys_become_value_from(ws, cli, crds):
     assert "HF_TOKEN                    = <Secret 'hf-token' key 'token'>  (job)" in run.out
     run = cli("check", "--crds", str(crds))
     assert run.code == 0, run.err
+
+
+def test_naming_the_default_service_account_needs_no_grant(ws, cli):
+    edit(ws, RESNET, "    nodes=2,", '    nodes=2,\n    service_account="default",')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    assert job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+        "serviceAccountName"
+    ] == ("default")

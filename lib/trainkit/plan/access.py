@@ -32,7 +32,8 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
         names = value if isinstance(value, list) else [value] if value is not None else []
         allowed: list[str] = getattr(team.obj, grant)
         for i, name in enumerate(names):
-            if name in allowed:
+            # What a pod runs as without the field is never a grant to refuse.
+            if name in allowed or (field == "service_account" and name == "default"):
                 continue
             where = f"{field}[{i}]" if isinstance(value, list) else field
             problems.append(

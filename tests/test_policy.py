@@ -253,6 +253,33 @@ VIOLATIONS = {
             "env_refs; keep one of them"
         ],
     ),
+    "cpu request below the limit": (
+        [
+            (
+                RESNET,
+                'Resources(cpu=32, memory="256Gi", gpu=8)',
+                'Resources(cpu=32, memory="256Gi", gpu=8, cpu_request=16)',
+            )
+        ],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': resources.cpu_request: a cpu request below "
+            "the limit makes the pods Burstable (throttled and evicted before Guaranteed pods), "
+            f"which Policy.burstable in {POLICY} does not allow; remove cpu_request"
+        ],
+    ),
+    "memory request above the limit": (
+        [
+            (
+                RESNET,
+                'Resources(cpu=32, memory="256Gi", gpu=8)',
+                'Resources(cpu=32, memory="256Gi", gpu=8, memory_request="300Gi")',
+            )
+        ],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': resources: memory_request 300Gi exceeds "
+            "memory 256Gi, the limit; a request may only be lower"
+        ],
+    ),
     "second policy": (
         [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
         [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
@@ -678,3 +705,23 @@ def test_naming_the_default_service_account_needs_no_grant(ws, cli):
     assert job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
         "serviceAccountName"
     ] == ("default")
+
+
+def test_burstable_requests_where_the_policy_allows_them(ws, cli):
+    edit(ws, POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64, burstable=True)")
+    edit(
+        ws,
+        RESNET,
+        'Resources(cpu=32, memory="256Gi", gpu=8)',
+        'Resources(cpu=32, memory="256Gi", gpu=8, cpu_request=16, memory_request="200Gi")',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert c["resources"]["limits"] == {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8"}
+    assert c["resources"]["requests"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": "8"}
+    # Volcano admits a gang on its requests.
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
+    (explained,) = json.loads(run.out)["jobs"]
+    assert explained["podgroup"]["requests"]["cpu"] == "32"

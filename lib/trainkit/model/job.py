@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
+from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
 from .fields import CpuQuantity, DNS1123Label, MemoryQuantity, Path
 
@@ -63,11 +64,34 @@ class Resources(TrainkitModel):
     """Resources of one node (pod); requests equal limits so the scheduler packs GPUs exactly."""
 
     cpu: CpuQuantity
-    """CPU cores per node, e.g. ``32`` or ``"500m"``."""
+    """CPU cores per node, e.g. ``32`` or ``"500m"`` (the limit, and the request unless
+    ``cpu_request`` says less)."""
     memory: MemoryQuantity
-    """Memory per node with a unit, e.g. ``"256Gi"``."""
+    """Memory per node with a unit, e.g. ``"256Gi"`` (the limit, and the request unless
+    ``memory_request`` says less)."""
     gpu: int = Field(default=0, ge=0)
     """GPUs per node, counted in the cluster's GPU resource (``nvidia.com/gpu``, …)."""
+    cpu_request: CpuQuantity | None = None
+    """A CPU request below ``cpu``, only where ``Policy.burstable`` allows it: the pod is then
+    Burstable, not Guaranteed, and may be throttled or evicted before Guaranteed pods."""
+    memory_request: MemoryQuantity | None = None
+    """A memory request below ``memory``, only where ``Policy.burstable`` allows it (the pod
+    can then be OOM-killed when the node runs short)."""
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> Resources:
+        # The API server refuses a request above its limit (ValidateResourceRequirements).
+        for field, limit in (("cpu_request", self.cpu), ("memory_request", self.memory)):
+            request = getattr(self, field)
+            if request is not None and (parse_quantity(request) or 0) > (
+                parse_quantity(limit) or 0
+            ):
+                what = field.removesuffix("_request")
+                raise ValueError(
+                    f"{field} {request} exceeds {what} {limit}, the limit; a request may only "
+                    "be lower"
+                )
+        return self
 
 
 class Script(TrainkitModel):

@@ -78,6 +78,10 @@ class Policy(TrainkitModel):
     ``:``, anything else is one whole repository. Empty allows every registry."""
     max_gpus_per_job: int | None = Field(default=None, ge=0)
     """Most GPUs one job may use (nodes × GPUs per node); ``None`` means no cap."""
+    burstable: bool = False
+    """Whether jobs and runtimes may request less CPU or memory than their limit
+    (``cpu_request``, ``memory_request``). Off: every pod is Guaranteed, never throttled or
+    evicted for another pod's burst."""
 
 
 class NetworkProfile(TrainkitModel):

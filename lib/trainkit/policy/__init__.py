@@ -18,6 +18,7 @@ from ..errors import Problem
 from ..plan import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus
 from .images import check_images
+from .qos import check_qos
 from .queues import check_queue_fit
 from .tolerations import check_tolerations
 
@@ -36,4 +37,5 @@ def check_policy(
     check_caps(plan.index, jobs, problems)
     check_queue_fit(plan.index, jobs, problems)
     check_tolerations(plan, problems)
+    check_qos(plan.index, jobs, runtimes, problems)
     return list(dict.fromkeys(problems))

@@ -28,10 +28,16 @@ def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any
 
 
 def resource_requirements(res: Resources, cluster: Cluster, *, gpu: bool = False) -> dict[str, Any]:
-    """A node's ``resources``: requests equal limits, so the scheduler packs GPUs exactly."""
+    """A node's ``resources``: requests equal limits (Guaranteed QoS, GPUs packed exactly),
+    but for the CPU or memory request a job lowers where the policy allows it."""
     cap = Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu)
     amounts = cap.amounts(cluster.gpu_resource, zero_gpu=gpu)
-    return {"limits": amounts, "requests": dict(amounts)}
+    requests = dict(amounts)
+    if res.cpu_request is not None:
+        requests["cpu"] = str(res.cpu_request)
+    if res.memory_request is not None:
+        requests["memory"] = str(res.memory_request)
+    return {"limits": amounts, "requests": requests}
 
 
 def render_queue(pq: PlannedQueue, cluster: Cluster) -> dict[str, Any]:

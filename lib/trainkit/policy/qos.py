@@ -1,0 +1,58 @@
+"""Guaranteed QoS unless the platform allows less (``Policy.burstable``).
+
+A pod whose CPU or memory request is below its limit is Burstable: the kubelet throttles
+and evicts it before Guaranteed pods, and a gang of them can lose a node mid-step. Checked
+on the pods the controllers create, so a runtime's request reaches its TrainJobs' pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..effective import EffectiveJob
+from ..errors import Problem
+from ..load import Definition
+from ..plan import Index, PlannedRuntime, problem
+
+__all__ = ["check_qos"]
+
+
+def check_qos(
+    index: Index,
+    jobs: Sequence[EffectiveJob],
+    runtimes: Sequence[tuple[PlannedRuntime, dict[str, Any]]],
+    problems: list[Problem],
+) -> None:
+    if index.rules.burstable:
+        return
+    for pr, body in runtimes:
+        for rjob in body["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = rjob["template"]["spec"]["template"]["spec"]
+            _check(index, pr.definition, pod.get("containers") or [], problems)
+    for ej in jobs:
+        pj = ej.planned
+        if getattr(pj.job, "resources", None) is None:
+            continue  # the runtime's resources, reported at the runtime
+        for ps in ej.pod_sets:
+            _check(index, pj.definition, [ps.main], problems)
+
+
+def _check(
+    index: Index, d: Definition, containers: Iterable[dict[str, Any]], problems: list[Problem]
+) -> None:
+    for c in containers:
+        res = c.get("resources") or {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name in requests and requests[name] != limits.get(name):
+                where = index.policy.file if index.policy else "jobs/platform/"
+                problems.append(
+                    problem(
+                        d,
+                        f"a {name} request below the limit makes the pods Burstable (throttled "
+                        f"and evicted before Guaranteed pods), which Policy.burstable in {where} "
+                        f"does not allow; remove {name}_request",
+                        f"resources.{name}_request",
+                    )
+                )

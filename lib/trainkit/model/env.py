@@ -9,16 +9,16 @@ every reference the team's grants do not list.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, WithJsonSchema
+from pydantic import AfterValidator, ValidationInfo, WithJsonSchema, field_validator
 
 from ..injected_env import refused_env_reason
 from ..kube.names import configmap_key_problem
 from .base import TrainkitModel
 from .fields import ObjectName
 
-__all__ = ["ConfigMapKey", "EnvRef", "Key", "SecretKey", "check_env_refs"]
+__all__ = ["ConfigMapKey", "EnvRef", "Key", "SecretKey", "check_env_refs", "env_refs_validator"]
 
 
 def _key(v: str) -> str:
@@ -71,3 +71,14 @@ def check_env_refs(env: Mapping[str, str], refs: Mapping[str, EnvRef], kind: str
         raise ValueError(
             "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env_refs"
         )
+
+
+def env_refs_validator(kind: str) -> Any:
+    """The ``env_refs`` field validator of a model whose pods ``kind``'s operator runs (``env``
+    is declared before ``env_refs``, so it is validated already)."""
+
+    def check(cls: type, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
+        check_env_refs(info.data.get("env", {}), refs, kind)
+        return refs
+
+    return field_validator("env_refs")(classmethod(check))

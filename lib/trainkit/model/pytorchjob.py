@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, check_env_refs
+from .env import EnvRef, env_refs_validator
 from .fields import (
     Arg,
     ClusterRef,
@@ -140,11 +140,7 @@ class PyTorchJob(TrainkitModel):
             )
         return env
 
-    @field_validator("env_refs")
-    @classmethod
-    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
-        check_env_refs(info.data.get("env", {}), refs, "PyTorchJob")
-        return refs
+    _refs = env_refs_validator("PyTorchJob")
 
     @model_validator(mode="after")
     def _coherent(self) -> PyTorchJob:

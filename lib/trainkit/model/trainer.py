@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, check_env_refs
+from .env import EnvRef, env_refs_validator
 from .fields import (
     Arg,
     ClusterRef,
@@ -84,11 +84,7 @@ class _TorchRuntime(TrainkitModel):
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
 
-    @field_validator("env_refs")
-    @classmethod
-    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
-        check_env_refs(info.data.get("env", {}), refs, "TrainJob")
-        return refs
+    _refs = env_refs_validator("TrainJob")
 
 
 class ClusterTrainingRuntime(_TorchRuntime):
@@ -183,11 +179,7 @@ class TrainJob(TrainkitModel):
             )
         return value
 
-    @field_validator("env_refs")
-    @classmethod
-    def _refs(cls, refs: dict[str, EnvRef], info: ValidationInfo) -> dict[str, EnvRef]:
-        check_env_refs(info.data.get("env", {}), refs, "TrainJob")
-        return refs
+    _refs = env_refs_validator("TrainJob")
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:

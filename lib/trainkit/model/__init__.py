@@ -3,6 +3,7 @@
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapKey, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
+from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .rules import NetworkProfile, Policy
@@ -20,6 +21,7 @@ __all__ = [
     "Elastic",
     "ModelError",
     "NetworkProfile",
+    "NodeLabel",
     "Policy",
     "PyTorchJob",
     "Queue",
@@ -28,6 +30,7 @@ __all__ = [
     "SecretKey",
     "Team",
     "Toleration",
+    "Topology",
     "TrainJob",
     "TrainingRuntime",
     "TrainkitModel",

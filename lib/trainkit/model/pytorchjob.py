@@ -20,6 +20,7 @@ from .fields import (
     ObjectName,
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .placement import NodeLabel, Topology
 
 __all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
@@ -84,6 +85,12 @@ class PyTorchJob(TrainkitModel):
     """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
     tolerations: list[Toleration] = []
     """Taints the pods tolerate (only those the Cluster allows)."""
+    node_affinity: list[NodeLabel] = []
+    """Node label rules beyond ``node_selector``: ``NodeLabel(key=…, operator="In",
+    values=[…])`` is required, one with ``weight=`` preferred."""
+    topology: Topology | None = None
+    """How the job's pods lie across racks or zones: ``Topology(key="rack", layout="pack")``
+    keeps NCCL traffic in one rack where it can, ``layout="spread"`` spreads the pods."""
     restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
     """What the operator does when a pod fails. ``ExitCode`` retries only exit codes ≥ 128 —
     but torchrun exits 1 when it is stopped (SIGTERM) or a worker is OOM-killed, so those are

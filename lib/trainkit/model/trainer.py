@@ -25,6 +25,7 @@ from .fields import (
     ObjectName,
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .placement import NodeLabel
 from .pytorchjob import MAX_RUN, run_name
 
 __all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
@@ -62,6 +63,8 @@ class _TorchRuntime(TrainkitModel):
     """Node labels the pods must run on."""
     tolerations: list[Toleration] = []
     """Taints the pods tolerate."""
+    node_affinity: list[NodeLabel] = []
+    """Node label rules beyond ``node_selector`` (required, or preferred with ``weight=``)."""
     queue: DNS1123Label | None = None
     """Volcano queue for TrainJobs that name none (trainkit's TrainJobs always name one)."""
     clusters: list[ClusterRef] | None = None
@@ -151,6 +154,8 @@ class TrainJob(TrainkitModel):
     """Node labels the nodes must run on, added to the runtime's (a key given here wins)."""
     tolerations: list[Toleration] = []
     """Taints the nodes tolerate besides the runtime's (only those the Cluster allows)."""
+    node_affinity: list[NodeLabel] = []
+    """Node label rules added to the runtime's (required, or preferred with ``weight=``)."""
     service_account: ObjectName | None = None
     """ServiceAccount the nodes run as, one the Team lists in ``service_accounts``; default:
     the runtime's."""

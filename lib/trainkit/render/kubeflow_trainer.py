@@ -20,6 +20,7 @@ from .pod import (
     env_list,
     network_container,
     network_pod,
+    placement,
     pod_access,
     pod_volumes,
     tolerations,
@@ -61,6 +62,7 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         pod["nodeSelector"] = dict(rt.node_selector)
     if rt.tolerations:
         pod["tolerations"] = tolerations(rt.tolerations)
+    placement(pod, rt.node_affinity)
     # Trainer's Volcano plugin takes the PodGroup's priority from the pod template
     # (trainer v2.3.0 pkg/runtime/framework/plugins/volcano/volcano.go).
     pod_access(
@@ -165,6 +167,10 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         # as a strategic merge patch): the runtime's are written again ahead of the job's.
         base = pj.runtime.runtime.tolerations
         pod["tolerations"] = tolerations([*base, *(t for t in job.tolerations if t not in base)])
+    if job.node_affinity and pj.runtime is not None:
+        # nodeSelectorTerms and preferred terms have no merge key: the patch's lists replace
+        # the runtime's, so the runtime's rules are written again with the job's.
+        placement(pod, [*pj.runtime.runtime.node_affinity, *job.node_affinity])
     # Both are fields of the patch's PodSpecPatch, immutable once the TrainJob exists
     # (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), as the whole job is here.
     pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)

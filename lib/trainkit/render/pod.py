@@ -8,6 +8,7 @@ from typing import Any
 from ..model import WORKSPACE, NetworkProfile, SecretKey, Toleration, Volume
 from ..model.env import EnvRef
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
+from ..model.placement import NodeLabel, Topology
 
 __all__ = [
     "SCRIPT_VOLUME",
@@ -17,6 +18,7 @@ __all__ = [
     "env_list",
     "network_container",
     "network_pod",
+    "placement",
     "pod_access",
     "pod_volumes",
     "tolerations",
@@ -87,6 +89,52 @@ def pod_access(
         spec["imagePullSecrets"] = [{"name": name} for name in pull_secrets]
     if priority_class is not None:
         spec["priorityClassName"] = priority_class
+
+
+def placement(
+    spec: dict[str, Any],
+    rules: Sequence[NodeLabel],
+    topology: Topology | None = None,
+    selector: Mapping[str, str] | None = None,
+) -> None:
+    """Node affinity from ``rules`` (the required ones ANDed in one term, each preferred one
+    with its weight) and the layout of the pods ``selector`` picks across ``topology``."""
+    affinity: dict[str, Any] = {}
+    node: dict[str, Any] = {}
+    required = [r.requirement() for r in rules if r.weight is None]
+    if required:
+        node["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": required}]
+        }
+    preferred = [
+        {"preference": {"matchExpressions": [r.requirement()]}, "weight": r.weight}
+        for r in rules
+        if r.weight is not None
+    ]
+    if preferred:
+        node["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+    if node:
+        affinity["nodeAffinity"] = node
+    if topology is not None and selector:
+        match = {"matchLabels": dict(selector)}
+        if topology.layout == "pack":
+            term = {"labelSelector": match, "topologyKey": topology.key}
+            affinity["podAffinity"] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"podAffinityTerm": term, "weight": 100}
+                ]
+            }
+        else:
+            spec["topologySpreadConstraints"] = [
+                {
+                    "labelSelector": match,
+                    "maxSkew": topology.max_skew,
+                    "topologyKey": topology.key,
+                    "whenUnsatisfiable": "DoNotSchedule" if topology.required else "ScheduleAnyway",
+                }
+            ]
+    if affinity:
+        spec["affinity"] = affinity
 
 
 def env_list(

@@ -13,6 +13,7 @@ from .pod import (
     env_list,
     network_container,
     network_pod,
+    placement,
     pod_access,
     pod_volumes,
     tolerations,
@@ -78,13 +79,14 @@ def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, 
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
         spec["tolerations"] = tolerations(job.tolerations)
+    labels = pod_labels(pj.definition.team, job.name)
+    placement(spec, job.node_affinity, job.topology, labels)
     pod_access(
         spec,
         service_account=job.service_account,
         pull_secrets=job.image_pull_secrets,
         priority_class=job.priority_class,
     )
-    labels = pod_labels(pj.definition.team, job.name)
     return {"metadata": {"labels": labels}, "spec": spec}
 
 

@@ -1,0 +1,68 @@
+"""Where a job's pods may go beyond ``node_selector``: node label rules and the job's own
+layout across a topology (racks, zones).
+
+Volcano 1.12's ``predicates`` plugin runs Kubernetes' NodeAffinity, InterPodAffinity and
+PodTopologySpread filters by default (volcano-sh/volcano pkg/scheduler/plugins/predicates/
+predicates.go), so these hold for gangs as they do under kube-scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import TrainkitModel
+
+__all__ = ["NodeLabel", "Topology"]
+
+
+class NodeLabel(TrainkitModel):
+    """A rule on a node label: required, or preferred with a ``weight``."""
+
+    key: str = Field(min_length=1, max_length=317, pattern=r"^\S+$")
+    """Node label key, e.g. ``"gpu.product"`` or ``"topology.kubernetes.io/zone"``."""
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = "In"
+    """How the label is matched; ``In``/``NotIn`` need ``values``."""
+    values: list[str] = []
+    """Label values for ``In``/``NotIn``."""
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Without it the rule is required; with it (1–100) the scheduler prefers such nodes."""
+
+    @model_validator(mode="after")
+    def _values_fit_the_operator(self) -> NodeLabel:
+        # The API server's rule (ValidateNodeSelectorRequirement).
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs values=[...]")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values; remove them")
+        return self
+
+    def requirement(self) -> dict[str, object]:
+        out: dict[str, object] = {"key": self.key, "operator": self.operator}
+        if self.values:
+            out["values"] = list(self.values)
+        return out
+
+
+class Topology(TrainkitModel):
+    """How the job's pods lie across a topology of nodes (the label ``key`` names it)."""
+
+    key: str = Field(min_length=1, max_length=317, pattern=r"^\S+$")
+    """Node label whose values are the domains, e.g. ``"topology.kubernetes.io/zone"`` or a
+    rack label."""
+    layout: Literal["pack", "spread"]
+    """``pack``: prefer one domain for all pods (NCCL stays inside the rack); ``spread``: at
+    most ``max_skew`` more pods in one domain than in another."""
+    max_skew: int = Field(default=1, ge=1)
+    """With ``spread``: the largest difference of pod counts between two domains."""
+    required: bool = False
+    """With ``spread``: never place a pod that would break it (default: only prefer)."""
+
+    @model_validator(mode="after")
+    def _spread_only(self) -> Topology:
+        if self.layout == "pack" and (self.required or self.max_skew != 1):
+            raise ValueError(
+                "max_skew and required apply to layout='spread'; 'pack' is a preference"
+            )
+        return self

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import Workspace
-from trainkit import DefinitionError, NodeLabel, Topology
+from trainkit import DefinitionError, NodeLabel, PyTorchJob, Resources, Topology
 
 PLACED = """\
 from trainkit import NodeLabel, PyTorchJob, Resources, Script, Topology
@@ -100,6 +100,31 @@ def test_node_rules_and_the_layout_render_and_pass_the_crds(bare, bare_cli, crds
         (
             lambda: Topology(key="rack", layout="pack", required=True),
             "max_skew and required apply to layout='spread'",
+        ),
+        (
+            lambda: NodeLabel(key="gpu product", values=["x"]),
+            "'gpu product' is not a label key: the name part must be",
+        ),
+        (lambda: NodeLabel(key="gpu", values=["A 100"]), "'A 100' is not a label value"),
+        (
+            lambda: PyTorchJob(
+                name="j",
+                image="i:1",
+                command=["x"],
+                resources=Resources(cpu=1, memory="1Gi"),
+                node_selector={"-gpu": "a"},
+            ),
+            "'-gpu' is not a label key",
+        ),
+        (
+            lambda: PyTorchJob(
+                name="j",
+                image="i:1",
+                command=["x"],
+                resources=Resources(cpu=1, memory="1Gi"),
+                node_selector={"gpu": "a/b"},
+            ),
+            "'a/b' is not a label value",
         ),
     ],
 )

@@ -17,6 +17,7 @@ from ..kube.names import (
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_label_value,
     qualified_name_problem,
 )
 from ..kube.quantities import QUANTITY, parse_quantity
@@ -30,6 +31,8 @@ __all__ = [
     "DNS1123Label",
     "EnvName",
     "EnvValue",
+    "LabelKey",
+    "LabelValue",
     "MemoryQuantity",
     "ObjectName",
     "Path",
@@ -117,6 +120,22 @@ def _resource_name(v: str) -> str:
     return v
 
 
+def _label_key(v: str) -> str:
+    why = qualified_name_problem(v)
+    if why is not None:
+        raise ValueError(f"{v!r} is not a label key: {why}")
+    return v
+
+
+def _label_value(v: str) -> str:
+    if not is_label_value(v):
+        raise ValueError(
+            f"{v!r} is not a label value: at most 63 letters, digits, '-', '_' and '.', "
+            "starting and ending with a letter or digit (or empty)"
+        )
+    return v
+
+
 def _abs_path(v: str) -> str:
     if not v.startswith("/") or "\n" in v:
         raise ValueError(f"{v!r} must be an absolute path inside the container, e.g. '/mnt/data'")
@@ -173,4 +192,7 @@ EnvValue = Annotated[
 Arg = Annotated[str, AfterValidator(_text("")), WithJsonSchema({**_STR})]
 """An item of a command or its arguments."""
 ResourceName = Annotated[str, AfterValidator(_resource_name), WithJsonSchema({**_STR})]
+LabelKey = Annotated[str, AfterValidator(_label_key), WithJsonSchema({**_STR, "maxLength": 317})]
+"""A node label key, ``[prefix/]name`` (the API server refuses pods naming another)."""
+LabelValue = Annotated[str, AfterValidator(_label_value), WithJsonSchema({**_STR, "maxLength": 63})]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .base import TrainkitModel
+from .fields import LabelKey, LabelValue
 
 __all__ = ["NodeLabel", "Topology"]
 
@@ -20,11 +21,11 @@ __all__ = ["NodeLabel", "Topology"]
 class NodeLabel(TrainkitModel):
     """A rule on a node label: required, or preferred with a ``weight``."""
 
-    key: str = Field(min_length=1, max_length=317, pattern=r"^\S+$")
+    key: LabelKey
     """Node label key, e.g. ``"gpu.product"`` or ``"topology.kubernetes.io/zone"``."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = "In"
     """How the label is matched; ``In``/``NotIn`` need ``values``."""
-    values: list[str] = []
+    values: list[LabelValue] = []
     """Label values for ``In``/``NotIn``."""
     weight: int | None = Field(default=None, ge=1, le=100)
     """Without it the rule is required; with it (1–100) the scheduler prefers such nodes."""
@@ -48,7 +49,7 @@ class NodeLabel(TrainkitModel):
 class Topology(TrainkitModel):
     """How the job's pods lie across a topology of nodes (the label ``key`` names it)."""
 
-    key: str = Field(min_length=1, max_length=317, pattern=r"^\S+$")
+    key: LabelKey
     """Node label whose values are the domains, e.g. ``"topology.kubernetes.io/zone"`` or a
     rack label."""
     layout: Literal["pack", "spread"]

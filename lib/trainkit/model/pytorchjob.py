@@ -16,6 +16,8 @@ from .fields import (
     DNS1123Label,
     EnvName,
     EnvValue,
+    LabelKey,
+    LabelValue,
     MemoryQuantity,
     ObjectName,
 )
@@ -81,7 +83,7 @@ class PyTorchJob(TrainkitModel):
     """Size of ``/dev/shm`` (memory-backed emptyDir), e.g. ``"20Gi"`` for data loaders, NCCL."""
     volumes: list[Volume] = []
     """PersistentVolumeClaims mounted on every node."""
-    node_selector: dict[str, str] = {}
+    node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
     tolerations: list[Toleration] = []
     """Taints the pods tolerate (only those the Cluster allows)."""

@@ -21,6 +21,8 @@ from .fields import (
     DNS1123Label,
     EnvName,
     EnvValue,
+    LabelKey,
+    LabelValue,
     MemoryQuantity,
     ObjectName,
 )
@@ -59,7 +61,7 @@ class _TorchRuntime(TrainkitModel):
     env_refs: dict[EnvName, EnvRef] = {}
     """Variables of every node read from a key of a Secret or ConfigMap of the TrainJob's
     namespace (a TrainingRuntime: ones its Team grants)."""
-    node_selector: dict[str, str] = {}
+    node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the pods must run on."""
     tolerations: list[Toleration] = []
     """Taints the pods tolerate."""
@@ -150,7 +152,7 @@ class TrainJob(TrainkitModel):
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
     """Clusters to run on; defaults to the team's clusters."""
-    node_selector: dict[str, str] = {}
+    node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the nodes must run on, added to the runtime's (a key given here wins)."""
     tolerations: list[Toleration] = []
     """Taints the nodes tolerate besides the runtime's (only those the Cluster allows)."""

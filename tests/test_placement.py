@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import Workspace
-from trainkit import DefinitionError, NodeLabel, PyTorchJob, Resources, Topology
+from trainkit import DefinitionError, NodeLabel, PyTorchJob, Resources, Toleration, Topology
 
 PLACED = """\
 from trainkit import NodeLabel, PyTorchJob, Resources, Script, Topology
@@ -106,6 +106,7 @@ def test_node_rules_and_the_layout_render_and_pass_the_crds(bare, bare_cli, crds
             "'gpu product' is not a label key: the name part must be",
         ),
         (lambda: NodeLabel(key="gpu", values=["A 100"]), "'A 100' is not a label value"),
+        (lambda: Toleration(key="a b", operator="Exists"), "'a b' is not a label key"),
         (
             lambda: PyTorchJob(
                 name="j",

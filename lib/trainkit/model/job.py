@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
-from .fields import CpuQuantity, DNS1123Label, MemoryQuantity, Path
+from .fields import CpuQuantity, DNS1123Label, LabelKey, LabelValue, MemoryQuantity, Path
 
 __all__ = [
     "ACCELERATORS",
@@ -151,11 +151,11 @@ class Volume(TrainkitModel):
 class Toleration(TrainkitModel):
     """Lets the job's pods run on nodes with a matching taint."""
 
-    key: str | None = None
+    key: LabelKey | None = None
     """Taint key; ``None`` with ``operator='Exists'`` tolerates every taint."""
     operator: Literal["Equal", "Exists"] = "Equal"
     """``Equal`` matches ``value``; ``Exists`` matches any value."""
-    value: str | None = None
+    value: LabelValue | None = None
     """Taint value for ``operator='Equal'``."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     """Taint effect to tolerate; ``None`` means all effects."""

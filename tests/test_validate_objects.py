@@ -169,3 +169,38 @@ def test_queue_resource_names_and_order() -> None:
             "Volcano requires guarantee ≤ deserved ≤ capability",
         ),
     ]
+
+
+def test_node_selector_and_node_affinity_labels_are_checked() -> None:
+    doc = pod_job({})
+    spec = doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    spec["nodeSelector"] = {"gpu product": "a100", "zone": "a/b", "ok.example.com/rack": "r1"}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "-bad", "operator": "Exists"}]}]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "preference": {
+                        "matchExpressions": [{"key": "gpu", "operator": "In", "values": ["A 100"]}]
+                    },
+                }
+            ],
+        }
+    }
+    node = f"{WORKER}.spec.affinity.nodeAffinity"
+    assert sorted(field for field, _ in problems(doc)) == sorted(
+        [
+            f'{WORKER}.spec.nodeSelector["gpu product"]',
+            f"{WORKER}.spec.nodeSelector.zone",
+            f"{node}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].key",
+            f"{node}.preferredDuringSchedulingIgnoredDuringExecution[0].preference"
+            ".matchExpressions[0].values[0]",
+        ]
+    )
+    messages = " | ".join(m for _, m in problems(doc))
+    assert "invalid node label key 'gpu product'" in messages
+    assert "invalid node label value 'A 100'" in messages

@@ -14,6 +14,7 @@ from trainkit.kube.pods import pod_specs
 from trainkit.validate.containers import check_containers
 from trainkit.validate.findings import Finding
 from trainkit.validate.limits import check_limits
+from trainkit.validate.node_labels import check_node_labels
 from trainkit.validate.objects import check_metadata
 from trainkit.validate.pod_security import PodAllowance, check_pod_security
 from trainkit.validate.resources import check_quantities
@@ -41,6 +42,7 @@ def check_object(
     check_metadata(doc, out)
     check_quantities(doc, pods, out)
     check_containers(pods, out)
+    check_node_labels(pods, out)
     check_pod_security(pods, out, allowance)
     check_limits(doc, out)
     if crds is not None:

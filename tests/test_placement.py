@@ -7,7 +7,15 @@ import pytest
 import yaml
 
 from conftest import Workspace
-from trainkit import DefinitionError, NodeLabel, PyTorchJob, Resources, Toleration, Topology
+from trainkit import (
+    DefinitionError,
+    NodeLabel,
+    PyTorchJob,
+    Resources,
+    Toleration,
+    Topology,
+    TrainJob,
+)
 
 PLACED = """\
 from trainkit import NodeLabel, PyTorchJob, Resources, Script, Topology
@@ -179,3 +187,29 @@ def test_a_trainjobs_node_rules_keep_its_runtimes(ws, cli, crds):
     ]
     run = cli("check", "--crds", str(crds))
     assert run.code == 0, run.err
+
+
+def test_a_trainjob_packs_its_nodes_through_the_patch_and_cannot_spread(ws, cli, crds):
+    sft = ws.root / "jobs/llm/llama_sft_trainjob.py"
+    text = sft.read_text().replace("from trainkit import", "from trainkit import Topology,")
+    sft.write_text(
+        text.replace(
+            '    runtime="fsdp-a800",',
+            '    runtime="fsdp-a800",\n    topology=Topology(key="rack", layout="pack"),',
+        )
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    path = ws.out / "clusters/a800-north/llm-training/trainjob-llama-sft-r1.yaml"
+    (patch,) = yaml.safe_load(path.read_text())["spec"]["runtimePatches"]
+    (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node_job["template"]["spec"]["template"]
+    (term,) = pod["spec"]["affinity"]["podAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    # The selector is the labels the same patch gives the job's pods.
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == pod["metadata"]["labels"]
+    assert "nodeAffinity" not in pod["spec"]["affinity"]  # the runtime's stays as it is
+    assert cli("check", "--crds", str(crds)).code == 0
+    with pytest.raises(DefinitionError, match="a TrainJob cannot spread its nodes"):
+        TrainJob(name="t", runtime="r", topology=Topology(key="rack", layout="spread"))

@@ -27,7 +27,7 @@ from .fields import (
     ObjectName,
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
-from .placement import NodeLabel
+from .placement import NodeLabel, Topology
 from .pytorchjob import MAX_RUN, run_name
 
 __all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
@@ -158,6 +158,10 @@ class TrainJob(TrainkitModel):
     """Taints the nodes tolerate besides the runtime's (only those the Cluster allows)."""
     node_affinity: list[NodeLabel] = []
     """Node label rules added to the runtime's (required, or preferred with ``weight=``)."""
+    topology: Topology | None = None
+    """``Topology(key="rack", layout="pack")``: prefer one rack for all the job's nodes. A
+    spread layout is refused: Trainer v2.3's runtime patches cannot carry
+    ``topologySpreadConstraints``."""
     service_account: ObjectName | None = None
     """ServiceAccount the nodes run as, one the Team lists in ``service_accounts``; default:
     the runtime's."""
@@ -172,6 +176,18 @@ class TrainJob(TrainkitModel):
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
+
+    @field_validator("topology")
+    @classmethod
+    def _pack_only(cls, value: Topology | None) -> Topology | None:
+        # PodSpecPatch holds affinity but no topologySpreadConstraints (trainer v2.3.0
+        # pkg/apis/trainer/v1alpha1/trainjob_types.go).
+        if value is not None and value.layout != "pack":
+            raise ValueError(
+                "a TrainJob cannot spread its nodes (Trainer v2.3's runtime patches have no "
+                "topologySpreadConstraints); use layout='pack', or a PyTorchJob"
+            )
+        return value
 
     @field_validator("image_pull_policy", "priority_class")
     @classmethod

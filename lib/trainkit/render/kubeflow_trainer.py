@@ -151,6 +151,7 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
 def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     """Queue, pod labels and volumes: what spec.trainer cannot say."""
     pod: dict[str, Any] = {}
+    labels = pod_labels(pj.definition.team, job.name)
     cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
     volumes, mounts = pod_volumes(
         configmap=cm, scripts=list(pj.definition.files), claims=job.volumes
@@ -167,14 +168,14 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         # as a strategic merge patch): the runtime's are written again ahead of the job's.
         base = pj.runtime.runtime.tolerations
         pod["tolerations"] = tolerations([*base, *(t for t in job.tolerations if t not in base)])
-    if job.node_affinity and pj.runtime is not None:
+    if (job.node_affinity or job.topology) and pj.runtime is not None:
         # nodeSelectorTerms and preferred terms have no merge key: the patch's lists replace
         # the runtime's, so the runtime's rules are written again with the job's.
-        placement(pod, [*pj.runtime.runtime.node_affinity, *job.node_affinity])
+        rules = [*pj.runtime.runtime.node_affinity, *job.node_affinity] if job.node_affinity else []
+        placement(pod, rules, job.topology, labels)
     # Both are fields of the patch's PodSpecPatch, immutable once the TrainJob exists
     # (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), as the whole job is here.
     pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)
-    labels = pod_labels(pj.definition.team, job.name)
     node_job: dict[str, Any] = {
         "name": NODE,
         "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod}}},

@@ -1,9 +1,10 @@
-"""What a job or team runtime may run as: service accounts, pull secrets, priority classes.
+"""What a job or team runtime may run as and read: service accounts, pull secrets, priority
+classes, and the Secret and ConfigMap keys its variables come from.
 
 Each is a name the platform grants per team (``Team.service_accounts``,
-``image_pull_secrets``, ``priority_classes``): a ServiceAccount carries RBAC, a Secret
-carries credentials and a PriorityClass can preempt other teams' pods, so a definition
-may name only what its Team lists.
+``image_pull_secrets``, ``priority_classes``, ``secrets``, ``config_maps``): a ServiceAccount
+carries RBAC, a Secret carries credentials and a PriorityClass can preempt other teams' pods,
+so a definition may name only what its Team lists.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
             continue
         if ref.key in granted.get(source, []):
             continue
-        # A key outside the grant could be any variable, a device-visibility one included.
+        # Granted per key, not per object: a Secret may hold credentials of other systems
+        # besides the one the team was given.
         keys = granted.get(source)
         allows = (
             f"allows keys {known(keys)} of it" if keys is not None else f"allows {known(granted)}"

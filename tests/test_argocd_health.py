@@ -25,6 +25,7 @@ from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 VALID_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
 PYTORCHJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PyTorchJob"
+MPIJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_MPIJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
 
@@ -113,9 +114,13 @@ def test_converter_makes_one_based_lists() -> None:
 
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
-    assert list(checks) == sorted([PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY])
+    assert list(checks) == sorted([MPIJOB_KEY, PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY])
     package = resources.files("trainkit.health")
+    # mpi-operator reports the Training Operator's six conditions: one script serves both.
+    assert checks[MPIJOB_KEY] == checks[PYTORCHJOB_KEY]
     for key, source in checks.items():
+        if key == MPIJOB_KEY:
+            continue
         file_name = key.removeprefix(HEALTH_KEY_PREFIX) + ".lua"
         assert source == package.joinpath(file_name).read_text(encoding="utf-8")
         assert "return" in source
@@ -273,6 +278,62 @@ def test_pytorchjob_message_carries_reason_and_message(checks: dict[str, str]) -
         "status": "Degraded",
         "message": "PyTorchJobFailed: PyTorchJob resnet is failed because 1 Master replica(s) failed.",
     }
+
+
+# --- MPIJob (mpi-operator v2beta1; reasons from pkg/controller/mpi_job_controller_status.go) -----
+
+
+def mpijob(*conditions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "ds", "namespace": "ml"},
+        "spec": {"mpiReplicaSpecs": {}},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+MPI_CREATED = cond("Created", "True", "MPIJobCreated", "MPIJob ml/ds is created.")
+MPI_RUNNING = cond("Running", "True", "MPIJobRunning", "MPIJob ml/ds is running.")
+MPI_DONE = cond("Running", "False", "MPIJobRunning", "MPIJob ml/ds is running.")
+
+
+@pytest.mark.parametrize(
+    ("obj", "status", "message"),
+    [
+        (mpijob(), "Progressing", "Waiting for the operator to report conditions of the MPIJob"),
+        (mpijob(MPI_CREATED), "Progressing", "MPIJobCreated: MPIJob ml/ds is created."),
+        (
+            mpijob(MPI_CREATED, MPI_RUNNING),
+            "Progressing",
+            "MPIJobRunning: MPIJob ml/ds is running.",
+        ),
+        (
+            mpijob(MPI_CREATED, MPI_DONE, cond("Succeeded", "True", "MPIJobSucceeded", "done")),
+            "Healthy",
+            "MPIJobSucceeded: done",
+        ),
+        (
+            mpijob(
+                MPI_CREATED,
+                MPI_RUNNING,
+                cond("Failed", "True", "MPIJobEvicted", "1/2 workers are evicted"),
+            ),
+            "Degraded",
+            "MPIJobEvicted: 1/2 workers are evicted",
+        ),
+        (
+            mpijob(MPI_CREATED, cond("Suspended", "True", "MPIJobSuspended", "MPIJob suspended")),
+            "Suspended",
+            "MPIJobSuspended: MPIJob suspended",
+        ),
+    ],
+    ids=["no-conditions", "created", "running", "succeeded", "evicted", "suspended"],
+)
+def test_mpijob_health(
+    checks: dict[str, str], obj: dict[str, Any], status: str, message: str
+) -> None:
+    assert run_health(checks[MPIJOB_KEY], obj) == {"status": status, "message": message}
 
 
 # --- TrainJob ----------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
 RESNET_SCRIPT = "jobs/vision/scripts/train_resnet.py"
 FSDP = "jobs/llm/llama_finetune_fsdp.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
+DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
+CLUSTERS = "jobs/platform/clusters.py"
 TEAMS = "jobs/platform/teams.py"
 RUNTIMES = "jobs/platform/runtimes.py"
 POLICY = "jobs/platform/policy.py"
@@ -677,17 +679,56 @@ CASES = [
         # The cap, and the queue that could never admit 9 such nodes (on both clusters).
         problems=3,
     ),
+    # --- MPIJob -------------------------------------------------------------------------
+    Case(
+        id="mpijob-on-a-cluster-without-mpi-operator",
+        edits=(
+            (CLUSTERS, '"training-operator", "mpi-operator", "trainer"', '"training-operator"'),
+        ),
+        file=DEEPSPEED,
+        line="clusters=",
+        obj="MPIJob 'llama-pretrain-deepspeed'",
+        field="clusters[0]",
+        says=(
+            "cluster 'a800-north' does not run mpi-operator, which MPIJobs need",
+            f"Cluster.operators in {CLUSTERS} lists 'training-operator'",
+            "choose other clusters or add 'mpi-operator' there",
+        ),
+        # The TrainJob on a800-north needs the trainer operator, dropped by the same edit.
+        problems=2,
+    ),
+    Case(
+        id="mpijob-sets-an-open-mpi-variable",
+        edits=((DEEPSPEED, '"NCCL_DEBUG": "WARN"', '"OMPI_MCA_btl": "tcp"'),),
+        file=DEEPSPEED,
+        line="env=",
+        obj="MPIJob 'llama-pretrain-deepspeed'",
+        field="env",
+        says=(
+            "OMPI_MCA_btl may not be set: Open MPI reads OMPI_* as mpirun settings",
+            "launcher_args=['--mca', NAME, VALUE]",
+        ),
+    ),
+    Case(
+        id="mpijob-slots-do-not-divide-the-gpus",
+        edits=((DEEPSPEED, "    nodes=2,", "    nodes=2,\n    procs_per_node=3,"),),
+        file=DEEPSPEED,
+        line="job = MPIJob(",
+        obj="MPIJob 'llama-pretrain-deepspeed'",
+        field=None,
+        says=("procs_per_node 3 does not divide the 8 GPUs of a worker",),
+    ),
     Case(
         id="gpus-over-the-per-team-cap",
-        edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,'),),
+        edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=7,'),),
         file=TEAMS,
-        line="max_gpus=64,",
+        line="max_gpus=96,",
         obj="Team 'llm'",
         field="max_gpus",
         says=(
-            "the team's jobs on cluster 'a800-north' use 72 GPUs together but Team.max_gpus in "
-            f"{TEAMS} allows 64",
-            f"TrainJob 'llama-sft' 40 ({SFT}:5)",
+            "the team's jobs on cluster 'a800-north' use 104 GPUs together but Team.max_gpus in "
+            f"{TEAMS} allows 96",
+            f"TrainJob 'llama-sft' 56 ({SFT}:5)",
             "lower the jobs' nodes or GPUs, or raise max_gpus",
         ),
     ),

@@ -67,9 +67,9 @@ def changed(obj: dict[str, Any], *edits: tuple[tuple[str | int, ...], Any]) -> d
 
 
 def test_kinds_with_rules() -> None:
-    assert frozenset({"ClusterTrainingRuntime", "PyTorchJob", "TrainJob", "TrainingRuntime"}) == (
-        IMMUTABLE_KINDS
-    )
+    assert frozenset(
+        {"ClusterTrainingRuntime", "MPIJob", "PyTorchJob", "TrainJob", "TrainingRuntime"}
+    ) == (IMMUTABLE_KINDS)
 
 
 def test_identical_objects_have_no_changes() -> None:

@@ -19,6 +19,7 @@ RESNET = "jobs/vision/resnet50_ddp.py"
 RUNTIMES = "jobs/platform/runtimes.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 FSDP = "jobs/llm/llama_finetune_fsdp.py"
+DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 TEAMS = "jobs/platform/teams.py"
 
 
@@ -78,12 +79,13 @@ VIOLATIONS = {
         ],
     ),
     "team over its GPU cap on a cluster": (
-        [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=5,')],
+        [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=7,')],
         [
             "jobs/platform/teams.py:21: Team 'llm': max_gpus: the team's jobs on cluster "
-            "'a800-north' use 72 GPUs together but Team.max_gpus in jobs/platform/teams.py "
-            f"allows 64: PyTorchJob 'llama-finetune-fsdp' 32 ({FSDP}:5), TrainJob 'llama-sft' "
-            f"40 ({SFT}:5); lower the jobs' nodes or GPUs, or raise max_gpus"
+            "'a800-north' use 104 GPUs together but Team.max_gpus in jobs/platform/teams.py "
+            f"allows 96: MPIJob 'llama-pretrain-deepspeed' 16 ({DEEPSPEED}:5), PyTorchJob "
+            f"'llama-finetune-fsdp' 32 ({FSDP}:5), TrainJob 'llama-sft' 56 ({SFT}:5); lower the "
+            "jobs' nodes or GPUs, or raise max_gpus"
         ],
     ),
     "unknown network profile": (
@@ -500,7 +502,7 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws
 def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
     assert cli("synth").code == 0
     for path in ws.out.rglob("*.yaml"):
-        if "llama-finetune-fsdp" in path.name or "fsdp-a800" in path.name:
+        if any(j in path.name for j in ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed")):
             continue
         text = path.read_text(encoding="utf-8")
         for word in ("securityContext", "hostNetwork", "rdma/hca", "dnsPolicy"):
@@ -546,8 +548,8 @@ def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):
     edit(
         ws,
         TEAMS,
-        "    max_gpus=64,",
-        '    service_accounts=["trainer"],\n    image_pull_secrets=["regcred"],\n    max_gpus=64,',
+        "    max_gpus=96,",
+        '    service_accounts=["trainer"],\n    image_pull_secrets=["regcred"],\n    max_gpus=96,',
     )
     edit(
         ws,
@@ -658,9 +660,9 @@ def test_granted_secret_and_configmap_keys_become_value_from(ws, cli, crds):
     edit(
         ws,
         TEAMS,
-        "    max_gpus=64,",
+        "    max_gpus=96,",
         '    secrets={"hf-token": ["token"]},\n    config_maps={"datasets": ["path"]},\n'
-        "    max_gpus=64,",
+        "    max_gpus=96,",
     )
     refs = (
         'env_refs={"HF_TOKEN": SecretKey(secret="hf-token", key="token"), '

@@ -291,10 +291,11 @@ def test_application_ignores_kueue_suspend() -> None:
         for d in application()["spec"]["ignoreDifferences"]
     }
     assert ignored == {
+        ("kubeflow.org", "MPIJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PyTorchJob"): ["/spec/runPolicy/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
     }
-    trainjob = application()["spec"]["ignoreDifferences"][1]
+    (trainjob,) = [d for d in application()["spec"]["ignoreDifferences"] if d["kind"] == "TrainJob"]
     assert trainjob["jqPathExpressions"] == [
         '.spec.runtimePatches[] | select(.manager == "kueue.x-k8s.io/manager")'
     ]
@@ -574,6 +575,7 @@ def test_app_project_validates_and_names_namespaces() -> None:
     ]
     assert spec["namespaceResourceWhitelist"] == [
         {"group": "", "kind": "ConfigMap"},
+        {"group": "kubeflow.org", "kind": "MPIJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainingRuntime"},
@@ -678,6 +680,7 @@ def test_health_patch() -> None:
     }
     assert patch["data"] == checks
     assert set(patch["data"]) == {
+        "resource.customizations.health.kubeflow.org_MPIJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",
         "resource.customizations.health.scheduling.volcano.sh_Queue",

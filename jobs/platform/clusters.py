@@ -27,6 +27,8 @@ a800_north = Cluster(
     gpu_resource="baidu.com/a800_80g_cgpu",
     gpus_per_node=8,
     accelerator="cuda",
+    # mpi-operator serves MPIJob v2beta1 here; the Training Operator runs without its MPI scheme.
+    operators=["training-operator", "mpi-operator", "trainer"],
     # The GPU nodes are tainted so that only jobs asking for them land there.
     tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
 )

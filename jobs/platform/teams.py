@@ -12,7 +12,7 @@ vision_queue = Queue(
 llm_queue = Queue(
     name="llm",
     weight=4,
-    capability=Capacity(cpu=512, memory="4Ti", gpu=64),
+    capability=Capacity(cpu=768, memory="6Ti", gpu=96),
     clusters=["gpu-east", "a800-north"],
 )
 
@@ -23,5 +23,5 @@ llm = Team(
     namespace="llm-training",
     queues=["llm"],
     clusters=["gpu-east", "a800-north"],
-    max_gpus=64,  # all the team's jobs on one cluster together
+    max_gpus=96,  # all the team's jobs on one cluster together
 )

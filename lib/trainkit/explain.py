@@ -130,6 +130,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "role": ps.role,
                 "count": ps.count,
                 "first_rank": ps.first_rank,
+                "runs_ranks": ps.runs_ranks,
                 "container": ps.container,
                 "image": ps.main.get("image"),
                 "image_pull_policy": ps.main.get("imagePullPolicy"),
@@ -193,7 +194,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             lines.append(f"  note: {note}")
         for pod in d["pods"]:
             ranks = (
-                f"node rank {pod['first_rank']}"
+                "starts the ranks, runs none"
+                if not pod["runs_ranks"]
+                else f"node rank {pod['first_rank']}"
                 if pod["count"] == 1
                 else f"node ranks {pod['first_rank']}-{pod['first_rank'] + pod['count'] - 1}"
             )

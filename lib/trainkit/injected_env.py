@@ -9,11 +9,14 @@ from __future__ import annotations
 
 __all__ = [
     "DEVICE_ENV",
+    "MPI_HOSTFILE",
     "PYTORCHJOB_MASTER_PORT",
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
+    "mpijob_env",
+    "mpijob_reserved_env_reason",
     "pytorchjob_elastic_env",
     "pytorchjob_env",
     "refused_env_reason",
@@ -77,6 +80,8 @@ def refused_env_reason(name: str, kind: str) -> str | None:
             return reason
     if kind == "PyTorchJob":
         return reserved_env_reason(name)
+    if kind == "MPIJob":
+        return mpijob_reserved_env_reason(name)
     return trainjob_reserved_env_reason(name)
 
 
@@ -200,3 +205,65 @@ def trainjob_env(
         "PET_MASTER_ADDR": addr,
         "PET_MASTER_PORT": str(master_port),
     }
+
+
+# mpi-operator v0.8 (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go): the hostfile
+# ConfigMap is mounted at /etc/mpi on the launcher, whose first container gets the variables
+# below (newLauncherPodTemplate); workers get K_MPI_JOB_ROLE=worker (newWorker).
+MPI_HOSTFILE = "/etc/mpi/hostfile"
+
+_MPI_SETS = "mpi-operator sets it on the launcher from the hostfile and procs_per_node"
+MPIJOB_RESERVED_ENV: dict[str, str] = {
+    "K_MPI_JOB_ROLE": "mpi-operator sets it to launcher or worker",
+    "I_MPI_HYDRA_HOST_FILE": _MPI_SETS,
+    "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": _MPI_SETS,
+    "I_MPI_PERHOST": _MPI_SETS,
+    "HYDRA_HOST_FILE": _MPI_SETS,
+    "HYDRA_LAUNCH_EXTRA_ARGS": _MPI_SETS,
+}
+
+
+def mpijob_reserved_env_reason(name: str) -> str | None:
+    """Why an MPIJob may not set ``name``, or None when it may."""
+    if name in MPIJOB_RESERVED_ENV:
+        return MPIJOB_RESERVED_ENV[name]
+    if name.startswith("OMPI_"):
+        # Open MPI reads every OMPI_* variable as a setting of mpirun; the operator's hostfile,
+        # slots and ssh options are among them, and one set here would override them.
+        return (
+            "Open MPI reads OMPI_* as mpirun settings, and mpi-operator sets the hostfile, "
+            "slots and ssh options through them; pass MCA parameters with launcher_args="
+            "['--mca', NAME, VALUE]"
+        )
+    return None
+
+
+def mpijob_env(
+    *, implementation: str, slots: int, role: str, launcher_as_worker: bool = False
+) -> dict[str, str]:
+    """The env mpi-operator v0.8 gives the first container of a launcher or worker pod."""
+    if role == "worker":
+        return {"K_MPI_JOB_ROLE": "worker"}
+    env = {"K_MPI_JOB_ROLE": "launcher"}
+    if implementation == "OpenMPI":
+        env |= {
+            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+            "OMPI_MCA_orte_default_hostfile": MPI_HOSTFILE,
+            "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+            "OMPI_MCA_orte_set_default_slots": str(slots),
+        }
+    elif implementation == "Intel":
+        env |= {
+            "I_MPI_HYDRA_HOST_FILE": MPI_HOSTFILE,
+            "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
+            "I_MPI_PERHOST": str(slots),
+        }
+    else:
+        env |= {
+            "HYDRA_HOST_FILE": MPI_HOSTFILE,
+            "HYDRA_LAUNCH_EXTRA_ARGS": "-o ConnectionAttempts=10",
+        }
+    if not launcher_as_worker:
+        # The operator hides GPUs from a launcher that is not a worker.
+        env |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+    return env

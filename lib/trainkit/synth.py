@@ -46,6 +46,7 @@ from .render.kustomize import (
     kustomization,
     kustomize_config,
 )
+from .render.mpi_operator import render_mpijob
 from .render.script import render_script_configmap
 from .render.training_operator import render_pytorchjob
 from .repo_root import DEFAULT_COMMAND, synth_command
@@ -90,6 +91,9 @@ def _header(source: str, command: str) -> str:
     return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
 
 
+_RENDER = {"PyTorchJob": render_pytorchjob, "MPIJob": render_mpijob, "TrainJob": render_trainjob}
+
+
 def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
     base = f"clusters/{cp.cluster.name}"
     for ns, team, source in cp.namespaces:
@@ -117,7 +121,7 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
                 cm,
                 pj.definition.file,
             )
-        body = render_trainjob(pj) if pj.kind == "TrainJob" else render_pytorchjob(pj)
+        body = _RENDER[pj.kind](pj)
         yield Rendered(
             f"{base}/{pj.namespace}/{pj.kind.lower()}-{pj.object_name}.yaml",
             body,

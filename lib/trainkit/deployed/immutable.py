@@ -12,7 +12,9 @@ allows while suspended (``runtimePatches``) would not take effect.
 A PyTorchJob's spec counts as a whole too, though the API server accepts most
 changes: a finished job never runs again, and on a running one the operator
 builds replacement pods from the new template (training-operator v1.9
-pkg/controller.v1/common/pod.go), one job running two versions of its code.
+pkg/controller.v1/common/pod.go), one job running two versions of its code. An
+MPIJob's likewise: mpi-operator keeps running workers and creates missing ones from the
+new template (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go).
 
 The runtimes' JobSet policies follow the CRDs' CEL
 transition rules exactly: ``self == oldSelf`` runs only when the field is set
@@ -68,7 +70,7 @@ def _trainjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return _whole_spec(old, new, {"suspend"})
 
 
-def _pytorchjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _operator_job(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     # runPolicy.suspend is Kueue's to flip (and ignored by Argo CD's diff).
     changed = _whole_spec(old, new, set())
     return [c for c in changed if c != "spec.runPolicy.suspend"]
@@ -92,7 +94,10 @@ def _runtime(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 _RULES: dict[tuple[str, str], _Rule] = {
     (_TRAINER, "TrainJob"): _trainjob,
-    (_KUBEFLOW, "PyTorchJob"): _pytorchjob,
+    (_KUBEFLOW, "PyTorchJob"): _operator_job,
+    # mpi-operator creates missing pods only and never updates a running worker
+    # (pkg/controller/mpi_job_controller.go getOrCreateWorker): an edit mixes templates.
+    (_KUBEFLOW, "MPIJob"): _operator_job,
     (_TRAINER, "ClusterTrainingRuntime"): _runtime,
     (_TRAINER, "TrainingRuntime"): _runtime,
 }

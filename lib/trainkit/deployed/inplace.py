@@ -17,7 +17,7 @@ import yaml
 
 from ..errors import DefinitionError, Problem
 from ..load import Definition
-from ..model import PyTorchJob, TrainJob
+from ..model import JOB_KINDS, TrainJob
 from .baseline import Baseline
 from .immutable import in_place_changes
 
@@ -99,14 +99,14 @@ def _problem(
         f"and would change in place ({', '.join(changed)})"
     )
     obj = d.obj
-    if isinstance(obj, TrainJob | PyTorchJob):
+    if isinstance(obj, JOB_KINDS):
         run = (obj.run or 0) + 1
         why = (
             ", but a TrainJob cannot change once created (Argo CD's sync would fail: field "
             "is immutable)"
             if isinstance(obj, TrainJob)
-            else ": a finished PyTorchJob never runs again, and a running one would get pods "
-            "of the new template beside pods of the old"
+            else f": a finished {type(obj).__name__} never runs again, and a running one would get "
+            "pods of the new template beside pods of the old"
         )
         return Problem(
             file=d.file,

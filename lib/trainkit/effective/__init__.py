@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan import PlannedJob
+from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet
 from .trainer_pods import effective_trainjob
@@ -26,4 +27,6 @@ def effective_job(
         if runtime is None:
             raise ValueError("a TrainJob's pods need its runtime's rendered object")
         return effective_trainjob(pj, body, runtime)
+    if pj.kind == "MPIJob":
+        return effective_mpijob(pj, body)
     return effective_pytorchjob(pj, body)

@@ -18,7 +18,7 @@ from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
-__all__ = ["effective_pytorchjob"]
+__all__ = ["effective_pytorchjob", "first_requests"]
 
 _OPERATOR = "Training Operator"
 _PER_POD = {"RANK": "the node rank", "PET_NODE_RANK": "the node rank"}
@@ -72,7 +72,10 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     if scheduling is not None:
         min_member = int(scheduling.get("minAvailable", total))
         gang = Gang(
-            pj.object_name, scheduling.get("queue"), min_member, _first(pod_sets, min_member)
+            pj.object_name,
+            scheduling.get("queue"),
+            min_member,
+            first_requests(pod_sets, min_member),
         )
     world = total * (per_node if nproc.isdigit() else _auto(pod_sets, pj))
     notes = []
@@ -99,8 +102,9 @@ def _auto(pod_sets: list[PodSet], pj: PlannedJob) -> int:
     return max(1, gpus)
 
 
-def _first(pod_sets: list[PodSet], members: int) -> dict[str, Decimal]:
-    """Requests of the first ``members`` pods, Master first: what Volcano admits at once."""
+def first_requests(pod_sets: list[PodSet], members: int) -> dict[str, Decimal]:
+    """Requests of the first ``members`` pods in ``pod_sets`` order: what Volcano admits at
+    once."""
     total: dict[str, Decimal] = {}
     left = members
     for ps in pod_sets:

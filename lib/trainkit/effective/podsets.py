@@ -70,6 +70,8 @@ class PodSet:
     """Name of the training container in ``spec``."""
     env: tuple[EnvVar, ...]
     """Environment of the training container, injected variables included."""
+    runs_ranks: bool = True
+    """False for a role that only starts the others' processes (an MPI launcher)."""
 
     @property
     def main(self) -> dict[str, Any]:
@@ -139,7 +141,8 @@ class EffectiveJob:
 
     @property
     def nodes(self) -> int:
-        return sum(ps.count for ps in self.pod_sets)
+        """Pods that run training processes."""
+        return sum(ps.count for ps in self.pod_sets if ps.runs_ranks)
 
     def gpus(self) -> int:
         """GPUs of the whole job in the cluster's GPU resource, from the pods' limits."""

@@ -17,6 +17,10 @@ HEALTH_KEY_PREFIX = "resource.customizations.health."
 
 _SUFFIX = ".lua"
 
+# Kinds whose operators report the same conditions share one script (one source per rule);
+# Argo CD still needs a key per kind.
+_SHARED = {"kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob"}
+
 
 def health_checks() -> dict[str, str]:
     """Return ``{argocd-cm key: Lua source}`` for every bundled health check, sorted by key."""
@@ -33,4 +37,6 @@ def health_checks() -> dict[str, str]:
                 f"bundled health check {entry.name!r} is not named <group>_<Kind>.lua"
             )
         checks[HEALTH_KEY_PREFIX + group_kind] = entry.read_text(encoding="utf-8")
+    for group_kind, source in _SHARED.items():
+        checks[HEALTH_KEY_PREFIX + group_kind] = checks[HEALTH_KEY_PREFIX + source]
     return dict(sorted(checks.items()))

@@ -1,4 +1,6 @@
--- Argo CD health check for kubeflow.org/v1 PyTorchJob (Kubeflow Training Operator v1).
+-- Argo CD health check for kubeflow.org PyTorchJob (Kubeflow Training Operator v1), also
+-- installed for MPIJob (kubeflow/mpi-operator v2beta1, whose JobConditionTypes in
+-- pkg/apis/kubeflow/v2beta1/types.go are the same six).
 --
 -- Argo CD runs this in gopher-lua (Lua 5.1) with only the base and table libraries
 -- (plus a reduced os): no string.* functions, so text is joined with `..` only.
@@ -7,7 +9,7 @@
 -- The operator keeps a list of {type, status, reason, message} conditions with the types
 -- Created, Running, Restarting, Succeeded, Suspended and Failed; several can be "True"
 -- at once, so the checks below run in priority order and the first match decides.
--- Nothing here is PyTorchJob-specific: the other v1 job kinds use the same conditions.
+-- Nothing here is kind-specific: the other v1 job kinds use the same conditions.
 
 local function nonEmpty(value)
   if type(value) == "string" and value ~= "" then
@@ -41,7 +43,7 @@ local status = obj.status
 if type(status) ~= "table" or type(status.conditions) ~= "table" or next(status.conditions) == nil then
   return {
     status = "Progressing",
-    message = "Waiting for the training operator to report conditions of the " .. kind,
+    message = "Waiting for the operator to report conditions of the " .. kind,
   }
 end
 

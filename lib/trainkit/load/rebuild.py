@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import Problem
 from ..kube.text import YAML_UNPRINTABLE, text_value_problem
-from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, PyTorchJob, TrainJob, TrainkitModel
+from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, TrainkitModel
 from .discover import PLATFORM_DIR, DefinitionFile, inside, shown
 
 __all__ = ["Definition", "Rebuilt", "rebuild"]
@@ -169,7 +169,7 @@ class _ScriptError(Exception):
 
 
 def _scripts(obj: TrainkitModel, df: DefinitionFile, jobs_dir: Path, root: Path) -> dict[str, str]:
-    if not isinstance(obj, PyTorchJob | TrainJob) or obj.script is None:
+    if not isinstance(obj, JOB_KINDS) or obj.script is None:
         return {}
     name = obj.script.path
     path = df.path.parent / name

@@ -3,6 +3,8 @@
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapKey, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
+from .mpijob import MPIJob
+from .operator_job import Role
 from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
@@ -19,13 +21,17 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapKey",
     "Elastic",
+    "Job",
+    "MPIJob",
     "ModelError",
     "NetworkProfile",
     "NodeLabel",
+    "OperatorJobs",
     "Policy",
     "PyTorchJob",
     "Queue",
     "Resources",
+    "Role",
     "Script",
     "SecretKey",
     "Team",
@@ -47,4 +53,9 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     Team,
     TrainingRuntime,
 )
-JOB_KINDS: tuple[type[TrainkitModel], ...] = (PyTorchJob, TrainJob)
+JOB_KINDS = (PyTorchJob, MPIJob, TrainJob)
+
+Job = PyTorchJob | MPIJob | TrainJob
+"""Every job kind a definition may declare."""
+OperatorJobs = (PyTorchJob, MPIJob)
+"""The kinds a training operator runs from their own pod templates (not through a runtime)."""

@@ -43,6 +43,17 @@ class Cluster(TrainkitModel):
     (``…-rocm6.2`` on a ``cuda`` cluster) is refused."""
     scheduler: Literal["volcano", "default"] = "volcano"
     """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
+    operators: list[Literal["training-operator", "mpi-operator", "trainer"]] = [
+        "training-operator",
+        "trainer",
+    ]
+    """Controllers the cluster runs, which decide the kinds its jobs may be:
+    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob), ``mpi-operator``
+    (kubeflow/mpi-operator v0.8: MPIJob ``kubeflow.org/v2beta1``) and ``trainer`` (Kubeflow
+    Trainer v2.3: TrainJob and runtimes). The Training Operator's own MPIJob (``v1``) has the
+    same CRD name, ``mpijobs.kubeflow.org``, so a cluster serves one of the two: with
+    ``mpi-operator`` listed, run the Training Operator without its MPI scheme
+    (``--enable-scheme`` without ``mpijob``). trainkit generates only ``v2beta1``."""
     tolerations: list[Toleration] = []
     """Taints that jobs and runtimes on this cluster may tolerate (e.g. the GPU nodes'
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A
@@ -51,6 +62,8 @@ class Cluster(TrainkitModel):
 
     @model_validator(mode="after")
     def _one_destination(self) -> Cluster:
+        if len(set(self.operators)) != len(self.operators):
+            raise ValueError("operators lists a controller twice; name each once")
         if (self.server is None) == (self.destination_name is None):
             raise ValueError(
                 "give exactly one Argo CD destination: server='https://…' or "

@@ -111,10 +111,11 @@ class NetworkProfile(TrainkitModel):
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         # Every kind's pods may use a profile: what any operator or launcher sets is refused.
+        kinds = ("PyTorchJob", "MPIJob", "TrainJob")
         bad = [
             (k, why)
             for k in env
-            if (why := refused_env_reason(k, "PyTorchJob") or refused_env_reason(k, "TrainJob"))
+            if (why := next(filter(None, (refused_env_reason(k, kind) for kind in kinds)), None))
         ]
         if bad:
             raise ValueError(

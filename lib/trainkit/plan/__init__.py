@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import DefinitionError, Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import ArgoCD, Cluster, NetworkProfile, PyTorchJob, Queue, TrainJob
+from ..model import JOB_KINDS, ArgoCD, Cluster, NetworkProfile, Queue
 from .index import Declared, Index, build_index
 from .jobs import PlannedJob, check_unique, place
 from .network import check_profiles
@@ -91,7 +91,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
     check_profiles(index, problems)
     runtimes = collect_runtimes(defs, index, problems, warnings)
 
-    jobs = [d for d in defs if isinstance(d.obj, PyTorchJob | TrainJob)]
+    jobs = [d for d in defs if isinstance(d.obj, JOB_KINDS)]
     if jobs and not index.clusters:
         problems.append(
             Problem(
@@ -103,7 +103,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
             )
         )
     placed = [
-        p for d in jobs if isinstance(d.obj, PyTorchJob | TrainJob)
+        p for d in jobs if isinstance(d.obj, JOB_KINDS)
         for p in place(d.obj, d, index, runtimes, problems)
     ]  # fmt: skip
     check_unique(placed, problems)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import ACCELERATORS, Cluster, NetworkProfile, PyTorchJob, Resources, TrainJob
+from ..model import ACCELERATORS, Cluster, Job, NetworkProfile, Resources, TrainJob
 from ..model.job import image_for
 from .access import check_access
 from .index import Index
@@ -18,7 +18,8 @@ from .runtimes import PlannedRuntime, Runtimes
 
 __all__ = ["Job", "PlannedJob", "check_unique", "place"]
 
-Job = PyTorchJob | TrainJob
+# The controller each kind needs on a cluster (Cluster.operators).
+_OPERATOR = {"PyTorchJob": "training-operator", "MPIJob": "mpi-operator", "TrainJob": "trainer"}
 
 # Trainer names a TrainJob's pods <trainjob>-node-0-<index> and uses that as the
 # pod's hostname, a DNS label of at most 63 characters.
@@ -127,6 +128,10 @@ def place(
             )
             continue
         cluster = index.clusters[cname].obj
+        operator_missing = _operator_missing(job, cluster, index)
+        if operator_missing is not None:
+            problems.append(problem(d, operator_missing, field))
+            continue
         queue = _queue_for(d, job, index, cluster, problems)
         runtime, network = None, None
         if isinstance(job, TrainJob):
@@ -144,6 +149,25 @@ def place(
         _check_hostnames(pj, problems)
         out.append(pj)
     return out
+
+
+def _operator_missing(job: Job, cluster: Cluster, index: Index) -> str | None:
+    kind = type(job).__name__
+    needs = _OPERATOR[kind]
+    if needs in cluster.operators:
+        return None
+    also = (
+        " (the Training Operator's MPIJob v1 is another API under the same CRD name, which "
+        "trainkit does not generate)"
+        if kind == "MPIJob"
+        else ""
+    )
+    return (
+        f"cluster {cluster.name!r} does not run {needs}, which {kind}s need{also}; "
+        f"Cluster.operators in {index.cluster_file(cluster.name)} lists "
+        f"{known(cluster.operators)}; choose other clusters or add {needs!r} there once the "
+        "cluster runs it"
+    )
 
 
 def _check_image_keys(job: Job, d: Definition, index: Index, problems: list[Problem]) -> None:

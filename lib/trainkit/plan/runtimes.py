@@ -163,8 +163,21 @@ def collect_runtimes(
                             f"clusters[{i}]",
                         )
                     )
+        for i, c in enumerate(rt.clusters or []):
+            if c in index.clusters and "trainer" not in index.clusters[c].obj.operators:
+                problems.append(
+                    problem(
+                        d,
+                        f"cluster {c!r} does not run trainer, which runtimes need; "
+                        f"Cluster.operators in {index.cluster_file(c)} lists "
+                        f"{known(index.clusters[c].obj.operators)}; remove the cluster",
+                        f"clusters[{i}]",
+                    )
+                )
         for cname in sorted(allowed):
-            if not on_cluster(rt, cname):
+            # Without clusters=, a runtime goes where Trainer runs: elsewhere its CRD is missing
+            # and Argo CD could not sync it.
+            if not on_cluster(rt, cname) or "trainer" not in index.clusters[cname].obj.operators:
                 continue
             key = (type(rt).__name__, owner, rt.name, cname)
             if key in seen:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import Cluster, PyTorchJob, Toleration, TrainJob
+from ..model import JOB_KINDS, Cluster, Toleration
 from ..plan import Index, Plan, problem
 from ..plan.problems import known
 
@@ -18,7 +18,7 @@ def check_tolerations(plan: Plan, problems: list[Problem]) -> None:
         for pr in cp.runtimes:
             _check(pr.definition, pr.runtime.tolerations, cp.cluster, plan.index, problems)
         for pj in cp.jobs:
-            if isinstance(pj.job, PyTorchJob | TrainJob):
+            if isinstance(pj.job, JOB_KINDS):
                 _check(pj.definition, pj.job.tolerations, cp.cluster, plan.index, problems)
 
 

@@ -129,6 +129,11 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
         "jsonPointers": ["/spec/runPolicy/suspend"],
     },
     {
+        "group": "kubeflow.org",
+        "kind": "MPIJob",
+        "jsonPointers": ["/spec/runPolicy/suspend"],
+    },
+    {
         "group": "trainer.kubeflow.org",
         "kind": "TrainJob",
         "jsonPointers": ["/spec/suspend"],
@@ -151,6 +156,7 @@ CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
 # (group, kind); "" is the core API group.
 NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("", "ConfigMap"),
+    ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("trainer.kubeflow.org", "TrainJob"),
     ("trainer.kubeflow.org", "TrainingRuntime"),

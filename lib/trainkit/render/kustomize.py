@@ -56,6 +56,8 @@ _REPLICATED_POD = "template/spec/replicatedJobs/template/spec/template/spec"
 _POD_SPECS = (
     ("PyTorchJob", "spec/pytorchReplicaSpecs/Master/template/spec"),
     ("PyTorchJob", "spec/pytorchReplicaSpecs/Worker/template/spec"),
+    ("MPIJob", "spec/mpiReplicaSpecs/Launcher/template/spec"),
+    ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -96,6 +98,8 @@ def kustomize_config() -> dict[str, Any]:
             "fieldSpecs": [
                 {"kind": "PyTorchJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "PyTorchJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "MPIJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "MPIJob", "path": f"metadata/{queue_annotation}"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

@@ -41,6 +41,7 @@ _WAVES = {
     "TrainingRuntime": -10,
     "ConfigMap": -5,
     "PyTorchJob": 0,
+    "MPIJob": 0,
     "TrainJob": 0,
 }
 

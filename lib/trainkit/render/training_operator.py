@@ -7,17 +7,8 @@ from typing import Any
 from ..injected_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
-from .cluster_scoped import resource_requirements
-from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
-from .pod import (
-    env_list,
-    network_container,
-    network_pod,
-    placement,
-    pod_access,
-    pod_volumes,
-    tolerations,
-)
+from .meta import VOLCANO_QUEUE_ANNOTATION
+from .operator_pod import role_template
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
@@ -41,10 +32,8 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
     return None
 
 
-def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) -> dict[str, Any]:
+def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
     c: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
-    if job.image_pull_policy is not None:
-        c["imagePullPolicy"] = job.image_pull_policy
     if job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
         # from the PET_* variables the operator injects.
@@ -52,42 +41,9 @@ def _container(pj: PlannedJob, job: PyTorchJob, mounts: list[dict[str, Any]]) ->
         c["workingDir"] = WORKSPACE
     elif job.command is not None:
         c["command"] = list(job.command)
-    if job.args:
-        c["args"] = list(job.args)
-    if job.env or job.env_refs:
-        c["env"] = env_list(job.env, job.env_refs)
+    c["args"] = list(job.args)
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
-    c["resources"] = resource_requirements(job.resources, pj.cluster)
-    network_container(c, pj.network)
-    if mounts:
-        c["volumeMounts"] = mounts
-    return c
-
-
-def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
-    volumes, mounts = pod_volumes(
-        configmap=cm, scripts=list(pj.definition.files), shm_size=job.shm_size,
-        claims=job.volumes,
-    )  # fmt: skip
-    spec: dict[str, Any] = {"containers": [_container(pj, job, mounts)]}
-    network_pod(spec, pj.network)
-    if pj.queue is not None:
-        spec["schedulerName"] = "volcano"
-    if volumes:
-        spec["volumes"] = volumes
-    if job.node_selector:
-        spec["nodeSelector"] = dict(job.node_selector)
-    if job.tolerations:
-        spec["tolerations"] = tolerations(job.tolerations)
-    labels = pod_labels(pj.definition.team, job.name)
-    placement(spec, job.node_affinity, job.topology, labels)
-    pod_access(
-        spec,
-        service_account=job.service_account,
-        pull_secrets=job.image_pull_secrets,
-        priority_class=job.priority_class,
-    )
-    return {"metadata": {"labels": labels}, "spec": spec}
+    return role_template(pj, job, c, configmap=cm, resources=job.resources)
 
 
 def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
-from ..model import Cluster, PyTorchJob, TrainJob
+from ..model import Cluster, Job, MPIJob, PyTorchJob, TrainJob
 from ..plan import PlannedJob
 from ..render.meta import SOURCE_ANNOTATION
 from .trees import JOB_KINDS, Key, Obj
@@ -51,7 +51,7 @@ def deployed_effective(objects: Mapping[Key, Obj], cluster: Cluster) -> dict[Key
 def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
     # Only what the effective model reads (the object's name comes from name and run);
     # model_construct skips validation, which needs fields the deployed object lacks.
-    job: PyTorchJob | TrainJob
+    job: Job
     fields: dict[str, Any]
     if obj.kind == "TrainJob":
         m = _RUN.match(obj.name)
@@ -61,7 +61,7 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
         job = TrainJob.model_construct(**fields)
     else:
         fields = {"name": obj.name, "run": None}
-        job = PyTorchJob.model_construct(**fields)
+        job = (MPIJob if obj.kind == "MPIJob" else PyTorchJob).model_construct(**fields)
     source = obj.annotation(SOURCE_ANNOTATION) or obj.path
     definition = Definition(obj=job, file=source, team=obj.team)
     return PlannedJob(job, definition, cluster, obj.namespace or "", None)

@@ -1,0 +1,81 @@
+"""The pods mpi-operator v0.8 creates for an MPIJob (``kubeflow.org/v2beta1``).
+
+Sources (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go): the launcher's batch Job
+gets the hostfile ConfigMap at /etc/mpi and the implementation's variables
+(newLauncherPodTemplate); each worker runs ``/usr/sbin/sshd -De`` when its container has
+neither command nor args (newWorker); both get the ssh key Secret at ``sshAuthMountPath``
+(setupSSHOnPod). The PodGroup (pkg/controller/podgroup.go) is named after the job, with
+minMember = schedulingPolicy.minAvailable, else workers + 1.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..injected_env import mpijob_env
+from ..plan import PlannedJob
+from ..render.mpi_operator import CONTAINER
+from .operator_pods import first_requests
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
+
+__all__ = ["effective_mpijob"]
+
+_OPERATOR = "mpi-operator"
+
+
+def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    spec = body["spec"]
+    replicas = spec["mpiReplicaSpecs"]
+    slots = int(spec.get("slotsPerWorker", 1))
+    implementation = str(spec.get("mpiImplementation", "OpenMPI"))
+    as_worker = bool(spec.get("runLauncherAsWorker", False))
+    ssh_dir = str(spec.get("sshAuthMountPath", "/root/.ssh"))
+    name = pj.object_name
+    pod_sets = []
+    for role in ("Launcher", "Worker"):
+        count = int(replicas[role].get("replicas", 1))
+        template = copy.deepcopy(replicas[role]["template"]["spec"])
+        own = template["containers"][0]
+        env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+        injected = mpijob_env(
+            implementation=implementation,
+            slots=slots,
+            role=role.lower(),
+            launcher_as_worker=as_worker,
+        )
+        env += [EnvVar(k, v, _OPERATOR) for k, v in injected.items()]
+        own["env"] = [e.entry() for e in env]
+        mounts = own.setdefault("volumeMounts", [])
+        volumes = template.setdefault("volumes", [])
+        mounts.append({"mountPath": ssh_dir, "name": "ssh-auth"})
+        volumes.append({"name": "ssh-auth", "secret": {"secretName": f"{name}-ssh"}})
+        if role == "Launcher":
+            mounts.append({"mountPath": "/etc/mpi", "name": "mpi-job-config"})
+            volumes.append({"configMap": {"name": f"{name}-config"}, "name": "mpi-job-config"})
+        elif not own.get("command") and not own.get("args"):
+            own["command"] = ["/usr/sbin/sshd", "-De"]
+        first_rank = 0 if role == "Launcher" else (1 if as_worker else 0)
+        ranks = role == "Worker" or as_worker
+        pod_sets.append(PodSet(role, count, first_rank, template, CONTAINER, tuple(env), ranks))
+    workers = pod_sets[1].count
+    hosts = workers + (1 if as_worker else 0)
+    world = slots * hosts
+    gang = None
+    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
+    if scheduling is not None:
+        min_member = int(scheduling.get("minAvailable", workers + 1))
+        # Workers first when the launcher is not part of the gang (WaitForWorkersReady).
+        order = pod_sets if min_member > workers else [pod_sets[1], pod_sets[0]]
+        gang = Gang(name, scheduling.get("queue"), min_member, first_requests(order, min_member))
+    command = pod_sets[0].main.get("command")
+    starter = f"the launcher's {command[0]}" if command else "the launcher's ENTRYPOINT"
+    notes = [
+        f"{hosts} hosts × {slots} slots = {world} ranks, started by {starter}"
+        + ("" if as_worker else "; the launcher runs no ranks itself and has no GPU"),
+        "workers run sshd (mpi-operator's default command); ranks started over ssh get only "
+        "the variables the launcher forwards",
+    ]
+    if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
+        notes.append("the launcher is created once every worker is ready")
+    return EffectiveJob(pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes))

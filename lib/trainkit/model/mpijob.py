@@ -1,0 +1,131 @@
+"""The MPIJob (``kubeflow.org/v2beta1``, kubeflow/mpi-operator v0.8) definition.
+
+One launcher pod runs ``mpirun`` (or ``deepspeed``, ``horovodrun``) against the hostfile the
+operator writes; the worker pods run sshd and the ranks. Rules below cite
+kubeflow/mpi-operator at v0.8 (pkg/apis/kubeflow/validation/validation.go,
+pkg/controller/mpi_job_controller.go).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .fields import Arg, Path
+from .job import Resources
+from .operator_job import OperatorJob, Role
+
+__all__ = ["LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
+
+LAUNCHER_RESOURCES = Resources(cpu="1", memory="2Gi")
+"""What a launcher that is not a worker gets unless ``launcher=Role(resources=…)`` says
+otherwise: it only starts the ranks over ssh."""
+
+# Volumes mpi-operator adds to the pods (configVolumeName, sshAuthVolume).
+MPI_RESERVED_VOLUMES = frozenset({"mpi-job-config", "ssh-auth"})
+_CONFIG_DIR = "/etc/mpi"
+
+
+class MPIJob(OperatorJob):
+    """An MPI job (mpi-operator): one launcher runs ``mpirun``, ``deepspeed`` or
+    ``horovodrun`` against the hostfile of ``nodes`` workers, which run sshd and the ranks."""
+
+    launch: Literal["mpirun", "deepspeed", "horovodrun"] = "mpirun"
+    """What starts ``script`` on the workers: ``mpirun -np <ranks> python3 <script>``,
+    ``deepspeed --hostfile /etc/mpi/hostfile --launcher openmpi <script>`` or
+    ``horovodrun -np <ranks> --hostfile /etc/mpi/hostfile python3 <script>``. With
+    ``command`` the launcher runs the command as given."""
+    launcher_args: list[Arg] = []
+    """Extra arguments of ``mpirun`` (for ``deepspeed``, its ``--launcher_args``), e.g.
+    ``["--mca", "btl_tcp_if_include", "eth0"]``."""
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Worker pods; each gets ``resources`` and runs ``procs_per_node`` ranks."""
+    procs_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
+    """Ranks per worker (``slotsPerWorker`` in the hostfile). Default: ``resources.gpu``
+    (or 1). It must divide the worker's GPUs."""
+    launcher: Role = Role()
+    """The launcher pod's own settings: ``Role(resources=…, node_selector=…)``. Without
+    ``resources`` it gets 1 CPU and 2Gi and no GPU (the job's ``resources`` when
+    ``launcher_as_worker``)."""
+    launcher_as_worker: bool = False
+    """Run ranks on the launcher too (``runLauncherAsWorker``): it is then the first host of
+    the hostfile and gets the job's ``resources``."""
+    mpi: Literal["OpenMPI", "Intel", "MPICH"] = "OpenMPI"
+    """The image's MPI implementation, which decides the hostfile format and the launcher's
+    variables. ``deepspeed`` and ``horovodrun`` need ``OpenMPI``."""
+    ssh_dir: Path = "/root/.ssh"
+    """Where the operator mounts the generated ssh keys (``sshAuthMountPath``): the home
+    ``.ssh`` of the user the image runs as."""
+    wait_for_workers: bool = False
+    """Create the launcher only once every worker is ready (``launcherCreationPolicy:
+    WaitForWorkersReady``), instead of at once with the launcher retrying ssh."""
+    restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
+    """What happens when a pod fails: ``OnFailure`` restarts it (the launcher counts against
+    ``backoff_limit``), ``Never`` fails it. mpi-operator accepts no other policy."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> MPIJob:
+        role = self.launcher
+        if role.replicas != 1:
+            # validation.go validateReplicaSpecs: the Launcher's replicas must be 1.
+            raise ValueError(
+                f"launcher.replicas is {role.replicas}; an MPIJob has exactly one launcher "
+                "(add workers with nodes=)"
+            )
+        if role.command is not None or role.args is not None:
+            raise ValueError(
+                "launcher.command and launcher.args are not used: the job's script or command "
+                "runs on the launcher; set command= or args= on the job"
+            )
+        if self.launch != "mpirun" and self.mpi != "OpenMPI":
+            raise ValueError(
+                f"launch={self.launch!r} reads an Open MPI hostfile and runs Open MPI's mpirun; "
+                f"use mpi='OpenMPI' or launch='mpirun'"
+            )
+        gpu = self.resources.gpu
+        if gpu and gpu % self.slots:
+            raise ValueError(
+                f"procs_per_node {self.slots} does not divide the {gpu} GPUs of a worker: "
+                "each rank should own whole GPUs; use a divisor of resources.gpu"
+            )
+        if self.launcher_as_worker and role.resources is not None:
+            raise ValueError(
+                "launcher.resources is ignored with launcher_as_worker=True: the launcher runs "
+                "ranks and gets the job's resources; drop one of them"
+            )
+        for v in self.volumes:
+            if v.claim in MPI_RESERVED_VOLUMES:
+                raise ValueError(
+                    f"claim {v.claim!r} has the name of a volume mpi-operator adds "
+                    f"({', '.join(sorted(MPI_RESERVED_VOLUMES))}); rename the claim"
+                )
+            for taken in (_CONFIG_DIR, self.ssh_dir):
+                if v.path == taken or v.path.startswith(taken.rstrip("/") + "/"):
+                    raise ValueError(
+                        f"volume {v.claim!r} mounts at {v.path}, where mpi-operator mounts the "
+                        f"{'hostfile' if taken == _CONFIG_DIR else 'ssh keys'} ({taken}); "
+                        "choose another path"
+                    )
+        # validation.go validateMPIJobName: "<name>-worker-<replicas-1>" must be a DNS-1035
+        # label, or the operator creates no pods.
+        self._check_longest_name(
+            f"{self.object_name}-worker-{self.nodes - 1}", f"{self.nodes} nodes"
+        )
+        return self
+
+    @property
+    def slots(self) -> int:
+        """Ranks per worker: ``procs_per_node``, else one per GPU, else 1."""
+        return self.procs_per_node or self.resources.gpu or 1
+
+    @property
+    def ranks(self) -> int:
+        """Ranks of the whole job: the workers' slots (and the launcher's, as a worker)."""
+        return self.slots * (self.nodes + (1 if self.launcher_as_worker else 0))
+
+    @property
+    def launcher_resources(self) -> Resources:
+        if self.launcher_as_worker:
+            return self.resources
+        return self.launcher.resources or LAUNCHER_RESOURCES

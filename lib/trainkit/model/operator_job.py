@@ -1,0 +1,168 @@
+"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob) says the same way.
+
+The kinds differ in their roles and launchers; the pod settings, the run policy and
+the placement are one set of fields, declared once here so every kind reads them alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..injected_env import refused_env_reason
+from .base import TrainkitModel
+from .env import EnvRef, check_env_refs
+from .fields import (
+    Arg,
+    ClusterRef,
+    DNS1035Name,
+    DNS1123Label,
+    EnvName,
+    EnvValue,
+    LabelKey,
+    LabelValue,
+    MemoryQuantity,
+    ObjectName,
+)
+from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .placement import NodeLabel, Topology
+
+__all__ = ["MAX_RUN", "OperatorJob", "Role", "run_name"]
+
+MAX_RUN = 9999
+
+
+def run_name(name: str, run: int | None) -> str:
+    """The Kubernetes name of a job's run: ``<name>-r<run>``, or the name without a run."""
+    return name if run is None else f"{name}-r{run}"
+
+
+class Role(TrainkitModel):
+    """Settings of one role (an MPIJob's launcher, a TFJob's parameter servers) that differ
+    from the job's; a setting left out is the job's."""
+
+    replicas: int = Field(default=1, ge=1, le=10000)
+    """Pods of the role."""
+    resources: Resources | None = None
+    """CPU, memory and GPUs of each of the role's pods."""
+    command: list[Arg] | None = None
+    """The role's command, where the kind runs one per role."""
+    args: list[Arg] | None = None
+    """The role's arguments, where the kind runs one per role."""
+    node_selector: dict[LabelKey, LabelValue] | None = None
+    """Node labels the role's pods must run on, instead of the job's."""
+
+
+class OperatorJob(TrainkitModel):
+    """Fields every operator-run job kind shares (not a kind itself)."""
+
+    name: DNS1035Name
+    """Job name, unique in the team's namespace on each cluster."""
+    run: int | None = Field(default=None, ge=1, le=MAX_RUN)
+    """Run number: the object is then named ``<name>-r<run>``; raise it to run an edited job
+    (a deployed job is never changed in place). Without it the object keeps its name."""
+    image: Image
+    """Container image, e.g. ``registry.example.com/ml/pytorch:2.5.1-cuda12.4``; or one per
+    cluster or per accelerator the cluster declares: ``{"cuda": "…", "rocm": "…"}``."""
+    script: Script | None = None
+    """Training script next to the definition (``Script.file(...)``), shipped in a ConfigMap
+    and started by the kind's launcher."""
+    command: list[Arg] | None = None
+    """Command for images that carry their own code (instead of ``script``). With neither,
+    the image's ENTRYPOINT runs (with ``args`` as its arguments)."""
+    args: list[Arg] = []
+    """Arguments passed to the script, the command or the image's ENTRYPOINT."""
+    env: dict[EnvName, EnvValue] = {}
+    """Extra environment variables (those the operator sets itself are refused)."""
+    env_refs: dict[EnvName, EnvRef] = {}
+    """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
+    e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``: the value never enters
+    git."""
+    resources: Resources
+    """CPU, memory and GPUs of each node."""
+    shm_size: MemoryQuantity | None = None
+    """Size of ``/dev/shm`` (memory-backed emptyDir), e.g. ``"20Gi"`` for data loaders, NCCL."""
+    volumes: list[Volume] = []
+    """PersistentVolumeClaims mounted on every node."""
+    node_selector: dict[LabelKey, LabelValue] = {}
+    """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
+    tolerations: list[Toleration] = []
+    """Taints the pods tolerate (only those the Cluster allows)."""
+    node_affinity: list[NodeLabel] = []
+    """Node label rules beyond ``node_selector``: ``NodeLabel(key=…, operator="In",
+    values=[…])`` is required, one with ``weight=`` preferred."""
+    topology: Topology | None = None
+    """How the job's pods lie across racks or zones: ``Topology(key="rack", layout="pack")``
+    keeps NCCL traffic in one rack where it can, ``layout="spread"`` spreads the pods."""
+    backoff_limit: int = Field(default=3, ge=0)
+    """Restarts before the whole job is marked failed; without a limit a crashing job would
+    restart forever, holding its gang's GPUs."""
+    clean_pods: Literal["Running", "All", "None"] = "Running"
+    """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
+    release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
+    deadline_seconds: int | None = Field(default=None, ge=1)
+    """Fail the job when it has run this long, counted from when its pods start running
+    (``status.startTime``; time queued in Volcano does not count)."""
+    queue: DNS1123Label | None = None
+    """Volcano queue; defaults to the team's first queue."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters to run on; defaults to the team's clusters."""
+    network: DNS1123Label | None = None
+    """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
+    device resources, host network and env its pods get. Nothing else can ask for them;
+    privileged containers and host paths are never generated."""
+    service_account: ObjectName | None = None
+    """ServiceAccount the pods run as, one the Team lists in ``service_accounts``; default:
+    the namespace's ``default``."""
+    image_pull_secrets: list[ObjectName] = []
+    """Secrets to pull the image with, ones the Team lists in ``image_pull_secrets``."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    """When the kubelet pulls the image; default: Kubernetes' (``Always`` for ``:latest``
+    or no tag, else ``IfNotPresent``)."""
+    priority_class: ObjectName | None = None
+    """PriorityClass of the pods and of Volcano's PodGroup, one the Team lists in
+    ``priority_classes``."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
+        bad = [(k, why) for k in env if (why := refused_env_reason(k, cls.__name__))]
+        if bad:
+            raise ValueError(
+                "; ".join(f"{k} may not be set: {why}" for k, why in bad) + " — remove it from env"
+            )
+        return env
+
+    @field_validator("env_refs")
+    @classmethod
+    def _refs(cls, refs: dict[str, EnvRef], info: Any) -> dict[str, EnvRef]:
+        check_env_refs(info.data.get("env", {}), refs, cls.__name__)
+        return refs
+
+    @model_validator(mode="after")
+    def _one_program(self) -> OperatorJob:
+        if self.script is not None and self.command is not None:
+            raise ValueError(
+                "give script=Script.file('train.py') (shipped in a ConfigMap) or command=[...] "
+                "(code inside the image), not both; with neither the image's ENTRYPOINT runs"
+            )
+        if self.command is not None and not self.command:
+            raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")
+        check_volumes(self.volumes)
+        return self
+
+    @property
+    def object_name(self) -> str:
+        """The Kubernetes name: ``<name>-r<run>`` with a run number, else the name."""
+        return run_name(self.name, self.run)
+
+    def _check_longest_name(self, longest: str, pods: str) -> None:
+        """Raise when the operator's longest pod (and Service) name is no DNS label: the
+        operator could create the job but not its pods."""
+        if len(longest) > 63:
+            raise ValueError(
+                f"name {self.name!r} is too long for {pods}: the operator's Service "
+                f"{longest!r} would exceed 63 characters; shorten the name to "
+                f"{63 - len(longest) + len(self.name)} characters"
+            )

@@ -1,0 +1,86 @@
+"""The pod template of an operator-run job's role: what every kind's pods share.
+
+A role (PyTorchJob Master or Worker, MPIJob Launcher or Worker) differs in its container's
+command, ports and resources and in its node selector; the script and claim volumes, the
+network profile, scheduler, tolerations, placement and access are the job's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..model import NetworkProfile, PyTorchJob, Resources
+from ..model.mpijob import MPIJob
+from ..plan import PlannedJob
+from .cluster_scoped import resource_requirements
+from .meta import pod_labels
+from .pod import (
+    env_list,
+    network_container,
+    network_pod,
+    placement,
+    pod_access,
+    pod_volumes,
+    tolerations,
+)
+
+__all__ = ["role_template"]
+
+
+def role_template(
+    pj: PlannedJob,
+    job: PyTorchJob | MPIJob,
+    container: dict[str, Any],
+    *,
+    configmap: str | None,
+    resources: Resources,
+    node_selector: Mapping[str, str] | None = None,
+    network: NetworkProfile | Literal["job"] | None = "job",
+    runs_training: bool = True,
+) -> dict[str, Any]:
+    """The pod template of one role. ``container`` holds the role's ``name``, ``image`` and,
+    when it has them, ``command``, ``workingDir``, ``args`` and ``ports``; the job's env, the
+    resources and the mounts are added in the order the API server would show them.
+    ``network`` replaces the job's network profile for this role; a role that does not run
+    training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims."""
+    profile = pj.network if network == "job" else network
+    volumes, mounts = pod_volumes(
+        configmap=configmap, scripts=list(pj.definition.files),
+        shm_size=job.shm_size if runs_training else None,
+        claims=job.volumes if runs_training else (),
+    )  # fmt: skip
+    c: dict[str, Any] = {"name": container["name"], "image": container["image"]}
+    if job.image_pull_policy is not None:
+        c["imagePullPolicy"] = job.image_pull_policy
+    for key in ("command", "workingDir", "args"):
+        if container.get(key):
+            c[key] = container[key]
+    if job.env or job.env_refs:
+        c["env"] = env_list(job.env, job.env_refs)
+    if container.get("ports"):
+        c["ports"] = container["ports"]
+    c["resources"] = resource_requirements(resources, pj.cluster)
+    network_container(c, profile)
+    if mounts:
+        c["volumeMounts"] = mounts
+    spec: dict[str, Any] = {"containers": [c]}
+    network_pod(spec, profile)
+    if pj.queue is not None:
+        spec["schedulerName"] = "volcano"
+    if volumes:
+        spec["volumes"] = volumes
+    selector = job.node_selector if node_selector is None else node_selector
+    if selector:
+        spec["nodeSelector"] = dict(selector)
+    if job.tolerations:
+        spec["tolerations"] = tolerations(job.tolerations)
+    labels = pod_labels(pj.definition.team, job.name)
+    placement(spec, job.node_affinity, job.topology, labels)
+    pod_access(
+        spec,
+        service_account=job.service_account,
+        pull_secrets=job.image_pull_secrets,
+        priority_class=job.priority_class,
+    )
+    return {"metadata": {"labels": labels}, "spec": spec}

@@ -682,19 +682,17 @@ CASES = [
     # --- MPIJob -------------------------------------------------------------------------
     Case(
         id="mpijob-on-a-cluster-without-mpi-operator",
-        edits=(
-            (CLUSTERS, '"training-operator", "mpi-operator", "trainer"', '"training-operator"'),
-        ),
+        edits=((CLUSTERS, '"training-operator", "mpi-operator", "trainer"', '"trainer"'),),
         file=DEEPSPEED,
         line="clusters=",
         obj="MPIJob 'llama-pretrain-deepspeed'",
         field="clusters[0]",
         says=(
             "cluster 'a800-north' does not run mpi-operator, which MPIJobs need",
-            f"Cluster.operators in {CLUSTERS} lists 'training-operator'",
+            f"Cluster.operators in {CLUSTERS} lists 'trainer'",
             "choose other clusters or add 'mpi-operator' there",
         ),
-        # The TrainJob on a800-north needs the trainer operator, dropped by the same edit.
+        # The PyTorchJob on a800-north needs the Training Operator, dropped by the same edit.
         problems=2,
     ),
     Case(

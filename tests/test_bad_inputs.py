@@ -1004,6 +1004,8 @@ TRAINKIT_CRDS = (
     "trainer/trainer.kubeflow.org_trainingruntimes.yaml",
     "trainer/trainer.kubeflow.org_trainjobs.yaml",
     "training-operator/kubeflow.org_pytorchjobs.yaml",
+    "training-operator/kubeflow.org_tfjobs.yaml",
+    "mpi-operator/kubeflow.org_mpijobs.yaml",
     "volcano/scheduling.volcano.sh_queues.yaml",
 )
 

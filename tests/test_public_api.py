@@ -26,6 +26,7 @@ def test_all_is_pinned_and_sorted():
         "SecretKey",
         "SetupError",
         "StaleOutputError",
+        "TFJob",
         "Team",
         "Toleration",
         "Topology",

@@ -7,12 +7,15 @@ for a local run, so both read the contract from here.
 
 from __future__ import annotations
 
+import json
+
 __all__ = [
     "DEVICE_ENV",
     "MPI_HOSTFILE",
     "PYTORCHJOB_MASTER_PORT",
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
+    "TFJOB_PORT",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
     "mpijob_env",
@@ -21,6 +24,7 @@ __all__ = [
     "pytorchjob_env",
     "refused_env_reason",
     "reserved_env_reason",
+    "tf_config",
     "trainjob_env",
     "trainjob_reserved_env_reason",
 ]
@@ -82,6 +86,8 @@ def refused_env_reason(name: str, kind: str) -> str | None:
         return reserved_env_reason(name)
     if kind == "MPIJob":
         return mpijob_reserved_env_reason(name)
+    if kind == "TFJob":
+        return _TFJOB_RESERVED.get(name)
     return trainjob_reserved_env_reason(name)
 
 
@@ -267,3 +273,33 @@ def mpijob_env(
         # The operator hides GPUs from a launcher that is not a worker.
         env |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
     return env
+
+
+# Training Operator v1.9 TFJob (pkg/controller.v1/tensorflow/tensorflow.go genTFConfigJSONStr):
+# TF_CONFIG on container "tensorflow" of every pod of a distributed job, port "tfjob-port".
+TFJOB_PORT = 2222
+_TFJOB_RESERVED = {
+    "TF_CONFIG": "the Training Operator sets it to the job's cluster and the pod's task",
+}
+
+
+def tf_config(
+    *, job: str, namespace: str, counts: dict[str, int], role: str, index: int
+) -> str | None:
+    """TF_CONFIG as the operator writes it for pod ``index`` of replica type ``role``, or None
+    when the job is not distributed (one pod in all). Go's encoding/json sorts map keys and
+    writes no spaces."""
+    if sum(counts.values()) == 1:
+        return None
+    cluster = {
+        rtype.lower(): [
+            f"{job}-{rtype.lower()}-{i}.{namespace}.svc:{TFJOB_PORT}" for i in range(count)
+        ]
+        for rtype, count in counts.items()
+    }
+    config = {
+        "cluster": dict(sorted(cluster.items())),
+        "task": {"type": role.lower(), "index": index},
+        "environment": "cloud",
+    }
+    return json.dumps(config, separators=(",", ":"))

@@ -48,6 +48,7 @@ from .render.kustomize import (
 )
 from .render.mpi_operator import render_mpijob
 from .render.script import render_script_configmap
+from .render.tensorflow import render_tfjob
 from .render.training_operator import render_pytorchjob
 from .repo_root import DEFAULT_COMMAND, synth_command
 from .runcache import Record, RunCache, baseline_id, synth_options
@@ -91,7 +92,12 @@ def _header(source: str, command: str) -> str:
     return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
 
 
-_RENDER = {"PyTorchJob": render_pytorchjob, "MPIJob": render_mpijob, "TrainJob": render_trainjob}
+_RENDER = {
+    "PyTorchJob": render_pytorchjob,
+    "MPIJob": render_mpijob,
+    "TFJob": render_tfjob,
+    "TrainJob": render_trainjob,
+}
 
 
 def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:

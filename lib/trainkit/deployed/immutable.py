@@ -98,6 +98,7 @@ _RULES: dict[tuple[str, str], _Rule] = {
     # mpi-operator creates missing pods only and never updates a running worker
     # (pkg/controller/mpi_job_controller.go getOrCreateWorker): an edit mixes templates.
     (_KUBEFLOW, "MPIJob"): _operator_job,
+    (_KUBEFLOW, "TFJob"): _operator_job,
     (_TRAINER, "ClusterTrainingRuntime"): _runtime,
     (_TRAINER, "TrainingRuntime"): _runtime,
 }

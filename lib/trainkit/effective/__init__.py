@@ -14,6 +14,7 @@ from ..plan import PlannedJob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet
+from .tf_pods import effective_tfjob
 from .trainer_pods import effective_trainjob
 
 __all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
@@ -29,4 +30,6 @@ def effective_job(
         return effective_trainjob(pj, body, runtime)
     if pj.kind == "MPIJob":
         return effective_mpijob(pj, body)
+    if pj.kind == "TFJob":
+        return effective_tfjob(pj, body)
     return effective_pytorchjob(pj, body)

@@ -19,7 +19,10 @@ _SUFFIX = ".lua"
 
 # Kinds whose operators report the same conditions share one script (one source per rule);
 # Argo CD still needs a key per kind.
-_SHARED = {"kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob"}
+_SHARED = {
+    "kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob",
+    "kubeflow.org_TFJob": "kubeflow.org_PyTorchJob",
+}
 
 
 def health_checks() -> dict[str, str]:

@@ -9,6 +9,7 @@ from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .rules import NetworkProfile, Policy
+from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "Role",
     "Script",
     "SecretKey",
+    "TFJob",
     "Team",
     "Toleration",
     "Topology",
@@ -53,9 +55,9 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     Team,
     TrainingRuntime,
 )
-JOB_KINDS = (PyTorchJob, MPIJob, TrainJob)
+JOB_KINDS = (PyTorchJob, MPIJob, TFJob, TrainJob)
 
-Job = PyTorchJob | MPIJob | TrainJob
+Job = PyTorchJob | MPIJob | TFJob | TrainJob
 """Every job kind a definition may declare."""
-OperatorJobs = (PyTorchJob, MPIJob)
+OperatorJobs = (PyTorchJob, MPIJob, TFJob)
 """The kinds a training operator runs from their own pod templates (not through a runtime)."""

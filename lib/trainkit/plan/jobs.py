@@ -19,7 +19,12 @@ from .runtimes import PlannedRuntime, Runtimes
 __all__ = ["Job", "PlannedJob", "check_unique", "place"]
 
 # The controller each kind needs on a cluster (Cluster.operators).
-_OPERATOR = {"PyTorchJob": "training-operator", "MPIJob": "mpi-operator", "TrainJob": "trainer"}
+_OPERATOR = {
+    "PyTorchJob": "training-operator",
+    "TFJob": "training-operator",
+    "MPIJob": "mpi-operator",
+    "TrainJob": "trainer",
+}
 
 # Trainer names a TrainJob's pods <trainjob>-node-0-<index> and uses that as the
 # pod's hostname, a DNS label of at most 63 characters.

@@ -128,11 +128,10 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
         "kind": "PyTorchJob",
         "jsonPointers": ["/spec/runPolicy/suspend"],
     },
-    {
-        "group": "kubeflow.org",
-        "kind": "MPIJob",
-        "jsonPointers": ["/spec/runPolicy/suspend"],
-    },
+    *(
+        {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}
+        for kind in ("MPIJob", "TFJob")
+    ),
     {
         "group": "trainer.kubeflow.org",
         "kind": "TrainJob",
@@ -158,6 +157,7 @@ NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("", "ConfigMap"),
     ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PyTorchJob"),
+    ("kubeflow.org", "TFJob"),
     ("trainer.kubeflow.org", "TrainJob"),
     ("trainer.kubeflow.org", "TrainingRuntime"),
 )

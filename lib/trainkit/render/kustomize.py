@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.tfjob import TF_ROLES
 from .meta import VOLCANO_QUEUE_ANNOTATION
 
 __all__ = [
@@ -58,6 +59,7 @@ _POD_SPECS = (
     ("PyTorchJob", "spec/pytorchReplicaSpecs/Worker/template/spec"),
     ("MPIJob", "spec/mpiReplicaSpecs/Launcher/template/spec"),
     ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
+    *(("TFJob", f"spec/tfReplicaSpecs/{role}/template/spec") for role in TF_ROLES),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -100,6 +102,8 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "PyTorchJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "MPIJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "MPIJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "TFJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "TFJob", "path": f"metadata/{queue_annotation}"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

@@ -42,6 +42,7 @@ _WAVES = {
     "ConfigMap": -5,
     "PyTorchJob": 0,
     "MPIJob": 0,
+    "TFJob": 0,
     "TrainJob": 0,
 }
 

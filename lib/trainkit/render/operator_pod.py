@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..model import NetworkProfile, PyTorchJob, Resources
 from ..model.mpijob import MPIJob
+from ..model.tfjob import TFJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import pod_labels
@@ -30,7 +31,7 @@ __all__ = ["role_template"]
 
 def role_template(
     pj: PlannedJob,
-    job: PyTorchJob | MPIJob,
+    job: PyTorchJob | MPIJob | TFJob,
     container: dict[str, Any],
     *,
     configmap: str | None,

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
-from ..model import Cluster, Job, MPIJob, PyTorchJob, TrainJob
+from ..model import Cluster, Job, MPIJob, PyTorchJob, TFJob, TrainJob
 from ..plan import PlannedJob
 from ..render.meta import SOURCE_ANNOTATION
 from .trees import JOB_KINDS, Key, Obj
@@ -61,7 +61,12 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
         job = TrainJob.model_construct(**fields)
     else:
         fields = {"name": obj.name, "run": None}
-        job = (MPIJob if obj.kind == "MPIJob" else PyTorchJob).model_construct(**fields)
+        if obj.kind == "MPIJob":
+            job = MPIJob.model_construct(**fields)
+        elif obj.kind == "TFJob":
+            job = TFJob.model_construct(**fields)
+        else:
+            job = PyTorchJob.model_construct(**fields)
     source = obj.annotation(SOURCE_ANNOTATION) or obj.path
     definition = Definition(obj=job, file=source, team=obj.team)
     return PlannedJob(job, definition, cluster, obj.namespace or "", None)

@@ -1,0 +1,83 @@
+"""The TFJob (``kubeflow.org/v1``, Training Operator v1.9) definition.
+
+Rules cite kubeflow/trainer at v1.9.4: pkg/webhooks/tensorflow/tfjob_webhook.go (roles,
+container ``tensorflow``), pkg/controller.v1/tensorflow/tensorflow.go (TF_CONFIG) and
+tfjob_controller.go (when the job succeeds).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .operator_job import OperatorJob, Role
+
+__all__ = ["TF_ROLES", "TFJob"]
+
+TF_ROLES = ("Chief", "PS", "Worker", "Evaluator")
+"""Replica types in the order the pods are listed (the chief first, as TF_CONFIG's task 0)."""
+
+
+class TFJob(OperatorJob):
+    """A TensorFlow job: ``nodes`` Workers, and parameter servers, a chief and an evaluator
+    when given; the operator tells every pod the cluster in ``TF_CONFIG``."""
+
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Worker pods; each gets ``resources``."""
+    ps: Role | None = None
+    """Parameter servers for PS-Worker training (seed 001), e.g. ``Role(replicas=2,
+    resources=Resources(cpu=8, memory="32Gi"))``; a setting left out is the job's."""
+    chief: Role | None = None
+    """A chief (``Role()``, one pod): the job succeeds when it exits 0."""
+    evaluator: Role | None = None
+    """An evaluator (``Role()``, one pod) that reads the checkpoints beside the training."""
+    success: Literal["first_worker", "all_workers"] = "first_worker"
+    """Without a chief, when the job succeeds: when Worker 0 exits 0 (the operator's default)
+    or when every Worker has (``all_workers``). Parameter servers never exit on their own;
+    ``clean_pods`` stops them."""
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
+    """What the operator does when a pod fails; ``ExitCode`` retries only exit codes ≥ 128.
+    ``Always`` is refused: a Worker restarted after exit 0 never lets the job succeed."""
+
+    @field_validator("restart_policy", mode="before")
+    @classmethod
+    def _not_always(cls, value: Any) -> Any:
+        if value == "Always":
+            raise ValueError(
+                "'Always' restarts a Worker even after it exits 0, so the job never succeeds; "
+                "use 'OnFailure' or 'ExitCode'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> TFJob:
+        for field, single in (("chief", self.chief), ("evaluator", self.evaluator)):
+            if single is not None and single.replicas != 1:
+                # tfjob_webhook.go: at most one Chief or Master; TensorFlow runs one evaluator.
+                raise ValueError(f"{field}.replicas is {single.replicas}; a TFJob has one {field}")
+        if self.chief is not None and self.success != "first_worker":
+            # tfjob_controller.go UpdateJobStatus: with a Chief, its success alone decides.
+            raise ValueError(
+                "success is decided by the chief when there is one; drop success= or the chief"
+            )
+        for rtype, count in self.replica_counts().items():
+            self._check_longest_name(
+                f"{self.object_name}-{rtype.lower()}-{count - 1}", f"{count} {rtype} pods"
+            )
+        return self
+
+    def role(self, name: str) -> Role | None:
+        """The settings of replica type ``name``; None for Worker (the job's own) or absent."""
+        return {"Chief": self.chief, "PS": self.ps, "Evaluator": self.evaluator}.get(name)
+
+    def replica_counts(self) -> dict[str, int]:
+        """Pods per replica type, in ``TF_ROLES`` order, the absent ones left out."""
+        counts = {}
+        for name in TF_ROLES:
+            role = self.role(name)
+            if name == "Worker":
+                counts[name] = self.nodes
+            elif role is not None:
+                counts[name] = role.replicas
+        return counts

@@ -22,6 +22,7 @@ def test_all_is_pinned_and_sorted():
         "RehearsalError",
         "Resources",
         "Role",
+        "RuntimeMPI",
         "Script",
         "SecretKey",
         "SetupError",

@@ -1,6 +1,6 @@
 """Kubeflow Trainer runtimes (seed 003): what TrainJobs start from."""
 
-from trainkit import ClusterTrainingRuntime, Resources, TrainingRuntime
+from trainkit import ClusterTrainingRuntime, Resources, RuntimeMPI, TrainingRuntime
 
 # One name, two builds: a TrainJob naming "torch-2-5" gets the CUDA
 # image on NVIDIA clusters and the ROCm image on the AMD cluster.
@@ -33,4 +33,15 @@ llm_fsdp = TrainingRuntime(
     env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
     clusters=["a800-north"],
     network="rdma",  # NCCL over InfiniBand (the profile's env)
+)
+
+# DeepSpeed on the Trainer path: a launcher runs mpirun against two sshd nodes (seed 001).
+deepspeed = ClusterTrainingRuntime(
+    name="deepspeed-0-19",
+    image="registry.example.com/ml/deepspeed:0.19.8-cuda12.4",
+    nodes=2,
+    resources=Resources(cpu=32, memory="256Gi", gpu=8),  # each node; 8 slots (one per GPU)
+    shm_size="16Gi",
+    mpi=RuntimeMPI(),  # the launcher: 1 CPU, 2Gi, no GPU
+    clusters=["gpu-east"],
 )

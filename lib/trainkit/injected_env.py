@@ -186,6 +186,12 @@ def trainjob_reserved_env_reason(name: str) -> str | None:
         return TRAINJOB_RESERVED_ENV[name]
     if name.startswith("PET_"):
         return "PET_* variables are torchrun's settings; set nodes and procs_per_node instead"
+    if name.startswith("OMPI_"):
+        # Trainer v2.3.0 plugins/mpi/mpi.go sets the hostfile and slots through them.
+        return (
+            "Open MPI reads OMPI_* as mpirun settings, and Trainer's MPI plugin sets the "
+            "hostfile, slots and ssh options through them"
+        )
     return None
 
 

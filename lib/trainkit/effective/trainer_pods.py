@@ -44,6 +44,10 @@ def effective_trainjob(
             jobset = strategic_merge(jobset, template["spec"])
     trainer = spec.get("trainer")
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
+    if "mpi" in rt_spec["mlPolicy"]:
+        sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], trainer, runtime_name)
+        gang = _gang(pj, rt_spec, sets, annotations)
+        return EffectiveJob(pj, tuple(sets), slots, ranks, None, gang, tuple(told))
     pod_sets: list[PodSet] = []
     notes: list[str] = []
     procs = "1"
@@ -59,15 +63,79 @@ def effective_trainjob(
         else:
             env = ()
         pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
-    gang = None
-    if "volcano" in (rt_spec.get("podGroupPolicy") or {}):
-        members = sum(ps.count for ps in pod_sets)
-        requests: dict[str, Decimal] = {}
-        for ps in pod_sets:
-            for name, value in ps.requests().items():
-                requests[name] = requests.get(name, Decimal(0)) + value * ps.count
-        gang = Gang(pj.object_name, annotations.get(VOLCANO_QUEUE_ANNOTATION), members, requests)
+    gang = _gang(pj, rt_spec, pod_sets, annotations)
     return EffectiveJob(pj, tuple(pod_sets), procs, world, None, gang, tuple(notes))
+
+
+def _gang(
+    pj: PlannedJob, rt_spec: dict[str, Any], pod_sets: list[PodSet], annotations: dict[str, str]
+) -> Gang | None:
+    """Trainer's PodGroup counts every pod of every replicated job (plugins/volcano/volcano.go)."""
+    if "volcano" not in (rt_spec.get("podGroupPolicy") or {}):
+        return None
+    members = sum(ps.count for ps in pod_sets)
+    requests: dict[str, Decimal] = {}
+    for ps in pod_sets:
+        for name, value in ps.requests().items():
+            requests[name] = requests.get(name, Decimal(0)) + value * ps.count
+    return Gang(pj.object_name, annotations.get(VOLCANO_QUEUE_ANNOTATION), members, requests)
+
+
+def _mpi_pods(
+    pj: PlannedJob,
+    jobset: dict[str, Any],
+    policy: dict[str, Any],
+    trainer: dict[str, Any] | None,
+    runtime_name: str,
+) -> tuple[list[PodSet], str, int, list[str]]:
+    """Trainer v2.3.0 plugins/mpi/mpi.go: the launcher (the trainer job, where spec.trainer
+    goes) gets the hostfile and OMPI_*; ``node`` has numNodes pods, one less when the
+    launcher is a node, which then also gets spec.trainer's env."""
+    mpi = policy["mpi"]
+    as_node = bool(mpi.get("runLauncherAsNode", False))
+    num_nodes = int((trainer or {}).get("numNodes") or policy.get("numNodes", 1))
+    nodes = max(num_nodes - 1, 1) if as_node else num_nodes
+    by_name = {r["name"]: r for r in jobset["replicatedJobs"]}
+    node_pod = by_name["node"]["template"]["spec"]["template"]["spec"]
+    slots = int((trainer or {}).get("numProcPerNode") or mpi.get("numProcPerNode", 1))
+    if slots == 1:
+        main: dict[str, Any] = next(
+            (c for c in node_pod.get("containers") or [] if c.get("name") == NODE), {}
+        )
+        slots = max(1, gpus_of(main.get("resources") or {}))
+    pod_sets: list[PodSet] = []
+    for name, count in (("launcher", 1), ("node", nodes)):
+        pod = by_name[name]["template"]["spec"]["template"]["spec"]
+        gets_trainer = name == "launcher" or as_node
+        containers: list[dict[str, Any]] = []
+        env: tuple[EnvVar, ...] = ()
+        for c in pod.get("containers") or []:
+            if c.get("name") != NODE:
+                containers.append(c)
+                continue
+            merged, found = apply_trainer(c, trainer if gets_trainer else None, runtime_name, pj)
+            if name == "launcher":
+                found += [
+                    EnvVar(k, v, _TRAINER)
+                    for k, v in {
+                        "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
+                        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+                        "OMPI_MCA_orte_set_default_slots": str(slots),
+                        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+                    }.items()
+                ]
+            merged["env"] = [e.entry() for e in found]
+            containers.append(merged)
+            env = tuple(found)
+        runs = name == "node" or as_node
+        pod_sets.append(PodSet(name, count, 0, {**pod, "containers": containers}, NODE, env, runs))
+    hosts = nodes + (1 if as_node else 0)
+    command = pod_sets[0].main.get("command") or ["the image's ENTRYPOINT"]
+    notes = [
+        f"MPI runtime: {hosts} hosts × {slots} slots = {hosts * slots} ranks, started by the "
+        f"launcher's {command[0]}; the nodes run sshd"
+    ]
+    return pod_sets, str(slots), hosts * slots, notes
 
 
 def _trainer_pod(
@@ -85,23 +153,8 @@ def _trainer_pod(
         if c.get("name") != NODE:
             containers.append(c)
             continue
-        c = dict(c)
-        env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
+        c, env = apply_trainer(c, trainer, runtime_name, pj)
         if trainer is not None:
-            for key in ("image", "command", "args"):
-                if key in trainer:
-                    c[key] = trainer[key]
-            for e in trainer.get("env") or []:
-                env = [x for x in env if x.name != e["name"]]
-                env.append(EnvVar.of(e, "job"))
-            if "resourcesPerNode" in trainer:
-                base = c.get("resources") or {}
-                override = trainer["resourcesPerNode"]
-                c["resources"] = {
-                    part: {**(base.get(part) or {}), **(override.get(part) or {})}
-                    for part in ("limits", "requests")
-                    if base.get(part) or override.get(part)
-                }
             procs = _resolve_procs(trainer, c, pj, notes)
             injected = {
                 "PET_NNODES": str(count),
@@ -122,6 +175,37 @@ def _trainer_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+def apply_trainer(
+    container: dict[str, Any], trainer: dict[str, Any] | None, runtime_name: str, pj: PlannedJob
+) -> tuple[dict[str, Any], list[EnvVar]]:
+    """Container ``node`` of the trainer job with ``spec.trainer`` written into it: image,
+    command and args replaced, env upserted by name, resourcesPerNode merged key by key."""
+    c = dict(container)
+    env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
+    if trainer is None:
+        return c, env
+    for key in ("image", "command", "args"):
+        if key in trainer:
+            c[key] = trainer[key]
+    for e in trainer.get("env") or []:
+        env = [x for x in env if x.name != e["name"]]
+        env.append(EnvVar.of(e, "job"))
+    if "resourcesPerNode" in trainer:
+        base = c.get("resources") or {}
+        override = trainer["resourcesPerNode"]
+        c["resources"] = {
+            part: {**(base.get(part) or {}), **(override.get(part) or {})}
+            for part in ("limits", "requests")
+            if base.get(part) or override.get(part)
+        }
+    return c, env
+
+
+def gpus_of(resources: dict[str, Any]) -> int:
+    """GPUs per pod as Trainer counts them: requests, else limits."""
+    return _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
 
 
 def _resolve_procs(

@@ -10,7 +10,7 @@ from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .rules import NetworkProfile, Policy
 from .tfjob import TFJob
-from .trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
+from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
 
 __all__ = [
     "ACCELERATORS",
@@ -33,6 +33,7 @@ __all__ = [
     "Queue",
     "Resources",
     "Role",
+    "RuntimeMPI",
     "Script",
     "SecretKey",
     "TFJob",

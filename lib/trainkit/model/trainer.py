@@ -25,12 +25,19 @@ from .fields import (
     LabelValue,
     MemoryQuantity,
     ObjectName,
+    Path,
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 from .placement import NodeLabel, Topology
 from .pytorchjob import MAX_RUN, run_name
 
-__all__ = ["ClusterTrainingRuntime", "TrainJob", "TrainingRuntime", "trainjob_object_name"]
+__all__ = [
+    "ClusterTrainingRuntime",
+    "RuntimeMPI",
+    "TrainJob",
+    "TrainingRuntime",
+    "trainjob_object_name",
+]
 
 
 def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
@@ -42,8 +49,28 @@ def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+class RuntimeMPI(TrainkitModel):
+    """Makes a runtime an MPI runtime (Trainer's ``mlPolicy.mpi``, Open MPI only): a launcher
+    pod runs the TrainJob's command against the hostfile of ``nodes`` node pods running sshd."""
+
+    procs_per_node: int = Field(default=1, ge=1, le=1024)
+    """Slots per node in the hostfile; Trainer turns 1 into the node's GPU count."""
+    ssh_dir: Path = "/root/.ssh"
+    """Where Trainer mounts the generated ssh keys: the ``.ssh`` of the user the image runs as
+    (``/home/mpiuser/.ssh`` for Kubeflow's DeepSpeed image)."""
+    launcher_as_node: bool = False
+    """The launcher runs ranks too (``runLauncherAsNode``): it is the first host of the hostfile,
+    has the runtime's resources and counts as one of the TrainJob's nodes."""
+    sshd: list[Arg] = ["/usr/sbin/sshd", "-De"]
+    """Command of the node pods: an ssh server in the foreground."""
+    ssh_port: int = Field(default=22, ge=1, le=65535)
+    """Port sshd listens on: the node pods are ready once it accepts connections."""
+    launcher: Resources = Resources(cpu="1", memory="2Gi")
+    """The launcher's resources when it runs no ranks (it only starts them over ssh)."""
+
+
 class _TorchRuntime(TrainkitModel):
-    """Fields every torch runtime has, cluster-wide or namespaced."""
+    """Fields every runtime has, cluster-wide or namespaced."""
 
     name: DNS1123Label
     """Runtime name that TrainJobs give as ``runtime=``; version it (``torch-2-5``) instead of
@@ -83,6 +110,9 @@ class _TorchRuntime(TrainkitModel):
     """When the kubelet pulls the image; default: Kubernetes'."""
     priority_class: ObjectName | None = None
     """PriorityClass of every node and of Volcano's PodGroup."""
+    mpi: RuntimeMPI | None = None
+    """An MPI runtime instead of a torch one (``RuntimeMPI()``): DeepSpeed or Horovod on the
+    Trainer path; its TrainJobs run ``mpirun`` on the launcher."""
 
     @field_validator("env")
     @classmethod

@@ -145,6 +145,8 @@ def place(
                 problems.append(problem(d, found, "runtime"))
                 continue
             runtime, network = found, found.network
+            if found.runtime.mpi is not None:
+                problems.extend(_mpi_trainjob(d, job, found))
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
         else:
@@ -153,6 +155,25 @@ def place(
         pj = PlannedJob(job, d, cluster, team.target_namespace, queue, runtime, network, image)
         _check_hostnames(pj, problems)
         out.append(pj)
+    return out
+
+
+def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:
+    """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer into the
+    trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
+    launcher, so an image or resources there would leave the nodes on the runtime's."""
+    out = []
+    for field, what in (("image", "image"), ("resources", "resources")):
+        if getattr(job, field) is not None:
+            out.append(
+                problem(
+                    d,
+                    f"runtime {runtime.runtime.name!r} is an MPI runtime, where a TrainJob's "
+                    f"{what} would reach only the launcher, not the nodes that run the ranks; "
+                    "set it on the runtime",
+                    field,
+                )
+            )
     return out
 
 

@@ -216,6 +216,20 @@ def target_of(
                 )
             ]
         )
+    if pj.runtime is not None and pj.runtime.runtime.mpi is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("runtime"),
+                    obj=pj.job.describe(),
+                    field="runtime",
+                    message=f"runtime {pj.runtime.runtime.name!r} is an MPI runtime, whose "
+                    "launcher starts the ranks over ssh; rehearsing it is not available yet "
+                    "(trainkit explain shows its pods)",
+                )
+            ]
+        )
     pods = _training_pods(ej)
     first = pods[0]
     main = first.main

@@ -9,10 +9,12 @@ patch; ``schedulerName`` is not set by Trainer, so the runtime sets it.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..injected_env import TRAINER_MASTER_PORT
-from ..model import TrainingRuntime, TrainJob
+from ..model import Resources, TrainingRuntime, TrainJob
+from ..model.trainer import RuntimeMPI
 from ..plan import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
@@ -32,29 +34,49 @@ __all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 GROUP = "trainer.kubeflow.org"
 NODE = "node"  # the replicated job and the container Trainer writes spec.trainer into
+LAUNCHER = "launcher"  # an MPI runtime's trainer job
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
 
 
-def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
+def _runtime_pod(
+    pr: PlannedRuntime,
+    *,
+    command: list[str] | None = None,
+    resources: Resources | None = None,
+    ports: bool = True,
+    devices: bool = True,
+) -> dict[str, Any]:
+    """The pod of one replicated job: container ``node`` with the runtime's settings.
+    ``resources`` replaces the runtime's; without ``devices`` the pod gets the network
+    profile's env but none of its devices, capabilities or host network."""
     rt, cluster = pr.runtime, pr.cluster
     container: dict[str, Any] = {"name": NODE, "image": rt.image}
     if rt.image_pull_policy is not None:
         container["imagePullPolicy"] = rt.image_pull_policy
+    if command is not None:
+        container["command"] = command
     if rt.env or rt.env_refs:
         container["env"] = env_list(rt.env, rt.env_refs)
-    container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
-    if rt.resources is not None:
-        container["resources"] = resource_requirements(rt.resources, cluster)
+    if ports:
+        container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
+    res = resources if resources is not None else rt.resources
+    if res is not None:
+        container["resources"] = resource_requirements(res, cluster)
     # TrainJobs inherit these: Trainer merges resourcesPerNode onto this container's
     # resources (v2.3), and a TrainJob may not change once created, so the profile
     # is never written into the TrainJob itself.
-    network_container(container, pr.network)
+    profile = pr.network
+    if profile is not None and not devices:
+        profile = profile.model_copy(
+            update={"resources": {}, "capabilities": [], "host_network": False}
+        )
+    network_container(container, profile)
     pod: dict[str, Any] = {"containers": [container]}
-    network_pod(pod, pr.network)
-    volumes, mounts = pod_volumes(shm_size=rt.shm_size)
+    network_pod(pod, profile)
+    volumes, mounts = pod_volumes(shm_size=rt.shm_size if devices else None)
     if mounts:
         container["volumeMounts"] = mounts
         pod["volumes"] = volumes
@@ -71,28 +93,30 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         pull_secrets=rt.image_pull_secrets,
         priority_class=rt.priority_class,
     )
-    spec: dict[str, Any] = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
+    if cluster.scheduler == "volcano":
+        # Volcano must be the pods' scheduler, which Trainer does not set.
+        pod["schedulerName"] = "volcano"
+    return pod
+
+
+def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
+    rt, cluster = pr.runtime, pr.cluster
+    spec: dict[str, Any]
+    if rt.mpi is None:
+        spec = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
+        jobset: dict[str, Any] = {
+            "replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]
+        }
+    else:
+        spec, jobset = _mpi_runtime(pr, rt.mpi)
     volcano = cluster.scheduler == "volcano"
     if volcano:
-        # Trainer creates the PodGroup (all nodes or none); Volcano must also be
-        # the pods' scheduler, which Trainer does not set.
+        # Trainer creates the PodGroup (all pods or none).
         spec["podGroupPolicy"] = {"volcano": {}}
-        pod["schedulerName"] = "volcano"
     template: dict[str, Any] = {}
     if pr.queue is not None:
         template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pr.queue}}
-    template["spec"] = {
-        "replicatedJobs": [
-            {
-                "name": NODE,
-                "replicas": 1,
-                "template": {
-                    "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
-                    "spec": {"template": {"spec": pod}},
-                },
-            }
-        ]
-    }
+    template["spec"] = jobset
     spec["template"] = template
     team = rt.team if isinstance(rt, TrainingRuntime) else None
     return {
@@ -104,10 +128,72 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: "torch"},
+            labels={FRAMEWORK_LABEL: "torch" if rt.mpi is None else "mpi"},
         ),
         "spec": spec,
     }
+
+
+def _replicated_job(
+    name: str,
+    pod: dict[str, Any],
+    *,
+    trainer: bool,
+    count: int | None = None,
+    depends_on: str | None = None,
+) -> dict[str, Any]:
+    job_spec: dict[str, Any] = {}
+    if count is not None:
+        # Trainer sets the count of the trainer job only; another job keeps its parallelism.
+        job_spec |= {"parallelism": count, "completions": count}
+    job_spec["template"] = {"spec": pod}
+    template: dict[str, Any] = {}
+    if trainer:
+        template["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
+    template["spec"] = job_spec
+    rjob: dict[str, Any] = {"name": name}
+    if depends_on is not None:
+        rjob["dependsOn"] = [{"name": depends_on, "status": "Ready"}]
+    rjob["replicas"] = 1
+    rjob["template"] = template
+    return rjob
+
+
+def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Trainer v2.3.0 plugins/mpi/mpi.go: replicated job ``launcher`` (the trainer, where
+    spec.trainer goes) and ``node`` (sshd, ``numNodes`` pods, or one less when the launcher
+    is a node); the plugin writes the hostfile, the ssh keys and the OMPI_* variables."""
+    rt, volcano = pr.runtime, pr.cluster.scheduler == "volcano"
+    policy = {
+        "numProcPerNode": mpi.procs_per_node,
+        "mpiImplementation": "OpenMPI",
+        "sshAuthMountPath": mpi.ssh_dir,
+        "runLauncherAsNode": mpi.launcher_as_node,
+    }
+    nodes = max(rt.nodes - 1, 1) if mpi.launcher_as_node else rt.nodes
+    node = _runtime_pod(pr, command=list(mpi.sshd), ports=False)
+    node["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": mpi.ssh_port}}
+    launcher = _runtime_pod(
+        pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
+        devices=mpi.launcher_as_node,
+    )  # fmt: skip
+    # A launcher that fails to reach a node that is not listening yet restarts.
+    launcher["restartPolicy"] = "OnFailure"
+    # With Volcano the launcher may not wait for the nodes: the PodGroup counts every pod
+    # (plugins/volcano/volcano.go), so nodes waiting for a launcher that waits for them
+    # would never be admitted. It retries ssh instead (OMPI_MCA_plm_rsh_args).
+    depends = None if volcano else NODE
+    jobset = {
+        # Hostnames resolve before the pods are ready, as mpirun needs (Kubeflow's
+        # deepspeed-distributed runtime does the same).
+        "network": {"publishNotReadyAddresses": True},
+        "successPolicy": {"operator": "All", "targetReplicatedJobs": [LAUNCHER]},
+        "replicatedJobs": [
+            _replicated_job(NODE, node, trainer=False, count=nodes),
+            _replicated_job(LAUNCHER, launcher, trainer=True, depends_on=depends),
+        ],
+    }
+    return {"mlPolicy": {"numNodes": rt.nodes, "mpi": policy}}, jobset
 
 
 def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
@@ -121,7 +207,10 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     trainer: dict[str, Any] = {}
     if pj.image is not None:
         trainer["image"] = pj.image
-    if job.script is not None:
+    mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    if job.script is not None and mpi is not None:
+        trainer["command"] = mpi_command(pj, job)
+    elif job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
         # address from the PET_* variables Trainer injects.
         trainer["command"] = ["torchrun", job.script.mount_path]
@@ -131,8 +220,10 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["args"] = list(job.args)
     if job.env or job.env_refs:
         trainer["env"] = env_list(job.env, job.env_refs)
-    if job.nodes is not None:
-        trainer["numNodes"] = job.nodes
+    if job.nodes is not None or mpi is not None:
+        # The MPI plugin sizes the node job from spec.trainer.numNodes only (plugins/mpi/
+        # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it.
+        trainer["numNodes"] = pj.nodes
     res = pj.resources
     # Trainer's "auto" counts GPUs only for resource names holding "gpu"
     # (pkg/runtime/runtime.go GetNumGPUPerNode): with MIG or Gaudi names it would
@@ -146,6 +237,47 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         # left out would keep the runtime's GPUs, so it is always written, "0" included.
         trainer["resourcesPerNode"] = resource_requirements(job.resources, pj.cluster, gpu=True)
     return trainer
+
+
+def mpi_slots(pj: PlannedJob) -> int:
+    """Slots per host as Trainer's MPI plugin resolves them: the TrainJob's, else the
+    runtime's, where 1 becomes the GPUs of a node (plugins/mpi/mpi.go EnforceMLPolicy)."""
+    job, runtime = pj.job, pj.runtime
+    if not isinstance(job, TrainJob) or runtime is None or runtime.runtime.mpi is None:
+        raise TypeError("not a TrainJob on an MPI runtime")
+    if job.procs_per_node is not None:
+        return job.procs_per_node
+    slots = runtime.runtime.mpi.procs_per_node
+    gpu = runtime.runtime.resources.gpu if runtime.runtime.resources else 0
+    return gpu if slots == 1 and gpu > 1 else slots
+
+
+def mpi_hosts(pj: PlannedJob) -> int:
+    """Hosts of the hostfile: the node pods, and the launcher when it is a node."""
+    runtime = pj.runtime
+    if runtime is None or runtime.runtime.mpi is None:
+        raise TypeError("not a TrainJob on an MPI runtime")
+    if runtime.runtime.mpi.launcher_as_node:
+        return max(pj.nodes - 1, 1) + 1
+    return pj.nodes
+
+
+def mpi_command(pj: PlannedJob, job: TrainJob) -> list[str]:
+    """``mpirun`` for the TrainJob's script on the launcher: Trainer sets the hostfile
+    through OMPI_*; the job's and the runtime's variables are forwarded to the ranks, which
+    sshd starts without the pod's env."""
+    if job.script is None or pj.runtime is None:
+        raise TypeError("no script")
+    rt = pj.runtime.runtime
+    names = [*rt.env, *rt.env_refs, *job.env, *job.env_refs]
+    if pj.network is not None:
+        names += sorted(pj.network.env)
+    forward = [a for name in dict.fromkeys(names) for a in ("-x", name)]
+    ranks = mpi_slots(pj) * mpi_hosts(pj)
+    return [
+        "mpirun", "--allow-run-as-root", "-np", str(ranks), *forward,
+        "python3", job.script.mount_path,
+    ]  # fmt: skip
 
 
 def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
@@ -176,14 +308,24 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # Both are fields of the patch's PodSpecPatch, immutable once the TrainJob exists
     # (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), as the whole job is here.
     pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)
-    node_job: dict[str, Any] = {
-        "name": NODE,
-        "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod}}},
-    }
+    # An MPI runtime's launcher and nodes both read the script and run on the job's nodes.
+    mpi = pj.runtime is not None and pj.runtime.runtime.mpi is not None
+    jobs = [
+        {
+            "name": name,
+            # Copied, not shared, so YAML dumpers never emit anchors for it.
+            "template": {
+                "spec": {
+                    "template": {"metadata": {"labels": dict(labels)}, "spec": copy.deepcopy(pod)}
+                }
+            },
+        }
+        for name in ((NODE, LAUNCHER) if mpi else (NODE,))
+    ]
     template: dict[str, Any] = {}
     if pj.queue is not None:
         template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
-    template["spec"] = {"replicatedJobs": [node_job]}
+    template["spec"] = {"replicatedJobs": jobs}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
 
 

@@ -21,6 +21,7 @@ from trainkit import (
     Resources,
     Role,
     Script,
+    SecretEnv,
     SecretKey,
     Team,
     Volume,
@@ -125,6 +126,10 @@ def container(body: dict[str, Any], role: str) -> dict[str, Any]:
             "shorten the name to 53 characters",
         ),
         ({"restart_policy": "ExitCode"}, "restart_policy"),
+        (
+            {"env_from": [SecretEnv(secret="w"), SecretEnv(secret="w")]},
+            "env_from lists Secret 'w' twice",
+        ),
         ({"script": Script.file("t.py"), "command": ["x"]}, "not both"),
     ],
 )

@@ -727,3 +727,47 @@ def test_burstable_requests_where_the_policy_allows_them(ws, cli):
     run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
     (explained,) = json.loads(run.out)["jobs"]
     assert explained["podgroup"]["requests"]["cpu"] == "32"
+
+
+def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
+    edit(
+        ws, TEAMS, "    max_gpus=96,", '    secrets={"wandb": ["WANDB_API_KEY"]},\n    max_gpus=96,'
+    )
+    edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job,) = _docs(ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed.yaml")
+    for role in ("Launcher", "Worker"):
+        (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
+        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    run = cli("explain", "llama-pretrain-deepspeed")
+    assert "env from   every key of Secret 'wandb'  (job)" in run.out
+    assert cli("check", "--crds", str(crds)).code == 0
+
+
+@pytest.mark.parametrize(
+    ("grant", "says"),
+    [
+        ("", "team 'llm' may not read Secret 'wandb'; Team.secrets in jobs/platform/teams.py"),
+        (
+            '    secrets={"wandb": ["WANDB_API_KEY", "CUDA_VISIBLE_DEVICES"]},\n',
+            "Secret 'wandb' holds key 'CUDA_VISIBLE_DEVICES' (Team.secrets in "
+            "jobs/platform/teams.py), which env_from would make a variable that may not be set",
+        ),
+        (
+            '    secrets={"wandb": ["NCCL_DEBUG"]},\n',
+            "NCCL_DEBUG is set by the job and by Secret 'wandb' (env_from); keep one of them",
+        ),
+    ],
+    ids=["not-granted", "reserved-key", "clash-with-env"],
+)
+def test_env_from_needs_every_key_granted_and_allowed(ws, cli, grant, says):
+    edit(ws, TEAMS, "    max_gpus=96,", f"{grant}    max_gpus=96,")
+    edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
+    run = cli("synth")
+    assert run.code == 1
+    lines = (ws.root / DEEPSPEED).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
+    assert f"{DEEPSPEED}:{line}: MPIJob 'llama-pretrain-deepspeed': env_from[0]: {says}" in run.err

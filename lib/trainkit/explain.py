@@ -151,6 +151,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                     }
                     for e in ps.env
                 ],
+                "env_from": [_source(s) for s in ps.main.get("envFrom") or []],
             }
             for ps in ej.pod_sets
         ],
@@ -230,7 +231,17 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                     f"    env        {e['name']:<{width}} = "
                     f"{'<' + e['from'] + '>' if e['from'] else e['value']}  ({e['source']}{varies})"
                 )
+            for source in pod["env_from"]:
+                lines.append(f"    env from   every key of {source}  (job)")
         lines.append("")
     for p in problems:
         lines.append(f"problem: {p}")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _source(entry: dict[str, Any]) -> str:
+    """``Secret 'x'`` for an ``envFrom`` entry."""
+    for ref, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+        if ref in entry:
+            return f"{kind} {entry[ref].get('name')!r}"
+    return str(entry)

@@ -1,7 +1,7 @@
 """User-facing definition models; pure data, no I/O."""
 
 from .base import ModelError, TrainkitModel
-from .env import ConfigMapKey, SecretKey
+from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .mpijob import MPIJob
 from .operator_job import Role
@@ -20,6 +20,7 @@ __all__ = [
     "Capacity",
     "Cluster",
     "ClusterTrainingRuntime",
+    "ConfigMapEnv",
     "ConfigMapKey",
     "Elastic",
     "Job",
@@ -35,6 +36,7 @@ __all__ = [
     "Role",
     "RuntimeMPI",
     "Script",
+    "SecretEnv",
     "SecretKey",
     "TFJob",
     "Team",

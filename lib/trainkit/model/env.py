@@ -18,7 +18,18 @@ from ..kube.names import configmap_key_problem
 from .base import TrainkitModel
 from .fields import ObjectName
 
-__all__ = ["ConfigMapKey", "EnvRef", "Key", "SecretKey", "check_env_refs", "env_refs_validator"]
+__all__ = [
+    "ConfigMapEnv",
+    "ConfigMapKey",
+    "EnvRef",
+    "EnvSource",
+    "Key",
+    "SecretEnv",
+    "SecretKey",
+    "check_env_refs",
+    "env_refs_validator",
+    "source_key_refused",
+]
 
 
 def _key(v: str) -> str:
@@ -59,6 +70,36 @@ class ConfigMapKey(TrainkitModel):
 
 
 EnvRef = SecretKey | ConfigMapKey
+
+
+class SecretEnv(TrainkitModel):
+    """Every key of Secret ``secret`` as a variable of the same name (``envFrom.secretRef``)."""
+
+    secret: ObjectName
+    """Secret name; the Team lists it in ``secrets`` with every key it holds."""
+
+    def describe_ref(self) -> str:
+        return f"Secret {self.secret!r}"
+
+
+class ConfigMapEnv(TrainkitModel):
+    """Every key of ConfigMap ``config_map`` as a variable of the same name
+    (``envFrom.configMapRef``)."""
+
+    config_map: ObjectName
+    """ConfigMap name; the Team lists it in ``config_maps`` with every key it holds."""
+
+    def describe_ref(self) -> str:
+        return f"ConfigMap {self.config_map!r}"
+
+
+EnvSource = SecretEnv | ConfigMapEnv
+
+
+def source_key_refused(key: str, kind: str) -> str | None:
+    """Why a key of a Secret or ConfigMap taken whole (``env_from``) may not become a variable
+    of a ``kind``'s pods: the same reasons as a variable set in ``env``."""
+    return refused_env_reason(key, kind)
 
 
 def check_env_refs(env: Mapping[str, str], refs: Mapping[str, EnvRef], kind: str) -> None:

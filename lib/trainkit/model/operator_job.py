@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, check_env_refs
+from .env import EnvRef, EnvSource, check_env_refs
 from .fields import (
     Arg,
     ClusterRef,
@@ -79,6 +79,10 @@ class OperatorJob(TrainkitModel):
     """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
     e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``: the value never enters
     git."""
+    env_from: list[EnvSource] = []
+    """Whole Secrets or ConfigMaps as variables, one per key: ``[SecretEnv(secret="wandb")]``.
+    Only ones the Team grants with every key they hold, since an unseen key could set any
+    variable (a device-visibility one, say)."""
     resources: Resources
     """CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
@@ -149,6 +153,10 @@ class OperatorJob(TrainkitModel):
             )
         if self.command is not None and not self.command:
             raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")
+        sources = [s.describe_ref() for s in self.env_from]
+        twice = sorted({s for s in sources if sources.count(s) > 1})
+        if twice:
+            raise ValueError(f"env_from lists {twice[0]} twice; list each source once")
         check_volumes(self.volumes)
         return self
 

@@ -175,10 +175,11 @@ class Team(TrainkitModel):
     """Secrets of the team's namespace its jobs may pull images with (``image_pull_secrets=``)."""
     secrets: dict[ObjectName, list[Key]] = {}
     """Secrets of the team's namespace, and the keys of each, that its jobs may read into
-    variables (``env_refs``), e.g. ``{"hf-token": ["token"]}``."""
+    variables (``env_refs``), e.g. ``{"hf-token": ["token"]}``. A job may take a whole Secret
+    (``env_from``) when the list names every key it holds."""
     config_maps: dict[ObjectName, list[Key]] = {}
     """ConfigMaps of the team's namespace, and the keys of each, that its jobs may read into
-    variables (``env_refs``)."""
+    variables (``env_refs``), or whole (``env_from``) when the list names every key."""
     priority_classes: list[ObjectName] = []
     """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
     preempt other teams' pods, so none is allowed unless listed."""

@@ -10,8 +10,9 @@ so a definition may name only what its Team lists.
 from __future__ import annotations
 
 from ..errors import Problem
+from ..injected_env import refused_env_reason
 from ..load import Definition
-from ..model import ConfigMapKey, SecretKey, Team
+from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from .index import Declared
 from .problems import known, problem
 
@@ -70,4 +71,54 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
                 f"env_refs.{var}",
             )
         )
+    problems.extend(_env_from(d, team))
+    return problems
+
+
+def _env_from(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A whole Secret or ConfigMap becomes one variable per key, so the Team must list every
+    key it holds, and none may be a variable the kind refuses (envFrom sets whatever the
+    object holds: a key NVIDIA_VISIBLE_DEVICES would expose every GPU of the node)."""
+    problems = []
+    kind = type(d.obj).__name__
+    own = {*getattr(d.obj, "env", {}), *getattr(d.obj, "env_refs", {})}
+    for i, source in enumerate(getattr(d.obj, "env_from", [])):
+        if isinstance(source, SecretEnv):
+            grant, name, granted = "secrets", source.secret, team.obj.secrets
+        else:
+            grant, name, granted = "config_maps", source.config_map, team.obj.config_maps
+        keys = granted.get(name)
+        where = f"env_from[{i}]"
+        if keys is None:
+            problems.append(
+                problem(
+                    d,
+                    f"team {team.obj.name!r} may not read {source.describe_ref()}; Team.{grant} "
+                    f"in {team.file} allows {known(granted)}; ask the platform team to add it "
+                    "with every key it holds",
+                    where,
+                )
+            )
+            continue
+        for key in keys:
+            why = refused_env_reason(key, kind)
+            if why is not None:
+                problems.append(
+                    problem(
+                        d,
+                        f"{source.describe_ref()} holds key {key!r} (Team.{grant} in {team.file}), "
+                        f"which env_from would make a variable that may not be set: {why}; read "
+                        "the keys you need with env_refs instead",
+                        where,
+                    )
+                )
+            elif key in own:
+                problems.append(
+                    problem(
+                        d,
+                        f"{key} is set by the job and by {source.describe_ref()} (env_from); "
+                        "keep one of them",
+                        where,
+                    )
+                )
     return problems

@@ -299,6 +299,11 @@ def _user_env(
             changes.append(
                 f"env {k} ({where} on the cluster) is not set: export {k} to rehearse with a value"
             )
+    for source in t.env_sources:
+        changes.append(
+            f"env_from {source}: its keys are variables on the cluster; here only those this "
+            "shell exports are set"
+        )
     return env
 
 

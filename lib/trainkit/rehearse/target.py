@@ -91,6 +91,8 @@ class Target(ABC):
     """Size of the memory-backed ``/dev/shm``, when the pod mounts one."""
     claims: tuple[Claim, ...]
     restart_policy: str | None = None
+    env_sources: tuple[str, ...] = ()
+    """Secrets and ConfigMaps whose every key the pod gets as a variable (``envFrom``)."""
 
     operator: ClassVar[str]
     """Who runs the job, as said in messages."""
@@ -262,6 +264,7 @@ def target_of(
         "files": files,
         "shm_size": shm,
         "claims": claims,
+        "env_sources": tuple(_env_source(s) for s in main.get("envFrom") or []),
     }
     job = pj.job
     if isinstance(job, PyTorchJob):
@@ -320,3 +323,10 @@ def _mounts(
 
 def _str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _env_source(entry: Mapping[str, Any]) -> str:
+    for ref, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+        if ref in entry:
+            return f"{kind} {entry[ref].get('name')!r}"
+    return str(dict(entry))

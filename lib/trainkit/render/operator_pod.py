@@ -18,6 +18,7 @@ from .cluster_scoped import resource_requirements
 from .meta import pod_labels
 from .pod import (
     env_list,
+    env_sources,
     network_container,
     network_pod,
     placement,
@@ -59,6 +60,8 @@ def role_template(
             c[key] = container[key]
     if job.env or job.env_refs:
         c["env"] = env_list(job.env, job.env_refs)
+    if job.env_from:
+        c["envFrom"] = env_sources(job.env_from)
     if container.get("ports"):
         c["ports"] = container["ports"]
     c["resources"] = resource_requirements(resources, pj.cluster)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import WORKSPACE, NetworkProfile, SecretKey, Toleration, Volume
-from ..model.env import EnvRef
+from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
 
@@ -16,6 +16,7 @@ __all__ = [
     "claim_mounts",
     "claim_volumes",
     "env_list",
+    "env_sources",
     "network_container",
     "network_pod",
     "placement",
@@ -149,6 +150,16 @@ def env_list(
             source = {"configMapKeyRef": {"name": ref.config_map, "key": ref.key}}
         out.append({"name": name, "valueFrom": source})
     return out
+
+
+def env_sources(sources: Sequence[EnvSource]) -> list[dict[str, Any]]:
+    """``envFrom``: every key of each Secret or ConfigMap as a variable."""
+    return [
+        {"secretRef": {"name": s.secret}}
+        if isinstance(s, SecretEnv)
+        else {"configMapRef": {"name": s.config_map}}
+        for s in sources
+    ]
 
 
 def pod_volumes(

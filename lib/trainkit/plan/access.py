@@ -10,9 +10,9 @@ so a definition may name only what its Team lists.
 from __future__ import annotations
 
 from ..errors import Problem
-from ..injected_env import refused_env_reason
 from ..load import Definition
 from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
+from ..model.env import source_key_refused
 from .index import Declared
 from .problems import known, problem
 
@@ -101,7 +101,7 @@ def _env_from(d: Definition, team: Declared[Team]) -> list[Problem]:
             )
             continue
         for key in keys:
-            why = refused_env_reason(key, kind)
+            why = source_key_refused(key, kind)
             if why is not None:
                 problems.append(
                     problem(

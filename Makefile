@@ -17,7 +17,7 @@ CHECK_FLAGS ?= $(if $(CI),--require-crds)
 N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup synth check crds lint test schemas bench help
+.PHONY: setup mpirun synth check crds lint test schemas bench help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,7 +34,16 @@ $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q -e '.[dev,rehearse]'
 	@touch $@
 
-setup: $(VENV)/.dev ## create .venv with trainkit, dev tools and torch
+setup: $(VENV)/.dev mpirun ## create .venv with trainkit, dev tools and torch; Open MPI
+
+# MPIJob rehearsals run the system's Open MPI (its mpirun is no Python package). As root with
+# apt-get it is installed here; otherwise the tests that need it say how to install it.
+mpirun:
+	@command -v mpirun >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends openmpi-bin >/dev/null; \
+	  else echo "make setup: install Open MPI (e.g. apt-get install openmpi-bin) to rehearse MPIJobs" >&2; fi; }
 
 synth: $(TK) ## write generated/ from jobs/ (installs trainkit only)
 	$(TK) synth

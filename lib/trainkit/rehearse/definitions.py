@@ -16,13 +16,16 @@ from typing import Any, TextIO
 
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
-from ..model import PyTorchJob, Team, TrainJob
+from ..model import MPIJob, PyTorchJob, Team, TrainJob
 from ..plan import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
 from .runner import RehearsalReport, rehearse, require_torch, say
 from .target import Target, target_of
 
 __all__ = ["choose_job", "plan_job", "rehearse_file", "targets_for"]
+
+# The kinds a rehearsal runs (a TFJob's TensorFlow is not rehearsed).
+_REHEARSED = (PyTorchJob, MPIJob, TrainJob)
 
 
 def rehearse_file(
@@ -63,13 +66,13 @@ def rehearse_file(
 
 def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Definition:
     """The job ``job_name`` (``NAME`` or ``KIND/NAME``) of a file, or its only job."""
-    defs = [d for d in loaded if isinstance(d.obj, PyTorchJob | TrainJob)]
+    defs = [d for d in loaded if isinstance(d.obj, _REHEARSED)]
 
     def refuse(message: str) -> RehearsalError:
         return RehearsalError([Problem(file=file, message=message)])
 
     if not defs:
-        raise refuse("no PyTorchJob or TrainJob in this file; rehearse runs those")
+        raise refuse("no PyTorchJob, MPIJob or TrainJob in this file; rehearse runs those")
     if job_name is None:
         if len(defs) > 1:
             raise refuse(f"{len(defs)} jobs here ({_list(defs)}); choose one with --job NAME")
@@ -115,7 +118,7 @@ def targets_for(d: Definition, platform: Sequence[Definition]) -> list[Target]:
                 targets.append(target_of(by_job[id(pj)], r.body, configmaps))
     assert targets, "build_plan refuses a job that runs on no cluster"
     team = next((t.obj for t in platform if isinstance(t.obj, Team) and t.obj.name == d.team), None)
-    assert isinstance(d.obj, PyTorchJob | TrainJob)
+    assert isinstance(d.obj, _REHEARSED)
     order = [*(d.obj.clusters or []), *((team.clusters if team is not None else None) or [])]
 
     def rank(t: Target) -> tuple[int, str]:
@@ -130,7 +133,7 @@ def _jobs_dir(path: Path) -> Path:
 
 
 def _name(d: Definition) -> str:
-    assert isinstance(d.obj, PyTorchJob | TrainJob)
+    assert isinstance(d.obj, _REHEARSED)
     return d.obj.name
 
 

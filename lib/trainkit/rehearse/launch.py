@@ -34,6 +34,11 @@ __all__ = [
     "RehearsalPlan",
     "plan_rehearsal",
     "pod_name",
+    "python_argv",
+    "shell_env",
+    "sized",
+    "user_env",
+    "workspace_change",
 ]
 
 DEFAULT_MAX_NODES = 2
@@ -119,8 +124,8 @@ def plan_rehearsal(
     file = file or t.file
     read_only = read_only or ReadOnly()
     changes: list[str] = []
-    n = _size(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
-    p = _size(
+    n = sized(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
+    p = sized(
         file,
         t,
         t.procs_label,
@@ -142,11 +147,11 @@ def plan_rehearsal(
         f"{t.operator_env.get(port_var)} → {master_port} (every node runs on this machine)"
     )
     if t.files:
-        changes.append(_workspace_change(workspace, list(t.files), read_only))
+        changes.append(workspace_change(workspace, list(t.files), read_only))
 
     inherited = os.environ if base_env is None else base_env
-    env = _base_env(inherited, t, python, changes)
-    env.update(_user_env(t, workspace, changes, inherited))
+    env = shell_env(inherited, t, python, changes)
+    env.update(user_env(t, workspace, changes, inherited))
     env["CUDA_VISIBLE_DEVICES"] = ""
     if "OMP_NUM_THREADS" not in env:
         # torchrun sets this for its workers when procs_per_node > 1; here every
@@ -185,7 +190,7 @@ def plan_rehearsal(
     )
 
 
-def _workspace_change(workspace: Path, names: list[str], read_only: ReadOnly) -> str:
+def workspace_change(workspace: Path, names: list[str], read_only: ReadOnly) -> str:
     listed = ", ".join(names)
     if read_only.protection is Protection.NONE:
         return (
@@ -203,7 +208,7 @@ def _workspace_change(workspace: Path, names: list[str], read_only: ReadOnly) ->
     )
 
 
-def _size(
+def sized(
     file: str,
     job: Target,
     what: str,
@@ -230,7 +235,7 @@ def _size(
     return value
 
 
-def _base_env(
+def shell_env(
     inherited: Mapping[str, str], t: Target, python: str, changes: list[str]
 ) -> dict[str, str]:
     env: dict[str, str] = {}
@@ -270,7 +275,7 @@ def _base_env(
     return env
 
 
-def _user_env(
+def user_env(
     t: Target, workspace: Path, changes: list[str], inherited: Mapping[str, str]
 ) -> dict[str, str]:
     env = {}
@@ -367,6 +372,12 @@ def _argv(
     if _PYTHON.match(program):
         return (python, *command[1:], *args), False
     return (*command, *args), False
+
+
+def python_argv(t: Target, workspace: Path, python: str, file: str) -> tuple[str, ...]:
+    """The job's own command (not torchrun) with /workspace and the interpreter mapped here."""
+    argv, _ = _argv(t, workspace, workspace, python, file)
+    return argv
 
 
 def _check_command_files(job: Target, tokens: Sequence[str], cwd: Path, file: str) -> None:

@@ -21,6 +21,7 @@ from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
 from .launch import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
+from .mpi import plan_mpi_rehearsal
 from .output import (
     Follower,
     LauncherTracebacks,
@@ -31,7 +32,7 @@ from .output import (
     parse_torchrun_failures,
 )
 from .procs import descendants, kill_groups, live_in_groups, process_table
-from .target import Target
+from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
 
 __all__ = ["RehearsalReport", "rehearse", "require_torch", "say"]
@@ -121,17 +122,31 @@ def rehearse(
     ) as tmp:
         workspace = Path(tmp) / "workspace"
         read_only = prepare_workspace(workspace, target.files, python)
-        plan = plan_rehearsal(
-            target,
-            workspace=workspace,
-            log_dir=Path(tmp) / "logs",
-            master_port=_free_port(),
-            nodes=nodes,
-            procs_per_node=procs_per_node,
-            python=python,
-            file=file,
-            read_only=read_only,
-        )
+        if isinstance(target, MPIJobTarget):
+            plan = plan_mpi_rehearsal(
+                target,
+                workspace=workspace,
+                log_dir=Path(tmp) / "logs",
+                master_port=_free_port(),
+                nodes=nodes,
+                procs_per_node=procs_per_node,
+                inherited=dict(os.environ),
+                python=python,
+                file=file,
+                read_only=read_only,
+            )
+        else:
+            plan = plan_rehearsal(
+                target,
+                workspace=workspace,
+                log_dir=Path(tmp) / "logs",
+                master_port=_free_port(),
+                nodes=nodes,
+                procs_per_node=procs_per_node,
+                python=python,
+                file=file,
+                read_only=read_only,
+            )
         _header(plan, file, out)
         start = time.monotonic()
         _Run(plan, out, file).run(timeout)

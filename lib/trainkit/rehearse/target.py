@@ -22,15 +22,25 @@ from typing import Any, ClassVar
 from ..effective import EffectiveJob, PodSet
 from ..errors import Problem, RehearsalError
 from ..injected_env import (
+    mpijob_env,
+    mpijob_reserved_env_reason,
     pytorchjob_env,
     reserved_env_reason,
     trainjob_env,
     trainjob_reserved_env_reason,
 )
-from ..model import WORKSPACE, PyTorchJob, TrainJob
+from ..model import WORKSPACE, MPIJob, PyTorchJob, TrainJob
 from ..render.kubeflow_trainer import NODE
 
-__all__ = ["Claim", "PyTorchJobTarget", "Target", "TrainJobTarget", "pod_name", "target_of"]
+__all__ = [
+    "Claim",
+    "MPIJobTarget",
+    "PyTorchJobTarget",
+    "Target",
+    "TrainJobTarget",
+    "pod_name",
+    "target_of",
+]
 
 # Who set a variable of the pod (EnvVar.source): the definitions' sources. Every
 # other source is an operator, whose variables a rehearsal recomputes per node.
@@ -171,6 +181,42 @@ class PyTorchJobTarget(Target):
 
 
 @dataclass(frozen=True)
+class MPIJobTarget(Target):
+    """An MPIJob: ``nodes`` hosts of ``procs_per_node`` slots, started by the launcher."""
+
+    operator: ClassVar[str] = "mpi-operator"
+    master_vars: ClassVar[tuple[str, str]] = (
+        "OMPI_MCA_orte_default_hostfile",
+        "OMPI_MCA_orte_set_default_slots",
+    )
+    launch: str = "mpirun"
+    """How the launcher starts the script (the job's ``launch``); ``""`` for a command."""
+    mpi: str = "OpenMPI"
+    launcher_as_worker: bool = False
+    launcher_args: tuple[str, ...] = ()
+    forwarded: tuple[str, ...] = ()
+    """Variables the launcher forwards to the ranks (``-x NAME``)."""
+
+    def pod(self, node_rank: int) -> str:
+        # The rehearsal's one process is the launcher; mpirun starts the ranks under it.
+        return f"{self.name}-launcher"
+
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        # kubeflow/mpi-operator pkg/controller/mpi_job_controller.go newLauncherPodTemplate.
+        return mpijob_env(
+            implementation=self.mpi,
+            slots=procs_per_node,
+            role="launcher",
+            launcher_as_worker=self.launcher_as_worker,
+        )
+
+    def sets(self, name: str) -> bool:
+        return mpijob_reserved_env_reason(name) is not None or name in self.operator_env
+
+
+@dataclass(frozen=True)
 class TrainJobTarget(Target):
     operator: ClassVar[str] = "Kubeflow Trainer"
     master_vars: ClassVar[tuple[str, str]] = ("PET_MASTER_ADDR", "PET_MASTER_PORT")
@@ -233,15 +279,16 @@ def target_of(
             ]
         )
     pods = _training_pods(ej)
-    first = pods[0]
+    # An MPIJob's command and env are the launcher's; its files and resources the workers'.
+    first = ej.pod_sets[0] if isinstance(pj.job, MPIJob) else pods[0]
     main = first.main
     procs = ej.procs_per_node
     auto = not procs.isdigit()
-    resources = main.get("resources") or {}
+    resources = pods[0].main.get("resources") or {}
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     gpu_resource = pj.cluster.gpu_resource
     gpus = ej.gpus_per_node()
-    files, shm, claims = _mounts(first, main, configmaps)
+    files, shm, claims = _mounts(pods[0], pods[0].main, configmaps)
     fields: dict[str, Any] = {
         "effective": ej,
         "nodes": sum(ps.count for ps in pods),
@@ -267,6 +314,35 @@ def target_of(
         "env_sources": tuple(_env_source(s) for s in main.get("envFrom") or []),
     }
     job = pj.job
+    if isinstance(job, MPIJob):
+        if job.launch == "horovodrun" and job.script is not None:
+            raise RehearsalError(
+                [
+                    Problem(
+                        file=pj.definition.file,
+                        line=pj.definition.line_of("launch"),
+                        obj=job.describe(),
+                        field="launch",
+                        message="a horovodrun job is not rehearsed: Horovod's last release "
+                        "predates the torch a rehearsal runs; rehearse it with launch='mpirun', "
+                        "which starts the same ranks",
+                    )
+                ]
+            )
+        forwarded = [*job.env, *job.env_refs]
+        if pj.network is not None:
+            forwarded += sorted(pj.network.env)
+        return MPIJobTarget(
+            **{**fields, "nodes": ej.nodes},
+            nodes_label="hosts (nodes, and the launcher as a worker)",
+            procs_label="procs_per_node (slots)",
+            restart_policy=job.restart_policy,
+            launch=job.launch if job.script is not None else "",
+            mpi=job.mpi,
+            launcher_as_worker=job.launcher_as_worker,
+            launcher_args=tuple(job.launcher_args),
+            forwarded=tuple(forwarded),
+        )
     if isinstance(job, PyTorchJob):
         procs_label = "procs_per_node"
         if job.procs_per_node is None and gpus:
@@ -293,9 +369,12 @@ def target_of(
 
 
 def _training_pods(ej: EffectiveJob) -> list[PodSet]:
-    """The pod sets that run torchrun: every replica of a PyTorchJob, a TrainJob's ``node``."""
+    """The pod sets that run the ranks: every replica of a PyTorchJob, a TrainJob's ``node``,
+    an MPIJob's workers."""
     if ej.kind == "TrainJob":
         return [ps for ps in ej.pod_sets if ps.role == NODE]
+    if ej.kind == "MPIJob":
+        return [ps for ps in ej.pod_sets if ps.role == "Worker"]
     return list(ej.pod_sets)
 
 

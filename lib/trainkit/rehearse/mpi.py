@@ -1,0 +1,138 @@
+"""What an MPIJob's rehearsal runs: the launcher's command against a hostfile of this machine.
+
+On the cluster the launcher's mpirun reaches the workers over ssh; here every host of the
+hostfile is this machine (``localhost slots=<ranks>``), so Open MPI starts the ranks itself
+and no sshd is needed. The launcher's env is the pod's: the operator's OMPI_* variables with
+the local hostfile, the job's variables (forwarded with ``-x`` as on the cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from pathlib import Path
+
+from ..errors import Problem, RehearsalError
+from .launch import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_PROCS,
+    NodeLaunch,
+    RehearsalPlan,
+    python_argv,
+    shell_env,
+    sized,
+    user_env,
+    workspace_change,
+)
+from .target import MPIJobTarget
+from .workspace import ReadOnly
+
+__all__ = ["plan_mpi_rehearsal"]
+
+
+def plan_mpi_rehearsal(
+    t: MPIJobTarget,
+    *,
+    workspace: Path,
+    log_dir: Path,
+    master_port: int,
+    nodes: int | None,
+    procs_per_node: int | None,
+    inherited: dict[str, str],
+    python: str,
+    file: str,
+    read_only: ReadOnly,
+) -> RehearsalPlan:
+    """One launch: the launcher's command with ``nodes × procs_per_node`` ranks here."""
+    if shutil.which("mpirun", path=inherited.get("PATH")) is None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=t.describe(),
+                    message="mpirun is not on PATH: an MPIJob is rehearsed with Open MPI "
+                    "(apt-get install openmpi-bin; make setup installs it where it can)",
+                )
+            ]
+        )
+    changes: list[str] = []
+    n = sized(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
+    p = sized(
+        file, t, t.procs_label, t.procs_per_node, procs_per_node, "--procs-per-node",
+        DEFAULT_MAX_PROCS, changes,
+    )  # fmt: skip
+    ranks = n * p
+    if t.gpus:
+        changes.append(
+            f"resources.gpu {t.gpus} → 0 (CPU rehearsal: CUDA_VISIBLE_DEVICES is empty, so "
+            "scripts take their CPU path and gloo instead of NCCL)"
+        )
+    hostfile = log_dir / "hostfile"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    hostfile.write_text(f"localhost slots={ranks}\n", encoding="utf-8")
+    changes.append(
+        f"hostfile: the {n} host(s) of {p} slot(s) are this machine (localhost slots={ranks}); "
+        "Open MPI starts the ranks without ssh, oversubscribing the CPUs if it must"
+    )
+    if t.files:
+        changes.append(workspace_change(workspace, list(t.files), read_only))
+    env = shell_env(inherited, t, python, changes)
+    env.update(user_env(t, workspace, changes, inherited))
+    env.update(
+        t.injected_env(nodes=n, procs_per_node=p, node_rank=0, master_addr="", master_port=0)
+    )
+    env["OMPI_MCA_orte_default_hostfile"] = str(hostfile)
+    env["OMPI_MCA_orte_set_default_slots"] = str(ranks)
+    # Only the loopback exists between the ranks here; more ranks than cores is fine.
+    env["OMPI_MCA_btl_tcp_if_include"] = env["OMPI_MCA_oob_tcp_if_include"] = "lo"
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if os.geteuid() == 0:
+        # A pod's image usually runs as root too; Open MPI wants that said.
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    argv = _argv(t, workspace, python, file, ranks, hostfile, changes)
+    files = [workspace / name for name in t.files]
+    launch = NodeLaunch(0, argv, env, False, log_dir / "launcher", read_only.wrapper(files, python))
+    return RehearsalPlan(
+        target=t,
+        nodes=n,
+        procs_per_node=p,
+        workspace=workspace,
+        master_port=master_port,
+        launches=(launch,),
+        changes=tuple(changes),
+    )
+
+
+def _argv(
+    t: MPIJobTarget,
+    workspace: Path,
+    python: str,
+    file: str,
+    ranks: int,
+    hostfile: Path,
+    changes: list[str],
+) -> tuple[str, ...]:
+    script = next(iter(t.files), None)
+    if not t.launch or script is None:
+        # The job's own command: run as written, paths and interpreter mapped here.
+        return python_argv(t, workspace, python, file)
+    forward = [a for name in t.forwarded for a in ("-x", name)]
+    program = (python, str(workspace / script), *t.args)
+    if t.launch == "deepspeed":
+        # DeepSpeed's openmpi launcher, run with this interpreter (the CLI would use its own
+        # shebang's): it builds `mpirun -n <slots> -hostfile <file>` and runs python -u.
+        extra = ["--allow-run-as-root", *forward, "--mca", "btl_tcp_if_include", "lo"]
+        changes.append("deepspeed --launcher_args: btl_tcp_if_include lo (eth0 on the cluster)")
+        return (
+            python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile),
+            "--launcher", "openmpi", "--launcher_args", shlex.join([*extra, *t.launcher_args]),
+            "--no_ssh_check", "--force_multi", "--master_addr", "127.0.0.1",
+            str(workspace / script), *t.args,
+        )  # fmt: skip
+    if t.mpi == "OpenMPI":
+        return ("mpirun", "--allow-run-as-root", "-np", str(ranks), *forward, *t.launcher_args,
+                *program)  # fmt: skip
+    return ("mpirun", "-np", str(ranks), *t.launcher_args, *program)

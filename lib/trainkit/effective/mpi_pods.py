@@ -16,8 +16,8 @@ from typing import Any
 from ..injected_env import mpijob_env
 from ..plan import PlannedJob
 from ..render.mpi_operator import CONTAINER
-from .operator_pods import first_requests
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
+from .operator_pods import run_policy_gang
+from .podsets import EffectiveJob, EnvVar, PodSet, env_source
 
 __all__ = ["effective_mpijob"]
 
@@ -61,13 +61,11 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     workers = pod_sets[1].count
     hosts = workers + (1 if as_worker else 0)
     world = slots * hosts
-    gang = None
-    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
-    if scheduling is not None:
-        min_member = int(scheduling.get("minAvailable", workers + 1))
-        # Workers first when the launcher is not part of the gang (WaitForWorkersReady).
-        order = pod_sets if min_member > workers else [pod_sets[1], pod_sets[0]]
-        gang = Gang(name, scheduling.get("queue"), min_member, first_requests(order, min_member))
+    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy") or {}
+    # Workers first when the launcher is not part of the gang (WaitForWorkersReady).
+    launcher_in = int(scheduling.get("minAvailable", workers + 1)) > workers
+    order = pod_sets if launcher_in else [pod_sets[1], pod_sets[0]]
+    gang = run_policy_gang(pj, spec, order, workers + 1)
     command = pod_sets[0].main.get("command")
     starter = f"the launcher's {command[0]}" if command else "the launcher's ENTRYPOINT"
     notes = [

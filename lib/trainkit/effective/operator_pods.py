@@ -18,7 +18,7 @@ from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
-__all__ = ["effective_pytorchjob", "first_requests"]
+__all__ = ["effective_pytorchjob", "first_requests", "run_policy_gang"]
 
 _OPERATOR = "Training Operator"
 _PER_POD = {"RANK": "the node rank", "PET_NODE_RANK": "the node rank"}
@@ -67,16 +67,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         ]
         pod_sets.append(PodSet(role, count, rank, merged, CONTAINER, tuple(env)))
         rank += count
-    gang = None
-    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
-    if scheduling is not None:
-        min_member = int(scheduling.get("minAvailable", total))
-        gang = Gang(
-            pj.object_name,
-            scheduling.get("queue"),
-            min_member,
-            first_requests(pod_sets, min_member),
-        )
+    gang = run_policy_gang(pj, spec, pod_sets, total)
     world = total * (per_node if nproc.isdigit() else _auto(pod_sets, pj))
     notes = []
     if elastic is not None:
@@ -100,6 +91,19 @@ def _auto(pod_sets: list[PodSet], pj: PlannedJob) -> int:
         (int(Decimal(ps.limits().get(pj.cluster.gpu_resource, "0"))) for ps in pod_sets), default=0
     )
     return max(1, gpus)
+
+
+def run_policy_gang(
+    pj: PlannedJob, spec: dict[str, Any], pod_sets: list[PodSet], default: int
+) -> Gang | None:
+    """The PodGroup of a kubeflow.org job from ``runPolicy.schedulingPolicy``: named after the
+    job, ``minAvailable`` (else ``default``) members, the first ones' requests admitted at
+    once; None without a schedulingPolicy (no Volcano)."""
+    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
+    if scheduling is None:
+        return None
+    members = int(scheduling.get("minAvailable", default))
+    return Gang(pj.object_name, scheduling.get("queue"), members, first_requests(pod_sets, members))
 
 
 def first_requests(pod_sets: list[PodSet], members: int) -> dict[str, Decimal]:

@@ -13,8 +13,8 @@ from typing import Any
 from ..injected_env import tf_config
 from ..plan import PlannedJob
 from ..render.tensorflow import CONTAINER
-from .operator_pods import first_requests
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
+from .operator_pods import run_policy_gang
+from .podsets import EffectiveJob, EnvVar, PodSet, env_source
 
 __all__ = ["effective_tfjob"]
 
@@ -41,16 +41,7 @@ def effective_tfjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         ]
         pod_sets.append(PodSet(rtype, count, 0, template, CONTAINER, tuple(env)))
     total = sum(counts.values())
-    gang = None
-    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
-    if scheduling is not None:
-        min_member = int(scheduling.get("minAvailable", total))
-        gang = Gang(
-            pj.object_name,
-            scheduling.get("queue"),
-            min_member,
-            first_requests(pod_sets, min_member),
-        )
+    gang = run_policy_gang(pj, spec, pod_sets, total)
     if "Chief" in counts:
         done = "the job succeeds when the Chief exits 0"
     elif spec.get("successPolicy") == "AllWorkers":

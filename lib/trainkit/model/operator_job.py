@@ -28,7 +28,7 @@ from .fields import (
 from .job import Image, Resources, Script, Toleration, Volume, check_volumes
 from .placement import NodeLabel, Topology
 
-__all__ = ["MAX_RUN", "OperatorJob", "Role", "run_name"]
+__all__ = ["MAX_RUN", "OperatorJob", "Role", "refuse_always", "run_name"]
 
 MAX_RUN = 9999
 
@@ -36,6 +36,17 @@ MAX_RUN = 9999
 def run_name(name: str, run: int | None) -> str:
     """The Kubernetes name of a job's run: ``<name>-r<run>``, or the name without a run."""
     return name if run is None else f"{name}-r{run}"
+
+
+def refuse_always(value: Any, who: str) -> Any:
+    """A restart policy of ``Always`` is refused: ``who`` restarted after exiting 0 keeps the
+    job from ever succeeding."""
+    if value == "Always":
+        raise ValueError(
+            f"'Always' restarts {who} even after it exits 0, so the job never succeeds; use "
+            "'OnFailure' or 'ExitCode'"
+        )
+    return value
 
 
 class Role(TrainkitModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import TrainkitModel
-from .operator_job import MAX_RUN, OperatorJob, run_name
+from .operator_job import MAX_RUN, OperatorJob, refuse_always, run_name
 
 __all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
@@ -45,12 +45,7 @@ class PyTorchJob(OperatorJob):
     @field_validator("restart_policy", mode="before")
     @classmethod
     def _not_always(cls, value: Any) -> Any:
-        if value == "Always":
-            raise ValueError(
-                "'Always' restarts the Master even after it exits 0, so the job never "
-                "succeeds; use 'OnFailure' or 'ExitCode'"
-            )
-        return value
+        return refuse_always(value, "the Master")
 
     @model_validator(mode="after")
     def _coherent(self) -> PyTorchJob:

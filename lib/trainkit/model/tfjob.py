@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .operator_job import OperatorJob, Role
+from .operator_job import OperatorJob, Role, refuse_always
 
 __all__ = ["TF_ROLES", "TFJob"]
 
@@ -43,12 +43,7 @@ class TFJob(OperatorJob):
     @field_validator("restart_policy", mode="before")
     @classmethod
     def _not_always(cls, value: Any) -> Any:
-        if value == "Always":
-            raise ValueError(
-                "'Always' restarts a Worker even after it exits 0, so the job never succeeds; "
-                "use 'OnFailure' or 'ExitCode'"
-            )
-        return value
+        return refuse_always(value, "a Worker")
 
     @model_validator(mode="after")
     def _coherent(self) -> TFJob:

@@ -215,3 +215,27 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}
+
+
+def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_and_tfjobs(synthesized):
+    """The examples' MPIJob (a800-north) and TFJob (gpu-east): each role's script volume
+    follows the ConfigMap's new name, and the queue a prefixed Queue's."""
+    tmp_path = synthesized.root
+    for cluster, kind, roles in (
+        ("a800-north", "MPIJob", "mpiReplicaSpecs"),
+        ("gpu-east", "TFJob", "tfReplicaSpecs"),
+    ):
+        overlay = tmp_path / f"overlay-{cluster}"
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(
+            f"resources: [../generated/clusters/{cluster}]\nnamePrefix: dev-\n"
+        )
+        docs = kustomize(overlay)
+        (job,) = [d for d in docs if d["kind"] == kind]
+        names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
+        queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
+        assert job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] in queues
+        for replica in job["spec"][roles].values():
+            (script,) = [v for v in replica["template"]["spec"]["volumes"] if v["name"] == "script"]
+            assert script["configMap"]["name"] in names
+            assert script["configMap"]["name"].startswith("dev-")

@@ -30,6 +30,7 @@ RESNET_SCRIPT = "jobs/vision/scripts/train_resnet.py"
 FSDP = "jobs/llm/llama_finetune_fsdp.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
+MOBILENET = "jobs/vision/mobilenet_ps.py"
 CLUSTERS = "jobs/platform/clusters.py"
 TEAMS = "jobs/platform/teams.py"
 RUNTIMES = "jobs/platform/runtimes.py"
@@ -716,6 +717,31 @@ CASES = [
         obj="MPIJob 'llama-pretrain-deepspeed'",
         field=None,
         says=("procs_per_node 3 does not divide the 8 GPUs of a worker",),
+    ),
+    # --- TFJob --------------------------------------------------------------------------
+    Case(
+        id="tfjob-sets-tf-config",
+        edits=(
+            (
+                MOBILENET,
+                '    args=["--epochs", "5"],',
+                '    args=["--epochs", "5"],\n    env={"TF_CONFIG": "{}"},',
+            ),
+        ),
+        file=MOBILENET,
+        line="env=",
+        obj="TFJob 'mobilenet-ps'",
+        field="env",
+        says=("TF_CONFIG may not be set: the Training Operator sets it to the job's cluster",),
+    ),
+    Case(
+        id="tfjob-with-two-chiefs",
+        edits=((MOBILENET, "    chief=Role(", "    chief=Role(replicas=2, "),),
+        file=MOBILENET,
+        line="job = TFJob(",
+        obj="TFJob 'mobilenet-ps'",
+        field=None,
+        says=("chief.replicas is 2; a TFJob has one chief",),
     ),
     Case(
         id="gpus-over-the-per-team-cap",

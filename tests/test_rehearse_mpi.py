@@ -96,11 +96,22 @@ def test_a_failing_rank_fails_the_rehearsal() -> None:
     assert "rank 0 fails" in message
 
 
-def test_horovodrun_is_expressible_but_not_rehearsed() -> None:
+@pytest.mark.parametrize(
+    ("launch", "why"),
+    [
+        ("horovodrun", "Horovod's last release predates the torch a rehearsal runs"),
+        ("deepspeed", "DeepSpeed finds its ranks through mpi4py"),
+    ],
+)
+def test_horovod_and_deepspeed_launches_are_expressible_but_not_rehearsed(
+    launch: str, why: str
+) -> None:
     job = MPIJob(
-        name="hvd", image="img:1", script=Script.file("t.py"), launch="horovodrun",
+        name="j", image="img:1", script=Script.file("t.py"), launch=launch,
         resources=Resources(cpu=1, memory="1Gi"),
     )  # fmt: skip
-    d = Definition(job, "jobs/team/hvd.py", "team", line=3, files={"t.py": "pass\n"})
-    with pytest.raises(RehearsalError, match="Horovod's last release predates the torch"):
+    d = Definition(job, "jobs/team/j.py", "team", line=3, files={"t.py": "pass\n"})
+    with pytest.raises(RehearsalError) as e:
         targets_for(d, PLATFORM)
+    assert f"a {launch} job is not rehearsed yet: {why}" in str(e.value)
+    assert "rehearse it with launch='mpirun'" in str(e.value)

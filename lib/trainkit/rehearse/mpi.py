@@ -9,7 +9,6 @@ the local hostfile, the job's variables (forwarded with ``-x`` as on the cluster
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from pathlib import Path
 
@@ -92,7 +91,7 @@ def plan_mpi_rehearsal(
     if os.geteuid() == 0:
         # A pod's image usually runs as root too; Open MPI wants that said.
         env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    argv = _argv(t, workspace, python, file, ranks, hostfile, changes)
+    argv = _argv(t, workspace, python, file, ranks)
     files = [workspace / name for name in t.files]
     launch = NodeLaunch(0, argv, env, False, log_dir / "launcher", read_only.wrapper(files, python))
     return RehearsalPlan(
@@ -112,8 +111,6 @@ def _argv(
     python: str,
     file: str,
     ranks: int,
-    hostfile: Path,
-    changes: list[str],
 ) -> tuple[str, ...]:
     script = next(iter(t.files), None)
     if not t.launch or script is None:
@@ -121,17 +118,6 @@ def _argv(
         return python_argv(t, workspace, python, file)
     forward = [a for name in t.forwarded for a in ("-x", name)]
     program = (python, str(workspace / script), *t.args)
-    if t.launch == "deepspeed":
-        # DeepSpeed's openmpi launcher, run with this interpreter (the CLI would use its own
-        # shebang's): it builds `mpirun -n <slots> -hostfile <file>` and runs python -u.
-        extra = ["--allow-run-as-root", *forward, "--mca", "btl_tcp_if_include", "lo"]
-        changes.append("deepspeed --launcher_args: btl_tcp_if_include lo (eth0 on the cluster)")
-        return (
-            python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile),
-            "--launcher", "openmpi", "--launcher_args", shlex.join([*extra, *t.launcher_args]),
-            "--no_ssh_check", "--force_multi", "--master_addr", "127.0.0.1",
-            str(workspace / script), *t.args,
-        )  # fmt: skip
     if t.mpi == "OpenMPI":
         return ("mpirun", "--allow-run-as-root", "-np", str(ranks), *forward, *t.launcher_args,
                 *program)  # fmt: skip

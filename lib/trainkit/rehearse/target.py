@@ -31,6 +31,7 @@ from ..injected_env import (
 )
 from ..model import WORKSPACE, MPIJob, PyTorchJob, TrainJob
 from ..render.kubeflow_trainer import NODE
+from ..render.pod import forwarded
 
 __all__ = [
     "Claim",
@@ -335,9 +336,6 @@ def target_of(
                     )
                 ]
             )
-        forwarded = [*job.env, *job.env_refs]
-        if pj.network is not None:
-            forwarded += sorted(pj.network.env)
         return MPIJobTarget(
             **{**fields, "nodes": ej.nodes},
             nodes_label="hosts (nodes, and the launcher as a worker)",
@@ -347,7 +345,7 @@ def target_of(
             mpi=job.mpi,
             launcher_as_worker=job.launcher_as_worker,
             launcher_args=tuple(job.launcher_args),
-            forwarded=tuple(forwarded),
+            forwarded=tuple(forwarded([*job.env, *job.env_refs], pj.network)),
         )
     if isinstance(job, PyTorchJob):
         procs_label = "procs_per_node"

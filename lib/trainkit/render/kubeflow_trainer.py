@@ -20,6 +20,8 @@ from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .pod import (
     env_list,
+    env_only,
+    forwarded,
     network_container,
     network_pod,
     placement,
@@ -69,10 +71,8 @@ def _runtime_pod(
     # resources (v2.3), and a TrainJob may not change once created, so the profile
     # is never written into the TrainJob itself.
     profile = pr.network
-    if profile is not None and not devices:
-        profile = profile.model_copy(
-            update={"resources": {}, "capabilities": [], "host_network": False}
-        )
+    if not devices:
+        profile = env_only(profile)
     network_container(container, profile)
     pod: dict[str, Any] = {"containers": [container]}
     network_pod(pod, profile)
@@ -269,10 +269,8 @@ def mpi_command(pj: PlannedJob, job: TrainJob) -> list[str]:
     if job.script is None or pj.runtime is None:
         raise TypeError("no script")
     rt = pj.runtime.runtime
-    names = [*rt.env, *rt.env_refs, *job.env, *job.env_refs]
-    if pj.network is not None:
-        names += sorted(pj.network.env)
-    forward = [a for name in dict.fromkeys(names) for a in ("-x", name)]
+    names = forwarded([*rt.env, *rt.env_refs, *job.env, *job.env_refs], pj.network)
+    forward = [a for name in names for a in ("-x", name)]
     ranks = mpi_slots(pj) * mpi_hosts(pj)
     return [
         "mpirun", "--allow-run-as-root", "-np", str(ranks), *forward,

@@ -14,11 +14,11 @@ import shlex
 from typing import Any
 
 from ..injected_env import MPI_HOSTFILE
-from ..model import WORKSPACE, NetworkProfile
+from ..model import WORKSPACE
 from ..model.mpijob import MPIJob
 from ..plan import PlannedJob
-from .meta import VOLCANO_QUEUE_ANNOTATION
-from .operator_pod import role_template
+from .operator_pod import role_template, run_policy
+from .pod import env_only, forwarded
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["API_VERSION", "CONTAINER", "launcher_command", "render_mpijob"]
@@ -27,22 +27,14 @@ API_VERSION = "kubeflow.org/v2beta1"
 CONTAINER = "mpi"  # the operator uses the first container, whatever its name
 
 
-def _forwarded(pj: PlannedJob, job: MPIJob) -> list[str]:
-    """Variables of the launcher's container that ranks on the workers need: the job's and
-    its network profile's (sshd gives a session none of the pod's env)."""
-    names = [*job.env, *job.env_refs]
-    if pj.network is not None:
-        names += sorted(pj.network.env)
-    return names
-
-
 def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
     """The launcher's command for ``script``; None when the job gives its own command or
     runs the image's ENTRYPOINT."""
     if job.script is None:
         return list(job.command) if job.command is not None else None
     program = ["python3", job.script.mount_path]
-    forward = [a for name in _forwarded(pj, job) for a in ("-x", name)]
+    names = forwarded([*job.env, *job.env_refs], pj.network)
+    forward = [a for name in names for a in ("-x", name)]
     if job.launch == "deepspeed":
         # DeepSpeed's openmpi launcher builds `mpirun -n <slots> -hostfile <file>` itself
         # (deepspeed/launcher/multinode_runner.py OpenMPIRunner) and forwards only a few
@@ -78,16 +70,6 @@ def _first_host(pj: PlannedJob, job: MPIJob) -> str:
     return f"{name}-{first}.{name}.{pj.namespace}.svc"
 
 
-def _launcher_network(pj: PlannedJob, job: MPIJob) -> NetworkProfile | None:
-    """A launcher that runs no ranks only starts them over ssh: it gets the profile's env (to
-    forward it) but none of its devices, capabilities or host network."""
-    if pj.network is None or job.launcher_as_worker:
-        return pj.network
-    return pj.network.model_copy(
-        update={"resources": {}, "capabilities": [], "host_network": False}
-    )
-
-
 def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
     if not isinstance(job, MPIJob):
@@ -110,7 +92,9 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
             "restartPolicy": job.restart_policy,
             "template": role_template(
                 pj, job, launcher, configmap=cm, resources=job.launcher_resources,
-                node_selector=job.launcher.node_selector, network=_launcher_network(pj, job),
+                node_selector=job.launcher.node_selector,
+                # A launcher that runs no ranks only starts them over ssh.
+                network=pj.network if job.launcher_as_worker else env_only(pj.network),
                 runs_training=job.launcher_as_worker,
             ),
         },
@@ -120,30 +104,16 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
             "template": role_template(pj, job, worker, configmap=cm, resources=job.resources),
         },
     }  # fmt: skip
-    # No ttlSecondsAfterFinished (Argo CD self-heal would re-create the deleted job); a
-    # backoffLimit always: the operator copies it to the launcher's batch Job.
-    run_policy: dict[str, Any] = {
-        "backoffLimit": job.backoff_limit,
-        "cleanPodPolicy": job.clean_pods,
-    }
-    if job.deadline_seconds is not None:
-        run_policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations = {}
-    if pj.queue is not None:
-        # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1. A launcher
-        # created only once the workers are ready cannot be part of the gang that starts them.
-        gang = job.nodes + (0 if job.wait_for_workers else 1)
-        run_policy["schedulingPolicy"] = {"minAvailable": gang, "queue": pj.queue}
-        if job.priority_class is not None:
-            run_policy["schedulingPolicy"]["priorityClass"] = job.priority_class
-        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1. A launcher
+    # created only once the workers are ready cannot be part of the gang that starts them.
+    policy, annotations = run_policy(pj, job, job.nodes + (0 if job.wait_for_workers else 1))
     spec: dict[str, Any] = {
         "slotsPerWorker": job.slots,
         "runLauncherAsWorker": job.launcher_as_worker,
         "sshAuthMountPath": job.ssh_dir,
         "launcherCreationPolicy": "WaitForWorkersReady" if job.wait_for_workers else "AtStartup",
         "mpiImplementation": job.mpi,
-        "runPolicy": run_policy,
+        "runPolicy": policy,
         "mpiReplicaSpecs": replicas,
     }
     return {

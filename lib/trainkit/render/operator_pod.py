@@ -15,7 +15,7 @@ from ..model.mpijob import MPIJob
 from ..model.tfjob import TFJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
-from .meta import pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
 from .pod import (
     env_list,
     env_sources,
@@ -27,7 +27,7 @@ from .pod import (
     tolerations,
 )
 
-__all__ = ["role_template"]
+__all__ = ["role_template", "run_policy"]
 
 
 def role_template(
@@ -88,3 +88,31 @@ def role_template(
         priority_class=job.priority_class,
     )
     return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def run_policy(
+    pj: PlannedJob, job: PyTorchJob | MPIJob | TFJob, gang: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(runPolicy, annotations)`` of a kubeflow.org job whose Volcano gang is ``gang`` pods.
+
+    No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL is re-created
+    and runs again. backoffLimit always: the operators enforce a limit only when one is set
+    (training-operator v1.9 pkg/controller.v1/common/job.go; mpi-operator copies it to the
+    launcher's batch Job), and a crashing job would otherwise restart forever holding its GPUs.
+    """
+    policy: dict[str, Any] = {"backoffLimit": job.backoff_limit, "cleanPodPolicy": job.clean_pods}
+    if job.deadline_seconds is not None:
+        policy["activeDeadlineSeconds"] = job.deadline_seconds
+    annotations: dict[str, str] = {}
+    if pj.queue is not None:
+        # The operators copy minAvailable to the PodGroup's minMember (common/job.go;
+        # mpi-operator pkg/controller/podgroup.go).
+        policy["schedulingPolicy"] = {"minAvailable": gang, "queue": pj.queue}
+        if job.priority_class is not None:
+            # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
+            # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
+            policy["schedulingPolicy"]["priorityClass"] = job.priority_class
+        # The operators read the queue from schedulingPolicy; the annotation is copied to
+        # the PodGroup and is what Volcano's tools display.
+        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    return policy, annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import WORKSPACE, NetworkProfile, SecretKey, Toleration, Volume
@@ -16,7 +16,9 @@ __all__ = [
     "claim_mounts",
     "claim_volumes",
     "env_list",
+    "env_only",
     "env_sources",
+    "forwarded",
     "network_container",
     "network_pod",
     "placement",
@@ -64,6 +66,21 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
     if profile.capabilities:
         container["securityContext"] = {"capabilities": {"add": sorted(set(profile.capabilities))}}
+
+
+def env_only(profile: NetworkProfile | None) -> NetworkProfile | None:
+    """The profile's env without its devices, capabilities or host network: what a pod that
+    only starts ranks over ssh (an MPI launcher that is no host) gets, to forward the env."""
+    if profile is None:
+        return None
+    return profile.model_copy(update={"resources": {}, "capabilities": [], "host_network": False})
+
+
+def forwarded(names: Iterable[str], profile: NetworkProfile | None) -> list[str]:
+    """The variables an MPI launcher passes to the ranks (``mpirun -x NAME``): ``names``, then
+    the network profile's; sshd gives a rank none of the worker pod's env."""
+    all_names = [*names, *(sorted(profile.env) if profile is not None else ())]
+    return list(dict.fromkeys(all_names))
 
 
 def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:

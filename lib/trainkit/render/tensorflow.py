@@ -13,8 +13,7 @@ from ..injected_env import TFJOB_PORT
 from ..model import WORKSPACE
 from ..model.tfjob import TFJob
 from ..plan import PlannedJob
-from .meta import VOLCANO_QUEUE_ANNOTATION
-from .operator_pod import role_template
+from .operator_pod import role_template, run_policy
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "render_tfjob"]
@@ -57,22 +56,10 @@ def render_tfjob(pj: PlannedJob) -> dict[str, Any]:
                 node_selector=selector,
             ),
         }  # fmt: skip
-    run_policy: dict[str, Any] = {
-        "backoffLimit": job.backoff_limit,
-        "cleanPodPolicy": job.clean_pods,
-    }
-    if job.deadline_seconds is not None:
-        run_policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations = {}
-    if pj.queue is not None:
-        # Every pod, parameter servers and evaluator included, must start together: the
-        # workers block until TF_CONFIG's whole cluster answers.
-        total = sum(job.replica_counts().values())
-        run_policy["schedulingPolicy"] = {"minAvailable": total, "queue": pj.queue}
-        if job.priority_class is not None:
-            run_policy["schedulingPolicy"]["priorityClass"] = job.priority_class
-        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
-    spec: dict[str, Any] = {"runPolicy": run_policy}
+    # Every pod, parameter servers and evaluator included, must start together: the
+    # workers block until TF_CONFIG's whole cluster answers.
+    policy, annotations = run_policy(pj, job, sum(job.replica_counts().values()))
+    spec: dict[str, Any] = {"runPolicy": policy}
     if job.success == "all_workers":
         spec["successPolicy"] = "AllWorkers"
     spec["tfReplicaSpecs"] = replicas

@@ -7,8 +7,7 @@ from typing import Any
 from ..injected_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
 from ..plan import PlannedJob
-from .meta import VOLCANO_QUEUE_ANNOTATION
-from .operator_pod import role_template
+from .operator_pod import role_template, run_policy
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
@@ -65,29 +64,9 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
             # Built again, not shared, so YAML dumpers never emit anchors for it.
             "template": _pod_template(pj, job, cm),
         }
-    # No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL
-    # is re-created and runs again. backoffLimit always: the operator enforces a
-    # limit only when one is set (pkg/controller.v1/common/job.go), and a crashing
-    # job with OnFailure would otherwise restart forever holding its GPUs.
-    run_policy: dict[str, Any] = {
-        "backoffLimit": job.backoff_limit,
-        "cleanPodPolicy": job.clean_pods,
-    }
-    if job.deadline_seconds is not None:
-        run_policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations = {}
-    # An elastic gang starts with its fewest nodes; the operator copies minAvailable to the
-    # PodGroup's minMember (pkg/controller.v1/common/job.go).
+    # An elastic gang starts with its fewest nodes.
     gang = job.elastic.min_nodes if job.elastic is not None else job.nodes
-    if pj.queue is not None:
-        run_policy["schedulingPolicy"] = {"minAvailable": gang, "queue": pj.queue}
-        if job.priority_class is not None:
-            # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
-            # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
-            run_policy["schedulingPolicy"]["priorityClass"] = job.priority_class
-        # The operator reads the queue from schedulingPolicy; the annotation is
-        # copied to the PodGroup and is what Volcano's tools display.
-        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    policy, annotations = run_policy(pj, job, gang)
     spec: dict[str, Any] = {}
     nproc = nproc_per_node(job)
     if nproc is not None:
@@ -103,7 +82,7 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
             "maxRestarts": job.elastic.max_restarts,
         }
     spec["pytorchReplicaSpecs"] = replicas
-    spec["runPolicy"] = run_policy
+    spec["runPolicy"] = policy
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",

@@ -718,6 +718,28 @@ CASES = [
         field=None,
         says=("procs_per_node 3 does not divide the 8 GPUs of a worker",),
     ),
+    Case(
+        # A whole Secret would set whatever keys it holds: one exposing every GPU is refused.
+        id="env-from-a-secret-holding-a-device-variable",
+        edits=(
+            (
+                TEAMS,
+                "    max_gpus=96,",
+                '    secrets={"wandb": ["WANDB_API_KEY", "NVIDIA_VISIBLE_DEVICES"]},\n    max_gpus=96,',
+            ),
+            (DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,"),
+            (DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],'),
+        ),
+        file=DEEPSPEED,
+        line="env_from=",
+        obj="MPIJob 'llama-pretrain-deepspeed'",
+        field="env_from[0]",
+        says=(
+            "Secret 'wandb' holds key 'NVIDIA_VISIBLE_DEVICES'",
+            "which env_from would make a variable that may not be set",
+            "read the keys you need with env_refs instead",
+        ),
+    ),
     # --- TFJob --------------------------------------------------------------------------
     Case(
         id="tfjob-sets-tf-config",

@@ -134,13 +134,20 @@ def may_nest_deeper(data: bytes, depth: int) -> bool:
 
 def _check_depth_exactly(text: str | bytes) -> None:
     depth = 0
-    for event in yaml.parse(text, Loader=K8sLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _too_deep(_line(event.start_mark))
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=K8sLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep(_line(event.start_mark))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as e:
+        # libyaml 0.2.5 (PyYAML 6.0.3+ wheels) stops at its own limit while scanning ahead
+        # of the events, before the depth above is reached: the same mistake, said once.
+        if "maximum nesting depth" in str(e.problem):
+            raise _too_deep(_line(e.problem_mark)) from None
+        raise
 
 
 def _line(mark: Any) -> int | None:

@@ -737,7 +737,9 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
     run = cli("synth")
     assert run.code == 0, run.err
-    (job,) = _docs(ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed.yaml")
+    (job,) = _docs(
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r1.yaml"
+    )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from trainkit import Cluster, MPIJob, RehearsalError, Resources, Script, Team
+from trainkit import Cluster, MPIJob, RehearsalError, Resources, Script, SetupError, Team
 from trainkit.load import Definition
-from trainkit.rehearse import ReadOnly, rehearse, targets_for
+from trainkit.rehearse import ReadOnly, mpi, rehearse, targets_for
 from trainkit.rehearse.mpi import plan_mpi_rehearsal
 from trainkit.rehearse.target import MPIJobTarget
 
-FIXTURES = Path(__file__).resolve().parent / "data" / "rehearse"
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "data" / "rehearse"
 PLATFORM = [
     Definition(
         Cluster(
@@ -96,22 +97,76 @@ def test_a_failing_rank_fails_the_rehearsal() -> None:
     assert "rank 0 fails" in message
 
 
-@pytest.mark.parametrize(
-    ("launch", "why"),
-    [
-        ("horovodrun", "Horovod's last release predates the torch a rehearsal runs"),
-        ("deepspeed", "DeepSpeed finds its ranks through mpi4py"),
-    ],
-)
-def test_horovod_and_deepspeed_launches_are_expressible_but_not_rehearsed(
-    launch: str, why: str
-) -> None:
+def test_horovod_launches_are_expressible_but_not_rehearsed() -> None:
     job = MPIJob(
-        name="j", image="img:1", script=Script.file("t.py"), launch=launch,
+        name="j", image="img:1", script=Script.file("t.py"), launch="horovodrun",
         resources=Resources(cpu=1, memory="1Gi"),
     )  # fmt: skip
     d = Definition(job, "jobs/team/j.py", "team", line=3, files={"t.py": "pass\n"})
     with pytest.raises(RehearsalError) as e:
         targets_for(d, PLATFORM)
-    assert f"a {launch} job is not rehearsed yet: {why}" in str(e.value)
+    assert "a horovodrun job is not rehearsed: Horovod's last release predates the torch" in (
+        str(e.value)
+    )
     assert "rehearse it with launch='mpirun'" in str(e.value)
+
+
+def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_hostfile(
+    tmp_path: Path,
+) -> None:
+    target = _target(launch="deepspeed", launcher_args=["--mca", "mpi_yield_when_idle", "1"])
+    plan = plan_mpi_rehearsal(
+        target, workspace=tmp_path / "ws", log_dir=tmp_path / "logs", master_port=0,
+        nodes=2, procs_per_node=1, inherited={"PATH": os.environ["PATH"]},
+        python="python3", file="jobs/team/mpi.py", read_only=ReadOnly(),
+    )  # fmt: skip
+    (launch,) = plan.launches
+    assert launch.argv == (
+        "python3", "-m", "deepspeed.launcher.runner",
+        "--hostfile", str(tmp_path / "logs" / "hostfile"), "--launcher", "openmpi",
+        "--launcher_args",
+        "--allow-run-as-root -x RENDEZVOUS_PORT -x FORWARDED --mca mpi_yield_when_idle 1 "
+        "--mca btl_tcp_if_include lo",
+        "--no_ssh_check", "--force_multi", "--master_addr", "127.0.0.1",
+        str(tmp_path / "ws" / "mpi_allreduce.py"),
+    )  # fmt: skip
+    assert "deepspeed: --force_multi (the local hostfile has one host" in "\n".join(plan.changes)
+
+
+def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() -> None:
+    # The example's own script (ZeRO stage 2 of a tiny LM), started the way its launcher pod
+    # starts it: deepspeed → mpirun → ranks that find each other through mpi4py.
+    script = REPO / "jobs/llm/scripts/pretrain_deepspeed.py"
+    job = MPIJob(
+        name="ds", image="img:1", script=Script.file("pretrain_deepspeed.py"),
+        launch="deepspeed", args=["--steps", "2", "--zero-stage", "2"], nodes=2,
+        resources=Resources(cpu=4, memory="8Gi", gpu=2),
+    )  # fmt: skip
+    files = {"pretrain_deepspeed.py": script.read_text(encoding="utf-8")}
+    d = Definition(job, "jobs/team/ds.py", "team", line=3, files=files)
+    (target,) = targets_for(d, PLATFORM)
+    out = io.StringIO()
+    report = rehearse(target, nodes=2, procs_per_node=1, timeout=240, out=out)
+    assert report.world_size == 2
+    text = out.getvalue()
+    assert "step 2/2 loss " in text
+    assert "done: 2 ranks, ZeRO stage 2" in text
+
+
+def test_a_deepspeed_rehearsal_without_deepspeed_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = mpi.find_spec
+    monkeypatch.setattr(mpi, "find_spec", lambda name: None if name == "mpi4py" else real(name))
+    with pytest.raises(SetupError) as e:
+        plan_mpi_rehearsal(
+            _target(launch="deepspeed"), workspace=tmp_path / "ws", log_dir=tmp_path / "logs",
+            master_port=0, nodes=1, procs_per_node=1, inherited={"PATH": os.environ["PATH"]},
+            python="python3", file="jobs/team/mpi.py", read_only=ReadOnly(),
+        )  # fmt: skip
+    assert "jobs/team/mpi.py: MPIJob 'mpi': a deepspeed job is rehearsed with DeepSpeed's own " in (
+        str(e.value)
+    )
+    assert "mpi4py is not installed here; install the extra: pip install -e '.[deepspeed]'" in (
+        str(e.value)
+    )

@@ -61,15 +61,21 @@ def main() -> None:
     rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
     torch.manual_seed(args.seed)
     model = TinyLM()
-    config = {
+    config: dict[str, object] = {
         "train_micro_batch_size_per_gpu": args.batch_size,
         "gradient_accumulation_steps": 1,
-        "optimizer": {"type": "AdamW", "params": {"lr": 3e-3}},
         "zero_optimization": {"stage": args.zero_stage},
         "steps_per_print": 10**9,
     }
+    optimizer = None
+    if gpu:
+        config["optimizer"] = {"type": "AdamW", "params": {"lr": 3e-3}}  # DeepSpeed's fused Adam
+    else:
+        # DeepSpeed compiles its CPU Adam on first use, minutes on a laptop: torch's instead.
+        config["zero_allow_untested_optimizer"] = True
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     engine, _, _, _ = deepspeed.initialize(
-        model=model, model_parameters=model.parameters(), config=config
+        model=model, model_parameters=model.parameters(), optimizer=optimizer, config=config
     )
     tokens = corpus(args.seq_len, args.seed)
     gen = torch.Generator().manual_seed(args.seed + rank)

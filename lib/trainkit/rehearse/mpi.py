@@ -3,16 +3,19 @@
 On the cluster the launcher's mpirun reaches the workers over ssh; here every host of the
 hostfile is this machine (``localhost slots=<ranks>``), so Open MPI starts the ranks itself
 and no sshd is needed. The launcher's env is the pod's: the operator's OMPI_* variables with
-the local hostfile, the job's variables (forwarded with ``-x`` as on the cluster).
+the local hostfile, the job's variables (forwarded with ``-x`` as on the cluster). A
+``deepspeed`` launch runs DeepSpeed's launcher, whose ranks find each other through mpi4py.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+from importlib.util import find_spec
 from pathlib import Path
 
-from ..errors import Problem, RehearsalError
+from ..errors import Problem, RehearsalError, SetupError
 from .launch import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PROCS,
@@ -55,6 +58,8 @@ def plan_mpi_rehearsal(
                 )
             ]
         )
+    if t.launch == "deepspeed":
+        _require_deepspeed(file, t)
     changes: list[str] = []
     n = sized(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
     p = sized(
@@ -91,7 +96,13 @@ def plan_mpi_rehearsal(
     if os.geteuid() == 0:
         # A pod's image usually runs as root too; Open MPI wants that said.
         env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    argv = _argv(t, workspace, python, file, ranks)
+    if t.launch == "deepspeed":
+        changes.append(
+            "deepspeed: --force_multi (the local hostfile has one host, and DeepSpeed takes "
+            "its openmpi launcher only for several), --master_addr 127.0.0.1 and "
+            "--mca btl_tcp_if_include lo (DeepSpeed's mpirun would pick eth0)"
+        )
+    argv = _argv(t, workspace, python, file, hostfile, ranks)
     files = [workspace / name for name in t.files]
     launch = NodeLaunch(0, argv, env, False, log_dir / "launcher", read_only.wrapper(files, python))
     return RehearsalPlan(
@@ -105,11 +116,30 @@ def plan_mpi_rehearsal(
     )
 
 
+def _require_deepspeed(file: str, t: MPIJobTarget) -> None:
+    """DeepSpeed's launcher and the mpi4py its ranks find each other with (never imported)."""
+    missing = [name for name in ("deepspeed", "mpi4py") if find_spec(name) is None]
+    if missing:
+        raise SetupError(
+            [
+                Problem(
+                    file=file,
+                    obj=t.describe(),
+                    message=f"a deepspeed job is rehearsed with DeepSpeed's own launcher, but "
+                    f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not "
+                    "installed here; install the extra: pip install -e '.[deepspeed]' (in a "
+                    "checkout) or pip install 'trainkit-gitops[deepspeed]'",
+                )
+            ]
+        )
+
+
 def _argv(
     t: MPIJobTarget,
     workspace: Path,
     python: str,
     file: str,
+    hostfile: Path,
     ranks: int,
 ) -> tuple[str, ...]:
     script = next(iter(t.files), None)
@@ -118,6 +148,18 @@ def _argv(
         return python_argv(t, workspace, python, file)
     forward = [a for name in t.forwarded for a in ("-x", name)]
     program = (python, str(workspace / script), *t.args)
+    if t.launch == "deepspeed":
+        # As rendered (render/mpi_operator.py launcher_command), with this machine's hostfile.
+        # DeepSpeed runs the ranks with its own interpreter, the rehearsal's here. Its mpirun
+        # gets `--mca btl_tcp_if_include eth0` unless the launcher args name the interface
+        # (deepspeed/launcher/multinode_runner.py OpenMPIRunner.get_cmd).
+        extra = ["--allow-run-as-root", *forward, *t.launcher_args,
+                 "--mca", "btl_tcp_if_include", "lo"]  # fmt: skip
+        return (
+            python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile),
+            "--launcher", "openmpi", "--launcher_args", shlex.join(extra), "--no_ssh_check",
+            "--force_multi", "--master_addr", "127.0.0.1", *program[1:],
+        )  # fmt: skip
     if t.mpi == "OpenMPI":
         return ("mpirun", "--allow-run-as-root", "-np", str(ranks), *forward, *t.launcher_args,
                 *program)  # fmt: skip

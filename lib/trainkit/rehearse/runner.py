@@ -82,7 +82,7 @@ def require_torch() -> None:
                     message=f"rehearse runs the training script with torchrun, but PyTorch is "
                     f"not installed for {sys.executable}; install the optional extra with "
                     "pip install -e '.[rehearse]' (in a checkout) or "
-                    "pip install 'trainkit[rehearse]' (the CPU build of torch is enough)",
+                    "pip install 'trainkit-gitops[rehearse]' (the CPU build of torch is enough)",
                 )
             ]
         )

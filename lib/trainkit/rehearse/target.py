@@ -316,14 +316,7 @@ def target_of(
     }
     job = pj.job
     if isinstance(job, MPIJob):
-        why = {
-            "horovodrun": "Horovod's last release predates the torch a rehearsal runs",
-            # Measured: DeepSpeed's MPI discovery through PyPI's mpi4py, under the system's
-            # Open MPI, hangs in init_distributed.
-            "deepspeed": "DeepSpeed finds its ranks through mpi4py, which must be built "
-            "against this machine's Open MPI, and that is not set up yet",
-        }.get(job.launch)
-        if why is not None and job.script is not None:
+        if job.launch == "horovodrun" and job.script is not None:
             raise RehearsalError(
                 [
                     Problem(
@@ -331,8 +324,9 @@ def target_of(
                         line=pj.definition.line_of("launch"),
                         obj=job.describe(),
                         field="launch",
-                        message=f"a {job.launch} job is not rehearsed yet: {why}; rehearse it "
-                        "with launch='mpirun', which starts the same ranks",
+                        message="a horovodrun job is not rehearsed: Horovod's last release "
+                        "predates the torch a rehearsal runs; rehearse it with "
+                        "launch='mpirun', which starts the same ranks",
                     )
                 ]
             )

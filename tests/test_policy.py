@@ -20,6 +20,7 @@ RUNTIMES = "jobs/platform/runtimes.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 FSDP = "jobs/llm/llama_finetune_fsdp.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
+DS_TRAINJOB = "jobs/llm/llama_pretrain_deepspeed_trainjob.py"
 TEAMS = "jobs/platform/teams.py"
 
 
@@ -743,6 +744,9 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    # sshd starts the ranks without the worker pod's env: the launcher forwards the keys.
+    (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    assert "-x WANDB_API_KEY" in " ".join(launcher["command"])
     run = cli("explain", "llama-pretrain-deepspeed")
     assert "env from   every key of Secret 'wandb'  (job)" in run.out
     assert cli("check", "--crds", str(crds)).code == 0
@@ -773,3 +777,72 @@ def test_env_from_needs_every_key_granted_and_allowed(ws, cli, grant, says):
     lines = (ws.root / DEEPSPEED).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
     assert f"{DEEPSPEED}:{line}: MPIJob 'llama-pretrain-deepspeed': env_from[0]: {says}" in run.err
+
+
+def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, cli, crds):
+    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(
+        ws, RUNTIMES, "    mpi=RuntimeMPI(),",
+        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(),',
+    )  # fmt: skip
+    # The Secret is read in each TrainJob's namespace, whose keys its team controls.
+    run = cli("synth")
+    assert run.code == 1
+    lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "runtime=" in text)
+    assert (
+        f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': runtime: runtime 'deepspeed-0-19' "
+        "takes sources whole (env_from) from the job's namespace: team 'llm' may not read "
+        f"Secret 'wandb'; Team.secrets in {TEAMS} allows none; ask the platform team to add it"
+    ) in run.err
+    edit(
+        ws, TEAMS, "    max_gpus=96,", '    secrets={"wandb": ["WANDB_API_KEY"]},\n    max_gpus=96,'
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (rt,) = _docs(ws.out / "clusters/gpu-east/runtimes/deepspeed-0-19.yaml")
+    for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
+        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r2.yaml")
+    assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
+    run = cli("explain", "llama-pretrain-ds")
+    assert "every key of Secret 'wandb'" in run.out
+    assert cli("check", "--crds", str(crds)).code == 0
+
+
+def test_a_trainjob_takes_no_env_from_of_its_own(ws, cli):
+    edit(ws, DS_TRAINJOB, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(
+        ws, DS_TRAINJOB, "    clusters=", '    env_from=[SecretEnv(secret="wandb")],\n    clusters='
+    )
+    run = cli("synth")
+    assert run.code == 1
+    lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
+    assert (
+        f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': env_from: a TrainJob cannot carry "
+        "this (Trainer v2.3's runtime patches have no such field); set it on the runtime"
+    ) in run.err
+
+
+def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws, cli):
+    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import ConfigMapEnv,")
+    edit(
+        ws, RUNTIMES, '    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},',
+        '    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},\n'
+        '    env_from=[ConfigMapEnv(config_map="tuning")],',
+    )  # fmt: skip
+    edit(
+        ws, TEAMS, "    max_gpus=96,",
+        '    config_maps={"tuning": ["CUDA_VISIBLE_DEVICES"]},\n    max_gpus=96,',
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 1
+    lines = (ws.root / RUNTIMES).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
+    assert (
+        f"{RUNTIMES}:{line}: TrainingRuntime 'fsdp-a800': env_from[0]: ConfigMap 'tuning' holds "
+        f"key 'CUDA_VISIBLE_DEVICES' (Team.config_maps in {TEAMS}), which env_from would make a "
+        "variable that may not be set"
+    ) in run.err

@@ -27,6 +27,7 @@ __all__ = [
     "SecretEnv",
     "SecretKey",
     "check_env_refs",
+    "env_from_validator",
     "env_refs_validator",
     "source_key_refused",
 ]
@@ -123,3 +124,17 @@ def env_refs_validator(kind: str) -> Any:
         return refs
 
     return field_validator("env_refs")(classmethod(check))
+
+
+def env_from_validator() -> Any:
+    """The ``env_from`` field validator: each source once (a second would add nothing but a
+    doubt about which one the operator reads)."""
+
+    def check(cls: type, sources: list[EnvSource]) -> list[EnvSource]:
+        refs = [s.describe_ref() for s in sources]
+        twice = sorted({r for r in refs if refs.count(r) > 1})
+        if twice:
+            raise ValueError(f"env_from lists {twice[0]} twice; list each source once")
+        return sources
+
+    return field_validator("env_from")(classmethod(check))

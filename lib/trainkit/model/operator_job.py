@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, EnvSource, check_env_refs
+from .env import EnvRef, EnvSource, check_env_refs, env_from_validator
 from .fields import (
     Arg,
     ClusterRef,
@@ -155,6 +155,8 @@ class OperatorJob(TrainkitModel):
         check_env_refs(info.data.get("env", {}), refs, cls.__name__)
         return refs
 
+    _sources = env_from_validator()
+
     @model_validator(mode="after")
     def _one_program(self) -> OperatorJob:
         if self.script is not None and self.command is not None:
@@ -164,10 +166,6 @@ class OperatorJob(TrainkitModel):
             )
         if self.command is not None and not self.command:
             raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")
-        sources = [s.describe_ref() for s in self.env_from]
-        twice = sorted({s for s in sources if sources.count(s) > 1})
-        if twice:
-            raise ValueError(f"env_from lists {twice[0]} twice; list each source once")
         check_volumes(self.volumes)
         return self
 

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, env_refs_validator
+from .env import EnvRef, EnvSource, env_from_validator, env_refs_validator
 from .fields import (
     Arg,
     ClusterRef,
@@ -88,6 +88,10 @@ class _TorchRuntime(TrainkitModel):
     env_refs: dict[EnvName, EnvRef] = {}
     """Variables of every node read from a key of a Secret or ConfigMap of the TrainJob's
     namespace (a TrainingRuntime: ones its Team grants)."""
+    env_from: list[EnvSource] = []
+    """Secrets and ConfigMaps of the TrainJob's namespace taken whole, every key a variable
+    (``envFrom``): each TrainJob's Team must list the source with every key it holds, since
+    the keys are the team's, not the platform's."""
     node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the pods must run on."""
     tolerations: list[Toleration] = []
@@ -120,6 +124,7 @@ class _TorchRuntime(TrainkitModel):
         return _refuse_reserved(env)
 
     _refs = env_refs_validator("TrainJob")
+    _sources = env_from_validator()
 
 
 class ClusterTrainingRuntime(_TorchRuntime):
@@ -201,6 +206,8 @@ class TrainJob(TrainkitModel):
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
     priority_class: ObjectName | None = None
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
+    env_from: list[EnvSource] = []
+    """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
 
     @field_validator("env")
     @classmethod
@@ -219,13 +226,14 @@ class TrainJob(TrainkitModel):
             )
         return value
 
-    @field_validator("image_pull_policy", "priority_class")
+    @field_validator("image_pull_policy", "priority_class", "env_from")
     @classmethod
-    def _on_the_runtime(cls, value: str | None) -> str | None:
+    def _on_the_runtime(cls, value: object) -> object:
         # A runtime patch's PodSpecPatch holds serviceAccountName and imagePullSecrets but no
-        # priorityClassName, and its ContainerPatch no imagePullPolicy (trainer v2.3.0
-        # pkg/apis/trainer/v1alpha1/trainjob_types.go); a per-job runtime would hide it.
-        if value is not None:
+        # priorityClassName, its ContainerPatch no imagePullPolicy or envFrom, and
+        # spec.trainer only env (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go);
+        # a per-job runtime would hide it.
+        if value:
             raise ValueError(
                 "a TrainJob cannot carry this (Trainer v2.3's runtime patches have no such "
                 "field); set it on the runtime and give the job that runtime"

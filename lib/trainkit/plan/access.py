@@ -9,14 +9,16 @@ so a definition may name only what its Team lists.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
+
 from ..errors import Problem
 from ..load import Definition
 from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
-from ..model.env import source_key_refused
+from ..model.env import EnvSource, source_key_refused
 from .index import Declared
 from .problems import known, problem
 
-__all__ = ["check_access"]
+__all__ = ["check_access", "check_env_from", "granted_keys"]
 
 _GRANTS = (
     # (definition field, Team field, what it is)
@@ -71,32 +73,52 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
                 f"env_refs.{var}",
             )
         )
-    problems.extend(_env_from(d, team))
+    kind = type(d.obj).__name__
+    own = {*getattr(d.obj, "env", {}), *refs}
+    sources = getattr(d.obj, "env_from", [])
+    problems.extend(check_env_from(d, team, sources, own, kind, lambda i: f"env_from[{i}]"))
     return problems
 
 
-def _env_from(d: Definition, team: Declared[Team]) -> list[Problem]:
+def _grant(source: EnvSource, team: Team) -> tuple[str, list[str] | None]:
+    """The Team field that grants ``source`` and the keys it lists (None: not granted)."""
+    if isinstance(source, SecretEnv):
+        return "secrets", team.secrets.get(source.secret)
+    return "config_maps", team.config_maps.get(source.config_map)
+
+
+def granted_keys(sources: Sequence[EnvSource], team: Team) -> tuple[str, ...]:
+    """The variables ``env_from`` sets: every key the team's grant lists for each source.
+    An MPI launcher forwards them by name, since sshd gives a rank none of the pod's env."""
+    keys = (k for s in sources for k in _grant(s, team)[1] or ())
+    return tuple(dict.fromkeys(keys))
+
+
+def check_env_from(
+    d: Definition,
+    team: Declared[Team],
+    sources: Sequence[EnvSource],
+    own: Collection[str],
+    kind: str,
+    where: Callable[[int], str],
+    via: str = "",
+) -> list[Problem]:
     """A whole Secret or ConfigMap becomes one variable per key, so the Team must list every
     key it holds, and none may be a variable the kind refuses (envFrom sets whatever the
-    object holds: a key NVIDIA_VISIBLE_DEVICES would expose every GPU of the node)."""
+    object holds: a key NVIDIA_VISIBLE_DEVICES would expose every GPU of the node). ``via``
+    names the runtime whose sources a TrainJob's pods get."""
     problems = []
-    kind = type(d.obj).__name__
-    own = {*getattr(d.obj, "env", {}), *getattr(d.obj, "env_refs", {})}
-    for i, source in enumerate(getattr(d.obj, "env_from", [])):
-        if isinstance(source, SecretEnv):
-            grant, name, granted = "secrets", source.secret, team.obj.secrets
-        else:
-            grant, name, granted = "config_maps", source.config_map, team.obj.config_maps
-        keys = granted.get(name)
-        where = f"env_from[{i}]"
+    for i, source in enumerate(sources):
+        grant, keys = _grant(source, team.obj)
         if keys is None:
+            granted = team.obj.secrets if grant == "secrets" else team.obj.config_maps
             problems.append(
                 problem(
                     d,
-                    f"team {team.obj.name!r} may not read {source.describe_ref()}; Team.{grant} "
-                    f"in {team.file} allows {known(granted)}; ask the platform team to add it "
-                    "with every key it holds",
-                    where,
+                    f"{via}team {team.obj.name!r} may not read {source.describe_ref()}; "
+                    f"Team.{grant} in {team.file} allows {known(granted)}; ask the platform "
+                    "team to add it with every key it holds",
+                    where(i),
                 )
             )
             continue
@@ -106,19 +128,19 @@ def _env_from(d: Definition, team: Declared[Team]) -> list[Problem]:
                 problems.append(
                     problem(
                         d,
-                        f"{source.describe_ref()} holds key {key!r} (Team.{grant} in {team.file}), "
-                        f"which env_from would make a variable that may not be set: {why}; read "
-                        "the keys you need with env_refs instead",
-                        where,
+                        f"{via}{source.describe_ref()} holds key {key!r} (Team.{grant} in "
+                        f"{team.file}), which env_from would make a variable that may not be "
+                        f"set: {why}; read the keys you need with env_refs instead",
+                        where(i),
                     )
                 )
             elif key in own:
                 problems.append(
                     problem(
                         d,
-                        f"{key} is set by the job and by {source.describe_ref()} (env_from); "
-                        "keep one of them",
-                        where,
+                        f"{via}{key} is set by the job and by {source.describe_ref()} "
+                        "(env_from); keep one of them",
+                        where(i),
                     )
                 )
     return problems

@@ -7,10 +7,19 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import ACCELERATORS, Cluster, Job, NetworkProfile, Resources, TrainJob
+from ..model import (
+    ACCELERATORS,
+    Cluster,
+    ClusterTrainingRuntime,
+    Job,
+    NetworkProfile,
+    Resources,
+    Team,
+    TrainJob,
+)
 from ..model.job import image_for
-from .access import check_access
-from .index import Index
+from .access import check_access, check_env_from, granted_keys
+from .index import Declared, Index
 from .network import env_conflicts, resolve_network
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
@@ -47,6 +56,9 @@ class PlannedJob:
     """The network profile the job's pods get (a TrainJob's is its runtime's)."""
     image: str | None = None
     """The job's image on this cluster; None when a TrainJob takes its runtime's."""
+    env_from_keys: tuple[str, ...] = ()
+    """The variables the job's (or its runtime's) ``env_from`` sources set: the keys the
+    team's grants list."""
 
     @property
     def kind(self) -> str:
@@ -147,15 +159,35 @@ def place(
             runtime, network = found, found.network
             if found.runtime.mpi is not None:
                 problems.extend(_mpi_trainjob(d, job, found))
+            if isinstance(found.runtime, ClusterTrainingRuntime):
+                # Its sources are read in this team's namespace, whose keys the team
+                # controls (a TrainingRuntime's were checked against its team already).
+                problems.extend(_runtime_env_from(d, job, found, declared_team))
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
         image = _image(job, d, cluster, problems)
-        pj = PlannedJob(job, d, cluster, team.target_namespace, queue, runtime, network, image)
+        # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
+        sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
+        pj = PlannedJob(
+            job, d, cluster, team.target_namespace, queue, runtime, network, image,
+            granted_keys(sources, team),
+        )  # fmt: skip
         _check_hostnames(pj, problems)
         out.append(pj)
     return out
+
+
+def _runtime_env_from(
+    d: Definition, job: TrainJob, runtime: PlannedRuntime, team: Declared[Team]
+) -> list[Problem]:
+    rt = runtime.runtime
+    if not rt.env_from:
+        return []
+    own = {*rt.env, *rt.env_refs, *job.env, *job.env_refs}
+    via = f"runtime {rt.name!r} takes sources whole (env_from) from the job's namespace: "
+    return check_env_from(d, team, rt.env_from, own, "TrainJob", lambda i: "runtime", via)
 
 
 def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:

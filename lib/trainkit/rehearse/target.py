@@ -339,7 +339,7 @@ def target_of(
             mpi=job.mpi,
             launcher_as_worker=job.launcher_as_worker,
             launcher_args=tuple(job.launcher_args),
-            forwarded=tuple(forwarded([*job.env, *job.env_refs], pj.network)),
+            forwarded=tuple(forwarded([*job.env, *job.env_refs, *pj.env_from_keys], pj.network)),
         )
     if isinstance(job, PyTorchJob):
         procs_label = "procs_per_node"

@@ -21,6 +21,7 @@ from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .pod import (
     env_list,
     env_only,
+    env_sources,
     forwarded,
     network_container,
     network_pod,
@@ -62,6 +63,8 @@ def _runtime_pod(
         container["command"] = command
     if rt.env or rt.env_refs:
         container["env"] = env_list(rt.env, rt.env_refs)
+    if rt.env_from:
+        container["envFrom"] = env_sources(rt.env_from)
     if ports:
         container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
     res = resources if resources is not None else rt.resources
@@ -269,7 +272,9 @@ def mpi_command(pj: PlannedJob, job: TrainJob) -> list[str]:
     if job.script is None or pj.runtime is None:
         raise TypeError("no script")
     rt = pj.runtime.runtime
-    names = forwarded([*rt.env, *rt.env_refs, *job.env, *job.env_refs], pj.network)
+    names = forwarded(
+        [*rt.env, *rt.env_refs, *job.env, *job.env_refs, *pj.env_from_keys], pj.network
+    )
     forward = [a for name in names for a in ("-x", name)]
     ranks = mpi_slots(pj) * mpi_hosts(pj)
     return [

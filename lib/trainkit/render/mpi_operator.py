@@ -33,7 +33,7 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
     if job.script is None:
         return list(job.command) if job.command is not None else None
     program = ["python3", job.script.mount_path]
-    names = forwarded([*job.env, *job.env_refs], pj.network)
+    names = forwarded([*job.env, *job.env_refs, *pj.env_from_keys], pj.network)
     forward = [a for name in names for a in ("-x", name)]
     if job.launch == "deepspeed":
         # DeepSpeed's openmpi launcher builds `mpirun -n <slots> -hostfile <file>` itself

@@ -23,6 +23,7 @@ __all__ = [
     "Script",
     "Toleration",
     "Volume",
+    "check_program",
     "check_volumes",
     "image_for",
 ]
@@ -183,6 +184,18 @@ class Toleration(TrainkitModel):
         if self.key is None and self.operator != "Exists":
             raise ValueError("a toleration without key needs operator='Exists'")
         return self
+
+
+def check_program(script: Script | None, command: Sequence[str] | None, without: str) -> None:
+    """At most one of ``script`` and ``command``, and no empty command; ``without`` says what
+    runs with neither. Raises ValueError for the job's model validator."""
+    if script is not None and command is not None:
+        raise ValueError(
+            "give script=Script.file('train.py') (shipped in a ConfigMap) or command=[...] "
+            f"(code inside the image), not both; with neither {without}"
+        )
+    if command is not None and not command:
+        raise ValueError(f"command is empty; give the program to run, or leave it out ({without})")
 
 
 def check_volumes(volumes: Sequence[Volume]) -> None:

@@ -25,7 +25,7 @@ from .fields import (
     MemoryQuantity,
     ObjectName,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
 
 __all__ = ["MAX_RUN", "OperatorJob", "Role", "refuse_always", "run_name"]
@@ -159,13 +159,7 @@ class OperatorJob(TrainkitModel):
 
     @model_validator(mode="after")
     def _one_program(self) -> OperatorJob:
-        if self.script is not None and self.command is not None:
-            raise ValueError(
-                "give script=Script.file('train.py') (shipped in a ConfigMap) or command=[...] "
-                "(code inside the image), not both; with neither the image's ENTRYPOINT runs"
-            )
-        if self.command is not None and not self.command:
-            raise ValueError("command is empty; give the program to run, e.g. ['python', 'x.py']")
+        check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
         return self
 

@@ -27,7 +27,7 @@ from .fields import (
     ObjectName,
     Path,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_volumes
+from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
 from .pytorchjob import MAX_RUN, run_name
 
@@ -244,13 +244,7 @@ class TrainJob(TrainkitModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:
-        if self.script is not None and self.command is not None:
-            raise ValueError(
-                "give script=Script.file('train.py') (shipped in a ConfigMap) or "
-                "command=[...] (code inside the image), not both"
-            )
-        if self.command is not None and not self.command:
-            raise ValueError("command is empty; give the program to run, or leave it out")
+        check_program(self.script, self.command, "the runtime's command runs")
         check_volumes(self.volumes)
         return self
 

@@ -31,6 +31,7 @@ FSDP = "jobs/llm/llama_finetune_fsdp.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 MOBILENET = "jobs/vision/mobilenet_ps.py"
+PADDLE = "jobs/vision/resnet_paddle.py"
 CLUSTERS = "jobs/platform/clusters.py"
 TEAMS = "jobs/platform/teams.py"
 RUNTIMES = "jobs/platform/runtimes.py"
@@ -756,6 +757,25 @@ CASES = [
         field="env",
         says=("TF_CONFIG may not be set: the Training Operator sets it to the job's cluster",),
     ),
+    # --- PaddleJob ----------------------------------------------------------------------
+    Case(
+        id="paddlejob-ps-mode-without-servers",
+        edits=((PADDLE, "    nodes=2,", '    nodes=2,\n    mode="ps",'),),
+        file=PADDLE,
+        line="job = PaddleJob(",
+        obj="PaddleJob 'resnet-paddle'",
+        field=None,
+        says=("mode='ps' needs parameter servers: add ps=Role(replicas=..., resources=...)",),
+    ),
+    Case(
+        id="paddlejob-sets-the-rendezvous",
+        edits=((PADDLE, "    nodes=2,", '    nodes=2,\n    env={"PADDLE_MASTER": "x:1"},'),),
+        file=PADDLE,
+        line="env=",
+        obj="PaddleJob 'resnet-paddle'",
+        field="env",
+        says=("PADDLE_MASTER may not be set: the Training Operator sets it to the rendezvous",),
+    ),
     Case(
         id="tfjob-with-two-chiefs",
         edits=((MOBILENET, "    chief=Role(", "    chief=Role(replicas=2, "),),
@@ -1054,6 +1074,7 @@ TRAINKIT_CRDS = (
     "trainer/trainer.kubeflow.org_trainjobs.yaml",
     "training-operator/kubeflow.org_pytorchjobs.yaml",
     "training-operator/kubeflow.org_tfjobs.yaml",
+    "training-operator/kubeflow.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
     "volcano/scheduling.volcano.sh_queues.yaml",
 )

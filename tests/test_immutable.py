@@ -68,7 +68,15 @@ def changed(obj: dict[str, Any], *edits: tuple[tuple[str | int, ...], Any]) -> d
 
 def test_kinds_with_rules() -> None:
     assert frozenset(
-        {"ClusterTrainingRuntime", "MPIJob", "PyTorchJob", "TFJob", "TrainJob", "TrainingRuntime"}
+        {
+            "ClusterTrainingRuntime",
+            "MPIJob",
+            "PaddleJob",
+            "PyTorchJob",
+            "TFJob",
+            "TrainJob",
+            "TrainingRuntime",
+        }
     ) == (IMMUTABLE_KINDS)
 
 

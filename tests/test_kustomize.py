@@ -211,21 +211,24 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     original = yaml.safe_load(cm)
     checks = health_checks()
     assert built["data"] == {**original["data"], **checks}
-    assert len(built["data"]) == len(original["data"]) + 5
+    assert len(built["data"]) == len(original["data"]) + 6  # one health check per kind
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}
 
 
-def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_and_tfjobs(synthesized):
-    """The examples' MPIJob (a800-north) and TFJob (gpu-east): each role's script volume
-    follows the ConfigMap's new name, and the queue a prefixed Queue's."""
+def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_tfjobs_and_paddlejobs(
+    synthesized,
+):
+    """The examples' MPIJob (a800-north), TFJob and PaddleJob (gpu-east): each role's script
+    volume follows the ConfigMap's new name, and the queue a prefixed Queue's."""
     tmp_path = synthesized.root
     for cluster, kind, roles in (
         ("a800-north", "MPIJob", "mpiReplicaSpecs"),
         ("gpu-east", "TFJob", "tfReplicaSpecs"),
+        ("gpu-east", "PaddleJob", "paddleReplicaSpecs"),
     ):
-        overlay = tmp_path / f"overlay-{cluster}"
+        overlay = tmp_path / f"overlay-{cluster}-{kind}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
             f"resources: [../generated/clusters/{cluster}]\nnamePrefix: dev-\n"

@@ -292,6 +292,7 @@ def test_application_ignores_kueue_suspend() -> None:
     }
     assert ignored == {
         ("kubeflow.org", "MPIJob"): ["/spec/runPolicy/suspend"],
+        ("kubeflow.org", "PaddleJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PyTorchJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "TFJob"): ["/spec/runPolicy/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
@@ -577,6 +578,7 @@ def test_app_project_validates_and_names_namespaces() -> None:
     assert spec["namespaceResourceWhitelist"] == [
         {"group": "", "kind": "ConfigMap"},
         {"group": "kubeflow.org", "kind": "MPIJob"},
+        {"group": "kubeflow.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
         {"group": "kubeflow.org", "kind": "TFJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainJob"},
@@ -683,6 +685,7 @@ def test_health_patch() -> None:
     assert patch["data"] == checks
     assert set(patch["data"]) == {
         "resource.customizations.health.kubeflow.org_MPIJob",
+        "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.kubeflow.org_TFJob",
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",

@@ -10,12 +10,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainkit import Capacity, Cluster, ModelError, Queue, Resources, Role, Script, Team, TFJob
+from kind_fixtures import planned, render
+from trainkit import ModelError, Resources, Role, Script, TFJob
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.injected_env import tf_config
-from trainkit.load import Definition
-from trainkit.plan import build_plan
 from trainkit.synth import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -32,24 +31,6 @@ def job(**kw: Any) -> TFJob:
         "resources": Resources(cpu=8, memory="32Gi", gpu=1),
     }
     return TFJob(**(fields | kw))
-
-
-def planned(j: TFJob, **cluster: Any) -> Any:
-    c = Cluster(name="c", server="https://c", gpus_per_node=8, **cluster)
-    return build_plan(
-        [
-            Definition(c, "jobs/platform/p.py", "platform"),
-            Definition(Queue(name="q", capability=Capacity(gpu=64)), "jobs/platform/p.py", "p"),
-            Definition(Team(name="t", queues=["q"]), "jobs/platform/p.py", "platform"),
-            Definition(j, "jobs/t/j.py", "t", files={"train.py": "x"} if j.script else {}),
-        ]
-    )
-
-
-def render(j: TFJob, **cluster: Any) -> tuple[dict[str, Any], Any]:
-    (cp,) = planned(j, **cluster).clusters
-    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "TFJob"]
-    return body, cp.jobs[0]
 
 
 @pytest.mark.parametrize(

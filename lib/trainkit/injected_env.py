@@ -12,6 +12,7 @@ import json
 __all__ = [
     "DEVICE_ENV",
     "MPI_HOSTFILE",
+    "PADDLEJOB_PORT",
     "PYTORCHJOB_MASTER_PORT",
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
@@ -20,6 +21,7 @@ __all__ = [
     "TRAINJOB_RESERVED_ENV",
     "mpijob_env",
     "mpijob_reserved_env_reason",
+    "paddlejob_env",
     "pytorchjob_elastic_env",
     "pytorchjob_env",
     "refused_env_reason",
@@ -88,6 +90,8 @@ def refused_env_reason(name: str, kind: str) -> str | None:
         return mpijob_reserved_env_reason(name)
     if kind == "TFJob":
         return _TFJOB_RESERVED.get(name)
+    if kind == "PaddleJob":
+        return _PADDLEJOB_RESERVED.get(name)
     return trainjob_reserved_env_reason(name)
 
 
@@ -309,3 +313,39 @@ def tf_config(
         "environment": "cloud",
     }
     return json.dumps(config, separators=(",", ":"))
+
+
+# Training Operator v1.9 PaddleJob (pkg/controller.v1/paddlepaddle/envvar.go setPodEnv): on
+# every container of every pod, the rendezvous of paddle.distributed.launch; the port is the
+# one named "master" (pkg/apis/kubeflow.org/v1/paddlepaddle_types.go).
+PADDLEJOB_PORT = 36543
+_PADDLE_SETS = "the Training Operator sets it"
+_PADDLEJOB_RESERVED = {
+    "PYTHONUNBUFFERED": "the Training Operator always appends PYTHONUNBUFFERED=1",
+    "PADDLE_JOB_ID": f"{_PADDLE_SETS} to the job's name",
+    "PADDLE_NNODES": f"{_PADDLE_SETS} to the number of pods",
+    "PADDLE_MASTER": f"{_PADDLE_SETS} to the rendezvous of the first pod",
+    "POD_IP_DUMMY": f"{_PADDLE_SETS} on the first pod, as the rendezvous address",
+    "PADDLE_SERVER_NUM": f"{_PADDLE_SETS} on parameter servers",
+    "PADDLE_TRAINER_NUM": f"{_PADDLE_SETS} on Workers of a job with parameter servers",
+}
+
+
+def paddlejob_env(*, job: str, counts: dict[str, int], role: str, index: int) -> dict[str, str]:
+    """What the operator appends for pod ``index`` of replica type ``role``: the rendezvous is
+    the first Master (parameter server) when there is one, else Worker 0, which reaches itself
+    through its own pod IP (``$(POD_IP_DUMMY)``, a fieldRef of status.podIP)."""
+    first = "Master" if "Master" in counts else "Worker"
+    env = {
+        "PYTHONUNBUFFERED": "1",
+        "PADDLE_JOB_ID": job,
+        "PADDLE_NNODES": str(sum(counts.values())),
+    }
+    if role == first and index == 0:
+        env["POD_IP_DUMMY"] = "<the pod's IP>"
+        env["PADDLE_MASTER"] = f"$(POD_IP_DUMMY):{PADDLEJOB_PORT}"
+    else:
+        env["PADDLE_MASTER"] = f"{job}-{first.lower()}-0:{PADDLEJOB_PORT}"
+    if "Master" in counts:
+        env["PADDLE_SERVER_NUM" if role == "Master" else "PADDLE_TRAINER_NUM"] = "1"
+    return env

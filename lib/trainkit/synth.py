@@ -47,6 +47,7 @@ from .render.kustomize import (
     kustomize_config,
 )
 from .render.mpi_operator import render_mpijob
+from .render.paddle import render_paddlejob
 from .render.script import render_script_configmap
 from .render.tensorflow import render_tfjob
 from .render.training_operator import render_pytorchjob
@@ -96,6 +97,7 @@ _RENDER = {
     "PyTorchJob": render_pytorchjob,
     "MPIJob": render_mpijob,
     "TFJob": render_tfjob,
+    "PaddleJob": render_paddlejob,
     "TrainJob": render_trainjob,
 }
 

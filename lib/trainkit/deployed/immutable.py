@@ -99,6 +99,7 @@ _RULES: dict[tuple[str, str], _Rule] = {
     # (pkg/controller/mpi_job_controller.go getOrCreateWorker): an edit mixes templates.
     (_KUBEFLOW, "MPIJob"): _operator_job,
     (_KUBEFLOW, "TFJob"): _operator_job,
+    (_KUBEFLOW, "PaddleJob"): _operator_job,
     (_TRAINER, "ClusterTrainingRuntime"): _runtime,
     (_TRAINER, "TrainingRuntime"): _runtime,
 }

@@ -13,6 +13,7 @@ from typing import Any
 from ..plan import PlannedJob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
+from .paddle_pods import effective_paddlejob
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet
 from .tf_pods import effective_tfjob
 from .trainer_pods import effective_trainjob
@@ -32,4 +33,6 @@ def effective_job(
         return effective_mpijob(pj, body)
     if pj.kind == "TFJob":
         return effective_tfjob(pj, body)
+    if pj.kind == "PaddleJob":
+        return effective_paddlejob(pj, body)
     return effective_pytorchjob(pj, body)

@@ -10,6 +10,7 @@ schedulingPolicy.minAvailable, queue from schedulingPolicy.queue).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -18,7 +19,13 @@ from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
-__all__ = ["effective_pytorchjob", "first_requests", "run_policy_gang"]
+__all__ = [
+    "effective_pytorchjob",
+    "first_requests",
+    "gpus_per_pod",
+    "role_pod_sets",
+    "run_policy_gang",
+]
 
 _OPERATOR = "Training Operator"
 _PER_POD = {"RANK": "the node rank", "PET_NODE_RANK": "the node rank"}
@@ -68,7 +75,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         pod_sets.append(PodSet(role, count, rank, merged, CONTAINER, tuple(env)))
         rank += count
     gang = run_policy_gang(pj, spec, pod_sets, total)
-    world = total * (per_node if nproc.isdigit() else _auto(pod_sets, pj))
+    world = total * (per_node if nproc.isdigit() else max(1, gpus_per_pod(pod_sets, pj)))
     notes = []
     if elastic is not None:
         notes.append(
@@ -86,11 +93,11 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     )
 
 
-def _auto(pod_sets: list[PodSet], pj: PlannedJob) -> int:
-    gpus = max(
+def gpus_per_pod(pod_sets: list[PodSet], pj: PlannedJob) -> int:
+    """The most GPUs of the cluster's kind any of ``pod_sets``' pods has (0 without)."""
+    return max(
         (int(Decimal(ps.limits().get(pj.cluster.gpu_resource, "0"))) for ps in pod_sets), default=0
     )
-    return max(1, gpus)
 
 
 def run_policy_gang(
@@ -117,3 +124,27 @@ def first_requests(pod_sets: list[PodSet], members: int) -> dict[str, Decimal]:
             total[name] = total.get(name, Decimal(0)) + value * take
         left -= take
     return total
+
+
+def role_pod_sets(
+    pj: PlannedJob,
+    replicas: dict[str, Any],
+    container: str,
+    injected: Callable[[str, dict[str, int]], list[EnvVar]],
+) -> list[PodSet]:
+    """The pod sets of a job of roles (TFJob, PaddleJob): each replica type's template with
+    the job's env and what the operator appends for its first pod (``injected(type,
+    counts)``) on container ``container``."""
+    counts = {rtype: int(r.get("replicas", 1)) for rtype, r in replicas.items()}
+    pod_sets = []
+    for rtype, count in counts.items():
+        template = dict(replicas[rtype]["template"]["spec"])
+        own = next(c for c in template["containers"] if c["name"] == container)
+        env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+        env += injected(rtype, counts)
+        template["containers"] = [
+            {**c, "env": [e.entry() for e in env]} if c["name"] == container else c
+            for c in template["containers"]
+        ]
+        pod_sets.append(PodSet(rtype, count, 0, template, container, tuple(env)))
+    return pod_sets

@@ -13,8 +13,8 @@ from typing import Any
 from ..injected_env import tf_config
 from ..plan import PlannedJob
 from ..render.tensorflow import CONTAINER
-from .operator_pods import run_policy_gang
-from .podsets import EffectiveJob, EnvVar, PodSet, env_source
+from .operator_pods import role_pod_sets, run_policy_gang
+from .podsets import EffectiveJob, EnvVar
 
 __all__ = ["effective_tfjob"]
 
@@ -23,23 +23,19 @@ _OPERATOR = "Training Operator"
 
 def effective_tfjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
-    replicas = spec["tfReplicaSpecs"]
-    counts = {rtype: int(r.get("replicas", 1)) for rtype, r in replicas.items()}
-    pod_sets = []
-    for rtype, count in counts.items():
-        template = dict(replicas[rtype]["template"]["spec"])
-        own = next(c for c in template["containers"] if c["name"] == CONTAINER)
-        env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+
+    def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
         config = tf_config(
             job=pj.object_name, namespace=pj.namespace, counts=counts, role=rtype, index=0
         )
-        if config is not None:
-            env.append(EnvVar("TF_CONFIG", config, _OPERATOR, "the pod's task index"))
-        template["containers"] = [
-            {**c, "env": [e.entry() for e in env]} if c["name"] == CONTAINER else c
-            for c in template["containers"]
-        ]
-        pod_sets.append(PodSet(rtype, count, 0, template, CONTAINER, tuple(env)))
+        return (
+            []
+            if config is None
+            else [EnvVar("TF_CONFIG", config, _OPERATOR, "the pod's task index")]
+        )
+
+    pod_sets = role_pod_sets(pj, spec["tfReplicaSpecs"], CONTAINER, injected)
+    counts = {ps.role: ps.count for ps in pod_sets}
     total = sum(counts.values())
     gang = run_policy_gang(pj, spec, pod_sets, total)
     if "Chief" in counts:

@@ -22,6 +22,7 @@ _SUFFIX = ".lua"
 _SHARED = {
     "kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob",
     "kubeflow.org_TFJob": "kubeflow.org_PyTorchJob",
+    "kubeflow.org_PaddleJob": "kubeflow.org_PyTorchJob",
 }
 
 

@@ -5,6 +5,7 @@ from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .mpijob import MPIJob
 from .operator_job import Role
+from .paddlejob import PaddleJob
 from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
@@ -29,6 +30,7 @@ __all__ = [
     "NetworkProfile",
     "NodeLabel",
     "OperatorJobs",
+    "PaddleJob",
     "Policy",
     "PyTorchJob",
     "Queue",
@@ -58,9 +60,9 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     Team,
     TrainingRuntime,
 )
-JOB_KINDS = (PyTorchJob, MPIJob, TFJob, TrainJob)
+JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, TrainJob)
 
-Job = PyTorchJob | MPIJob | TFJob | TrainJob
+Job = PyTorchJob | MPIJob | TFJob | PaddleJob | TrainJob
 """Every job kind a definition may declare."""
-OperatorJobs = (PyTorchJob, MPIJob, TFJob)
+OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob)
 """The kinds a training operator runs from their own pod templates (not through a runtime)."""

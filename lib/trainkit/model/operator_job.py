@@ -1,4 +1,4 @@
-"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob) says the same way.
+"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob, PaddleJob) says the same way.
 
 The kinds differ in their roles and launchers; the pod settings, the run policy and
 the placement are one set of fields, declared once here so every kind reads them alike.
@@ -28,7 +28,7 @@ from .fields import (
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
 
-__all__ = ["MAX_RUN", "OperatorJob", "Role", "refuse_always", "run_name"]
+__all__ = ["MAX_RUN", "OperatorJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
 MAX_RUN = 9999
 
@@ -176,4 +176,35 @@ class OperatorJob(TrainkitModel):
                 f"name {self.name!r} is too long for {pods}: the operator's Service "
                 f"{longest!r} would exceed 63 characters; shorten the name to "
                 f"{63 - len(longest) + len(self.name)} characters"
+            )
+
+
+class RoleJob(OperatorJob):
+    """An operator job of Workers and named roles (TFJob, PaddleJob), not a kind itself: each
+    role is a ``Role`` whose settings left out are the job's."""
+
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Worker pods; each gets ``resources``."""
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
+    """What the operator does when a pod fails; ``ExitCode`` retries only exit codes ≥ 128.
+    ``Always`` is refused: a Worker restarted after exit 0 never lets the job succeed."""
+
+    @field_validator("restart_policy", mode="before")
+    @classmethod
+    def _not_always(cls, value: Any) -> Any:
+        return refuse_always(value, "a Worker")
+
+    def role(self, name: str) -> Role | None:
+        """The settings of replica type ``name``; None for Worker (the job's own) or absent."""
+        raise NotImplementedError
+
+    def replica_counts(self) -> dict[str, int]:
+        """Pods per replica type in the order the pods are listed, the absent ones left out."""
+        raise NotImplementedError
+
+    def _check_role_names(self) -> None:
+        """The operator names pods and Services ``<job>-<type>-<index>``; each a DNS label."""
+        for rtype, count in self.replica_counts().items():
+            self._check_longest_name(
+                f"{self.object_name}-{rtype.lower()}-{count - 1}", f"{count} {rtype} pods"
             )

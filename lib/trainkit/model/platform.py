@@ -48,7 +48,8 @@ class Cluster(TrainkitModel):
         "trainer",
     ]
     """Controllers the cluster runs, which decide the kinds its jobs may be:
-    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob), ``mpi-operator``
+    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob, TFJob, PaddleJob),
+    ``mpi-operator``
     (kubeflow/mpi-operator v0.8: MPIJob ``kubeflow.org/v2beta1``) and ``trainer`` (Kubeflow
     Trainer v2.3: TrainJob and runtimes). The Training Operator's own MPIJob (``v1``) has the
     same CRD name, ``mpijobs.kubeflow.org``, so a cluster serves one of the two: with

@@ -111,7 +111,7 @@ class NetworkProfile(TrainkitModel):
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         # Every kind's pods may use a profile: what any operator or launcher sets is refused.
-        kinds = ("PyTorchJob", "MPIJob", "TFJob", "TrainJob")
+        kinds = ("PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "TrainJob")
         bad = [
             (k, why)
             for k in env

@@ -7,11 +7,11 @@ tfjob_controller.go (when the job succeeds).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import model_validator
 
-from .operator_job import OperatorJob, Role, refuse_always
+from .operator_job import Role, RoleJob
 
 __all__ = ["TF_ROLES", "TFJob"]
 
@@ -19,12 +19,10 @@ TF_ROLES = ("Chief", "PS", "Worker", "Evaluator")
 """Replica types in the order the pods are listed (the chief first, as TF_CONFIG's task 0)."""
 
 
-class TFJob(OperatorJob):
+class TFJob(RoleJob):
     """A TensorFlow job: ``nodes`` Workers, and parameter servers, a chief and an evaluator
     when given; the operator tells every pod the cluster in ``TF_CONFIG``."""
 
-    nodes: int = Field(default=1, ge=1, le=10000)
-    """Worker pods; each gets ``resources``."""
     ps: Role | None = None
     """Parameter servers for PS-Worker training (seed 001), e.g. ``Role(replicas=2,
     resources=Resources(cpu=8, memory="32Gi"))``; a setting left out is the job's."""
@@ -36,14 +34,6 @@ class TFJob(OperatorJob):
     """Without a chief, when the job succeeds: when Worker 0 exits 0 (the operator's default)
     or when every Worker has (``all_workers``). Parameter servers never exit on their own;
     ``clean_pods`` stops them."""
-    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
-    """What the operator does when a pod fails; ``ExitCode`` retries only exit codes ≥ 128.
-    ``Always`` is refused: a Worker restarted after exit 0 never lets the job succeed."""
-
-    @field_validator("restart_policy", mode="before")
-    @classmethod
-    def _not_always(cls, value: Any) -> Any:
-        return refuse_always(value, "a Worker")
 
     @model_validator(mode="after")
     def _coherent(self) -> TFJob:
@@ -56,10 +46,7 @@ class TFJob(OperatorJob):
             raise ValueError(
                 "success is decided by the chief when there is one; drop success= or the chief"
             )
-        for rtype, count in self.replica_counts().items():
-            self._check_longest_name(
-                f"{self.object_name}-{rtype.lower()}-{count - 1}", f"{count} {rtype} pods"
-            )
+        self._check_role_names()
         return self
 
     def role(self, name: str) -> Role | None:

@@ -31,6 +31,7 @@ __all__ = ["Job", "PlannedJob", "check_unique", "place"]
 _OPERATOR = {
     "PyTorchJob": "training-operator",
     "TFJob": "training-operator",
+    "PaddleJob": "training-operator",
     "MPIJob": "mpi-operator",
     "TrainJob": "trainer",
 }

@@ -24,7 +24,7 @@ from .target import Target, target_of
 
 __all__ = ["choose_job", "plan_job", "rehearse_file", "targets_for"]
 
-# The kinds a rehearsal runs (a TFJob's TensorFlow is not rehearsed).
+# The kinds a rehearsal runs (a TFJob's TensorFlow and a PaddleJob's Paddle are not rehearsed).
 _REHEARSED = (PyTorchJob, MPIJob, TrainJob)
 
 

@@ -130,7 +130,7 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
     },
     *(
         {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}
-        for kind in ("MPIJob", "TFJob")
+        for kind in ("MPIJob", "TFJob", "PaddleJob")
     ),
     {
         "group": "trainer.kubeflow.org",
@@ -156,6 +156,7 @@ CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
 NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("", "ConfigMap"),
     ("kubeflow.org", "MPIJob"),
+    ("kubeflow.org", "PaddleJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
     ("trainer.kubeflow.org", "TrainJob"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
 from .meta import VOLCANO_QUEUE_ANNOTATION
 
@@ -60,6 +61,7 @@ _POD_SPECS = (
     ("MPIJob", "spec/mpiReplicaSpecs/Launcher/template/spec"),
     ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
     *(("TFJob", f"spec/tfReplicaSpecs/{role}/template/spec") for role in TF_ROLES),
+    *(("PaddleJob", f"spec/paddleReplicaSpecs/{role}/template/spec") for role in PADDLE_ROLES),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -104,6 +106,8 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "MPIJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "TFJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "TFJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "PaddleJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "PaddleJob", "path": f"metadata/{queue_annotation}"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

@@ -43,6 +43,7 @@ _WAVES = {
     "PyTorchJob": 0,
     "MPIJob": 0,
     "TFJob": 0,
+    "PaddleJob": 0,
     "TrainJob": 0,
 }
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..model import NetworkProfile, PyTorchJob, Resources
-from ..model.mpijob import MPIJob
-from ..model.tfjob import TFJob
+from ..model import WORKSPACE, NetworkProfile, Resources
+from ..model.operator_job import OperatorJob, RoleJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
@@ -26,13 +25,14 @@ from .pod import (
     pod_volumes,
     tolerations,
 )
+from .script import script_configmap_name
 
-__all__ = ["role_template", "run_policy"]
+__all__ = ["role_replicas", "role_template", "run_policy"]
 
 
 def role_template(
     pj: PlannedJob,
-    job: PyTorchJob | MPIJob | TFJob,
+    job: OperatorJob,
     container: dict[str, Any],
     *,
     configmap: str | None,
@@ -91,7 +91,7 @@ def role_template(
 
 
 def run_policy(
-    pj: PlannedJob, job: PyTorchJob | MPIJob | TFJob, gang: int
+    pj: PlannedJob, job: OperatorJob, gang: int
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """``(runPolicy, annotations)`` of a kubeflow.org job whose Volcano gang is ``gang`` pods.
 
@@ -116,3 +116,36 @@ def run_policy(
         # the PodGroup and is what Volcano's tools display.
         annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
     return policy, annotations
+
+
+def role_replicas(
+    pj: PlannedJob, job: RoleJob, container: str, port: dict[str, Any], program: list[str]
+) -> dict[str, Any]:
+    """The replica specs of a job of roles (TFJob, PaddleJob): per replica type, container
+    ``container`` with ``port``, running ``program`` + the script (or the role's or the job's
+    command), and the role's resources and node selector where it gives them."""
+    cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
+    replicas: dict[str, Any] = {}
+    for rtype, count in job.replica_counts().items():
+        role = job.role(rtype)
+        c: dict[str, Any] = {"name": container, "image": pj.image}
+        if role is not None and role.command is not None:
+            c["command"] = list(role.command)
+        elif job.script is not None:
+            c["command"] = [*program, job.script.mount_path]
+        elif job.command is not None:
+            c["command"] = list(job.command)
+        if job.script is not None:
+            c["workingDir"] = WORKSPACE
+        c["args"] = list(role.args if role is not None and role.args is not None else job.args)
+        c["ports"] = [port]
+        resources = role.resources if role is not None and role.resources else job.resources
+        selector = role.node_selector if role is not None else None
+        replicas[rtype] = {
+            "replicas": count,
+            "restartPolicy": job.restart_policy,
+            "template": role_template(
+                pj, job, c, configmap=cm, resources=resources, node_selector=selector
+            ),
+        }
+    return replicas

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
-from ..model import Cluster, Job, MPIJob, PyTorchJob, TFJob, TrainJob
+from ..model import Cluster, Job, MPIJob, PaddleJob, PyTorchJob, TFJob, TrainJob
 from ..plan import PlannedJob
 from ..render.meta import SOURCE_ANNOTATION
 from .trees import JOB_KINDS, Key, Obj
@@ -65,6 +65,8 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
             job = MPIJob.model_construct(**fields)
         elif obj.kind == "TFJob":
             job = TFJob.model_construct(**fields)
+        elif obj.kind == "PaddleJob":
+            job = PaddleJob.model_construct(**fields)
         else:
             job = PyTorchJob.model_construct(**fields)
     source = obj.annotation(SOURCE_ANNOTATION) or obj.path

@@ -1,0 +1,56 @@
+"""The PaddleJob (``kubeflow.org/v1``, Training Operator v1.9) definition.
+
+Rules cite kubeflow/trainer at v1.9.4: pkg/webhooks/paddlepaddle/paddlepaddle_webhook.go (roles
+Master and Worker, container ``paddle``), pkg/controller.v1/paddlepaddle/envvar.go (the
+rendezvous and the server/trainer split) and paddlepaddle_controller.go (when the job
+succeeds). paddle-operator's ``batch.paddlepaddle.org`` PaddleJob is another kind, not this one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import model_validator
+
+from .operator_job import Role, RoleJob
+
+__all__ = ["PADDLE_ROLES", "PaddleJob"]
+
+PADDLE_ROLES = ("Master", "Worker")
+"""Replica types the webhook allows; Master is the parameter servers of ``mode="ps"``."""
+
+
+class PaddleJob(RoleJob):
+    """A PaddlePaddle job: ``nodes`` Workers started with ``python -m
+    paddle.distributed.launch``; collective (workers only) or parameter servers (``mode="ps"``
+    with ``ps=Role(...)``, the operator's Master replicas)."""
+
+    mode: Literal["collective", "ps"] = "collective"
+    """``collective``: the Workers all-reduce (GPU training, seed 001's DDP-like mode);
+    ``ps``: parameter servers hold the parameters and the Workers push gradients to them."""
+    ps: Role | None = None
+    """The parameter servers of ``mode="ps"``, e.g. ``Role(replicas=2,
+    resources=Resources(cpu=16, memory="64Gi"))``; a setting left out is the job's."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> PaddleJob:
+        if self.mode == "ps" and self.ps is None:
+            raise ValueError(
+                "mode='ps' needs parameter servers: add ps=Role(replicas=..., resources=...), "
+                "or use mode='collective'"
+            )
+        if self.mode == "collective" and self.ps is not None:
+            raise ValueError(
+                "a collective job has no parameter servers: drop ps=, or set mode='ps'"
+            )
+        self._check_role_names()
+        return self
+
+    def replica_counts(self) -> dict[str, int]:
+        """Pods per replica type: the parameter servers are the operator's ``Master``."""
+        counts = {"Master": self.ps.replicas} if self.ps is not None else {}
+        return counts | {"Worker": self.nodes}
+
+    def role(self, name: str) -> Role | None:
+        """The settings of replica type ``name``; None for Worker (the job's own)."""
+        return self.ps if name == "Master" else None

@@ -1,0 +1,165 @@
+"""PaddleJob (kubeflow.org/v1, Training Operator v1.9): collective and PS modes, the
+rendezvous env, success, conformance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kind_fixtures import planned, render
+from trainkit import ModelError, PaddleJob, Resources, Role, Script
+from trainkit.effective import effective_job
+from trainkit.errors import DefinitionError
+from trainkit.injected_env import paddlejob_env
+from trainkit.synth import _cluster_objects
+from trainkit.validate import validate_text
+from validate_fixtures import shared_crd_set
+
+CPU = Resources(cpu=16, memory="64Gi")
+
+
+def job(**kw: Any) -> PaddleJob:
+    fields: dict[str, Any] = {
+        "name": "pd",
+        "image": "img:1",
+        "script": Script.file("train.py"),
+        "nodes": 2,
+        "resources": Resources(cpu=8, memory="32Gi", gpu=4),
+    }
+    return PaddleJob(**(fields | kw))
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"mode": "ps"}, "mode='ps' needs parameter servers: add ps=Role("),
+        ({"ps": Role(resources=CPU)}, "a collective job has no parameter servers: drop ps="),
+        (
+            {"env": {"PADDLE_MASTER": "x:1"}},
+            "PADDLE_MASTER may not be set: the Training Operator sets it to the rendezvous",
+        ),
+        ({"env": {"PADDLE_TRAINER_NUM": "2"}}, "PADDLE_TRAINER_NUM may not be set"),
+        ({"restart_policy": "Always"}, "'Always' restarts a Worker even after it exits 0"),
+        (
+            {"name": "p" * 54, "mode": "ps", "ps": Role(replicas=12, resources=CPU)},
+            "too long for 12 Master pods: the operator's Service '" + "p" * 54 + "-master-11'",
+        ),
+    ],
+)
+def test_bad_fields_are_refused_with_the_reason(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        job(**fields)
+    assert says in str(e.value)
+
+
+def test_collective_mode_is_workers_only_started_by_paddle_s_launcher() -> None:
+    body, pj = render(job())
+    specs = body["spec"]["paddleReplicaSpecs"]
+    assert list(specs) == ["Worker"]
+    (c,) = specs["Worker"]["template"]["spec"]["containers"]
+    assert c["name"] == "paddle"  # the webhook's required container
+    assert c["command"] == ["python3", "-m", "paddle.distributed.launch", "/workspace/train.py"]
+    assert c["ports"] == [{"containerPort": 36543, "name": "master", "protocol": "TCP"}]
+    assert body["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "q"}
+    ej = effective_job(pj, body)
+    assert (ej.procs_per_node, ej.world_size) == ("4", 8)  # a trainer per GPU
+    env = {e.name: e.value for e in ej.pod_sets[0].env}
+    assert env["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    assert env["PADDLE_NNODES"] == "2"
+    assert "PADDLE_TRAINER_NUM" not in env
+    assert ej.notes[0].startswith("collective mode: the job succeeds when every Worker exits 0")
+
+
+def test_ps_mode_renders_the_servers_as_the_operator_s_master() -> None:
+    ps = Role(replicas=2, resources=CPU, node_selector={"pool": "cpu"})
+    body, pj = render(job(mode="ps", ps=ps))
+    specs = body["spec"]["paddleReplicaSpecs"]
+    assert list(specs) == ["Master", "Worker"]
+    master = specs["Master"]["template"]["spec"]
+    assert master["containers"][0]["resources"]["limits"] == {"cpu": "16", "memory": "64Gi"}
+    assert master["nodeSelector"] == {"pool": "cpu"}
+    assert body["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 4
+    ej = effective_job(pj, body)
+    servers, workers = ({e.name: e.value for e in ps.env} for ps in ej.pod_sets)
+    assert servers["PADDLE_SERVER_NUM"] == "1" and "PADDLE_TRAINER_NUM" not in servers
+    assert workers["PADDLE_TRAINER_NUM"] == "1"
+    assert workers["PADDLE_MASTER"] == "pd-master-0:36543"
+    assert ej.notes[0].startswith("parameter-server mode: the job succeeds when every parameter")
+
+
+def test_the_rendezvous_is_the_operator_s() -> None:
+    # pkg/controller.v1/paddlepaddle/envvar.go: the first pod of the first role reaches itself
+    # through its IP, every other pod the first pod's Service.
+    assert paddlejob_env(job="pd", counts={"Worker": 3}, role="Worker", index=1) == {
+        "PYTHONUNBUFFERED": "1",
+        "PADDLE_JOB_ID": "pd",
+        "PADDLE_NNODES": "3",
+        "PADDLE_MASTER": "pd-worker-0:36543",
+    }
+    master0 = paddlejob_env(job="pd", counts={"Master": 1, "Worker": 2}, role="Master", index=0)
+    assert master0["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    assert master0["PADDLE_SERVER_NUM"] == "1"
+
+
+def test_a_cluster_without_the_training_operator_refuses_it() -> None:
+    with pytest.raises(DefinitionError) as e:
+        planned(job(), operators=["trainer"])
+    (p,) = e.value.problems
+    assert "cluster 'c' does not run training-operator, which PaddleJobs need" in p.message
+
+
+@pytest.fixture(scope="module")
+def crdset() -> Any:
+    return shared_crd_set()
+
+
+@st.composite
+def paddlejobs(draw: Any) -> PaddleJob:
+    ps = draw(
+        st.none()
+        | st.builds(
+            Role,
+            replicas=st.integers(1, 4),
+            resources=st.none() | st.just(CPU),
+            command=st.none() | st.just(["python3", "server.py"]),
+            node_selector=st.none() | st.just({"pool": "cpu"}),
+        )
+    )
+    return PaddleJob(
+        name=draw(st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)),
+        run=draw(st.none() | st.integers(1, 99)),
+        image="img:1",
+        script=draw(st.none() | st.just(Script.file("train.py"))),
+        nodes=draw(st.integers(1, 8)),
+        resources=Resources(cpu=2, memory="4Gi", gpu=draw(st.integers(0, 8))),
+        mode="collective" if ps is None else "ps",
+        ps=ps,
+        restart_policy=draw(st.sampled_from(["OnFailure", "Never", "ExitCode"])),
+        clean_pods=draw(st.sampled_from(["Running", "All", "None"])),
+        shm_size=draw(st.none() | st.just("8Gi")),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(j=paddlejobs(), volcano=st.booleans())
+def test_anything_the_model_accepts_renders_a_valid_paddlejob(
+    crdset: Any, j: PaddleJob, volcano: bool
+) -> None:
+    (cp,) = planned(j, scheduler="volcano" if volcano else "default").clusters
+    for rendered in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
+    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "PaddleJob"]
+    counts = j.replica_counts()
+    assert {k: v["replicas"] for k, v in body["spec"]["paddleReplicaSpecs"].items()} == counts
+    ej = effective_job(cp.jobs[0], body)
+    # Exactly one pod reaches the rendezvous through its own IP: the first of the first role.
+    first = ej.pod_sets[0]
+    assert first.role == ("Master" if j.ps is not None else "Worker")
+    assert {e.name: e.value for e in first.env}["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    for later in ej.pod_sets[1:]:
+        env = {e.name: e.value for e in later.env}
+        assert env["PADDLE_MASTER"] == f"{j.object_name}-master-0:36543"

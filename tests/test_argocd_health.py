@@ -28,6 +28,7 @@ PYTORCHJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PyTorchJob"
 MPIJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_MPIJob"
 TFJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_TFJob"
 PADDLEJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PaddleJob"
+PADDLE_OPERATOR_KEY = HEALTH_KEY_PREFIX + "batch.paddlepaddle.org_PaddleJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
 
@@ -117,7 +118,8 @@ def test_converter_makes_one_based_lists() -> None:
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
     shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY)
-    assert list(checks) == sorted([*shared, PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY])
+    own = (PADDLE_OPERATOR_KEY, PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY)
+    assert list(checks) == sorted([*shared, *own])
     package = resources.files("trainkit.health")
     # mpi-operator and the TFJob and PaddleJob controllers report the PyTorchJob's six
     # conditions (training-operator v1.9 common JobStatus): one script.
@@ -447,3 +449,39 @@ def test_queue_message_says_closed_queues_take_no_new_jobs(checks: dict[str, str
             "status": "Healthy",
             "message": f"Queue is {state}: Volcano admits no new jobs to it",
         }
+
+
+# --- paddle-operator's PaddleJob -----------------------------------------------------------
+
+
+def paddle(status: dict[str, Any] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": "batch.paddlepaddle.org/v1", "kind": "PaddleJob"}
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("status", "health", "message"),
+    [
+        (None, "Progressing", "Waiting for paddle-operator to start the PaddleJob"),
+        ({}, "Progressing", "Waiting for paddle-operator to start the PaddleJob"),
+        ({"phase": "Pending"}, "Progressing", "PaddleJob is Pending"),
+        ({"phase": "Running", "mode": "PS"}, "Progressing", "PaddleJob (PS) is Running"),
+        (
+            {"phase": "Completed", "mode": "Collective"},
+            "Healthy",
+            "PaddleJob (Collective) completed",
+        ),
+        ({"phase": "Succeed"}, "Healthy", "PaddleJob completed: every pod exited 0"),
+        ({"phase": "Failed", "mode": "PS"}, "Degraded", "PaddleJob (PS) failed: a pod exited"),
+        ({"phase": "Aborted"}, "Degraded", "PaddleJob is Aborted before completing"),
+        ({"phase": "Terminating"}, "Progressing", "PaddleJob is Terminating"),
+    ],
+)
+def test_paddle_operator_health_follows_the_phase(
+    checks: dict[str, str], status: dict[str, Any] | None, health: str, message: str
+) -> None:
+    out = run_health(checks[PADDLE_OPERATOR_KEY], paddle(status))
+    assert out["status"] == health
+    assert message in out["message"]

@@ -1075,6 +1075,7 @@ TRAINKIT_CRDS = (
     "training-operator/kubeflow.org_pytorchjobs.yaml",
     "training-operator/kubeflow.org_tfjobs.yaml",
     "training-operator/kubeflow.org_paddlejobs.yaml",
+    "paddle-operator/batch.paddlepaddle.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
     "volcano/scheduling.volcano.sh_queues.yaml",
 )

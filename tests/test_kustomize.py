@@ -211,7 +211,7 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     original = yaml.safe_load(cm)
     checks = health_checks()
     assert built["data"] == {**original["data"], **checks}
-    assert len(built["data"]) == len(original["data"]) + 6  # one health check per kind
+    assert len(built["data"]) == len(original["data"]) + 7  # one health check per kind
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}
@@ -220,13 +220,15 @@ def test_health_component_merges_into_an_existing_argocd_cm(
 def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_tfjobs_and_paddlejobs(
     synthesized,
 ):
-    """The examples' MPIJob (a800-north), TFJob and PaddleJob (gpu-east): each role's script
-    volume follows the ConfigMap's new name, and the queue a prefixed Queue's."""
+    """The examples' MPIJob (a800-north), TFJob and PaddleJob (gpu-east) and paddle-operator's
+    PaddleJob (rocm-west): each role's script volume follows the ConfigMap's new name, and the
+    queue a prefixed Queue's."""
     tmp_path = synthesized.root
     for cluster, kind, roles in (
         ("a800-north", "MPIJob", "mpiReplicaSpecs"),
         ("gpu-east", "TFJob", "tfReplicaSpecs"),
         ("gpu-east", "PaddleJob", "paddleReplicaSpecs"),
+        ("rocm-west", "PaddleJob", None),  # paddle-operator's: spec.ps and spec.worker
     ):
         overlay = tmp_path / f"overlay-{cluster}-{kind}"
         overlay.mkdir()
@@ -237,8 +239,11 @@ def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_tfjobs_and_paddl
         (job,) = [d for d in docs if d["kind"] == kind]
         names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
         queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
-        assert job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] in queues
-        for replica in job["spec"][roles].values():
+        policy = job["spec"]["runPolicy"] if roles else job["spec"]
+        assert policy["schedulingPolicy"]["queue"] in queues
+        assert policy["schedulingPolicy"]["queue"].startswith("dev-")
+        replicas = job["spec"][roles] if roles else {r: job["spec"][r] for r in ("ps", "worker")}
+        for replica in replicas.values():
             (script,) = [v for v in replica["template"]["spec"]["volumes"] if v["name"] == "script"]
             assert script["configMap"]["name"] in names
             assert script["configMap"]["name"].startswith("dev-")

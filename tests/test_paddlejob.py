@@ -163,3 +163,94 @@ def test_anything_the_model_accepts_renders_a_valid_paddlejob(
     for later in ej.pod_sets[1:]:
         env = {e.name: e.value for e in later.env}
         assert env["PADDLE_MASTER"] == f"{j.object_name}-master-0:36543"
+
+
+# --- paddle-operator (batch.paddlepaddle.org/v1) ---------------------------------------------
+
+PADDLE_OPERATOR = {"operators": ["training-operator", "paddle-operator", "trainer"]}
+
+
+def test_on_a_paddle_operator_cluster_the_job_is_paddle_operator_s() -> None:
+    ps = Role(replicas=2, resources=CPU, node_selector={"pool": "cpu"})
+    body, pj = render(job(mode="ps", ps=ps, deadline_seconds=3600), **PADDLE_OPERATOR)
+    assert body["apiVersion"] == "batch.paddlepaddle.org/v1"
+    spec = body["spec"]
+    assert list(spec) == ["cleanPodPolicy", "schedulingPolicy", "ps", "worker"]
+    # clean_pods="Running": a failed job's pods go, a completed job has none running.
+    assert spec["cleanPodPolicy"] == "OnFailure"
+    assert spec["schedulingPolicy"] == {"minAvailable": 4, "queue": "q"}
+    assert (spec["ps"]["replicas"], spec["worker"]["replicas"]) == (2, 2)
+    for role in ("ps", "worker"):
+        pod = spec[role]["template"]["spec"]
+        assert pod["restartPolicy"] == "Never"  # no backoff limit: a failed pod fails the job
+        assert pod["activeDeadlineSeconds"] == 3600
+        (c,) = pod["containers"]
+        # fleet's role maker reads the operator's env; no launcher in PS mode
+        assert c["command"] == ["python3", "/workspace/train.py"]
+        assert "ports" not in c
+    assert spec["ps"]["template"]["spec"]["nodeSelector"] == {"pool": "cpu"}
+    ej = effective_job(pj, body)
+    assert [p.role for p in ej.pod_sets] == ["ps", "worker"]
+    servers, workers = ({e.name: e.value for e in p.env} for p in ej.pod_sets)
+    assert servers["TRAINING_ROLE"] == "PSERVER" and workers["TRAINING_ROLE"] == "TRAINER"
+    assert workers["PADDLE_TRAINERS_NUM"] == "2"
+    assert "PADDLE_PSERVERS_IP_PORT_LIST" in workers
+    assert ej.gang is not None and (ej.gang.podgroup, ej.gang.min_member) == ("pd", 4)
+    assert ej.notes[0].startswith("paddle-operator: the job completes when every pod of every")
+
+
+def test_a_collective_job_on_paddle_operator_runs_the_launcher_and_cleans_as_asked() -> None:
+    body, pj = render(job(clean_pods="All"), scheduler="default", **PADDLE_OPERATOR)
+    spec = body["spec"]
+    assert spec["cleanPodPolicy"] == "Always"
+    assert "schedulingPolicy" not in spec and "ps" not in spec
+    (c,) = spec["worker"]["template"]["spec"]["containers"]
+    assert c["command"] == ["python3", "-m", "paddle.distributed.launch", "/workspace/train.py"]
+    ej = effective_job(pj, body)
+    assert (ej.procs_per_node, ej.world_size, ej.gang) == ("4", 8, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "where", "says"),
+    [
+        (
+            {"restart_policy": "OnFailure"},
+            "restart_policy",
+            "'OnFailure' would restart a failing pod forever on paddle-operator, which has no "
+            "backoff limit",
+        ),
+        (
+            {"backoff_limit": 5},
+            "backoff_limit",
+            "paddle-operator has no backoff limit: a failed pod fails the job; drop it",
+        ),
+    ],
+)
+def test_what_paddle_operator_cannot_run_is_refused(
+    fields: dict[str, Any], where: str, says: str
+) -> None:
+    with pytest.raises(DefinitionError) as e:
+        planned(job(**fields), **PADDLE_OPERATOR)
+    (p,) = e.value.problems
+    assert p.field == where
+    assert f"on cluster 'c' (paddle-operator): {says}" in p.message
+    # The same job is the Training Operator's elsewhere, where both exist.
+    planned(job(**fields))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(j=paddlejobs(), volcano=st.booleans())
+def test_anything_the_model_accepts_renders_a_valid_paddle_operator_job(
+    crdset: Any, j: PaddleJob, volcano: bool
+) -> None:
+    j = j.model_copy(update={"restart_policy": "Never"})
+    (cp,) = planned(j, scheduler="volcano" if volcano else "default", **PADDLE_OPERATOR).clusters
+    for rendered in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
+    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "PaddleJob"]
+    assert body["apiVersion"] == "batch.paddlepaddle.org/v1"
+    roles = {"ps": "Master", "worker": "Worker"}
+    counts = {roles[r]: body["spec"][r]["replicas"] for r in roles if r in body["spec"]}
+    assert counts == j.replica_counts()
+    ej = effective_job(cp.jobs[0], body)
+    assert sum(p.count for p in ej.pod_sets) == sum(counts.values())

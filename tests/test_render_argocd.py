@@ -577,6 +577,7 @@ def test_app_project_validates_and_names_namespaces() -> None:
     ]
     assert spec["namespaceResourceWhitelist"] == [
         {"group": "", "kind": "ConfigMap"},
+        {"group": "batch.paddlepaddle.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "MPIJob"},
         {"group": "kubeflow.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
@@ -684,6 +685,7 @@ def test_health_patch() -> None:
     }
     assert patch["data"] == checks
     assert set(patch["data"]) == {
+        "resource.customizations.health.batch.paddlepaddle.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_MPIJob",
         "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",

@@ -18,6 +18,8 @@ rocm_west = Cluster(
     gpu_resource="amd.com/gpu",
     gpus_per_node=8,
     accelerator="rocm",
+    # PaddleJobs here are paddle-operator's (batch.paddlepaddle.org, seed 004).
+    operators=["training-operator", "paddle-operator", "trainer"],
 )
 
 # NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).

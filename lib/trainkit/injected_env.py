@@ -21,6 +21,7 @@ __all__ = [
     "TRAINJOB_RESERVED_ENV",
     "mpijob_env",
     "mpijob_reserved_env_reason",
+    "paddle_operator_env",
     "paddlejob_env",
     "pytorchjob_elastic_env",
     "pytorchjob_env",
@@ -328,6 +329,18 @@ _PADDLEJOB_RESERVED = {
     "POD_IP_DUMMY": f"{_PADDLE_SETS} on the first pod, as the rendezvous address",
     "PADDLE_SERVER_NUM": f"{_PADDLE_SETS} on parameter servers",
     "PADDLE_TRAINER_NUM": f"{_PADDLE_SETS} on Workers of a job with parameter servers",
+    # paddle-operator v0.3.5 (controllers/paddlejob_helper.go constructPod, constructConfigMap):
+    # on the first container, and from the ConfigMap <job> it writes once every pod has an IP.
+    "POD_IP": "paddle-operator sets it to the pod's IP",
+    "PADDLE_TRAINER_ID": "paddle-operator sets it to the pod's index",
+    "TRAINING_ROLE": "paddle-operator sets it to PSERVER or TRAINER",
+    "PADDLE_TRAINING_ROLE": "paddle-operator sets it to PSERVER or TRAINER",
+    "TRAINER_PORTS_NUM": "paddle-operator sets it (its ConfigMap)",
+    "PADDLE_PORT": "paddle-operator sets it (its ConfigMap)",
+    "PADDLE_PSERVERS_IP_PORT_LIST": "paddle-operator sets it to the servers (its ConfigMap)",
+    "PADDLE_TRAINER_ENDPOINTS": "paddle-operator sets it to the trainers (its ConfigMap)",
+    "PADDLE_TRAINERS": "paddle-operator sets it to the trainers' hosts (its ConfigMap)",
+    "PADDLE_TRAINERS_NUM": "paddle-operator sets it to the number of Workers (its ConfigMap)",
 }
 
 
@@ -348,4 +361,26 @@ def paddlejob_env(*, job: str, counts: dict[str, int], role: str, index: int) ->
         env["PADDLE_MASTER"] = f"{job}-{first.lower()}-0:{PADDLEJOB_PORT}"
     if "Master" in counts:
         env["PADDLE_SERVER_NUM" if role == "Master" else "PADDLE_TRAINER_NUM"] = "1"
+    return env
+
+
+def paddle_operator_env(*, job: str, counts: dict[str, int], role: str) -> dict[str, str]:
+    """What paddle-operator gives the first pod of ``role`` (``ps`` or ``worker``): its own
+    variables, then its ConfigMap ``<job>``'s keys, whose endpoints it knows only once every
+    pod has an IP (a random port in 36000-55999)."""
+    later = "<once every pod has an IP>"
+    env = {
+        "POD_IP": "<the pod's IP>",
+        "PADDLE_TRAINER_ID": "0",
+        "TRAINING_ROLE": "PSERVER" if role == "ps" else "TRAINER",
+    }
+    env["PADDLE_TRAINING_ROLE"] = env["TRAINING_ROLE"]
+    env |= {"TRAINER_PORTS_NUM": "20", "PADDLE_PORT": later}
+    if "ps" in counts:
+        env["PADDLE_PSERVERS_IP_PORT_LIST"] = later
+    env |= {
+        "PADDLE_TRAINER_ENDPOINTS": later,
+        "PADDLE_TRAINERS": later,
+        "PADDLE_TRAINERS_NUM": str(counts.get("worker", 0)),
+    }
     return env

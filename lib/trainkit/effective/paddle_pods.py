@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import paddlejob_env
+from ..injected_env import paddle_operator_env, paddlejob_env
 from ..plan import PlannedJob
-from ..render.paddle import CONTAINER
-from .operator_pods import gpus_per_pod, role_pod_sets, run_policy_gang
-from .podsets import EffectiveJob, EnvVar
+from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API
+from .operator_pods import first_requests, gpus_per_pod, role_pod_sets, run_policy_gang
+from .podsets import EffectiveJob, EnvVar, Gang
 
 __all__ = ["effective_paddlejob"]
 
 _OPERATOR = "Training Operator"
+_PADDLE_OPERATOR = "paddle-operator"
 _PER_POD = {
     "PADDLE_MASTER": "the first pod reaches itself through its IP",
     "POD_IP_DUMMY": "the first pod only",
@@ -26,6 +27,8 @@ _PER_POD = {
 
 
 def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    if body["apiVersion"] == PADDLE_OPERATOR_API:
+        return _paddle_operator(pj, body)
     spec = body["spec"]
 
     def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
@@ -53,5 +56,39 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             "Workers meet at Worker 0 (PADDLE_MASTER)"
         ]
     # In PS mode servers are processes of the job too, one per pod, as in a TFJob.
+    world = total if ps_mode else procs * total
+    return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))
+
+
+def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    """paddle-operator v0.3.5: pods ``<job>-ps-<i>`` and ``<job>-worker-<i>`` with the env of
+    controllers/paddlejob_helper.go constructPod on the first container; the PodGroup
+    ``<job>`` from schedulingPolicy (constructPodGroup); Completed when every pod of every
+    role has exited 0, Failed when one fails (getPaddleJobPhase)."""
+    spec = body["spec"]
+    replicas = {role: spec[role] for role in ("ps", "worker") if role in spec}
+
+    def injected(role: str, counts: dict[str, int]) -> list[EnvVar]:
+        env = paddle_operator_env(job=pj.object_name, counts=counts, role=role)
+        why = {"PADDLE_TRAINER_ID": "the pod's index"}
+        return [EnvVar(k, v, _PADDLE_OPERATOR, why.get(k, "")) for k, v in env.items()]
+
+    pod_sets = role_pod_sets(pj, replicas, CONTAINER, injected)
+    total = sum(ps.count for ps in pod_sets)
+    gang: Gang | None = None
+    scheduling = spec.get("schedulingPolicy")
+    if scheduling is not None:
+        members = int(scheduling.get("minAvailable", total))
+        gang = Gang(
+            pj.object_name, scheduling.get("queue"), members, first_requests(pod_sets, members)
+        )
+    ps_mode = "ps" in replicas
+    workers = [ps for ps in pod_sets if ps.role == "worker"]
+    procs = 1 if ps_mode else max(1, gpus_per_pod(workers, pj))
+    notes = [
+        "paddle-operator: the job completes when every pod of every role has exited 0 and "
+        "fails when one pod fails (pods never restart); its ConfigMap "
+        f"{pj.object_name!r} gives each pod the endpoints once every pod has an IP"
+    ]
     world = total if ps_mode else procs * total
     return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))

@@ -14,7 +14,7 @@ from pydantic import model_validator
 
 from .operator_job import Role, RoleJob
 
-__all__ = ["PADDLE_ROLES", "PaddleJob"]
+__all__ = ["PADDLE_OPERATOR", "PADDLE_ROLES", "PaddleJob", "paddle_operator_problems"]
 
 PADDLE_ROLES = ("Master", "Worker")
 """Replica types the webhook allows; Master is the parameter servers of ``mode="ps"``."""
@@ -54,3 +54,33 @@ class PaddleJob(RoleJob):
     def role(self, name: str) -> Role | None:
         """The settings of replica type ``name``; None for Worker (the job's own)."""
         return self.ps if name == "Master" else None
+
+
+PADDLE_OPERATOR = "paddle-operator"
+"""The Cluster.operators entry under which PaddleJobs are ``batch.paddlepaddle.org/v1``."""
+
+
+def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
+    """``(field, why)`` for what paddle-operator (v0.3.5) cannot run as written: it has no
+    backoff limit or job deadline, and a pod it lets the kubelet restart on failure restarts
+    forever, holding its gang's GPUs (api/v1/paddlejob_types.go; controllers/
+    paddlejob_helper.go constructPod keeps the template's restartPolicy)."""
+    out = []
+    given = job.model_fields_set
+    if "restart_policy" in given and job.restart_policy != "Never":
+        out.append(
+            (
+                "restart_policy",
+                f"{job.restart_policy!r} would restart a failing pod forever on paddle-operator, "
+                "which has no backoff limit; its pods never restart (a failed pod fails the "
+                "job): drop restart_policy or set 'Never'",
+            )
+        )
+    if "backoff_limit" in given:
+        out.append(
+            (
+                "backoff_limit",
+                "paddle-operator has no backoff limit: a failed pod fails the job; drop it",
+            )
+        )
+    return out

@@ -43,7 +43,7 @@ class Cluster(TrainkitModel):
     (``…-rocm6.2`` on a ``cuda`` cluster) is refused."""
     scheduler: Literal["volcano", "default"] = "volcano"
     """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
-    operators: list[Literal["training-operator", "mpi-operator", "trainer"]] = [
+    operators: list[Literal["training-operator", "mpi-operator", "paddle-operator", "trainer"]] = [
         "training-operator",
         "trainer",
     ]
@@ -54,7 +54,9 @@ class Cluster(TrainkitModel):
     Trainer v2.3: TrainJob and runtimes). The Training Operator's own MPIJob (``v1``) has the
     same CRD name, ``mpijobs.kubeflow.org``, so a cluster serves one of the two: with
     ``mpi-operator`` listed, run the Training Operator without its MPI scheme
-    (``--enable-scheme`` without ``mpijob``). trainkit generates only ``v2beta1``."""
+    (``--enable-scheme`` without ``mpijob``). trainkit generates only ``v2beta1``.
+    ``paddle-operator`` (PaddleFlow/paddle-operator v0.3.5): PaddleJobs there are
+    ``batch.paddlepaddle.org/v1``, not the Training Operator's ``kubeflow.org/v1``."""
     tolerations: list[Toleration] = []
     """Taints that jobs and runtimes on this cluster may tolerate (e.g. the GPU nodes'
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A

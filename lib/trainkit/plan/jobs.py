@@ -18,6 +18,7 @@ from ..model import (
     TrainJob,
 )
 from ..model.job import image_for
+from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob, paddle_operator_problems
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import env_conflicts, resolve_network
@@ -31,7 +32,7 @@ __all__ = ["Job", "PlannedJob", "check_unique", "place"]
 _OPERATOR = {
     "PyTorchJob": "training-operator",
     "TFJob": "training-operator",
-    "PaddleJob": "training-operator",
+    "PaddleJob": "training-operator",  # or paddle-operator, whose API wins where it runs
     "MPIJob": "mpi-operator",
     "TrainJob": "trainer",
 }
@@ -150,6 +151,9 @@ def place(
         if operator_missing is not None:
             problems.append(problem(d, operator_missing, field))
             continue
+        if isinstance(job, PaddleJob) and PADDLE_OPERATOR in cluster.operators:
+            for where, why in paddle_operator_problems(job):
+                problems.append(problem(d, f"on cluster {cname!r} (paddle-operator): {why}", where))
         queue = _queue_for(d, job, index, cluster, problems)
         runtime, network = None, None
         if isinstance(job, TrainJob):
@@ -213,7 +217,7 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
 def _operator_missing(job: Job, cluster: Cluster, index: Index) -> str | None:
     kind = type(job).__name__
     needs = _OPERATOR[kind]
-    if needs in cluster.operators:
+    if needs in cluster.operators or (kind == "PaddleJob" and PADDLE_OPERATOR in cluster.operators):
         return None
     also = (
         " (the Training Operator's MPIJob v1 is another API under the same CRD name, which "

@@ -155,6 +155,7 @@ CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
 # (group, kind); "" is the core API group.
 NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("", "ConfigMap"),
+    ("batch.paddlepaddle.org", "PaddleJob"),
     ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PaddleJob"),
     ("kubeflow.org", "PyTorchJob"),

@@ -62,6 +62,9 @@ _POD_SPECS = (
     ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
     *(("TFJob", f"spec/tfReplicaSpecs/{role}/template/spec") for role in TF_ROLES),
     *(("PaddleJob", f"spec/paddleReplicaSpecs/{role}/template/spec") for role in PADDLE_ROLES),
+    # paddle-operator's PaddleJob (batch.paddlepaddle.org): the same kind name, other paths.
+    ("PaddleJob", "spec/ps/template/spec"),
+    ("PaddleJob", "spec/worker/template/spec"),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -108,6 +111,7 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "TFJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "PaddleJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "PaddleJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "PaddleJob", "path": "spec/schedulingPolicy/queue"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

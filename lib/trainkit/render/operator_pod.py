@@ -119,7 +119,11 @@ def run_policy(
 
 
 def role_replicas(
-    pj: PlannedJob, job: RoleJob, container: str, port: dict[str, Any], program: list[str]
+    pj: PlannedJob,
+    job: RoleJob,
+    container: str,
+    port: dict[str, Any] | None,
+    program: list[str],
 ) -> dict[str, Any]:
     """The replica specs of a job of roles (TFJob, PaddleJob): per replica type, container
     ``container`` with ``port``, running ``program`` + the script (or the role's or the job's
@@ -138,7 +142,8 @@ def role_replicas(
         if job.script is not None:
             c["workingDir"] = WORKSPACE
         c["args"] = list(role.args if role is not None and role.args is not None else job.args)
-        c["ports"] = [port]
+        if port is not None:
+            c["ports"] = [port]
         resources = role.resources if role is not None and role.resources else job.resources
         selector = role.node_selector if role is not None else None
         replicas[rtype] = {

@@ -116,7 +116,7 @@ def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_
 ) -> None:
     target = _target(launch="deepspeed", launcher_args=["--mca", "mpi_yield_when_idle", "1"])
     plan = plan_mpi_rehearsal(
-        target, workspace=tmp_path / "ws", log_dir=tmp_path / "logs", master_port=0,
+        target, workspace=tmp_path / "ws", log_dir=tmp_path / "logs", master_port=4242,
         nodes=2, procs_per_node=1, inherited={"PATH": os.environ["PATH"]},
         python="python3", file="jobs/team/mpi.py", read_only=ReadOnly(),
     )  # fmt: skip
@@ -125,12 +125,14 @@ def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_
         "python3", "-m", "deepspeed.launcher.runner",
         "--hostfile", str(tmp_path / "logs" / "hostfile"), "--launcher", "openmpi",
         "--launcher_args",
-        "--allow-run-as-root -x RENDEZVOUS_PORT -x FORWARDED --mca mpi_yield_when_idle 1 "
-        "--mca btl_tcp_if_include lo",
+        "--allow-run-as-root -x RENDEZVOUS_PORT -x FORWARDED -x MASTER_PORT "
+        "--mca mpi_yield_when_idle 1 --mca btl_tcp_if_include lo",
         "--no_ssh_check", "--force_multi", "--master_addr", "127.0.0.1",
         str(tmp_path / "ws" / "mpi_allreduce.py"),
     )  # fmt: skip
     assert "deepspeed: --force_multi (the local hostfile has one host" in "\n".join(plan.changes)
+    # Not DeepSpeed's fixed 29500: two rehearsals on one machine must not collide.
+    assert launch.env["MASTER_PORT"] == "4242"
 
 
 def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() -> None:
@@ -146,7 +148,17 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
     d = Definition(job, "jobs/team/ds.py", "team", line=3, files=files)
     (target,) = targets_for(d, PLATFORM)
     out = io.StringIO()
-    report = rehearse(target, nodes=2, procs_per_node=1, timeout=240, out=out)
+    # DeepSpeed's default rendezvous port is taken (as by a second rehearsal or a torchrun):
+    # the rehearsal's own MASTER_PORT, which the script passes on, keeps them apart.
+    with socket.socket() as busy:
+        # Past rehearsals' connections may linger in TIME_WAIT; a listener still excludes.
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            busy.bind(("0.0.0.0", 29500))
+            busy.listen()
+        except OSError:
+            pass  # taken already, which is the point
+        report = rehearse(target, nodes=2, procs_per_node=1, timeout=240, out=out)
     assert report.world_size == 2
     text = out.getvalue()
     assert "step 2/2 loss " in text

@@ -57,7 +57,10 @@ def corpus(seq_len: int, seed: int) -> torch.Tensor:
 def main() -> None:
     args = parse_args()
     gpu = torch.cuda.is_available()
-    deepspeed.init_distributed(dist_backend="nccl" if gpu else "gloo")
+    # MPI discovery's rendezvous port: 29500 unless MASTER_PORT says otherwise (a rehearsal
+    # gives a free one, so two can run on one machine).
+    port = int(os.environ.get("MASTER_PORT", "29500"))
+    deepspeed.init_distributed(dist_backend="nccl" if gpu else "gloo", distributed_port=port)
     rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
     torch.manual_seed(args.seed)
     model = TinyLM()

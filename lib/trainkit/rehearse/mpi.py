@@ -102,6 +102,15 @@ def plan_mpi_rehearsal(
             "its openmpi launcher only for several), --master_addr 127.0.0.1 and "
             "--mca btl_tcp_if_include lo (DeepSpeed's mpirun would pick eth0)"
         )
+        # DeepSpeed's MPI discovery binds 29500 unless the script passes distributed_port
+        # (deepspeed/comm/comm.py mpi_discovery): a free port for scripts that read it, so
+        # two rehearsals (or one beside a local torchrun) do not collide.
+        env["MASTER_PORT"] = str(master_port)
+        changes.append(
+            f"MASTER_PORT={master_port}, forwarded to the ranks: a free port for DeepSpeed's "
+            "rendezvous when the script passes it as init_distributed(distributed_port=...); "
+            "otherwise DeepSpeed binds 29500, which must then be free here"
+        )
     argv = _argv(t, workspace, python, file, hostfile, ranks)
     files = [workspace / name for name in t.files]
     launch = NodeLaunch(0, argv, env, False, log_dir / "launcher", read_only.wrapper(files, python))
@@ -149,6 +158,7 @@ def _argv(
     forward = [a for name in t.forwarded for a in ("-x", name)]
     program = (python, str(workspace / script), *t.args)
     if t.launch == "deepspeed":
+        forward += ["-x", "MASTER_PORT"]
         # As rendered (render/mpi_operator.py launcher_command), with this machine's hostfile.
         # DeepSpeed runs the ranks with its own interpreter, the rehearsal's here. Its mpirun
         # gets `--mca btl_tcp_if_include eth0` unless the launcher args name the interface

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import socket
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 
 from trainkit import Cluster, MPIJob, RehearsalError, Resources, Script, SetupError, Team
 from trainkit.load import Definition
-from trainkit.rehearse import ReadOnly, mpi, rehearse, targets_for
+from trainkit.rehearse import ReadOnly, mpi, ports, rehearse, targets_for
 from trainkit.rehearse.mpi import plan_mpi_rehearsal
+from trainkit.rehearse.ports import free_port
 from trainkit.rehearse.target import MPIJobTarget
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,13 +33,6 @@ PLATFORM = [
 ]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 def _target(script: str = "mpi_allreduce.py", **kw: Any) -> MPIJobTarget:
     fields: dict[str, Any] = {
         "name": "mpi",
@@ -45,7 +40,7 @@ def _target(script: str = "mpi_allreduce.py", **kw: Any) -> MPIJobTarget:
         "script": Script.file(script),
         "nodes": 3,
         "resources": Resources(cpu=4, memory="8Gi", gpu=2),
-        "env": {"RENDEZVOUS_PORT": str(_free_port()), "FORWARDED": "yes"},
+        "env": {"RENDEZVOUS_PORT": str(free_port()), "FORWARDED": "yes"},
     }
     job = MPIJob(**(fields | kw))
     text = (FIXTURES / script).read_text(encoding="utf-8")
@@ -182,3 +177,15 @@ def test_a_deepspeed_rehearsal_without_deepspeed_says_which_extra_to_install(
     assert "mpi4py is not installed here; install the extra: pip install -e '.[deepspeed]'" in (
         str(e.value)
     )
+
+
+def test_a_rendezvous_port_is_free_and_below_the_ephemeral_range() -> None:
+    # Ephemeral ports are what every outgoing connection on the machine draws: a probed one
+    # can be given away before the rendezvous binds it (seen with two suites side by side).
+    low = ports.ephemeral_low()
+    drawn = {free_port(random.Random(seed)) for seed in range(20)}
+    assert all(10_000 <= p < low for p in drawn) and len(drawn) > 1
+    for p in drawn:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("", p))  # still free on every address

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from types import FrameType
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
-from .launch import LOCAL_MASTER_ADDR, RehearsalPlan, plan_rehearsal
+from .launch import RehearsalPlan, plan_rehearsal
 from .mpi import plan_mpi_rehearsal
 from .output import (
     Follower,
@@ -31,6 +30,7 @@ from .output import (
     looks_like_peer_failure,
     parse_torchrun_failures,
 )
+from .ports import free_port
 from .procs import descendants, kill_groups, live_in_groups, process_table
 from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
@@ -127,7 +127,7 @@ def rehearse(
                 target,
                 workspace=workspace,
                 log_dir=Path(tmp) / "logs",
-                master_port=_free_port(),
+                master_port=free_port(),
                 nodes=nodes,
                 procs_per_node=procs_per_node,
                 inherited=dict(os.environ),
@@ -140,7 +140,7 @@ def rehearse(
                 target,
                 workspace=workspace,
                 log_dir=Path(tmp) / "logs",
-                master_port=_free_port(),
+                master_port=free_port(),
                 nodes=nodes,
                 procs_per_node=procs_per_node,
                 python=python,
@@ -167,13 +167,6 @@ def rehearse(
         cluster=target.cluster,
         runtime=target.runtime,
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOCAL_MASTER_ADDR, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def say(out: TextIO, line: str) -> None:

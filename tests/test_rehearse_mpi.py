@@ -92,6 +92,19 @@ def test_a_failing_rank_fails_the_rehearsal() -> None:
     assert "rank 0 fails" in message
 
 
+def test_a_native_crash_is_reported_with_its_reason_not_only_its_backtrace() -> None:
+    with pytest.raises(RehearsalError) as e:
+        rehearse(
+            _target("native_crash.py"), nodes=1, procs_per_node=1, timeout=120, out=io.StringIO()
+        )
+    message = str(e.value)
+    assert "exited with code 134" in message  # mpirun's code for a rank killed by SIGABRT
+    assert (
+        "first error of node0: terminate called after throwing an instance of 'gloo::IoException'"
+    ) in message
+    assert "last lines of node0:" in message
+
+
 def test_horovod_launches_are_expressible_but_not_rehearsed() -> None:
     job = MPIJob(
         name="j", image="img:1", script=Script.file("t.py"), launch="horovodrun",
@@ -153,7 +166,11 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
             busy.listen()
         except OSError:
             pass  # taken already, which is the point
-        report = rehearse(target, nodes=2, procs_per_node=1, timeout=240, out=out)
+        try:
+            report = rehearse(target, nodes=2, procs_per_node=1, timeout=240, out=out)
+        except RehearsalError:
+            print(out.getvalue())  # every rank's whole log, which pytest shows on failure
+            raise
     assert report.world_size == 2
     text = out.getvalue()
     assert "step 2/2 loss " in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,10 @@ STOP_GRACE_SECONDS = 3.0
 KILLED_WAIT_SECONDS = 30.0
 """How long SIGKILLed processes may take to be gone (each is gone once scheduled)."""
 TAIL_LINES = 15
+# The line that says why a native crash happened (a C++ exception that ends the process, a
+# signal report); its backtrace follows and fills the tail. Python tracebacks are shortened
+# and shown whole already.
+_CAUSE = re.compile(r"terminate called|what\(\):|Process received signal")
 _SIGNALLED = {-int(signal.SIGTERM), -int(signal.SIGKILL)}
 
 
@@ -238,6 +243,9 @@ class _Run:
         self.followers: list[Follower] = []
         self.tails: defaultdict[Source, deque[str]] = defaultdict(lambda: deque(maxlen=TAIL_LINES))
         self.recent: deque[str] = deque(maxlen=TAIL_LINES)
+        self.causes: dict[Source, str] = {}
+        """Per source, the first line that names a native crash: the backtrace printed after
+        it pushes it out of the tail."""
         self.groups: set[int] = set()
         self.exits: dict[int, int] = {}
         """Node rank → exit code, in the order the nodes ended by themselves."""
@@ -359,6 +367,8 @@ class _Run:
                 self.out.write(text + "\n")
                 self.tails[f.source].append(line)
                 self.recent.append(text)
+                if f.source not in self.causes and _CAUSE.search(line):
+                    self.causes[f.source] = line
         if got:
             self.out.flush()
         return got
@@ -471,6 +481,9 @@ class _Run:
         if not tail and first.rank is not None:
             tail = list(self.tails[(first.node, None)])
         label = f"node{first.node}" + (f"/rank{first.rank}" if first.rank is not None else "")
+        cause = self.causes.get((first.node, first.rank)) or self.causes.get((first.node, None))
+        if cause is not None and cause not in tail:
+            lines.append(f"first error of {label}: {cause}")
         if tail:
             lines.append(f"last lines of {label}:")
             lines.extend(f"  | {line}" for line in tail)

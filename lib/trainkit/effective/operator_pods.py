@@ -25,6 +25,7 @@ __all__ = [
     "gpus_per_pod",
     "role_pod_sets",
     "run_policy_gang",
+    "scheduling_gang",
 ]
 
 _OPERATOR = "Training Operator"
@@ -106,7 +107,15 @@ def run_policy_gang(
     """The PodGroup of a kubeflow.org job from ``runPolicy.schedulingPolicy``: named after the
     job, ``minAvailable`` (else ``default``) members, the first ones' requests admitted at
     once; None without a schedulingPolicy (no Volcano)."""
-    scheduling = spec.get("runPolicy", {}).get("schedulingPolicy")
+    return scheduling_gang(pj, spec.get("runPolicy", {}).get("schedulingPolicy"), pod_sets, default)
+
+
+def scheduling_gang(
+    pj: PlannedJob, scheduling: dict[str, Any] | None, pod_sets: list[PodSet], default: int
+) -> Gang | None:
+    """The PodGroup an operator makes from a ``schedulingPolicy`` (the kubeflow.org kinds'
+    and paddle-operator's): named after the job, ``minAvailable`` (else ``default``)
+    members; None without one (no Volcano)."""
     if scheduling is None:
         return None
     members = int(scheduling.get("minAvailable", default))

@@ -13,8 +13,8 @@ from typing import Any
 from ..injected_env import paddle_operator_env, paddlejob_env
 from ..plan import PlannedJob
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API
-from .operator_pods import first_requests, gpus_per_pod, role_pod_sets, run_policy_gang
-from .podsets import EffectiveJob, EnvVar, Gang
+from .operator_pods import gpus_per_pod, role_pod_sets, run_policy_gang, scheduling_gang
+from .podsets import EffectiveJob, EnvVar, PodSet
 
 __all__ = ["effective_paddlejob"]
 
@@ -38,12 +38,8 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     pod_sets = role_pod_sets(pj, spec["paddleReplicaSpecs"], CONTAINER, injected)
     total = sum(ps.count for ps in pod_sets)
     gang = run_policy_gang(pj, spec, pod_sets, total)
-    workers = [ps for ps in pod_sets if ps.role == "Worker"]
-    ps_mode = len(workers) < len(pod_sets)
-    # paddle.distributed.launch starts one trainer per GPU, and one per Worker in PS mode
-    # (PADDLE_TRAINER_NUM=1).
-    procs = 1 if ps_mode else max(1, gpus_per_pod(workers, pj))
-    if ps_mode:
+    procs, world = _size(pj, pod_sets, "Worker")
+    if "Master" in spec["paddleReplicaSpecs"]:  # the parameter servers
         notes = [
             "parameter-server mode: the job succeeds when every parameter server (Master) "
             "exits 0; paddle.distributed.launch starts a server on each Master and a trainer "
@@ -55,9 +51,19 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             "paddle.distributed.launch starts a trainer per GPU on each Worker, and the "
             "Workers meet at Worker 0 (PADDLE_MASTER)"
         ]
-    # In PS mode servers are processes of the job too, one per pod, as in a TFJob.
-    world = total if ps_mode else procs * total
     return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))
+
+
+def _size(pj: PlannedJob, pod_sets: list[PodSet], worker: str) -> tuple[int, int]:
+    """``(processes per pod, world size)``: the launcher starts one trainer per GPU of a
+    collective job's Workers; in PS mode each pod is one process (PADDLE_TRAINER_NUM=1), the
+    servers counted as in a TFJob."""
+    total = sum(ps.count for ps in pod_sets)
+    workers = [ps for ps in pod_sets if ps.role == worker]
+    if len(workers) < len(pod_sets):
+        return 1, total
+    procs = max(1, gpus_per_pod(workers, pj))
+    return procs, procs * total
 
 
 def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
@@ -75,20 +81,11 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
 
     pod_sets = role_pod_sets(pj, replicas, CONTAINER, injected)
     total = sum(ps.count for ps in pod_sets)
-    gang: Gang | None = None
-    scheduling = spec.get("schedulingPolicy")
-    if scheduling is not None:
-        members = int(scheduling.get("minAvailable", total))
-        gang = Gang(
-            pj.object_name, scheduling.get("queue"), members, first_requests(pod_sets, members)
-        )
-    ps_mode = "ps" in replicas
-    workers = [ps for ps in pod_sets if ps.role == "worker"]
-    procs = 1 if ps_mode else max(1, gpus_per_pod(workers, pj))
+    gang = scheduling_gang(pj, spec.get("schedulingPolicy"), pod_sets, total)
+    procs, world = _size(pj, pod_sets, "worker")
     notes = [
         "paddle-operator: the job completes when every pod of every role has exited 0 and "
         "fails when one pod fails (pods never restart); its ConfigMap "
         f"{pj.object_name!r} gives each pod the endpoints once every pod has an IP"
     ]
-    world = total if ps_mode else procs * total
     return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))

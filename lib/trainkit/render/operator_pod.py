@@ -27,7 +27,7 @@ from .pod import (
 )
 from .script import script_configmap_name
 
-__all__ = ["role_replicas", "role_template", "run_policy"]
+__all__ = ["role_replicas", "role_template", "run_policy", "scheduling_policy"]
 
 
 def role_template(
@@ -103,19 +103,30 @@ def run_policy(
     policy: dict[str, Any] = {"backoffLimit": job.backoff_limit, "cleanPodPolicy": job.clean_pods}
     if job.deadline_seconds is not None:
         policy["activeDeadlineSeconds"] = job.deadline_seconds
-    annotations: dict[str, str] = {}
-    if pj.queue is not None:
-        # The operators copy minAvailable to the PodGroup's minMember (common/job.go;
-        # mpi-operator pkg/controller/podgroup.go).
-        policy["schedulingPolicy"] = {"minAvailable": gang, "queue": pj.queue}
-        if job.priority_class is not None:
-            # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
-            # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
-            policy["schedulingPolicy"]["priorityClass"] = job.priority_class
-        # The operators read the queue from schedulingPolicy; the annotation is copied to
-        # the PodGroup and is what Volcano's tools display.
-        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    scheduling, annotations = scheduling_policy(pj, job, gang)
+    if scheduling is not None:
+        policy["schedulingPolicy"] = scheduling
     return policy, annotations
+
+
+def scheduling_policy(
+    pj: PlannedJob, job: OperatorJob, gang: int
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """``(schedulingPolicy, annotations)`` of a job whose Volcano gang is ``gang`` pods; no
+    policy on a cluster without Volcano. The kubeflow.org operators and paddle-operator read
+    the same three fields."""
+    if pj.queue is None:
+        return None, {}
+    # The operators copy minAvailable to the PodGroup's minMember (common/job.go;
+    # mpi-operator pkg/controller/podgroup.go; paddle-operator constructPodGroup).
+    scheduling: dict[str, Any] = {"minAvailable": gang, "queue": pj.queue}
+    if job.priority_class is not None:
+        # The PodGroup's priority, by which Volcano orders and preempts gangs, comes from
+        # here, not from the pods (training-operator v1.9 pkg/controller.v1/common/job.go).
+        scheduling["priorityClass"] = job.priority_class
+    # The operators read the queue from schedulingPolicy; the annotation is copied to
+    # the PodGroup and is what Volcano's tools display.
+    return scheduling, {VOLCANO_QUEUE_ANNOTATION: pj.queue}
 
 
 def role_replicas(

@@ -15,8 +15,7 @@ from typing import Any
 from ..injected_env import PADDLEJOB_PORT
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
 from ..plan import PlannedJob
-from .meta import VOLCANO_QUEUE_ANNOTATION
-from .operator_pod import role_replicas, run_policy
+from .operator_pod import role_replicas, run_policy, scheduling_policy
 from .script import job_metadata
 
 __all__ = ["CONTAINER", "PADDLE_OPERATOR_API", "render_paddlejob"]
@@ -64,14 +63,9 @@ def _paddle_operator(pj: PlannedJob, job: PaddleJob) -> dict[str, Any]:
     program = ["python3"] if job.mode == "ps" else _LAUNCH
     replicas = role_replicas(pj, job, CONTAINER, None, program)
     spec: dict[str, Any] = {"cleanPodPolicy": _CLEAN_POD_POLICY[job.clean_pods]}
-    annotations: dict[str, str] = {}
-    if pj.queue is not None:
-        policy: dict[str, Any] = {"minAvailable": sum(job.replica_counts().values())}
-        policy["queue"] = pj.queue
-        if job.priority_class is not None:
-            policy["priorityClass"] = job.priority_class
-        spec["schedulingPolicy"] = policy
-        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    scheduling, annotations = scheduling_policy(pj, job, sum(job.replica_counts().values()))
+    if scheduling is not None:
+        spec["schedulingPolicy"] = scheduling
     for rtype, role in (("Master", "ps"), ("Worker", "worker")):
         if rtype not in replicas:
             continue

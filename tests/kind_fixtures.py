@@ -10,22 +10,27 @@ from trainkit.plan import build_plan
 from trainkit.synth import _cluster_objects
 
 
-def planned(j: Any, **cluster: Any) -> Any:
-    """The plan of ``j`` (in jobs/t/j.py, with its script ``train.py``) on cluster ``c``."""
+def planned(j: Any, team: dict[str, Any] | None = None, **cluster: Any) -> Any:
+    """The plan of ``j`` (in jobs/t/j.py, with its script ``train.py``) on cluster ``c``, for
+    team ``t`` with the grants ``team`` gives."""
     c = Cluster(name="c", server="https://c", gpus_per_node=8, **cluster)
     return build_plan(
         [
             Definition(c, "jobs/platform/p.py", "platform"),
             Definition(Queue(name="q", capability=Capacity(gpu=64)), "jobs/platform/p.py", "p"),
-            Definition(Team(name="t", queues=["q"]), "jobs/platform/p.py", "platform"),
+            Definition(
+                Team(name="t", queues=["q"], **(team or {})), "jobs/platform/p.py", "platform"
+            ),
             Definition(j, "jobs/t/j.py", "t", files={"train.py": "x"} if j.script else {}),
         ]
     )
 
 
-def render(j: Any, **cluster: Any) -> tuple[dict[str, Any], Any]:
+def render(
+    j: Any, team: dict[str, Any] | None = None, **cluster: Any
+) -> tuple[dict[str, Any], Any]:
     """The rendered object of ``j``'s kind and its planned job."""
-    (cp,) = planned(j, **cluster).clusters
+    (cp,) = planned(j, team, **cluster).clusters
     kind = type(j).__name__
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == kind]
     return body, cp.jobs[0]

@@ -31,6 +31,7 @@ PADDLEJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PaddleJob"
 PADDLE_OPERATOR_KEY = HEALTH_KEY_PREFIX + "batch.paddlepaddle.org_PaddleJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
+RAYJOB_KEY = HEALTH_KEY_PREFIX + "ray.io_RayJob"
 
 _SANDBOX = """
 debug.setmetatable("", nil)
@@ -118,7 +119,7 @@ def test_converter_makes_one_based_lists() -> None:
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
     shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY)
-    own = (PADDLE_OPERATOR_KEY, PYTORCHJOB_KEY, QUEUE_KEY, TRAINJOB_KEY)
+    own = (PADDLE_OPERATOR_KEY, PYTORCHJOB_KEY, QUEUE_KEY, RAYJOB_KEY, TRAINJOB_KEY)
     assert list(checks) == sorted([*shared, *own])
     package = resources.files("trainkit.health")
     # mpi-operator and the TFJob and PaddleJob controllers report the PyTorchJob's six

@@ -32,6 +32,7 @@ SFT = "jobs/llm/llama_sft_trainjob.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 MOBILENET = "jobs/vision/mobilenet_ps.py"
 PADDLE = "jobs/vision/resnet_paddle.py"
+RAY = "jobs/llm/lr_sweep_ray.py"
 CLUSTERS = "jobs/platform/clusters.py"
 TEAMS = "jobs/platform/teams.py"
 RUNTIMES = "jobs/platform/runtimes.py"
@@ -776,6 +777,65 @@ CASES = [
         field="env",
         says=("PADDLE_MASTER may not be set: the Training Operator sets it to the rendezvous",),
     ),
+    # --- RayJob -------------------------------------------------------------------------
+    Case(
+        id="rayjob-worker-min-above-max",
+        edits=((RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, min_nodes=3, max_nodes=2,'),),
+        file=RAY,
+        line="WorkerGroup(",
+        obj="WorkerGroup 'gpu'",
+        field=None,
+        says=("min_nodes 3 is greater than max_nodes 2; KubeRay refuses the job",),
+    ),
+    Case(
+        id="rayjob-deletes-itself",
+        edits=(
+            (
+                RAY,
+                "    ttl_seconds=600,",
+                '    deletion_rules=[DeletionRule(delete="self", when="succeeded")],',
+            ),
+            (RAY, "from trainkit import RayJob,", "from trainkit import DeletionRule, RayJob,"),
+        ),
+        file=RAY,
+        line="deletion_rules=",
+        obj="DeletionRule",
+        field=None,
+        says=("delete='self' deletes the RayJob, which Argo CD's self-heal then creates again",),
+    ),
+    Case(
+        id="rayjob-worker-gpus-over-the-node",
+        edits=((RAY, 'memory="256Gi", gpu=8)', 'memory="256Gi", gpu=16)'),),
+        file=RAY,
+        line="workers=[",
+        obj="RayJob 'lr-sweep-ray'",
+        field="workers[0].resources.gpu",
+        says=("16 exceeds the 8 GPUs per node of cluster 'gpu-east'",),
+    ),
+    Case(
+        id="rayjob-fractional-cpu",
+        edits=(
+            (
+                RAY,
+                'head=Resources(cpu=8, memory="32Gi")',
+                'head=Resources(cpu="7500m", memory="32Gi")',
+            ),
+        ),
+        file=RAY,
+        line="job = RayJob(",
+        obj="RayJob 'lr-sweep-ray'",
+        field=None,
+        says=("head has cpu '7500m': Ray schedules whole CPUs",),
+    ),
+    Case(
+        id="rayjob-sets-ray-address",
+        edits=((RAY, '    queue="llm",', '    queue="llm",\n    env={"RAY_ADDRESS": "auto"},'),),
+        file=RAY,
+        line='    env={"RAY_ADDRESS"',
+        obj="RayJob 'lr-sweep-ray'",
+        field="env",
+        says=("RAY_ADDRESS may not be set: KubeRay sets it to the head's GCS address",),
+    ),
     Case(
         id="tfjob-with-two-chiefs",
         edits=((MOBILENET, "    chief=Role(", "    chief=Role(replicas=2, "),),
@@ -1077,6 +1137,7 @@ TRAINKIT_CRDS = (
     "training-operator/kubeflow.org_paddlejobs.yaml",
     "paddle-operator/batch.paddlepaddle.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
+    "kuberay/ray.io_rayjobs.yaml",
     "volcano/scheduling.volcano.sh_queues.yaml",
 )
 

@@ -73,6 +73,7 @@ def test_kinds_with_rules() -> None:
             "MPIJob",
             "PaddleJob",
             "PyTorchJob",
+            "RayJob",
             "TFJob",
             "TrainJob",
             "TrainingRuntime",

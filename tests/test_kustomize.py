@@ -211,7 +211,7 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     original = yaml.safe_load(cm)
     checks = health_checks()
     assert built["data"] == {**original["data"], **checks}
-    assert len(built["data"]) == len(original["data"]) + 7  # one health check per kind
+    assert len(built["data"]) == len(original["data"]) + 8  # one health check per kind
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}
@@ -247,3 +247,30 @@ def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_tfjobs_and_paddl
             (script,) = [v for v in replica["template"]["spec"]["volumes"] if v["name"] == "script"]
             assert script["configMap"]["name"] in names
             assert script["configMap"]["name"].startswith("dev-")
+
+
+def test_name_prefix_queue_and_images_reach_into_every_pod_of_a_rayjob(synthesized):
+    """The example RayJob (gpu-east): head, workers and submitter follow the ConfigMap's new
+    name and the overlay's image; KubeRay's queue label follows the prefixed Queue."""
+    overlay = synthesized.root / "overlay-rayjob"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [../generated/clusters/gpu-east]\nnamePrefix: dev-\n"
+        "images:\n- name: registry.example.com/ml/ray\n  newTag: 'x'\n"
+    )
+    docs = kustomize(overlay)
+    (job,) = [d for d in docs if d["kind"] == "RayJob"]
+    names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
+    queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
+    assert job["metadata"]["labels"]["volcano.sh/queue-name"] in queues
+    assert job["metadata"]["labels"]["volcano.sh/queue-name"].startswith("dev-")
+    cluster = job["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]["template"]["spec"]]
+    pods += [g["template"]["spec"] for g in cluster["workerGroupSpecs"]]
+    for pod in pods:
+        (script,) = [v for v in pod["volumes"] if v["name"] == "script"]
+        assert script["configMap"]["name"] in names
+        assert script["configMap"]["name"].startswith("dev-")
+    submitter = job["spec"]["submitterPodTemplate"]["spec"]
+    for pod in [*pods, submitter]:
+        assert pod["containers"][0]["image"] == "registry.example.com/ml/ray:x"

@@ -739,7 +739,7 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     run = cli("synth")
     assert run.code == 0, run.err
     (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r3.yaml"
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r4.yaml"
     )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
@@ -804,7 +804,7 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
     for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
-    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r4.yaml")
+    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r5.yaml")
     assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
     run = cli("explain", "llama-pretrain-ds")
     assert "every key of Secret 'wandb'" in run.out

@@ -10,6 +10,7 @@ def test_all_is_pinned_and_sorted():
         "ConfigMapEnv",
         "ConfigMapKey",
         "DefinitionError",
+        "DeletionRule",
         "Elastic",
         "MPIJob",
         "ManifestError",
@@ -21,9 +22,11 @@ def test_all_is_pinned_and_sorted():
         "Problem",
         "PyTorchJob",
         "Queue",
+        "RayJob",
         "RehearsalError",
         "Resources",
         "Role",
+        "RuntimeEnv",
         "RuntimeMPI",
         "Script",
         "SecretEnv",
@@ -38,6 +41,7 @@ def test_all_is_pinned_and_sorted():
         "TrainingRuntime",
         "TrainkitError",
         "Volume",
+        "WorkerGroup",
         "__version__",
     ]
     public = sorted(n for n in dir(trainkit) if not n.startswith("_") and n[0].isupper())

@@ -295,6 +295,7 @@ def test_application_ignores_kueue_suspend() -> None:
         ("kubeflow.org", "PaddleJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PyTorchJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "TFJob"): ["/spec/runPolicy/suspend"],
+        ("ray.io", "RayJob"): ["/spec/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
     }
     (trainjob,) = [d for d in application()["spec"]["ignoreDifferences"] if d["kind"] == "TrainJob"]
@@ -582,6 +583,7 @@ def test_app_project_validates_and_names_namespaces() -> None:
         {"group": "kubeflow.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
         {"group": "kubeflow.org", "kind": "TFJob"},
+        {"group": "ray.io", "kind": "RayJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainingRuntime"},
     ]
@@ -690,6 +692,7 @@ def test_health_patch() -> None:
         "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.kubeflow.org_TFJob",
+        "resource.customizations.health.ray.io_RayJob",
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",
         "resource.customizations.health.scheduling.volcano.sh_Queue",
     }

@@ -10,6 +10,8 @@ gpu_east = Cluster(
     gpu_resource="nvidia.com/gpu",
     gpus_per_node=8,
     accelerator="cuda",
+    # KubeRay runs here (with --batch-scheduler=volcano) for Ray jobs (seed 001).
+    operators=["training-operator", "kuberay", "trainer"],
 )
 
 rocm_west = Cluster(

@@ -29,6 +29,7 @@ if typing.TYPE_CHECKING:
         ClusterTrainingRuntime,
         ConfigMapEnv,
         ConfigMapKey,
+        DeletionRule,
         Elastic,
         ModelError,
         MPIJob,
@@ -38,8 +39,10 @@ if typing.TYPE_CHECKING:
         Policy,
         PyTorchJob,
         Queue,
+        RayJob,
         Resources,
         Role,
+        RuntimeEnv,
         RuntimeMPI,
         Script,
         SecretEnv,
@@ -51,6 +54,7 @@ if typing.TYPE_CHECKING:
         TrainingRuntime,
         TrainJob,
         Volume,
+        WorkerGroup,
     )
 
 __all__ = [
@@ -61,6 +65,7 @@ __all__ = [
     "ConfigMapEnv",
     "ConfigMapKey",
     "DefinitionError",
+    "DeletionRule",
     "Elastic",
     "MPIJob",
     "ManifestError",
@@ -72,9 +77,11 @@ __all__ = [
     "Problem",
     "PyTorchJob",
     "Queue",
+    "RayJob",
     "RehearsalError",
     "Resources",
     "Role",
+    "RuntimeEnv",
     "RuntimeMPI",
     "Script",
     "SecretEnv",
@@ -89,6 +96,7 @@ __all__ = [
     "TrainingRuntime",
     "TrainkitError",
     "Volume",
+    "WorkerGroup",
     "__version__",
 ]
 

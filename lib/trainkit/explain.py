@@ -15,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from .effective import EffectiveJob, PodSet
+from .effective import RAY, EffectiveJob, PodSet
 from .errors import DefinitionError, Problem
 from .load import LoadOptions, load_jobs
 from .plan import build_plan
@@ -131,6 +131,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "count": ps.count,
                 "first_rank": ps.first_rank,
                 "runs_ranks": ps.runs_ranks,
+                "duty": ps.duty or None,
                 "container": ps.container,
                 "image": ps.main.get("image"),
                 "image_pull_policy": ps.main.get("imagePullPolicy"),
@@ -173,11 +174,18 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             f"({d['file']}:{d['line']})"
         )
         procs = d["procs_per_node"]
-        if not str(procs).isdigit():
-            procs = f"{procs} (= {d['world_size'] // max(1, d['nodes'])}, one per GPU)"
-        world = (
-            f"  world size {d['world_size']}: {d['nodes']} node(s) × {procs} process(es) per node"
-        )
+        if procs == RAY:
+            world = (
+                f"  Ray cluster of {d['nodes']} node(s): Ray places tasks and actors by the "
+                "CPUs and GPUs each node has (no fixed world size)"
+            )
+        else:
+            if not str(procs).isdigit():
+                procs = f"{procs} (= {d['world_size'] // max(1, d['nodes'])}, one per GPU)"
+            world = (
+                f"  world size {d['world_size']}: {d['nodes']} node(s) × {procs} process(es) "
+                "per node"
+            )
         if d["world_size_env"] is not None:
             world += f"; WORLD_SIZE in each pod: {d['world_size_env']}"
         lines.append(world)
@@ -195,7 +203,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             lines.append(f"  note: {note}")
         for pod in d["pods"]:
             ranks = (
-                "starts the ranks, runs none"
+                pod["duty"]
+                if pod["duty"]
+                else "starts the ranks, runs none"
                 if not pod["runs_ranks"]
                 else f"node rank {pod['first_rank']}"
                 if pod["count"] == 1

@@ -39,6 +39,7 @@ from .policy import check_policy
 from .render import argocd as render_argocd
 from .render.cluster_scoped import render_namespace, render_queue
 from .render.kubeflow_trainer import render_runtime, render_trainjob
+from .render.kuberay import render_rayjob
 from .render.kustomize import (
     KUSTOMIZE_CONFIG,
     KUSTOMIZE_OPENAPI,
@@ -98,6 +99,7 @@ _RENDER = {
     "MPIJob": render_mpijob,
     "TFJob": render_tfjob,
     "PaddleJob": render_paddlejob,
+    "RayJob": render_rayjob,
     "TrainJob": render_trainjob,
 }
 

@@ -66,7 +66,7 @@ def _whole_spec(old: dict[str, Any], new: dict[str, Any], ignore: set[str]) -> l
     return changed
 
 
-def _trainjob(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _spec_but_suspend(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return _whole_spec(old, new, {"suspend"})
 
 
@@ -93,7 +93,7 @@ def _runtime(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 _RULES: dict[tuple[str, str], _Rule] = {
-    (_TRAINER, "TrainJob"): _trainjob,
+    (_TRAINER, "TrainJob"): _spec_but_suspend,
     (_KUBEFLOW, "PyTorchJob"): _operator_job,
     # mpi-operator creates missing pods only and never updates a running worker
     # (pkg/controller/mpi_job_controller.go getOrCreateWorker): an edit mixes templates.
@@ -103,6 +103,10 @@ _RULES: dict[tuple[str, str], _Rule] = {
     # paddle-operator creates each pod once from the template it reads then
     # (controllers/paddlejob_controller.go): an edit would mix pods of two templates.
     ("batch.paddlepaddle.org", "PaddleJob"): _operator_job,
+    # KubeRay builds the RayCluster and the submitter once, from the spec it reads when the
+    # job starts (ray-operator/controllers/ray/rayjob_controller.go
+    # getOrCreateRayClusterInstance): an edit changes nothing that runs. suspend is Kueue's.
+    ("ray.io", "RayJob"): _spec_but_suspend,
     (_TRAINER, "ClusterTrainingRuntime"): _runtime,
     (_TRAINER, "TrainingRuntime"): _runtime,
 }

@@ -14,11 +14,12 @@ from ..plan import PlannedJob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .paddle_pods import effective_paddlejob
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet
+from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet
+from .ray_pods import effective_rayjob
 from .tf_pods import effective_tfjob
 from .trainer_pods import effective_trainjob
 
-__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
+__all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
 
 
 def effective_job(
@@ -35,4 +36,6 @@ def effective_job(
         return effective_tfjob(pj, body)
     if pj.kind == "PaddleJob":
         return effective_paddlejob(pj, body)
+    if pj.kind == "RayJob":
+        return effective_rayjob(pj, body)
     return effective_pytorchjob(pj, body)

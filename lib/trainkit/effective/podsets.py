@@ -9,7 +9,10 @@ from typing import Any
 from ..kube.quantities import parse_quantity
 from ..plan import PlannedJob
 
-__all__ = ["EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source"]
+__all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source"]
+
+RAY = "ray"
+"""``procs_per_node`` of a Ray job: Ray places tasks and actors, no fixed process count."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class PodSet:
     """Environment of the training container, injected variables included."""
     runs_ranks: bool = True
     """False for a role that only starts the others' processes (an MPI launcher)."""
+    duty: str = ""
+    """What the role's pods do, where node ranks do not say it (a Ray head)."""
 
     @property
     def main(self) -> dict[str, Any]:
@@ -96,6 +101,10 @@ class PodSet:
                 if parsed is not None:
                     total[name] = total.get(name, Decimal(0)) + parsed
         return total
+
+    def gpus(self, resource: str) -> int:
+        """GPUs of ``resource`` in each pod's training container."""
+        return int(parse_quantity(self.limits().get(resource, "0")) or 0)
 
     def images(self) -> list[tuple[str, str]]:
         """``(container, image)`` of every container of the pod."""
@@ -147,13 +156,8 @@ class EffectiveJob:
     def gpus(self) -> int:
         """GPUs of the whole job in the cluster's GPU resource, from the pods' limits."""
         resource = self.planned.cluster.gpu_resource
-        total = 0
-        for ps in self.pod_sets:
-            value = parse_quantity(ps.limits().get(resource, "0")) or Decimal(0)
-            total += ps.count * int(value)
-        return total
+        return sum(ps.count * ps.gpus(resource) for ps in self.pod_sets)
 
     def gpus_per_node(self) -> int:
         resource = self.planned.cluster.gpu_resource
-        per = [int(parse_quantity(ps.limits().get(resource, "0")) or 0) for ps in self.pod_sets]
-        return max(per, default=0)
+        return max((ps.gpus(resource) for ps in self.pod_sets), default=0)

@@ -9,6 +9,7 @@ from .paddlejob import PaddleJob
 from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
+from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
@@ -23,6 +24,7 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
+    "DeletionRule",
     "Elastic",
     "Job",
     "MPIJob",
@@ -34,8 +36,10 @@ __all__ = [
     "Policy",
     "PyTorchJob",
     "Queue",
+    "RayJob",
     "Resources",
     "Role",
+    "RuntimeEnv",
     "RuntimeMPI",
     "Script",
     "SecretEnv",
@@ -48,6 +52,7 @@ __all__ = [
     "TrainingRuntime",
     "TrainkitModel",
     "Volume",
+    "WorkerGroup",
 ]
 
 PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
@@ -60,9 +65,9 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     Team,
     TrainingRuntime,
 )
-JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, TrainJob)
+JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, RayJob, TrainJob)
 
-Job = PyTorchJob | MPIJob | TFJob | PaddleJob | TrainJob
+Job = PyTorchJob | MPIJob | TFJob | PaddleJob | RayJob | TrainJob
 """Every job kind a definition may declare."""
-OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob)
-"""The kinds a training operator runs from their own pod templates (not through a runtime)."""
+OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob, RayJob)
+"""The kinds an operator runs from their own pod templates (not through a runtime)."""

@@ -28,7 +28,7 @@ from .fields import (
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
 
-__all__ = ["MAX_RUN", "OperatorJob", "Role", "RoleJob", "refuse_always", "run_name"]
+__all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
 MAX_RUN = 9999
 
@@ -65,8 +65,9 @@ class Role(TrainkitModel):
     """Node labels the role's pods must run on, instead of the job's."""
 
 
-class OperatorJob(TrainkitModel):
-    """Fields every operator-run job kind shares (not a kind itself)."""
+class PodJob(TrainkitModel):
+    """The pod settings every operator-run job kind shares (not a kind itself): what the
+    pods run, their environment, mounts, placement and access."""
 
     name: DNS1035Name
     """Job name, unique in the team's namespace on each cluster."""
@@ -94,8 +95,6 @@ class OperatorJob(TrainkitModel):
     """Whole Secrets or ConfigMaps as variables, one per key: ``[SecretEnv(secret="wandb")]``.
     Only ones the Team grants with every key they hold, since an unseen key could set any
     variable (a device-visibility one, say)."""
-    resources: Resources
-    """CPU, memory and GPUs of each node."""
     shm_size: MemoryQuantity | None = None
     """Size of ``/dev/shm`` (memory-backed emptyDir), e.g. ``"20Gi"`` for data loaders, NCCL."""
     volumes: list[Volume] = []
@@ -110,15 +109,6 @@ class OperatorJob(TrainkitModel):
     topology: Topology | None = None
     """How the job's pods lie across racks or zones: ``Topology(key="rack", layout="pack")``
     keeps NCCL traffic in one rack where it can, ``layout="spread"`` spreads the pods."""
-    backoff_limit: int = Field(default=3, ge=0)
-    """Restarts before the whole job is marked failed; without a limit a crashing job would
-    restart forever, holding its gang's GPUs."""
-    clean_pods: Literal["Running", "All", "None"] = "Running"
-    """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
-    release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
-    deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long, counted from when its pods start running
-    (``status.startTime``; time queued in Volcano does not count)."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
@@ -158,7 +148,7 @@ class OperatorJob(TrainkitModel):
     _sources = env_from_validator()
 
     @model_validator(mode="after")
-    def _one_program(self) -> OperatorJob:
+    def _one_program(self) -> PodJob:
         check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
         return self
@@ -177,6 +167,23 @@ class OperatorJob(TrainkitModel):
                 f"{longest!r} would exceed 63 characters; shorten the name to "
                 f"{63 - len(longest) + len(self.name)} characters"
             )
+
+
+class OperatorJob(PodJob):
+    """Fields every kubeflow.org-style operator job shares (not a kind itself): its nodes'
+    resources and the run policy."""
+
+    resources: Resources
+    """CPU, memory and GPUs of each node."""
+    backoff_limit: int = Field(default=3, ge=0)
+    """Restarts before the whole job is marked failed; without a limit a crashing job would
+    restart forever, holding its gang's GPUs."""
+    clean_pods: Literal["Running", "All", "None"] = "Running"
+    """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
+    release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
+    deadline_seconds: int | None = Field(default=None, ge=1)
+    """Fail the job when it has run this long, counted from when its pods start running
+    (``status.startTime``; time queued in Volcano does not count)."""
 
 
 class RoleJob(OperatorJob):

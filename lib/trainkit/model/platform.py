@@ -43,7 +43,9 @@ class Cluster(TrainkitModel):
     (``…-rocm6.2`` on a ``cuda`` cluster) is refused."""
     scheduler: Literal["volcano", "default"] = "volcano"
     """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
-    operators: list[Literal["training-operator", "mpi-operator", "paddle-operator", "trainer"]] = [
+    operators: list[
+        Literal["training-operator", "mpi-operator", "paddle-operator", "kuberay", "trainer"]
+    ] = [
         "training-operator",
         "trainer",
     ]
@@ -56,7 +58,10 @@ class Cluster(TrainkitModel):
     ``mpi-operator`` listed, run the Training Operator without its MPI scheme
     (``--enable-scheme`` without ``mpijob``). trainkit generates only ``v2beta1``.
     ``paddle-operator`` (PaddleFlow/paddle-operator v0.3.5): PaddleJobs there are
-    ``batch.paddlepaddle.org/v1``, not the Training Operator's ``kubeflow.org/v1``."""
+    ``batch.paddlepaddle.org/v1``, not the Training Operator's ``kubeflow.org/v1``.
+    ``kuberay`` (KubeRay v1.7: RayJob); on a Volcano cluster its operator must run with
+    ``--batch-scheduler=volcano``, and never with ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES=true``
+    (the RayJob would be deleted when it ends, and Argo CD would run it again)."""
     tolerations: list[Toleration] = []
     """Taints that jobs and runtimes on this cluster may tolerate (e.g. the GPU nodes'
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A

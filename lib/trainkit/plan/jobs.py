@@ -13,6 +13,7 @@ from ..model import (
     ClusterTrainingRuntime,
     Job,
     NetworkProfile,
+    RayJob,
     Resources,
     Team,
     TrainJob,
@@ -34,6 +35,7 @@ _OPERATOR = {
     "TFJob": "training-operator",
     "PaddleJob": "training-operator",  # or paddle-operator, whose API wins where it runs
     "MPIJob": "mpi-operator",
+    "RayJob": "kuberay",
     "TrainJob": "trainer",
 }
 
@@ -84,6 +86,8 @@ class PlannedJob:
         job = self.job
         if isinstance(job, TrainJob) and job.resources is None and self.runtime:
             return self.runtime.runtime.resources
+        if isinstance(job, RayJob):  # the first worker group's, else the head's
+            return job.workers[0].resources if job.workers else job.head
         return job.resources
 
     def trainer_procs(self) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..model import TrainJob
+from ..model import RayJob, TrainJob
 from ..plan import Index, PlannedRuntime, problem
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field"]
@@ -21,6 +21,13 @@ def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
     job = ej.planned.job
     if isinstance(job, TrainJob) and job.resources is None:
         return "runtime", " (from the runtime's resources)"
+    if isinstance(job, RayJob):
+        # The pod set with the most GPUs: the head, or a worker group (in the job's order).
+        most = max(job.head.gpu, *(g.resources.gpu for g in job.workers))
+        if job.head.gpu == most:
+            return "head.gpu", ""
+        i = next(i for i, g in enumerate(job.workers) if g.resources.gpu == most)
+        return f"workers[{i}].resources.gpu", ""
     return "resources.gpu", ""
 
 
@@ -58,10 +65,18 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
             from_runtime = isinstance(job, TrainJob) and job.resources is None
             both = from_runtime and isinstance(job, TrainJob) and job.nodes is None
             cap_field = "runtime" if both else "resources.gpu" if inherited else "nodes"
+            count = f"{ej.nodes} nodes × {per_node}"
+            if isinstance(job, RayJob):
+                cap_field = "workers"
+                count = " + ".join(
+                    f"{ps.role} {ps.count} × {ps.gpus(cluster.gpu_resource)}"
+                    for ps in ej.pod_sets
+                    if ps.gpus(cluster.gpu_resource)
+                )
             problems.append(
                 problem(
                     d,
-                    f"{gpus} GPUs ({ej.nodes} nodes × {per_node}"
+                    f"{gpus} GPUs ({count}"
                     + (", from the runtime" if from_runtime else "")
                     + f") exceed the per-job cap of {cap}; Policy.max_gpus_per_job in {where}; "
                     "use fewer nodes or GPUs per node",

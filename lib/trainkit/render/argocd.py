@@ -132,6 +132,9 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
         {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}
         for kind in ("MPIJob", "TFJob", "PaddleJob")
     ),
+    # Kueue toggles a RayJob's spec.suspend (kuberay rayjob_types.go: with
+    # shutdownAfterJobFinishes, which trainkit writes).
+    {"group": "ray.io", "kind": "RayJob", "jsonPointers": ["/spec/suspend"]},
     {
         "group": "trainer.kubeflow.org",
         "kind": "TrainJob",
@@ -160,6 +163,7 @@ NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("kubeflow.org", "PaddleJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
+    ("ray.io", "RayJob"),
     ("trainer.kubeflow.org", "TrainJob"),
     ("trainer.kubeflow.org", "TrainingRuntime"),
 )

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
+from .kuberay import QUEUE_LABEL
 from .meta import VOLCANO_QUEUE_ANNOTATION
 
 __all__ = [
@@ -65,6 +66,9 @@ _POD_SPECS = (
     # paddle-operator's PaddleJob (batch.paddlepaddle.org): the same kind name, other paths.
     ("PaddleJob", "spec/ps/template/spec"),
     ("PaddleJob", "spec/worker/template/spec"),
+    ("RayJob", "spec/rayClusterSpec/headGroupSpec/template/spec"),
+    ("RayJob", "spec/rayClusterSpec/workerGroupSpecs/template/spec"),
+    ("RayJob", "spec/submitterPodTemplate/spec"),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -97,6 +101,7 @@ def kustomize_config() -> dict[str, Any]:
     ]
     # kustomize field paths split on "/": the annotation key's own slash is escaped.
     queue_annotation = "annotations/" + VOLCANO_QUEUE_ANNOTATION.replace("/", "\\/")
+    ray_queue_label = QUEUE_LABEL.replace("/", "\\/")
     name_refs.append(
         {
             "kind": "Queue",
@@ -112,6 +117,9 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "PaddleJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "PaddleJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "PaddleJob", "path": "spec/schedulingPolicy/queue"},
+                # KubeRay reads a RayJob's queue from this label (volcano_scheduler.go).
+                {"kind": "RayJob", "path": f"metadata/labels/{ray_queue_label}"},
+                {"kind": "RayJob", "path": f"metadata/{queue_annotation}"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

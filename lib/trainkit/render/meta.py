@@ -44,6 +44,7 @@ _WAVES = {
     "MPIJob": 0,
     "TFJob": 0,
     "PaddleJob": 0,
+    "RayJob": 0,
     "TrainJob": 0,
 }
 

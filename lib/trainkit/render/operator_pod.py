@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..model import WORKSPACE, NetworkProfile, Resources
-from ..model.operator_job import OperatorJob, RoleJob
+from ..model.operator_job import OperatorJob, PodJob, RoleJob
 from ..plan import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
@@ -32,7 +32,7 @@ __all__ = ["role_replicas", "role_template", "run_policy", "scheduling_policy"]
 
 def role_template(
     pj: PlannedJob,
-    job: OperatorJob,
+    job: PodJob,
     container: dict[str, Any],
     *,
     configmap: str | None,
@@ -110,7 +110,7 @@ def run_policy(
 
 
 def scheduling_policy(
-    pj: PlannedJob, job: OperatorJob, gang: int
+    pj: PlannedJob, job: PodJob, gang: int
 ) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """``(schedulingPolicy, annotations)`` of a job whose Volcano gang is ``gang`` pods; no
     policy on a cluster without Volcano. The kubeflow.org operators and paddle-operator read

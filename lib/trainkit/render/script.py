@@ -64,7 +64,10 @@ def job_definition_hash(pj: PlannedJob) -> str:
 
 
 def job_metadata(
-    pj: PlannedJob, kind: str, annotations: dict[str, str] | None = None
+    pj: PlannedJob,
+    kind: str,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, object]:
     """Metadata of a job object: its run's name, team, job label and definition hash."""
     return metadata(
@@ -73,6 +76,6 @@ def job_metadata(
         source=pj.definition.file,
         namespace=pj.namespace,
         team=pj.definition.team,
-        labels={JOB_LABEL: pj.job.name},
+        labels={JOB_LABEL: pj.job.name, **(labels or {})},
         annotations={DEFINITION_ANNOTATION: job_definition_hash(pj), **(annotations or {})},
     )

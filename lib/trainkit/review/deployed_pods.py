@@ -16,7 +16,7 @@ from typing import Any
 
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
-from ..model import Cluster, Job, MPIJob, PaddleJob, PyTorchJob, TFJob, TrainJob
+from ..model import Cluster, Job, MPIJob, PaddleJob, PyTorchJob, RayJob, TFJob, TrainJob
 from ..plan import PlannedJob
 from ..render.meta import SOURCE_ANNOTATION
 from .trees import JOB_KINDS, Key, Obj
@@ -67,6 +67,8 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
             job = TFJob.model_construct(**fields)
         elif obj.kind == "PaddleJob":
             job = PaddleJob.model_construct(**fields)
+        elif obj.kind == "RayJob":
+            job = RayJob.model_construct(**fields)
         else:
             job = PyTorchJob.model_construct(**fields)
     source = obj.annotation(SOURCE_ANNOTATION) or obj.path

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
+from ..effective.podsets import RAY
 from .facts import (
     Amounts,
     ClusterReport,
@@ -63,6 +64,8 @@ def _object(c: ObjectChange, code: Callable[[str], str]) -> str:
 
 
 def _procs(f: JobFacts) -> str:
+    if f.procs_per_node == RAY:
+        return "Ray tasks"
     return "auto (one per GPU)" if f.procs_per_node == "auto" else f.procs_per_node
 
 
@@ -74,6 +77,8 @@ def _plural(n: int | str, word: str) -> str:
 
 def _facts(f: JobFacts) -> str:
     queue = f", queue {f.queue}" if f.queue else ""
+    if f.procs_per_node == RAY:
+        return f"Ray cluster of {_plural(f.nodes, 'node')}, {f.gpus} {f.gpu_resource}{queue}"
     procs = (
         "auto processes (one per GPU)"
         if f.procs_per_node == "auto"
@@ -327,7 +332,7 @@ def _md_details(c: ClusterReport) -> list[str]:
             out.append(
                 f"| {x.kind} {_code(x.name)} "
                 f"| {_job_cell(b, f, lambda j: f'{j.nodes} × {_procs(j)}')} "
-                f"| {_job_cell(b, f, lambda j: str(j.world_size))} "
+                f"| {_job_cell(b, f, lambda j: '—' if j.procs_per_node == RAY else str(j.world_size))} "
                 f"| {_job_cell(b, f, lambda j: str(j.gpus))} {_code(f.gpu_resource)} "
                 f"| {_job_cell(b, f, lambda j: j.queue or '—')} "
                 f"| {_job_cell(b, f, lambda j: j.image, _code)} |"

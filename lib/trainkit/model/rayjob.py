@@ -1,0 +1,269 @@
+"""The RayJob (``ray.io/v1``, KubeRay v1.7) definition.
+
+Rules cite ray-project/kuberay at v1.7.0: ray-operator/controllers/ray/utils/validation.go
+(ValidateRayJobSpec, ValidateRayClusterSpec, validateDeletionRules: what the controller refuses
+at run time, which shows only as a RayJob in ``ValidationFailed``), utils/constant.go (name
+limits) and common/pod.go (what KubeRay does with the pods' resources).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..injected_env import refused_env_reason
+from .base import TrainkitModel
+from .fields import DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
+from .job import Resources, check_volumes
+from .operator_job import PodJob
+
+__all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RuntimeEnv", "WorkerGroup"]
+
+MAX_RAYJOB_NAME = 47
+"""utils/constant.go MaxRayJobNameLength: the RayCluster's name (at most 53) is the RayJob's
+plus ``-`` and five random characters."""
+
+
+def whole_cpus(resources: Resources, where: str) -> None:
+    """Ray schedules whole CPUs: KubeRay passes ``--num-cpus`` rounded up from the limit
+    (common/pod.go generateRayStartCommand, ``Quantity.Value()``), so 500m becomes a CPU Ray
+    hands out although the pod has half of one."""
+    cpu = str(resources.cpu)
+    if cpu.endswith("m") or "." in cpu:
+        raise ValueError(
+            f"{where} has cpu {cpu!r}: Ray schedules whole CPUs and KubeRay rounds the limit up "
+            "for `ray start --num-cpus`, so tasks would get CPUs the pod does not have; give a "
+            "whole number of cores"
+        )
+
+
+class WorkerGroup(TrainkitModel):
+    """Identical Ray worker pods (a ``workerGroupSpecs`` entry), e.g.
+    ``WorkerGroup(name="gpu", nodes=4, resources=Resources(cpu=32, memory="256Gi", gpu=8))``."""
+
+    name: DNS1123Label = "workers"
+    """Group name (the pods' ``ray.io/group`` label), unique in the job."""
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Worker pods the job starts with."""
+    min_nodes: int | None = Field(default=None, ge=0)
+    """With ``max_nodes``, lets Ray's autoscaler scale the group between the two (KubeRay's
+    in-tree autoscaler); the Volcano gang then admits ``min_nodes`` workers."""
+    max_nodes: int | None = Field(default=None, ge=1)
+    """The most workers the autoscaler may start; see ``min_nodes``."""
+    resources: Resources
+    """CPU (whole cores), memory and GPUs of each worker pod."""
+    node_selector: dict[LabelKey, LabelValue] | None = None
+    """Node labels the group's pods must run on, instead of the job's."""
+
+    @model_validator(mode="after")
+    def _scaling(self) -> WorkerGroup:
+        low = self.nodes if self.min_nodes is None else self.min_nodes
+        high = self.nodes if self.max_nodes is None else self.max_nodes
+        if low > high:
+            raise ValueError(
+                f"min_nodes {low} is greater than max_nodes {high}; KubeRay refuses the job "
+                "(validation.go ValidateRayClusterSpec): make min_nodes ≤ max_nodes"
+            )
+        if not low <= self.nodes <= high:
+            raise ValueError(
+                f"nodes {self.nodes} is outside min_nodes..max_nodes ({low}..{high}); the "
+                "group starts with nodes workers, so give a count in that range"
+            )
+        whole_cpus(self.resources, f"worker group {self.name!r}")
+        return self
+
+    @property
+    def scaling(self) -> tuple[int, int]:
+        """``(min, max)`` workers; equal when the group does not autoscale."""
+        low = self.nodes if self.min_nodes is None else self.min_nodes
+        high = self.nodes if self.max_nodes is None else self.max_nodes
+        return low, high
+
+
+class RuntimeEnv(TrainkitModel):
+    """What Ray prepares for the job's processes (``runtimeEnvYAML``), on every node."""
+
+    pip: list[str] = []
+    """Packages Ray installs for the job, e.g. ``["datasets==3.0.1"]`` (from the index the
+    cluster reaches, when the job starts)."""
+    env_vars: dict[EnvName, EnvValue] = {}
+    """Variables of every Ray task and actor of the job (the same rules as ``env``)."""
+
+    @field_validator("env_vars")
+    @classmethod
+    def _no_reserved(cls, env: dict[str, str]) -> dict[str, str]:
+        bad = [(k, why) for k in env if (why := refused_env_reason(k, "RayJob"))]
+        if bad:
+            raise ValueError(
+                "; ".join(f"{k} may not be set: {why}" for k, why in bad)
+                + " — remove it from env_vars"
+            )
+        return env
+
+
+# The deletion policies and conditions of rayjob_types.go DeletionRule, in the user's words.
+_POLICIES = {
+    "workers": "DeleteWorkers",
+    "cluster": "DeleteCluster",
+    "self": "DeleteSelf",
+    "nothing": "DeleteNone",
+}
+
+
+class DeletionRule(TrainkitModel):
+    """What KubeRay deletes once the job ends (``deletionStrategy.deletionRules``), e.g.
+    ``DeletionRule(delete="cluster", when="failed", after_seconds=3600)`` keeps a failed
+    job's Ray cluster an hour for debugging."""
+
+    delete: Literal["workers", "cluster", "self", "nothing"]
+    """``workers`` (keep the head and its logs), ``cluster`` (the whole RayCluster),
+    ``nothing``. ``self`` (the RayJob) is refused: Argo CD's self-heal would create it again
+    and run the job a second time."""
+    when: Literal["succeeded", "failed", "not-submitted"]
+    """The Ray job ``succeeded`` or ``failed``, or the RayJob failed before its job ran
+    (``not-submitted``: the cluster never came up, or a deadline passed)."""
+    after_seconds: int = Field(default=0, ge=0)
+    """Wait this long after ``when`` before deleting."""
+
+    @model_validator(mode="after")
+    def _not_self(self) -> DeletionRule:
+        if self.delete == "self":
+            raise ValueError(
+                "delete='self' deletes the RayJob, which Argo CD's self-heal then creates again "
+                "from git, running the job a second time; use delete='cluster' (the RayJob "
+                "stays, its Ray cluster goes)"
+            )
+        return self
+
+    @property
+    def policy(self) -> str:
+        return _POLICIES[self.delete]
+
+    def condition(self) -> dict[str, object]:
+        """The rule's ``condition`` (rayjob_types.go DeletionCondition)."""
+        cond: dict[str, object] = (
+            {"jobDeploymentStatus": "Failed"}
+            if self.when == "not-submitted"
+            else {"jobStatus": self.when.upper()}
+        )
+        if self.after_seconds:
+            cond["ttlSeconds"] = self.after_seconds
+        return cond
+
+
+class RayJob(PodJob):
+    """A Ray job (KubeRay): a Ray cluster of a head and worker groups, created for the job;
+    the ``script`` (or ``command``) is submitted to it as the job's entrypoint and runs on the
+    head, where ``ray.init()`` connects to the cluster."""
+
+    head: Resources
+    """CPU (whole cores), memory and GPUs of the head pod, which runs the entrypoint and
+    Ray's control plane (GCS, dashboard)."""
+    workers: list[WorkerGroup] = []
+    """Worker groups, e.g. ``[WorkerGroup(name="gpu", nodes=4, resources=...)]``; none runs
+    everything on the head."""
+    runtime_env: RuntimeEnv | None = None
+    """Packages and variables Ray sets up for the job (``runtimeEnvYAML``)."""
+    submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
+    """How KubeRay submits the entrypoint: a Kubernetes Job (``K8sJobMode``, whose logs
+    keep the driver's output), from the operator over HTTP (``HTTPMode``) or from a
+    container beside the head (``SidecarMode``). ``InteractiveMode`` waits for a person to
+    submit, which no git change can do."""
+    shutdown_after_finish: bool = True
+    """Delete the Ray cluster when the job ends, releasing its GPUs; the RayJob stays."""
+    ttl_seconds: int = Field(default=0, ge=0)
+    """Keep the Ray cluster this long after the job ends (with ``shutdown_after_finish``)."""
+    deletion_rules: list[DeletionRule] = []
+    """Finer cleanup than ``shutdown_after_finish`` (which it replaces), per outcome."""
+    backoff_limit: int = Field(default=0, ge=0)
+    """Times KubeRay runs the job again after it fails, each time on a new Ray cluster."""
+    deadline_seconds: int | None = Field(default=None, ge=1)
+    """Fail the job when it has run this long (``activeDeadlineSeconds``)."""
+
+    @field_validator("name")
+    @classmethod
+    def _short(cls, name: str) -> str:
+        if len(name) > MAX_RAYJOB_NAME:
+            raise ValueError(
+                f"name is {len(name)} characters; KubeRay takes at most {MAX_RAYJOB_NAME} "
+                "(the RayCluster it creates appends 6), shorten it"
+            )
+        return name
+
+    @model_validator(mode="after")
+    def _one_program(self) -> RayJob:
+        if (self.script is None) == (self.command is None) or self.command == []:
+            raise ValueError(
+                "a RayJob submits one entrypoint: give script=Script.file('train.py') (shipped "
+                "in a ConfigMap) or command=[...] (code inside the image)"
+            )
+        check_volumes(self.volumes)
+        return self
+
+    @model_validator(mode="after")
+    def _coherent(self) -> RayJob:
+        if len(self.object_name) > MAX_RAYJOB_NAME:
+            raise ValueError(
+                f"name {self.object_name!r} (with its run) is {len(self.object_name)} "
+                f"characters; KubeRay takes at most {MAX_RAYJOB_NAME}: shorten the name"
+            )
+        whole_cpus(self.head, "head")
+        if self.autoscaled and self.service_account is not None:
+            # common/pod.go DefaultHeadPodTemplate: the head of an autoscaled cluster runs as
+            # the autoscaler's ServiceAccount, which KubeRay creates.
+            raise ValueError(
+                "an autoscaling Ray cluster's head runs under KubeRay's autoscaler "
+                "ServiceAccount, which would replace service_account: drop one of them"
+            )
+        names = [g.name for g in self.workers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"worker groups share the name {dupes[0]!r}; name each group once")
+        given = self.model_fields_set
+        if self.ttl_seconds and not self.shutdown_after_finish:
+            raise ValueError(
+                "ttl_seconds keeps the Ray cluster after the job ends, which needs "
+                "shutdown_after_finish=True (validation.go validateDeletionConfiguration)"
+            )
+        if self.deletion_rules:
+            if {"shutdown_after_finish", "ttl_seconds"} & given:
+                raise ValueError(
+                    "deletion_rules replace shutdown_after_finish and ttl_seconds (KubeRay "
+                    "refuses both together): drop them and give after_seconds per rule"
+                )
+            self._check_rules()
+        return self
+
+    def _check_rules(self) -> None:
+        seen: dict[str, dict[str, int]] = {}
+        for rule in self.deletion_rules:
+            per = seen.setdefault(rule.when, {})
+            if rule.delete in per:
+                raise ValueError(
+                    f"two deletion rules delete {rule.delete!r} when {rule.when!r}; keep one"
+                )
+            if rule.delete == "workers" and self.autoscaled:
+                raise ValueError(
+                    "delete='workers' is refused by KubeRay when a group autoscales "
+                    "(validateDeletionRules); use delete='cluster'"
+                )
+            per[rule.delete] = rule.after_seconds
+        for when, ttls in seen.items():
+            # validateTTLConsistency: workers, then the cluster, never the reverse.
+            if "workers" in ttls and "cluster" in ttls and ttls["cluster"] < ttls["workers"]:
+                raise ValueError(
+                    f"when {when!r}, the cluster would be deleted ({ttls['cluster']} s) before "
+                    f"its workers ({ttls['workers']} s); KubeRay refuses it: give the cluster "
+                    "rule an after_seconds at least the workers'"
+                )
+
+    @property
+    def autoscaled(self) -> bool:
+        """Whether a group scales (KubeRay's ``enableInTreeAutoscaling``)."""
+        return any(low != high for low, high in (g.scaling for g in self.workers))
+
+    @property
+    def nodes(self) -> int:
+        """Ray pods the job starts with: the head and every group's workers."""
+        return 1 + sum(g.nodes for g in self.workers)

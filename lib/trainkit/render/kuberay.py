@@ -1,0 +1,166 @@
+"""RayJob (``ray.io/v1``, KubeRay v1.7).
+
+What KubeRay does with what is written here (ray-project/kuberay v1.7.0, ray-operator/):
+- controllers/ray/common/pod.go BuildPod: the first container of each pod is the Ray
+  container; without a command containing ``ray start`` KubeRay replaces its command with
+  ``ulimit …; ray start …`` generated from the container's limits, so no command is written;
+  it mounts a memory-backed ``/dev/shm`` unless one is mounted already.
+- controllers/ray/rayjob_controller.go: the entrypoint is submitted by a Kubernetes Job from
+  ``submitterPodTemplate`` (its command filled in when empty), which otherwise gets neither the
+  job's pull secrets, service account nor tolerations: trainkit writes it.
+- controllers/ray/batchscheduler/volcano/volcano_scheduler.go: the PodGroup
+  ``ray-<job>-pg`` takes its queue from the RayJob's ``volcano.sh/queue-name`` label and its
+  priority from ``ray.io/priority-class-name``; ``ray.io/scheduler-name`` is unused since
+  KubeRay 1.6 and is not written.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import yaml
+
+from ..model import WORKSPACE, Resources
+from ..model.rayjob import RayJob
+from ..plan import PlannedJob
+from .cluster_scoped import resource_requirements
+from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
+from .operator_pod import role_template
+from .pod import pod_access, tolerations
+from .script import job_metadata, script_configmap_name
+
+__all__ = [
+    "HEAD_CONTAINER",
+    "PRIORITY_LABEL",
+    "QUEUE_LABEL",
+    "SUBMITTER",
+    "SUBMITTER_RESOURCES",
+    "WORKER_CONTAINER",
+    "entrypoint",
+    "render_rayjob",
+]
+
+HEAD_CONTAINER = "ray-head"
+WORKER_CONTAINER = "ray-worker"
+SUBMITTER = "ray-job-submitter"
+QUEUE_LABEL = "volcano.sh/queue-name"
+PRIORITY_LABEL = "ray.io/priority-class-name"
+# KubeRay's default submitter asks 500m/200Mi below limits of 1 CPU/1Gi (common/job.go
+# GetDefaultSubmitterContainer); trainkit's pods are Guaranteed unless the policy says not.
+SUBMITTER_RESOURCES = Resources(cpu=1, memory="1Gi")
+
+
+def entrypoint(job: RayJob) -> str:
+    """The shell command KubeRay submits (``ray job submit -- <entrypoint>``); it runs on the
+    head, from the script's ConfigMap mounted in /workspace."""
+    if job.script is not None:
+        argv = ["python", f"{WORKSPACE}/{job.script.filename}", *job.args]
+    else:
+        argv = [*(job.command or []), *job.args]
+    return shlex.join(argv)
+
+
+def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
+    job = pj.job
+    if not isinstance(job, RayJob):
+        raise TypeError(f"not a RayJob: {pj.kind}")
+    cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
+
+    def template(container: str, resources: Resources, selector: Any = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": container, "image": pj.image}
+        if job.script is not None:
+            c["workingDir"] = WORKSPACE
+        return role_template(pj, job, c, configmap=cm, resources=resources, node_selector=selector)
+
+    cluster: dict[str, Any] = {}
+    if job.autoscaled:
+        cluster["enableInTreeAutoscaling"] = True
+    cluster["headGroupSpec"] = {"template": template(HEAD_CONTAINER, job.head)}
+    groups = []
+    for g in job.workers:
+        low, high = g.scaling
+        groups.append(
+            {
+                "groupName": g.name,
+                "replicas": g.nodes,
+                # Both are required (the CRD), and equal when the group does not scale.
+                "minReplicas": low,
+                "maxReplicas": high,
+                "template": template(WORKER_CONTAINER, g.resources, g.node_selector),
+            }
+        )
+    if groups:
+        cluster["workerGroupSpecs"] = groups
+
+    spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
+    if job.runtime_env is not None:
+        spec["runtimeEnvYAML"] = _runtime_env_yaml(job)
+    spec["submissionMode"] = job.submission_mode
+    # Written even where it is the default, so the RayJob says what will happen to its
+    # cluster; a rule set replaces it (validation.go: mutually exclusive).
+    spec["shutdownAfterJobFinishes"] = job.shutdown_after_finish and not job.deletion_rules
+    if job.ttl_seconds:
+        spec["ttlSecondsAfterFinished"] = job.ttl_seconds
+    if job.deletion_rules:
+        spec["deletionStrategy"] = {
+            "deletionRules": [
+                {"policy": r.policy, "condition": r.condition()} for r in job.deletion_rules
+            ]
+        }
+    spec["backoffLimit"] = job.backoff_limit
+    if job.deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.deadline_seconds
+    if job.submission_mode == "K8sJobMode":
+        spec["submitterPodTemplate"] = _submitter(pj, job)
+    spec["rayClusterSpec"] = cluster
+
+    labels, annotations = volcano_metadata(pj, job)
+    meta = job_metadata(pj, "RayJob", annotations, labels)
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
+
+
+def volcano_metadata(pj: PlannedJob, job: RayJob) -> tuple[dict[str, str], dict[str, str]]:
+    """``(labels, annotations)`` KubeRay's Volcano plugin reads from the RayJob; none on a
+    cluster without Volcano."""
+    if pj.queue is None:
+        return {}, {}
+    labels = {QUEUE_LABEL: pj.queue}
+    if job.priority_class is not None:
+        labels[PRIORITY_LABEL] = job.priority_class
+    # KubeRay copies the RayJob's annotations to the PodGroup: Volcano's tools show the queue.
+    return labels, {VOLCANO_QUEUE_ANNOTATION: pj.queue}
+
+
+def _runtime_env_yaml(job: RayJob) -> str:
+    env = job.runtime_env
+    assert env is not None
+    data: dict[str, Any] = {}
+    if env.pip:
+        data["pip"] = list(env.pip)
+    if env.env_vars:
+        data["env_vars"] = dict(sorted(env.env_vars.items()))
+    return str(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False))
+
+
+def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
+    """The submitter Job's pod: the head's image (as KubeRay's default), a small Guaranteed
+    container, and the job's pull secrets, service account, priority and tolerations, which
+    KubeRay's default template leaves out. KubeRay fills in the ``ray job submit`` command."""
+    container = {
+        "name": SUBMITTER,
+        "image": pj.image,
+        "resources": resource_requirements(SUBMITTER_RESOURCES, pj.cluster),
+    }
+    if job.image_pull_policy is not None:
+        container["imagePullPolicy"] = job.image_pull_policy
+    spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
+    if job.tolerations:
+        spec["tolerations"] = tolerations(job.tolerations)
+    pod_access(
+        spec,
+        service_account=job.service_account,
+        pull_secrets=job.image_pull_secrets,
+        priority_class=job.priority_class,
+    )
+    return {"metadata": {"labels": pod_labels(pj.definition.team, job.name)}, "spec": spec}

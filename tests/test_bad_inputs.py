@@ -366,7 +366,8 @@ CASES = [
         obj="PyTorchJob 'resnet50-ddp'",
         field="clusters[1]",
         says=(
-            "unknown cluster 'rocm-wset'; defined clusters: 'a800-north', 'gpu-east', 'rocm-west'",
+            "unknown cluster 'rocm-wset'; defined clusters: 'a800-north', 'gpu-east', 'h100-south', "
+            "'rocm-west'",
         ),
     ),
     Case(
@@ -401,7 +402,10 @@ CASES = [
         line='vision = Team(name="vision", queues=["vision", "nope"], clusters=["gpu-east", "rocm-west"])',
         obj="Team 'vision'",
         field="queues[1]",
-        says=("unknown queue 'nope'; defined queues: 'llm', 'vision'",),
+        says=(
+            "unknown queue 'nope'; defined queues (Volcano Queues and Kueue ClusterQueues): 'llm', "
+            "'vision'",
+        ),
     ),
     Case(
         id="network-profile-unknown",
@@ -810,7 +814,11 @@ CASES = [
         line="workers=[",
         obj="RayJob 'lr-sweep-ray'",
         field="workers[0].resources.gpu",
-        says=("16 exceeds the 8 GPUs per node of cluster 'gpu-east'",),
+        says=(
+            "16 exceeds the 8 GPUs per node of cluster 'gpu-east'",
+            "16 exceeds the 8 GPUs per node of cluster 'h100-south'",
+        ),
+        problems=2,  # one per cluster the job runs on
     ),
     Case(
         id="rayjob-fractional-cpu",

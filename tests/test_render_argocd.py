@@ -194,7 +194,7 @@ def test_every_argo_cd_object_validates_against_the_crds(ws: Any) -> None:
         f.body for f in files.values() if f.body.get("apiVersion", "").startswith("argoproj")
     ]
     kinds = sorted(o["kind"] for o in objects)
-    assert kinds == ["AppProject", "AppProject", *["Application"] * 4]
+    assert kinds == ["AppProject", "AppProject", *["Application"] * 5]
     for obj in objects:
         assert schema_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
         assert list(obj) == ["apiVersion", "kind", "metadata", "spec"]
@@ -205,6 +205,7 @@ def test_layout_and_what_the_root_syncs(ws: Any) -> None:
     assert sorted(files) == [
         "argocd/application-a800-north.yaml",
         "argocd/application-gpu-east.yaml",
+        "argocd/application-h100-south.yaml",
         "argocd/application-rocm-west.yaml",
         "argocd/appproject.yaml",
         "argocd/argocd-operator/resource-health-checks.yaml",
@@ -464,7 +465,7 @@ def resource_permitted(
     return destination_permitted(project, cluster, obj["metadata"].get("namespace", ""))
 
 
-CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime"}
+CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime", "ClusterQueue", "ResourceFlavor"}
 
 
 def cluster_objects(out: Path, cluster: str) -> Iterator[dict[str, Any]]:
@@ -573,6 +574,8 @@ def test_app_project_validates_and_names_namespaces() -> None:
     assert spec["clusterResourceWhitelist"] == [
         {"group": "", "kind": "Namespace", "name": "llm"},
         {"group": "", "kind": "Namespace", "name": "vision"},
+        {"group": "kueue.x-k8s.io", "kind": "ClusterQueue"},
+        {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor"},
         {"group": "scheduling.volcano.sh", "kind": "Queue"},
         {"group": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
     ]
@@ -583,6 +586,7 @@ def test_app_project_validates_and_names_namespaces() -> None:
         {"group": "kubeflow.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
         {"group": "kubeflow.org", "kind": "TFJob"},
+        {"group": "kueue.x-k8s.io", "kind": "LocalQueue"},
         {"group": "ray.io", "kind": "RayJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainingRuntime"},
@@ -663,7 +667,7 @@ def test_namespaces_are_never_pruned_or_deleted_by_argo_cd() -> None:
 def test_every_generated_namespace_carries_the_options(ws: Any) -> None:
     synthesize(ws.jobs, ws.out)
     namespaces = list((ws.out / "clusters").glob("*/namespaces/*.yaml"))
-    assert len(namespaces) == 4
+    assert len(namespaces) == 5
     for path in namespaces:
         annotations = yaml.safe_load(path.read_text())["metadata"]["annotations"]
         assert argo_option(annotations["argocd.argoproj.io/sync-options"], "Prune") == "false"

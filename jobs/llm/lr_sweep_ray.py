@@ -14,6 +14,6 @@ job = RayJob(
     ],
     runtime_env=RuntimeEnv(env_vars={"TOKENIZERS_PARALLELISM": "false"}),
     ttl_seconds=600,  # keep the Ray cluster 10 minutes after the job ends, then free the GPUs
-    queue="llm",
-    clusters=["gpu-east"],
+    queue="llm",  # a Volcano Queue on gpu-east, a Kueue ClusterQueue on h100-south
+    clusters=["gpu-east", "h100-south"],
 )

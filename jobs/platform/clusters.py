@@ -24,6 +24,17 @@ rocm_west = Cluster(
     operators=["training-operator", "paddle-operator", "trainer"],
 )
 
+# H100 nodes admitted by Kueue instead of Volcano: its quota is the ClusterQueues in kueue.py.
+h100_south = Cluster(
+    name="h100-south",
+    server="https://h100-south.k8s.example.com:6443",
+    gpu_resource="nvidia.com/gpu",
+    gpus_per_node=8,
+    accelerator="cuda",
+    scheduler="kueue",
+    operators=["kuberay", "trainer"],  # Kueue v0.19 manages RayJobs and TrainJobs by default
+)
+
 # NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).
 a800_north = Cluster(
     name="a800-north",

@@ -22,6 +22,6 @@ llm = Team(
     name="llm",
     namespace="llm-training",
     queues=["llm"],
-    clusters=["gpu-east", "a800-north"],
+    clusters=["gpu-east", "a800-north", "h100-south"],
     max_gpus=96,  # all the team's jobs on one cluster together
 )

@@ -40,6 +40,7 @@ from .render import argocd as render_argocd
 from .render.cluster_scoped import render_namespace, render_queue
 from .render.kubeflow_trainer import render_runtime, render_trainjob
 from .render.kuberay import render_rayjob
+from .render.kueue_objects import render_cluster_queue, render_local_queue, render_resource_flavor
 from .render.kustomize import (
     KUSTOMIZE_CONFIG,
     KUSTOMIZE_OPENAPI,
@@ -115,6 +116,26 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
     for pq in cp.queues:
         yield Rendered(
             f"{base}/queues/{pq.queue.name}.yaml", render_queue(pq, cp.cluster), pq.definition.file
+        )
+    for flavor in cp.kueue.flavors:
+        yield Rendered(
+            f"{base}/kueue/resourceflavor-{flavor.obj.name}.yaml",
+            render_resource_flavor(flavor),
+            flavor.file,
+        )
+    for cq in cp.kueue.cluster_queues:
+        namespaces = cp.kueue.namespaces.get(cq.obj.name, ())
+        yield Rendered(
+            f"{base}/kueue/clusterqueue-{cq.obj.name}.yaml",
+            render_cluster_queue(cq, cp.cluster, namespaces),
+            cq.file,
+        )
+    for ns, lq, tdef in cp.kueue.local_queues:
+        owner = tdef.obj.name  # type: ignore[attr-defined]
+        yield Rendered(
+            f"{base}/{ns}/localqueue-{lq}.yaml",
+            render_local_queue(ns, lq, owner, tdef.file),
+            tdef.file,
         )
     for pr in cp.runtimes:
         path = (

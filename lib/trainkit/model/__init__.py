@@ -3,6 +3,7 @@
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
+from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
 from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
@@ -21,11 +22,13 @@ __all__ = [
     "ArgoCD",
     "Capacity",
     "Cluster",
+    "ClusterQueue",
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
     "DeletionRule",
     "Elastic",
+    "FlavorQuota",
     "Job",
     "MPIJob",
     "ModelError",
@@ -37,6 +40,7 @@ __all__ = [
     "PyTorchJob",
     "Queue",
     "RayJob",
+    "ResourceFlavor",
     "Resources",
     "Role",
     "RuntimeEnv",
@@ -58,10 +62,12 @@ __all__ = [
 PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     ArgoCD,
     Cluster,
+    ClusterQueue,
     ClusterTrainingRuntime,
     NetworkProfile,
     Policy,
     Queue,
+    ResourceFlavor,
     Team,
     TrainingRuntime,
 )

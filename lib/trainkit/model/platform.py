@@ -41,8 +41,27 @@ class Cluster(TrainkitModel):
     """The GPUs' software stack. Jobs may then give one image per accelerator
     (``image={"cuda": …, "rocm": …}``), and an image whose tag names the other stack
     (``…-rocm6.2`` on a ``cuda`` cluster) is refused."""
-    scheduler: Literal["volcano", "default"] = "volcano"
-    """``volcano`` gang-schedules jobs in Volcano queues; ``default`` uses kube-scheduler."""
+    scheduler: Literal["volcano", "kueue", "default"] = "volcano"
+    """``volcano`` gang-schedules jobs in Volcano queues; ``kueue`` admits them against
+    ClusterQueue quota (Kueue v0.19); ``default`` uses kube-scheduler alone."""
+    kueue_frameworks: (
+        list[
+            Literal[
+                "kubeflow.org/pytorchjob",
+                "kubeflow.org/tfjob",
+                "kubeflow.org/paddlejob",
+                "kubeflow.org/mpijob",
+                "ray.io/rayjob",
+                "trainer.kubeflow.org/trainjob",
+            ]
+        ]
+        | None
+    ) = None
+    """With ``scheduler="kueue"``: the job integrations the cluster's Kueue enables
+    (``integrations.frameworks``). Default: those of Kueue v0.19's shipped configuration,
+    ``kubeflow.org/mpijob``, ``ray.io/rayjob`` and ``trainer.kubeflow.org/trainjob``; the
+    Training Operator's kinds are off there. A kind Kueue does not manage would run at once,
+    outside every quota, so it is refused."""
     operators: list[
         Literal["training-operator", "mpi-operator", "paddle-operator", "kuberay", "trainer"]
     ] = [
@@ -70,6 +89,11 @@ class Cluster(TrainkitModel):
 
     @model_validator(mode="after")
     def _one_destination(self) -> Cluster:
+        if self.kueue_frameworks is not None and self.scheduler != "kueue":
+            raise ValueError(
+                f"kueue_frameworks is a Kueue setting, but the cluster schedules with "
+                f"{self.scheduler!r}: drop it or set scheduler='kueue'"
+            )
         if len(set(self.operators)) != len(self.operators):
             raise ValueError("operators lists a controller twice; name each once")
         if (self.server is None) == (self.destination_name is None):
@@ -80,6 +104,16 @@ class Cluster(TrainkitModel):
         if not (self.server or self.destination_name or "").strip():
             raise ValueError("the Argo CD destination is empty; give the API server URL or name")
         return self
+
+    @property
+    def kueue_integrations(self) -> tuple[str, ...]:
+        """The job integrations Kueue enables here (none without Kueue)."""
+        if self.scheduler != "kueue":
+            return ()
+        if self.kueue_frameworks is not None:
+            return tuple(self.kueue_frameworks)
+        # config/components/manager/controller_manager_config.yaml at v0.19.2.
+        return ("kubeflow.org/mpijob", "ray.io/rayjob", "trainer.kubeflow.org/trainjob")
 
 
 class Capacity(TrainkitModel):

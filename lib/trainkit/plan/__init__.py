@@ -12,22 +12,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import DefinitionError, Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import JOB_KINDS, ArgoCD, Cluster, NetworkProfile, Queue
+from ..model import JOB_KINDS, ArgoCD, Cluster, ClusterQueue, NetworkProfile, Queue, ResourceFlavor
 from .index import Declared, Index, build_index
 from .jobs import PlannedJob, check_unique, place
 from .network import check_profiles
 from .problems import problem
-from .references import check_queues, check_teams, on_cluster, queue_path
+from .references import check_kueue, check_queues, check_teams, on_cluster, queue_path
 from .runtimes import PlannedRuntime, collect_runtimes
 
 __all__ = [
     "ClusterPlan",
     "Declared",
     "Index",
+    "KueueObjects",
     "Plan",
     "PlannedJob",
     "PlannedQueue",
@@ -47,6 +48,19 @@ class PlannedQueue:
 
 
 @dataclass(frozen=True)
+class KueueObjects:
+    """What a Kueue cluster gets: its flavors and ClusterQueues, and a LocalQueue of each
+    queue in the namespace of every team that lists it."""
+
+    flavors: tuple[Declared[ResourceFlavor], ...] = ()
+    cluster_queues: tuple[Declared[ClusterQueue], ...] = ()
+    local_queues: tuple[tuple[str, str, Definition], ...] = ()
+    """(namespace, queue, the Team's definition), sorted."""
+    namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """ClusterQueue → the namespaces of the teams that list it (its namespaceSelector)."""
+
+
+@dataclass(frozen=True)
 class ClusterPlan:
     cluster: Cluster
     definition: Definition
@@ -55,6 +69,7 @@ class ClusterPlan:
     queues: tuple[PlannedQueue, ...]
     runtimes: tuple[PlannedRuntime, ...]
     jobs: tuple[PlannedJob, ...]
+    kueue: KueueObjects = KueueObjects()
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
     index = build_index(defs, problems)
     check_teams(index, problems)
     depths = check_queues(index, problems)
+    check_kueue(index, problems)
     check_profiles(index, problems)
     runtimes = collect_runtimes(defs, index, problems, warnings)
 
@@ -141,6 +157,30 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
                 tuple(cqueues),
                 tuple(runtimes.on(name)),
                 tuple(cjobs),
+                _kueue_objects(index, declared.obj),
             )
         )
     return Plan(tuple(plans), index, tuple(dict.fromkeys(warnings)))
+
+
+def _kueue_objects(index: Index, cluster: Cluster) -> KueueObjects:
+    if cluster.scheduler != "kueue":
+        return KueueObjects()
+    name = cluster.name
+    queues = tuple(q for _, q in sorted(index.cluster_queues.items()) if on_cluster(q.obj, name))
+    local = sorted(
+        (t.obj.target_namespace, q, t.definition)
+        for t in index.teams.values()
+        if on_cluster(t.obj, name)
+        for q in t.obj.queues
+        if any(cq.obj.name == q for cq in queues)
+    )
+    return KueueObjects(
+        flavors=tuple(f for _, f in sorted(index.flavors.items()) if on_cluster(f.obj, name)),
+        cluster_queues=queues,
+        local_queues=tuple(local),
+        namespaces={
+            cq.obj.name: tuple(sorted({ns for ns, q, _ in local if q == cq.obj.name}))
+            for cq in queues
+        },
+    )

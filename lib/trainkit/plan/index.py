@@ -13,7 +13,17 @@ from typing import Generic, TypeVar
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import ArgoCD, Cluster, NetworkProfile, Policy, Queue, Team, TrainkitModel
+from ..model import (
+    ArgoCD,
+    Cluster,
+    ClusterQueue,
+    NetworkProfile,
+    Policy,
+    Queue,
+    ResourceFlavor,
+    Team,
+    TrainkitModel,
+)
 from .problems import problem
 
 __all__ = ["Declared", "Index", "build_index"]
@@ -43,6 +53,10 @@ class Index:
     argocd: Declared[ArgoCD] | None
     children: dict[str, list[str]] = field(default_factory=dict)
     """Queue name → names of the queues whose parent it is."""
+    cluster_queues: dict[str, Declared[ClusterQueue]] = field(default_factory=dict)
+    """Kueue's queues, by name."""
+    flavors: dict[str, Declared[ResourceFlavor]] = field(default_factory=dict)
+    """Kueue's ResourceFlavors, by name."""
 
     @property
     def rules(self) -> Policy:
@@ -118,4 +132,6 @@ def build_index(defs: Sequence[Definition], problems: list[Problem]) -> Index:
         policy=_single(defs, Policy, problems),
         argocd=_single(defs, ArgoCD, problems),
         children=children,
+        cluster_queues=_by_name(defs, ClusterQueue, problems),
+        flavors=_by_name(defs, ResourceFlavor, problems),
     )

@@ -19,6 +19,7 @@ from ..model import (
     TrainJob,
 )
 from ..model.job import image_for
+from ..model.kueue import KUEUE_FRAMEWORKS
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob, paddle_operator_problems
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
@@ -63,6 +64,8 @@ class PlannedJob:
     env_from_keys: tuple[str, ...] = ()
     """The variables the job's (or its runtime's) ``env_from`` sources set: the keys the
     team's grants list."""
+    local_queue: str | None = None
+    """Kueue's LocalQueue (named after its ClusterQueue) on a Kueue cluster, else None."""
 
     @property
     def kind(self) -> str:
@@ -159,6 +162,7 @@ def place(
             for where, why in paddle_operator_problems(job):
                 problems.append(problem(d, f"on cluster {cname!r} (paddle-operator): {why}", where))
         queue = _queue_for(d, job, index, cluster, problems)
+        local_queue = _local_queue_for(d, job, index, cluster, problems)
         runtime, network = None, None
         if isinstance(job, TrainJob):
             found = runtimes.resolve(job.runtime, team.name, cname)
@@ -181,7 +185,7 @@ def place(
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
         pj = PlannedJob(
             job, d, cluster, team.target_namespace, queue, runtime, network, image,
-            granted_keys(sources, team),
+            granted_keys(sources, team), local_queue,
         )  # fmt: skip
         _check_hostnames(pj, problems)
         out.append(pj)
@@ -288,6 +292,111 @@ def _check_hostnames(pj: PlannedJob, problems: list[Problem]) -> None:
                     "name",
                 )
             )
+
+
+def _local_queue_for(
+    d: Definition, job: Job, index: Index, cluster: Cluster, problems: list[Problem]
+) -> str | None:
+    """The ClusterQueue a job on a Kueue cluster is admitted by (through the LocalQueue of
+    the same name in its namespace), and what Kueue v0.19 cannot manage refused."""
+    if cluster.scheduler != "kueue":
+        return None
+    team = index.teams[d.team]
+    for where, why in kueue_problems(job, cluster):
+        problems.append(problem(d, f"on cluster {cluster.name!r} (Kueue): {why}", where or ""))
+    here = [q for q in team.obj.queues if q in index.cluster_queues]
+    here = [q for q in here if on_cluster(index.cluster_queues[q].obj, cluster.name)]
+    name = job.queue or (here[0] if here else None)
+    if name is None:
+        problems.append(
+            problem(
+                d,
+                f"cluster {cluster.name!r} admits jobs through Kueue but team {team.obj.name!r} "
+                f"lists no ClusterQueue there; add one to its queues in {team.file}",
+                "queue",
+            )
+        )
+        return None
+    if name not in team.obj.queues:
+        problems.append(
+            problem(
+                d,
+                f"team {team.obj.name!r} may not use queue {name!r}; its queues: "
+                f"{known(team.obj.queues)} (Team in {team.file})",
+                "queue",
+            )
+        )
+        return None
+    if name not in here:
+        problems.append(
+            problem(
+                d,
+                f"queue {name!r} is no Kueue ClusterQueue on cluster {cluster.name!r}; the "
+                f"team's queues there: {known(here)}",
+                "queue",
+            )
+        )
+        return None
+    return name
+
+
+def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
+    """``(field, why)`` for what Kueue v0.19 on ``cluster`` would not manage as written
+    (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/*: the integrations and webhooks)."""
+    kind = type(job).__name__
+    out: list[tuple[str | None, str]] = []
+    if isinstance(job, PaddleJob) and PADDLE_OPERATOR in cluster.operators:
+        out.append(
+            (
+                None,
+                "paddle-operator's batch.paddlepaddle.org PaddleJob is no Kueue integration: it "
+                "would run at once, outside every quota; run it on another cluster",
+            )
+        )
+        return out
+    framework = KUEUE_FRAMEWORKS[kind]
+    if framework not in cluster.kueue_integrations:
+        out.append(
+            (
+                None,
+                f"Kueue does not manage {kind}s here ({framework!r} is not in "
+                "Cluster.kueue_frameworks; v0.19 ships with the Training Operator's kinds "
+                "off): the job would run at once, outside every quota. Enable the integration "
+                "in Kueue's configuration and list it, or run on another cluster",
+            )
+        )
+    if isinstance(job, RayJob):
+        # pkg/controller/jobs/rayjob/rayjob_webhook.go validateCreate.
+        if job.autoscaled:
+            out.append(
+                (
+                    "workers",
+                    "Kueue refuses RayJobs whose cluster autoscales "
+                    "(enableInTreeAutoscaling): give each group equal min_nodes and max_nodes",
+                )
+            )
+        if job.deletion_rules or not job.shutdown_after_finish:
+            out.append(
+                (
+                    "deletion_rules" if job.deletion_rules else "shutdown_after_finish",
+                    "Kueue manages only RayJobs that delete their Ray cluster when they end "
+                    "(shutdownAfterJobFinishes): drop deletion_rules and keep "
+                    "shutdown_after_finish=True",
+                )
+            )
+        # At most 18 PodSets a Workload: the head, the groups and the submitter.
+        limit = 16 if job.submission_mode == "K8sJobMode" else 17
+        if len(job.workers) > limit:
+            out.append(
+                (
+                    "workers",
+                    f"{len(job.workers)} worker groups; Kueue admits at most {limit} (18 pod "
+                    "sets with the head" + (" and the submitter)" if limit == 16 else ")"),
+                )
+            )
+        if any(g.name == "head" for g in job.workers):
+            out.append(("workers", "a worker group named 'head' clashes with Kueue's head pod set"))
+    return out
 
 
 def _queue_for(

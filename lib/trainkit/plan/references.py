@@ -9,7 +9,14 @@ from ..model.platform import system_namespace
 from .index import Index
 from .problems import known, problem
 
-__all__ = ["check_clusters", "check_queues", "check_teams", "on_cluster"]
+__all__ = [
+    "check_clusters",
+    "check_kueue",
+    "check_queues",
+    "check_teams",
+    "kueue_clusters",
+    "on_cluster",
+]
 
 
 def on_cluster(obj: object, cluster: str) -> bool:
@@ -55,11 +62,13 @@ def check_teams(index: Index, problems: list[Problem]) -> None:
             )
         seen_ns.setdefault(ns, (name, d))
         for i, q in enumerate(team.queues):
-            if q not in index.queues:
+            if q not in index.queues and q not in index.cluster_queues:
+                both = {**index.queues, **index.cluster_queues}
                 problems.append(
                     problem(
                         d,
-                        f"unknown queue {q!r}; defined queues: {known(index.queues)}",
+                        f"unknown queue {q!r}; defined queues (Volcano Queues and Kueue "
+                        f"ClusterQueues): {known(both)}",
                         f"queues[{i}]",
                     )
                 )
@@ -143,17 +152,80 @@ def check_queues(index: Index, problems: list[Problem]) -> dict[str, int]:
 def _not_volcano(d: Definition, names: list[str] | None, index: Index) -> list[Problem]:
     """A queue named on a cluster without Volcano: its CRD is not there, so Argo CD could not
     sync the cluster's tree. Without ``clusters`` a queue goes to the Volcano clusters only."""
-    return [
-        problem(
-            d,
-            f"cluster {c!r} schedules with kube-scheduler (Cluster.scheduler='default') and "
-            "has no Volcano queues; remove it from the Queue's clusters, or set "
-            f"scheduler='volcano' on the Cluster in {index.clusters[c].file}",
-            f"clusters[{i}]",
+    return _wrong_scheduler(d, names, index, "volcano", "Queue")
+
+
+def _wrong_scheduler(
+    d: Definition, names: list[str] | None, index: Index, scheduler: str, what: str
+) -> list[Problem]:
+    """A ``what`` named on a cluster whose admission is not ``scheduler``: its CRD is not
+    there (or nothing reads it), so Argo CD could not sync the cluster's tree."""
+    out = []
+    for i, c in enumerate(names or []):
+        if c not in index.clusters or index.clusters[c].obj.scheduler == scheduler:
+            continue
+        has = index.clusters[c].obj.scheduler
+        if scheduler == "volcano" and has == "default":
+            why = (
+                "schedules with kube-scheduler (Cluster.scheduler='default') and has no "
+                "Volcano queues"
+            )
+        elif scheduler == "volcano":
+            why = (
+                "admits jobs through Kueue (scheduler='kueue'), which reads no Volcano Queue "
+                "(declare a ClusterQueue for it)"
+            )
+        else:
+            why = f"has no Kueue (scheduler={has!r}), so a {what} there means nothing"
+        out.append(
+            problem(
+                d,
+                f"cluster {c!r} {why}; remove it from the {what}'s clusters, or set "
+                f"scheduler={scheduler!r} on the Cluster in {index.clusters[c].file}",
+                f"clusters[{i}]",
+            )
         )
-        for i, c in enumerate(names or [])
-        if c in index.clusters and index.clusters[c].obj.scheduler != "volcano"
-    ]
+    return out
+
+
+def check_kueue(index: Index, problems: list[Problem]) -> None:
+    """ClusterQueues and ResourceFlavors: on Kueue clusters, each flavor declared there."""
+    for flavor_decl in index.flavors.values():
+        f, d = flavor_decl.obj, flavor_decl.definition
+        problems.extend(check_clusters(d, f.clusters, index))
+        problems.extend(_wrong_scheduler(d, f.clusters, index, "kueue", "ResourceFlavor"))
+    for queue_decl in index.cluster_queues.values():
+        cq, d = queue_decl.obj, queue_decl.definition
+        problems.extend(check_clusters(d, cq.clusters, index))
+        problems.extend(_wrong_scheduler(d, cq.clusters, index, "kueue", "ClusterQueue"))
+        clusters = [c for c in kueue_clusters(index) if cq.clusters is None or c in cq.clusters]
+        for i, fq in enumerate(cq.flavors):
+            flavor = index.flavors.get(fq.flavor)
+            if flavor is None:
+                problems.append(
+                    problem(
+                        d,
+                        f"unknown ResourceFlavor {fq.flavor!r}; defined flavors: "
+                        f"{known(index.flavors)}; Kueue would leave the queue inactive",
+                        f"flavors[{i}].flavor",
+                    )
+                )
+                continue
+            missing = [c for c in clusters if not on_cluster(flavor.obj, c)]
+            if missing:
+                problems.append(
+                    problem(
+                        d,
+                        f"ResourceFlavor {fq.flavor!r} ({flavor.file}) does not exist on "
+                        f"cluster {missing[0]!r}, where this queue does; Kueue would leave the "
+                        "queue inactive: add the cluster to the flavor's clusters",
+                        f"flavors[{i}].flavor",
+                    )
+                )
+
+
+def kueue_clusters(index: Index) -> list[str]:
+    return sorted(n for n, c in index.clusters.items() if c.obj.scheduler == "kueue")
 
 
 def queue_path(index: Index, name: str) -> list[Queue]:

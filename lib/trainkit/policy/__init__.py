@@ -19,7 +19,7 @@ from ..plan import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus
 from .images import check_images
 from .qos import check_qos
-from .queues import check_queue_fit
+from .queues import check_kueue_fit, check_queue_fit
 from .tolerations import check_tolerations
 
 __all__ = ["check_policy"]
@@ -36,6 +36,7 @@ def check_policy(
     check_runtime_gpus(runtimes, problems)
     check_caps(plan.index, jobs, problems)
     check_queue_fit(plan.index, jobs, problems)
+    check_kueue_fit(plan.index, jobs, problems)
     check_tolerations(plan, problems)
     check_qos(plan.index, jobs, runtimes, problems)
     return list(dict.fromkeys(problems))

@@ -18,7 +18,7 @@ from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..plan import Index, problem, queue_path
 
-__all__ = ["check_queue_fit"]
+__all__ = ["check_kueue_fit", "check_queue_fit"]
 
 
 def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
@@ -62,3 +62,71 @@ def _amount(value: Decimal) -> str:
                 return f"{whole // size}{unit}"
         return str(whole)
     return format(value.normalize(), "f")
+
+
+def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
+    """A job Kueue could never admit: a requested resource its ClusterQueue does not cover,
+    or more than one flavor's quota (and what it may borrow) holds. Kueue admits the whole
+    workload, every pod set on one flavor per resource group, and otherwise leaves it
+    pending forever (kubernetes-sigs/kueue v0.19.2 pkg/scheduler/flavorassigner/
+    flavorassigner.go; pkg/cache/scheduler/resource_node.go potentialAvailable)."""
+    for ej in jobs:
+        pj = ej.planned
+        if pj.local_queue is None or pj.local_queue not in index.cluster_queues:
+            continue
+        declared = index.cluster_queues[pj.local_queue]
+        cq, cluster = declared.obj, pj.cluster
+        need: dict[str, Decimal] = {}
+        for ps in ej.pod_sets:
+            for name, value in ps.requests().items():
+                need[name] = need.get(name, Decimal(0)) + value * ps.count
+        field = "queue" if pj.job.queue else "clusters"
+        where = f"ClusterQueue {cq.name!r} ({declared.file})"
+        covered = set(cq.covered(cluster.gpu_resource))
+        missing = sorted(n for n, v in need.items() if v and n not in covered)
+        if missing:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"the job requests {', '.join(missing)}, which {where} has no quota for: "
+                    "Kueue never admits it ('resource unavailable in ClusterQueue'); add the "
+                    "resource to the queue's flavors or drop it from the job",
+                    field,
+                )
+            )
+            continue
+        best: list[tuple[str, Decimal, Decimal]] | None = None
+        for fq in cq.flavors:
+            quota = fq.quota.amounts(cluster.gpu_resource, zero_gpu=True)
+            borrow = (
+                fq.borrowing_limit.amounts(cluster.gpu_resource, zero_gpu=True)
+                if fq.borrowing_limit is not None
+                else None
+            )
+            over = []
+            for name, value in need.items():
+                if not value:
+                    continue
+                cap = parse_quantity(quota.get(name, "0")) or Decimal(0)
+                if cq.cohort is not None:
+                    if borrow is None or name not in borrow:
+                        continue  # the cohort may lend without limit
+                    cap += parse_quantity(borrow[name]) or Decimal(0)
+                if value > cap:
+                    over.append((f"{name} in flavor {fq.flavor!r}", value, cap))
+            if not over:
+                best = None
+                break
+            if best is None or len(over) < len(best):
+                best = over
+        if best:
+            needs = ", ".join(f"{_amount(v)} {n} (at most {_amount(c)})" for n, v, c in best)
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"all its pods together need {needs} on cluster {cluster.name!r}, more than "
+                    f"any flavor of {where} holds with what it may borrow: Kueue would leave "
+                    "it pending forever; use fewer nodes or resources, or another queue",
+                    field,
+                )
+            )

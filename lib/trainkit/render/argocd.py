@@ -152,6 +152,8 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
 # name left both git and the project would never be pruned. Namespaces are permitted by name
 # (see render_app_project): they are never pruned anyway.
 CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
+    ("kueue.x-k8s.io", "ClusterQueue"),
+    ("kueue.x-k8s.io", "ResourceFlavor"),
     ("scheduling.volcano.sh", "Queue"),
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
 )
@@ -163,6 +165,7 @@ NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("kubeflow.org", "PaddleJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
+    ("kueue.x-k8s.io", "LocalQueue"),
     ("ray.io", "RayJob"),
     ("trainer.kubeflow.org", "TrainJob"),
     ("trainer.kubeflow.org", "TrainingRuntime"),

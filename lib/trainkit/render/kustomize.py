@@ -13,7 +13,7 @@ from typing import Any
 from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
 from .kuberay import QUEUE_LABEL
-from .meta import VOLCANO_QUEUE_ANNOTATION
+from .meta import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
 
 __all__ = [
     "CLUSTER_SCOPED",
@@ -30,6 +30,8 @@ KUSTOMIZE_OPENAPI = "kustomize-openapi.yaml"
 # (group, version, kind, plural) of the cluster-scoped CRD kinds trainkit writes.
 CLUSTER_SCOPED = (
     ("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
+    ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors"),
+    ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
     ("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes"),
 )
 
@@ -136,6 +138,30 @@ def kustomize_config() -> dict[str, Any]:
             ],
         }
     )
+    # Kueue: a LocalQueue names its ClusterQueue, which names its flavors; every job names its
+    # LocalQueue in a label.
+    kueue_label = "metadata/labels/" + KUEUE_QUEUE_LABEL.replace("/", "\\/")
+    job_kinds = sorted({k for k, _ in _POD_SPECS if k != "TrainingRuntime"})
+    name_refs += [
+        {
+            "kind": "ClusterQueue",
+            "group": "kueue.x-k8s.io",
+            "version": "v1beta2",
+            "fieldSpecs": [{"kind": "LocalQueue", "path": "spec/clusterQueue"}],
+        },
+        {
+            "kind": "ResourceFlavor",
+            "group": "kueue.x-k8s.io",
+            "version": "v1beta2",
+            "fieldSpecs": [{"kind": "ClusterQueue", "path": "spec/resourceGroups/flavors/name"}],
+        },
+        {
+            "kind": "LocalQueue",
+            "group": "kueue.x-k8s.io",
+            "version": "v1beta2",
+            "fieldSpecs": [{"kind": k, "path": kueue_label} for k in job_kinds],
+        },
+    ]
     return {
         "nameReference": name_refs,
         "images": [{"kind": "TrainJob", "path": "spec/trainer/image"}],

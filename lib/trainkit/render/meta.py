@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "DEFINITION_ANNOTATION",
     "JOB_LABEL",
+    "KUEUE_QUEUE_LABEL",
     "MANAGED_BY",
     "SOURCE_ANNOTATION",
     "SYNC_WAVE",
@@ -29,6 +30,8 @@ DEFINITION_ANNOTATION = "trainkit.dev/definition"
 trainkit's version: an unchanged definition keeps its deployed bytes across upgrades."""
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""Kueue v0.19 reads a job's LocalQueue from this label only (the annotation was removed)."""
 
 # Argo CD applies a wave only when the previous one is synced *and healthy*, and
 # a running job never becomes healthy until it ends: platform objects go first,
@@ -36,6 +39,10 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 _WAVES = {
     "Namespace": -30,
     "Queue": -20,
+    # Kueue: flavors before the queues that quote them, LocalQueues after their ClusterQueue.
+    "ResourceFlavor": -25,
+    "ClusterQueue": -20,
+    "LocalQueue": -15,
     # Trainer's webhook rejects a TrainJob whose runtime does not exist yet.
     "ClusterTrainingRuntime": -10,
     "TrainingRuntime": -10,

@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from ..plan import PlannedJob
-from .meta import DEFINITION_ANNOTATION, JOB_LABEL, definition_hash, metadata
+from .meta import DEFINITION_ANNOTATION, JOB_LABEL, KUEUE_QUEUE_LABEL, definition_hash, metadata
 
 __all__ = [
     "job_definition_hash",
@@ -59,6 +59,8 @@ def job_definition_hash(pj: PlannedJob) -> str:
             "image": pj.image,
             "network": pj.network.model_dump(mode="json") if pj.network else None,
             "runtime": [runtime.kind, runtime.runtime.name] if runtime else None,
+            # Only where there is one, so the hashes of jobs elsewhere stay what they were.
+            **({"local_queue": pj.local_queue} if pj.local_queue else {}),
         }
     )
 
@@ -69,7 +71,10 @@ def job_metadata(
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, object]:
-    """Metadata of a job object: its run's name, team, job label and definition hash."""
+    """Metadata of a job object: its run's name, team, job label and definition hash, and on
+    a Kueue cluster the LocalQueue label Kueue admits it by."""
+    if pj.local_queue is not None:
+        labels = {**(labels or {}), KUEUE_QUEUE_LABEL: pj.local_queue}
     return metadata(
         name=pj.object_name,
         kind=kind,

@@ -1,0 +1,125 @@
+"""Kueue (v0.19) platform objects: where jobs are admitted on a cluster with
+``scheduler="kueue"`` instead of Volcano.
+
+Rules cite kubernetes-sigs/kueue at v0.19.2: apis/kueue/v1beta2/clusterqueue_types.go and
+pkg/webhooks/clusterqueue_webhook.go (validateClusterQueueSpec: limits without a cohort, a
+lending limit above the quota, a flavor twice), resourceflavor_types.go (at most 8 node labels).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..kube.quantities import parse_quantity
+from .base import TrainkitModel
+from .fields import ClusterRef, DNS1123Label, LabelKey, LabelValue
+from .platform import Capacity
+
+__all__ = ["KUEUE_FRAMEWORKS", "ClusterQueue", "FlavorQuota", "ResourceFlavor"]
+
+KUEUE_FRAMEWORKS = {
+    "PyTorchJob": "kubeflow.org/pytorchjob",
+    "TFJob": "kubeflow.org/tfjob",
+    "PaddleJob": "kubeflow.org/paddlejob",
+    "MPIJob": "kubeflow.org/mpijob",
+    "RayJob": "ray.io/rayjob",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
+}
+"""Kueue's ``integrations.frameworks`` name of each job kind (pkg/controller/jobs/*)."""
+
+
+class ResourceFlavor(TrainkitModel):
+    """A kind of node Kueue hands quota out for (``kueue.x-k8s.io/v1beta2``, cluster-scoped),
+    e.g. ``ResourceFlavor(name="h100", node_labels={"gpu.product": "H100"})``. Kueue adds its
+    node labels to the pods of each job it admits on the flavor."""
+
+    name: DNS1123Label
+    """Flavor name; ClusterQueues give quota per flavor."""
+    node_labels: dict[LabelKey, LabelValue] = Field(default={}, max_length=8)
+    """Labels of the flavor's nodes (at most 8)."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the flavor exists on; ``None`` means every Kueue cluster."""
+
+
+class FlavorQuota(TrainkitModel):
+    """A ClusterQueue's quota of one flavor."""
+
+    flavor: DNS1123Label
+    """The ResourceFlavor."""
+    quota: Capacity
+    """What the queue's jobs may use together on the flavor (``nominalQuota``)."""
+    borrowing_limit: Capacity | None = None
+    """How much more the queue may borrow from its cohort (none: as much as the cohort lends)."""
+    lending_limit: Capacity | None = None
+    """How much of its unused quota the queue may lend to its cohort (none: all of it)."""
+
+
+class ClusterQueue(TrainkitModel):
+    """Quota that Kueue admits jobs against (``kueue.x-k8s.io/v1beta2``, cluster-scoped); the
+    teams that list it in ``Team.queues`` get a LocalQueue of the same name in their namespace."""
+
+    name: DNS1123Label
+    """Queue name; teams list the queues they may use."""
+    flavors: list[FlavorQuota] = Field(min_length=1, max_length=64)
+    """Quota per flavor, tried in order: ``[FlavorQuota(flavor="h100", quota=Capacity(...))]``."""
+    cohort: DNS1123Label | None = None
+    """Queues of one cohort borrow each other's unused quota."""
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never"
+    """Whether a job may preempt another queue's jobs to get back lent quota: ``Never``,
+    ``LowerPriority`` or ``Any``."""
+    within_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
+    """Whether a job may preempt the queue's own jobs: ``Never``, ``LowerPriority`` or
+    ``LowerOrNewerEqualPriority``."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the queue exists on; ``None`` means every Kueue cluster."""
+
+    def covered(self, gpu_resource: str) -> list[str]:
+        """The resources of the queue's one resource group: those any flavor quotes (cpu,
+        memory, then the rest), which every flavor then quotes, in that order (Kueue's
+        webhook wants the same names in the same order)."""
+        names: list[str] = []
+        for fq in self.flavors:
+            for limit in (fq.quota, fq.borrowing_limit, fq.lending_limit):
+                if limit is None:
+                    continue
+                for name in limit.amounts(gpu_resource, zero_gpu=True):
+                    if name not in names:
+                        names.append(name)
+        order = {"cpu": 0, "memory": 1}
+        return sorted(names, key=lambda n: (order.get(n, 2), n))
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ClusterQueue:
+        if not self.covered("gpu"):
+            raise ValueError(
+                "the flavors quote no resource; give each a quota, e.g. "
+                "FlavorQuota(flavor=..., quota=Capacity(cpu=64, memory='512Gi', gpu=8))"
+            )
+        names = [f.flavor for f in self.flavors]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"flavor {dupes[0]!r} is listed twice; give each flavor once")
+        for f in self.flavors:
+            for field in ("borrowing_limit", "lending_limit"):
+                if getattr(f, field) is not None and self.cohort is None:
+                    raise ValueError(
+                        f"flavor {f.flavor!r} has a {field}, which needs a cohort to borrow from "
+                        "or lend to (Kueue refuses it): set cohort= or drop it"
+                    )
+            if f.lending_limit is not None:
+                for key in ("cpu", "memory", "gpu"):
+                    lend, quota = getattr(f.lending_limit, key), getattr(f.quota, key)
+                    if lend is None:
+                        continue
+                    if quota is None or (parse_quantity(str(lend)) or 0) > (
+                        parse_quantity(str(quota)) or 0
+                    ):
+                        raise ValueError(
+                            f"flavor {f.flavor!r} lends more {key} ({lend}) than its quota "
+                            f"({quota}); Kueue refuses a lending limit above the quota"
+                        )
+        if self.reclaim_within_cohort == "Never" or self.cohort is not None:
+            return self
+        raise ValueError("reclaim_within_cohort needs a cohort; set cohort= or drop it")

@@ -1,0 +1,415 @@
+"""Kueue (v0.19) as a cluster's admission: ResourceFlavors, ClusterQueues, the teams'
+LocalQueues, the queue-name label, what Kueue cannot manage, quota fit, conformance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainkit import (
+    Capacity,
+    Cluster,
+    ClusterQueue,
+    FlavorQuota,
+    ModelError,
+    MPIJob,
+    PaddleJob,
+    PyTorchJob,
+    Queue,
+    RayJob,
+    ResourceFlavor,
+    Resources,
+    Script,
+    Team,
+    WorkerGroup,
+)
+from trainkit.errors import DefinitionError
+from trainkit.load import Definition
+from trainkit.plan import build_plan
+from trainkit.policy import check_policy
+from trainkit.synth import _cluster_objects, effective_jobs, render_groups, rendered_runtimes
+from trainkit.validate import validate_text
+from validate_fixtures import shared_crd_set
+
+P = "jobs/platform/p.py"
+QUOTA = Capacity(cpu=64, memory="512Gi", gpu=16)
+
+
+def cluster(**kw: Any) -> Cluster:
+    fields: dict[str, Any] = {
+        "name": "k",
+        "server": "https://k",
+        "gpus_per_node": 8,
+        "scheduler": "kueue",
+        "operators": ["training-operator", "mpi-operator", "kuberay", "trainer"],
+    }
+    return Cluster(**(fields | kw))
+
+
+def platform(*extra: Any, c: Cluster | None = None, quota: Capacity = QUOTA) -> list[Definition]:
+    return [
+        Definition(c or cluster(), P, "platform"),
+        Definition(ResourceFlavor(name="h100", node_labels={"gpu": "h100"}), P, "platform"),
+        Definition(
+            ClusterQueue(name="q", flavors=[FlavorQuota(flavor="h100", quota=quota)]), P, "platform"
+        ),
+        Definition(Team(name="t", queues=["q"]), P, "platform"),
+        *extra,
+    ]
+
+
+def job_def(j: Any) -> Definition:
+    return Definition(j, "jobs/t/j.py", "t", files={"train.py": "x"} if j.script else {})
+
+
+def rayjob(**kw: Any) -> RayJob:
+    fields: dict[str, Any] = {
+        "name": "rj",
+        "image": "img:1",
+        "script": Script.file("train.py"),
+        "head": Resources(cpu=4, memory="16Gi"),
+        "workers": [
+            WorkerGroup(name="gpu", nodes=1, resources=Resources(cpu=8, memory="64Gi", gpu=8))
+        ],
+    }
+    return RayJob(**(fields | kw))
+
+
+def mpijob(**kw: Any) -> MPIJob:
+    fields: dict[str, Any] = {
+        "name": "mj",
+        "image": "img:1",
+        "script": Script.file("train.py"),
+        "nodes": 2,
+        "resources": Resources(cpu=8, memory="64Gi", gpu=8),
+    }
+    return MPIJob(**(fields | kw))
+
+
+def objects(defs: list[Definition]) -> dict[tuple[str, str], dict[str, Any]]:
+    (cp,) = build_plan(defs).clusters
+    return {(r.body["kind"], r.body["metadata"]["name"]): r.body for r in _cluster_objects(cp)}
+
+
+def problems_of(defs: list[Definition]) -> list[str]:
+    """Plan and policy problems, as messages."""
+    try:
+        plan = build_plan(defs)
+    except DefinitionError as e:
+        return [p.message for p in e.problems]
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    return [p.message for p in found]
+
+
+def test_a_kueue_cluster_gets_flavors_queues_and_the_team_s_local_queue() -> None:
+    objs = objects(platform(job_def(rayjob())))
+    flavor = objs[("ResourceFlavor", "h100")]
+    assert flavor["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert flavor["spec"] == {"nodeLabels": {"gpu": "h100"}}
+    cq = objs[("ClusterQueue", "q")]["spec"]
+    # No selector would admit no namespace: exactly the teams that list the queue.
+    assert cq["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["t"]}
+    ]
+    (group,) = cq["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    assert [r["name"] for r in group["flavors"][0]["resources"]] == group["coveredResources"]
+    lq = objs[("LocalQueue", "q")]
+    assert (lq["metadata"]["namespace"], lq["spec"]) == ("t", {"clusterQueue": "q"})
+    waves = {
+        k: int(o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+        for k, o in objs.items()
+    }
+    assert (
+        waves[("ResourceFlavor", "h100")]
+        < waves[("ClusterQueue", "q")]
+        < waves[("LocalQueue", "q")]
+    )
+    assert waves[("LocalQueue", "q")] < waves[("RayJob", "rj")]
+
+
+@pytest.mark.parametrize("make", [rayjob, mpijob], ids=["rayjob", "mpijob"])
+def test_jobs_carry_the_queue_label_and_never_suspend(make: Any) -> None:
+    j = make()
+    objs = objects(platform(job_def(j)))
+    body = objs[(type(j).__name__, j.name)]
+    assert body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+    text = yaml.safe_dump(body)
+    # Kueue's webhook suspends the job at creation and unsuspends it on admission; a value in
+    # git would fight that on every sync. Nothing Volcano's either.
+    assert "suspend" not in text
+    assert "volcano" not in text
+
+
+def _three_way_patch(original: Any, modified: Any, current: Any) -> Any:
+    """kubectl's three-way JSON merge patch (apimachinery jsonmergepatch): what modified
+    changes against current, and what it deletes against original."""
+    if not (
+        isinstance(original, dict) and isinstance(modified, dict) and isinstance(current, dict)
+    ):
+        return None if modified == current else modified
+    patch: dict[str, Any] = {}
+    for key, value in modified.items():
+        sub = _three_way_patch(original.get(key, {}), value, current.get(key))
+        if sub not in (None, {}):
+            patch[key] = sub
+    for key in original:
+        if key not in modified:
+            patch[key] = None
+    return patch
+
+
+def test_re_applying_an_admitted_job_leaves_it_running() -> None:
+    j = rayjob()
+    body = objects(platform(job_def(j)))[("RayJob", "rj")]
+    # Live: Kueue admitted it (spec.suspend false) and injected the flavor's node labels.
+    live = yaml.safe_load(yaml.safe_dump(body))
+    live["spec"]["suspend"] = False
+    template = live["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    template["nodeSelector"] = {"gpu": "h100"}
+    assert _three_way_patch(body, body, live) == {}
+
+
+def test_kueue_cannot_manage_these_and_says_why() -> None:
+    refused = problems_of(
+        platform(
+            job_def(
+                PyTorchJob(
+                    name="pt",
+                    image="i:1",
+                    script=Script.file("train.py"),
+                    nodes=2,
+                    resources=Resources(cpu=2, memory="4Gi"),
+                )
+            )
+        )
+    )
+    assert any(
+        "Kueue does not manage PyTorchJobs here ('kubeflow.org/pytorchjob'" in m for m in refused
+    )
+    # With the integration enabled, it is managed.
+    enabled = cluster(kueue_frameworks=["kubeflow.org/pytorchjob"])
+    pt = PyTorchJob(
+        name="pt",
+        image="i:1",
+        script=Script.file("train.py"),
+        nodes=2,
+        resources=Resources(cpu=2, memory="4Gi"),
+    )
+    assert problems_of(platform(job_def(pt), c=enabled)) == []
+    paddle_cluster = cluster(
+        operators=["paddle-operator"], kueue_frameworks=["kubeflow.org/paddlejob"]
+    )
+    pd = PaddleJob(
+        name="pd",
+        image="i:1",
+        script=Script.file("train.py"),
+        resources=Resources(cpu=2, memory="4Gi"),
+    )
+    assert any(
+        "paddle-operator's batch.paddlepaddle.org PaddleJob is no Kueue integration" in m
+        for m in problems_of(platform(job_def(pd), c=paddle_cluster))
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        (
+            {
+                "workers": [
+                    WorkerGroup(
+                        name="gpu", nodes=1, max_nodes=3, resources=Resources(cpu=8, memory="8Gi")
+                    )
+                ]
+            },
+            "Kueue refuses RayJobs whose cluster autoscales",
+        ),
+        (
+            {"shutdown_after_finish": False},
+            "Kueue manages only RayJobs that delete their Ray cluster",
+        ),
+    ],
+)
+def test_rayjobs_kueue_refuses(fields: dict[str, Any], says: str) -> None:
+    assert any(says in m for m in problems_of(platform(job_def(rayjob(**fields)))))
+
+
+def test_a_job_beyond_every_flavor_s_quota_is_refused() -> None:
+    big = mpijob(nodes=3)  # 24 GPUs against a quota of 16
+    (message,) = problems_of(platform(job_def(big)))
+    assert "all its pods together need 24 nvidia.com/gpu in flavor 'h100' (at most 16)" in message
+    assert "Kueue would leave it pending forever" in message
+    # Borrowing from a cohort up to a limit makes room.
+    roomy = ClusterQueue(
+        name="q",
+        cohort="all",
+        flavors=[FlavorQuota(flavor="h100", quota=QUOTA, borrowing_limit=Capacity(gpu=8))],
+    )
+    defs = [
+        d if not isinstance(d.obj, ClusterQueue) else Definition(roomy, P, "platform")
+        for d in platform(job_def(big))
+    ]
+    assert problems_of(defs) == []
+
+
+def test_a_resource_the_queue_does_not_cover_is_refused() -> None:
+    (message,) = problems_of(platform(job_def(mpijob()), quota=Capacity(cpu=64, memory="512Gi")))
+    assert "the job requests nvidia.com/gpu, which ClusterQueue 'q'" in message
+    assert "resource unavailable in ClusterQueue" in message
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: ClusterQueue(
+                name="q",
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA, borrowing_limit=Capacity(gpu=1))],
+            ),
+            "flavor 'a' has a borrowing_limit, which needs a cohort",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA, lending_limit=Capacity(gpu=32))],
+            ),
+            "flavor 'a' lends more gpu (32) than its quota (16)",
+        ),
+        (
+            lambda: ClusterQueue(name="q", flavors=[FlavorQuota(flavor="a", quota=QUOTA)] * 2),
+            "flavor 'a' is listed twice",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                reclaim_within_cohort="Any",
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "reclaim_within_cohort needs a cohort",
+        ),
+        (
+            lambda: Cluster(
+                name="v", server="https://v", gpus_per_node=8, kueue_frameworks=["ray.io/rayjob"]
+            ),
+            "kueue_frameworks is a Kueue setting, but the cluster schedules with 'volcano'",
+        ),
+    ],
+)
+def test_bad_kueue_objects_are_refused(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value)
+
+
+def test_each_admission_system_s_objects_stay_on_its_clusters() -> None:
+    volcano = Cluster(name="v", server="https://v", gpus_per_node=8)
+    defs = [
+        Definition(cluster(), P, "platform"),
+        Definition(volcano, P, "platform"),
+        Definition(ResourceFlavor(name="h100", clusters=["v"]), P, "platform"),
+        Definition(
+            ClusterQueue(
+                name="q", flavors=[FlavorQuota(flavor="nope", quota=QUOTA)], clusters=["k", "v"]
+            ),
+            P,
+            "platform",
+        ),
+        Definition(Queue(name="vq", clusters=["k"]), P, "platform"),
+        Definition(Team(name="t", queues=["q", "vq"]), P, "platform"),
+    ]
+    messages = problems_of(defs)
+    assert any(
+        "cluster 'v' has no Kueue (scheduler='volcano'), so a ClusterQueue there means nothing" in m
+        for m in messages
+    )
+    assert any(
+        "cluster 'v' has no Kueue (scheduler='volcano'), so a ResourceFlavor there" in m
+        for m in messages
+    )
+    assert any(
+        "cluster 'k' admits jobs through Kueue (scheduler='kueue'), which reads no Volcano Queue"
+        in m
+        for m in messages
+    )
+    assert any("unknown ResourceFlavor 'nope'" in m for m in messages)
+
+
+def test_a_team_without_a_cluster_queue_there_is_told() -> None:
+    defs = [
+        Definition(cluster(), P, "platform"),
+        Definition(Queue(name="vq"), P, "platform"),
+        Definition(Team(name="t", queues=["vq"]), P, "platform"),
+        job_def(rayjob()),
+    ]
+    assert any(
+        "cluster 'k' admits jobs through Kueue but team 't' lists no ClusterQueue there" in m
+        for m in problems_of(defs)
+    )
+
+
+@pytest.fixture(scope="module")
+def crdset() -> Any:
+    return shared_crd_set()
+
+
+@st.composite
+def cluster_queues(draw: Any) -> ClusterQueue:
+    cohort = draw(st.none() | st.just("all"))
+    flavors = []
+    for i in range(draw(st.integers(1, 3))):
+        quota = Capacity(
+            cpu=draw(st.integers(0, 512)) if i == 0 else draw(st.none() | st.integers(0, 512)),
+            memory=draw(st.none() | st.just("64Gi")),
+            gpu=draw(st.none() | st.integers(0, 64)),
+        )
+        flavors.append(
+            FlavorQuota(
+                flavor=f"f{i}",
+                quota=quota,
+                borrowing_limit=draw(st.none() | st.just(Capacity(cpu=8))) if cohort else None,
+                lending_limit=(
+                    Capacity(cpu=0)
+                    if cohort and quota.cpu is not None and draw(st.booleans())
+                    else None
+                ),
+            )
+        )
+    return ClusterQueue(
+        name="q",
+        flavors=flavors,
+        cohort=cohort,
+        reclaim_within_cohort=draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
+        if cohort
+        else "Never",
+        within_queue=draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cq=cluster_queues(), teams=st.integers(0, 2))
+def test_anything_the_models_accept_renders_valid_kueue_objects(
+    crdset: Any, cq: ClusterQueue, teams: int
+) -> None:
+    defs = [
+        Definition(cluster(), P, "platform"),
+        *(Definition(ResourceFlavor(name=f.flavor), P, "platform") for f in cq.flavors),
+        Definition(cq, P, "platform"),
+        *(Definition(Team(name=f"t{i}", queues=["q"]), P, "platform") for i in range(teams)),
+    ]
+    (cp,) = build_plan(defs).clusters
+    rendered = list(_cluster_objects(cp))
+    assert {r.body["kind"] for r in rendered} >= {"ResourceFlavor", "ClusterQueue"}
+    for r in rendered:
+        assert validate_text(yaml.safe_dump(r.body), r.path, crdset) == [], r.path
+    (body,) = [r.body for r in rendered if r.body["kind"] == "ClusterQueue"]
+    (group,) = body["spec"]["resourceGroups"]
+    for flavor in group["flavors"]:
+        # Kueue's webhook: every flavor quotes the covered resources, in their order.
+        assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]

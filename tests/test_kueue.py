@@ -413,3 +413,15 @@ def test_anything_the_models_accept_renders_valid_kueue_objects(
     for flavor in group["flavors"]:
         # Kueue's webhook: every flavor quotes the covered resources, in their order.
         assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
+
+
+def test_explain_says_kueue_admits_the_whole_workload() -> None:
+    from trainkit.explain import as_data, format_text
+
+    plan = build_plan(platform(job_def(rayjob())))
+    (ej,) = effective_jobs(render_groups(plan))
+    assert as_data(ej)["kueue_queue"] == "q"
+    text = format_text([ej])
+    # The head, the worker and the submitter.
+    assert "Kueue admits all 3 pods as one workload (LocalQueue q → ClusterQueue q)" in text
+    assert "no gang" not in text

@@ -117,6 +117,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size": ej.world_size,
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
+        "kueue_queue": pj.local_queue,
         "podgroup": None
         if ej.gang is None
         else {
@@ -191,7 +192,13 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
         pg = d["podgroup"]
-        if pg is None:
+        if d["kueue_queue"] is not None:
+            lines.append(
+                f"  Kueue admits all {sum(p['count'] for p in d['pods'])} pods as one workload "
+                f"(LocalQueue {d['kueue_queue']} → ClusterQueue {d['kueue_queue']}); until then "
+                "the job stays suspended"
+            )
+        elif pg is None:
             lines.append("  no gang: the default scheduler places each pod on its own")
         else:
             req = ", ".join(f"{k} {v}" for k, v in pg["requests"].items())

@@ -546,3 +546,19 @@ def test_a_plan_too_long_for_a_comment_drops_details_then_rows(ws: Workspace) ->
     assert cut.endswith(
         "_The plan is too long for one comment; run `trainkit plan` for all of it._\n"
     )
+
+
+def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
+    ws: Workspace, cli: Cli
+) -> None:
+    """On h100-south the RayJob's new run is admitted by ClusterQueue llm: the plan adds its
+    pods' requests (head, workers, submitter) and shows the queue's nominal quota."""
+    deploy(ws, cli)
+    edit(ws.jobs / "llm/lr_sweep_ray.py", '    queue="llm",', '    run=2,\n    queue="llm",')
+    doc = plan(cli)
+    (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
+    (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]
+    assert llm["after"]["capability"] == {"gpu": 64, "cpu": "512", "memory": "4Ti"}
+    # 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU.
+    assert llm["after"]["requests"]["gpu"] == 16
+    assert llm["after"]["requests"]["cpu"] == "73"

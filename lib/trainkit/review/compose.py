@@ -180,5 +180,5 @@ def _removed_cluster(name: str, deployed: dict[Key, Obj]) -> Cluster:
 def _jobs(objects: dict[Key, Obj], pods: dict[Key, EffectiveJob]) -> ClusterJobs:
     return ClusterJobs(
         jobs=[(objects[k], ej) for k, ej in sorted(pods.items()) if k in objects],
-        queues={o.name: o for o in objects.values() if o.kind == "Queue"},
+        queues={o.name: o for o in objects.values() if o.kind in ("Queue", "ClusterQueue")},
     )

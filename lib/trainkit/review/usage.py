@@ -21,6 +21,7 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..kube.quantities import parse_quantity
+from ..render.meta import KUEUE_QUEUE_LABEL
 from .facts import Amounts, QueueSide, QueueUse, Resource, TeamUse
 from .trees import Obj
 
@@ -57,14 +58,22 @@ def queue_usage(before: ClusterJobs, after: ClusterJobs, gpu_resource: str) -> l
 def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
     """Per queue: what the gangs using it or any queue below it request together."""
     totals: dict[str, dict[str, Decimal]] = defaultdict(dict)
-    for _, ej in side.jobs:
+    for obj, ej in side.jobs:
         gang = ej.gang
-        if gang is None or not gang.queue:
+        if gang is not None and gang.queue:
+            for queue in _lineage(gang.queue, side.queues):
+                bucket = totals[queue]
+                for resource, amount in gang.requests.items():
+                    bucket[resource] = bucket.get(resource, Decimal(0)) + amount
             continue
-        for queue in _lineage(gang.queue, side.queues):
-            bucket = totals[queue]
-            for resource, amount in gang.requests.items():
-                bucket[resource] = bucket.get(resource, Decimal(0)) + amount
+        # Kueue admits the whole workload through the LocalQueue its label names, which
+        # trainkit names after its ClusterQueue.
+        local = _dict(_dict(obj.body.get("metadata")).get("labels")).get(KUEUE_QUEUE_LABEL)
+        if isinstance(local, str) and local:
+            bucket = totals[local]
+            for ps in ej.pod_sets:
+                for resource, amount in ps.requests().items():
+                    bucket[resource] = bucket.get(resource, Decimal(0)) + amount * ps.count
     return dict(totals)
 
 
@@ -87,6 +96,9 @@ def _side(
         return None
     spec = _dict(obj.body.get("spec")) if obj is not None else {}
     wanted = requests.get(name, {})
+    if obj is not None and obj.kind == "ClusterQueue":
+        # The most its jobs hold without borrowing: every flavor's nominal quota.
+        spec = {"capability": _nominal(spec)}
     limits = {
         "capability": _dict(spec.get("capability")) or None,
         "deserved": _dict(spec.get("deserved")) or None,
@@ -100,6 +112,17 @@ def _side(
         over_capability=_above(wanted, limits["capability"], gpu),
         above_deserved=_above(wanted, limits["deserved"], gpu),
     )
+
+
+def _nominal(spec: Mapping[str, Any]) -> dict[str, str]:
+    total: dict[str, Decimal] = {}
+    for group in spec.get("resourceGroups") or []:
+        for flavor in _dict(group).get("flavors") or []:
+            for res in _dict(flavor).get("resources") or []:
+                amount = parse_quantity(str(_dict(res).get("nominalQuota", "0")))
+                name = str(_dict(res).get("name"))
+                total[name] = total.get(name, Decimal(0)) + (amount or Decimal(0))
+    return {k: format(v.normalize(), "f") for k, v in total.items()}
 
 
 def _limit(raw: Mapping[str, Any] | None, gpu: str) -> Amounts | None:

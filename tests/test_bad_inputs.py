@@ -33,6 +33,7 @@ DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 MOBILENET = "jobs/vision/mobilenet_ps.py"
 PADDLE = "jobs/vision/resnet_paddle.py"
 RAY = "jobs/llm/lr_sweep_ray.py"
+KUEUE = "jobs/platform/kueue.py"
 CLUSTERS = "jobs/platform/clusters.py"
 TEAMS = "jobs/platform/teams.py"
 RUNTIMES = "jobs/platform/runtimes.py"
@@ -843,6 +844,43 @@ CASES = [
         obj="RayJob 'lr-sweep-ray'",
         field="env",
         says=("RAY_ADDRESS may not be set: KubeRay sets it to the head's GCS address",),
+    ),
+    # --- Kueue --------------------------------------------------------------------------
+    Case(
+        id="kueue-flavor-quota-below-a-job",
+        edits=(
+            (
+                KUEUE,
+                'quota=Capacity(cpu=512, memory="4Ti", gpu=64)',
+                'quota=Capacity(cpu=512, memory="4Ti", gpu=8)',
+            ),
+        ),
+        file=RAY,
+        line="    queue=",
+        obj="RayJob 'lr-sweep-ray'",
+        field="queue",
+        says=(
+            "all its pods together need 16 nvidia.com/gpu in flavor 'h100' (at most 8) on "
+            "cluster 'h100-south'",
+            "Kueue would leave it pending forever",
+        ),
+    ),
+    Case(
+        id="kueue-cluster-given-a-volcano-queue",
+        edits=(
+            (
+                TEAMS,
+                'capability=Capacity(cpu=768, memory="6Ti", gpu=96),\n    clusters=["gpu-east", "a800-north"],',
+                'capability=Capacity(cpu=768, memory="6Ti", gpu=96),\n    clusters=["gpu-east", "a800-north", "h100-south"],',
+            ),
+        ),
+        file=TEAMS,
+        line='    clusters=["gpu-east", "a800-north", "h100-south"],',
+        obj="Queue 'llm'",
+        field="clusters[2]",
+        says=(
+            "cluster 'h100-south' admits jobs through Kueue (scheduler='kueue'), which reads no Volcano Queue",
+        ),
     ),
     Case(
         id="tfjob-with-two-chiefs",

@@ -28,17 +28,17 @@ $(TK): pyproject.toml
 	$(BIN)/pip install -q -e .
 	@touch $@
 
-# Dev tools and the rehearse extra, with the torch build chosen above.
+# Dev tools and the rehearse extras (torch, DeepSpeed, Ray), with the torch build chosen above.
 $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q '$(TORCH)'
-	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed]'
+	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray]'
 	@# DeepSpeed compiles its CPU collective op on first use (about 25 s), cached in
 	@# ~/.cache/torch_extensions; built here once, with the venv's ninja a rehearsal also uses.
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c \
 	  'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null 2>&1
 	@touch $@
 
-setup: $(VENV)/.dev mpirun ## create .venv with trainkit, dev tools, torch and DeepSpeed; Open MPI
+setup: $(VENV)/.dev mpirun ## create .venv with trainkit, dev tools, torch, DeepSpeed and Ray; Open MPI
 
 # MPIJob rehearsals run the system's Open MPI (its mpirun is no Python package). As root with
 # apt-get it is installed here; otherwise the tests that need it say how to install it.

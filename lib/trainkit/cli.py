@@ -503,16 +503,21 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "rehearse",
-        help="run a job's script locally as N nodes × P processes (torchrun or mpirun)",
+        help="run a job's script locally as N nodes × P processes (torchrun, mpirun or a "
+        "local Ray cluster)",
         description="Run the job's real script on this machine's CPU as the pods of its "
         "first cluster would run it (see `trainkit explain`): one torchrun per simulated node "
         "with exactly the env the Training Operator (PyTorchJob) or Kubeflow Trainer "
         "(TrainJob) injects (master mapped to 127.0.0.1, free ports), the env and args the "
         "pods get, and the script files read-only in a writable working directory, as on "
         "the cluster. An MPIJob runs its launcher's mpirun against a hostfile of this "
-        "machine with mpi-operator's env (needs Open MPI's mpirun). GPU-only settings are downgraded and reported. Fails, naming the node "
-        "and rank, if any process exits non-zero; stops every process at --timeout. Needs "
-        "torch: pip install -e '.[rehearse]'.",
+        "machine with mpi-operator's env (needs Open MPI's mpirun). A RayJob gets a Ray "
+        "cluster of this machine, a head and each worker group's nodes with KubeRay's env, "
+        "and its entrypoint runs against it (needs ray: pip install -e '.[ray]'); there "
+        "--nodes caps each group's workers and --procs-per-node each node's Ray CPUs. "
+        "GPU-only settings are downgraded and reported. Fails, naming the node and rank, if "
+        "any process exits non-zero; stops every process at --timeout. Needs torch: pip "
+        "install -e '.[rehearse]'.",
     )
     r.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
     r.add_argument(

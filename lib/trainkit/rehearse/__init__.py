@@ -7,8 +7,11 @@ the operator would inject into that node's pod (Training Operator v1.9 for a
 PyTorchJob, Kubeflow Trainer v2.3 for a TrainJob; master address mapped to
 127.0.0.1, a free port), the pod's own env, command and args, and the pod's
 ``/workspace`` layout (a writable directory, the script files read-only).
-Nothing here imports torch: it only has to be installed for the interpreter
-running trainkit (``pip install -e '.[rehearse]'``).
+An MPIJob runs its launcher's mpirun against a local hostfile; a RayJob gets a
+local Ray cluster (a head and each worker group's nodes, with KubeRay's env) and
+its entrypoint runs against it. Nothing here imports torch or ray: they only have
+to be installed for the interpreter running trainkit (``pip install -e
+'.[rehearse]'``, ``'.[ray]'``).
 """
 
 from __future__ import annotations

@@ -16,16 +16,17 @@ from typing import Any, TextIO
 
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
-from ..model import MPIJob, PyTorchJob, Team, TrainJob
+from ..model import MPIJob, PyTorchJob, RayJob, Team, TrainJob
 from ..plan import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
+from .ray import require_ray
 from .runner import RehearsalReport, rehearse, require_torch, say
 from .target import Target, target_of
 
 __all__ = ["choose_job", "plan_job", "rehearse_file", "targets_for"]
 
 # The kinds a rehearsal runs (a TFJob's TensorFlow and a PaddleJob's Paddle are not rehearsed).
-_REHEARSED = (PyTorchJob, MPIJob, TrainJob)
+_REHEARSED = (PyTorchJob, MPIJob, TrainJob, RayJob)
 
 
 def rehearse_file(
@@ -46,11 +47,15 @@ def rehearse_file(
     platform is looked up, in its ``platform/``; a planning problem (an unknown
     runtime, no cluster, …) raises DefinitionError.
     """
-    require_torch()
     out = sys.stdout if out is None else out
     loaded = load_file(path, root, jobs_dir=jobs_dir, options=load_options).definitions
     rel = loaded[0].file if loaded else path.as_posix()
     d = choose_job(loaded, job_name, rel)
+    # Before planning: a RayJob runs on Ray, the others with torchrun (or mpirun).
+    if isinstance(d.obj, RayJob):
+        require_ray(d.file, d.obj.describe())
+    else:
+        require_torch()
     targets = plan_job(d, jobs_dir or _jobs_dir(path), root, load_options)
     target = targets[0]
     if len(targets) > 1:
@@ -72,7 +77,9 @@ def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Def
         return RehearsalError([Problem(file=file, message=message)])
 
     if not defs:
-        raise refuse("no PyTorchJob, MPIJob or TrainJob in this file; rehearse runs those")
+        raise refuse(
+            "no PyTorchJob, MPIJob or TrainJob in this file, nor a RayJob; rehearse runs those"
+        )
     if job_name is None:
         if len(defs) > 1:
             raise refuse(f"{len(defs)} jobs here ({_list(defs)}); choose one with --job NAME")

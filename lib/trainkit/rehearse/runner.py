@@ -33,6 +33,7 @@ from .output import (
 )
 from .ports import free_port
 from .procs import descendants, kill_groups, live_in_groups, process_table
+from .ray_target import RayJobTarget
 from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
 
@@ -113,10 +114,19 @@ def rehearse(
     launcher itself). Raises RehearsalError when a process exits non-zero or
     ``timeout`` seconds pass; every process started is stopped in all cases,
     also on KeyboardInterrupt.
+
+    A RayJob runs its entrypoint on a local Ray cluster of its pods instead (``ray.py``):
+    ``nodes`` caps the nodes of each worker group, ``procs_per_node`` the CPUs of each node.
     """
-    require_torch()
     out = sys.stdout if out is None else out
     file = file or target.file
+    if isinstance(target, RayJobTarget):
+        from .ray import rehearse_ray  # imports this module
+
+        return rehearse_ray(
+            target, file=file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout, out=out
+        )
+    require_torch()
     if timeout <= 0:
         raise RehearsalError(
             [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]

@@ -7,9 +7,10 @@ merge the operator does, so a TrainJob's runtime, a runtime patch or a network
 profile count exactly as on the cluster. The definition is read only for
 wording (which field a value came from) and to name the job in messages.
 
-What differs between a PyTorchJob (Training Operator v1.9) and a TrainJob
-(Kubeflow Trainer v2.3) — pod names, the env each operator injects, the
-variables it owns — is decided here once, in the two Target classes.
+What differs between a PyTorchJob (Training Operator v1.9), a TrainJob
+(Kubeflow Trainer v2.3), an MPIJob (mpi-operator) and a RayJob (KubeRay v1.7) —
+pod names, the env each operator injects, the variables it owns — is decided
+here once, in the Target classes (a RayJob's in ``ray_target``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..injected_env import (
     trainjob_env,
     trainjob_reserved_env_reason,
 )
-from ..model import WORKSPACE, MPIJob, PyTorchJob, TrainJob
+from ..model import WORKSPACE, MPIJob, PyTorchJob, RayJob, TrainJob
 from ..render.kubeflow_trainer import NODE
 from ..render.pod import forwarded
 
@@ -251,6 +252,11 @@ def target_of(
     """The Target of ``ej``, from its rendered object ``body`` and the ConfigMaps of its
     cluster (name → object), which hold the script files its pods mount."""
     pj = ej.planned
+    if isinstance(pj.job, RayJob):
+        # A Ray cluster, not ranks: its own module, which builds on this one's helpers.
+        from .ray_target import ray_target
+
+        return ray_target(ej, body, configmaps)
     if isinstance(pj.job, PyTorchJob) and pj.job.elastic is not None:
         raise RehearsalError(
             [

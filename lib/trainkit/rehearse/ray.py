@@ -1,0 +1,396 @@
+"""What a RayJob's rehearsal runs: KubeRay's Ray cluster on this machine, the entrypoint on its head.
+
+KubeRay v1.7 (ray-project/kuberay, ray-operator/controllers/ray/) makes a RayJob a RayCluster
+— a head pod and each worker group's pods, each running the ``ray start`` KubeRay generates
+from its limits (common/pod.go generateRayStartCommand) — and, once the cluster is ready, a
+submitter that runs ``ray job submit -- <entrypoint>`` (rayjob_controller.go). Ray's job
+supervisor runs the entrypoint on the head, where RAY_ADDRESS points at the head's GCS
+(common/pod.go setContainerEnvVars), and the RayJob is SUCCEEDED when it exits 0.
+
+A rehearsal builds that cluster here (a node per pod, fewer and smaller, no GPUs: every
+change is listed) and runs the entrypoint on it with the env the head's container and Ray's
+job supervisor give it: ``ray_cluster.py`` does both in one process tree, ``ray_run.py``
+follows it and stops every process it started when the entrypoint ends, fails, times out or
+is interrupted. The plan is pure data; trainkit never imports ray (``pip install -e
+'.[ray]'`` installs it for the interpreter running trainkit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from importlib.util import find_spec
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import Problem, RehearsalError, SetupError
+from .launch import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_PROCS,
+    python_argv,
+    shell_env,
+    user_env,
+    workspace_change,
+)
+from .ports import free_port
+from .ray_run import OBJECT_STORE_MIB, RayRun
+from .ray_target import RayGroup, RayJobTarget
+from .runner import RehearsalReport, say
+from .workspace import ReadOnly, prepare_workspace
+
+__all__ = ["RayNode", "RayPlan", "plan_ray_rehearsal", "rehearse_ray", "require_ray"]
+
+# Inherited names that would point the rehearsal's Ray at another cluster or session; the
+# pods get theirs from KubeRay, the entrypoint from Ray's job supervisor.
+_RAY_PREFIX = "RAY_"
+
+
+def require_ray(file: str = "trainkit", obj: str = "") -> None:
+    """Raise SetupError unless this interpreter can import ray (never imports it)."""
+    if find_spec("ray") is None:
+        raise SetupError(
+            [
+                Problem(
+                    file=file,
+                    obj=obj,
+                    message=f"a RayJob is rehearsed on a local Ray cluster, but ray is not "
+                    f"installed for {sys.executable}; install the extra: pip install -e "
+                    "'.[ray]' (in a checkout) or pip install 'trainkit-gitops[ray]'",
+                )
+            ]
+        )
+    if os.name != "posix":
+        raise SetupError("rehearse needs Linux or macOS (it runs each node in its own session)")
+
+
+@dataclass(frozen=True)
+class RayNode:
+    """One pod of the RayJob, as a node of the local Ray cluster."""
+
+    pod: str
+    group: str
+    head: bool
+    cpus: int
+    memory: int | None
+    """Ray's memory resource in bytes (the pod's memory limit)."""
+    env: Mapping[str, str]
+    """What KubeRay sets on the node's Ray container, with this machine's values."""
+
+    @property
+    def start(self) -> str:
+        return _ray_start(self.head, self.cpus, self.memory)
+
+
+def _ray_start(head: bool, cpus: int, memory: int | None) -> str:
+    """A node's ``ray start``, as KubeRay would generate it for this size."""
+    return " ".join(
+        [
+            "ray start --head" if head else "ray start",
+            f"--num-cpus={cpus}",
+            *([f"--memory={memory}"] if memory is not None else []),
+            "--num-gpus=0",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RayPlan:
+    target: RayJobTarget
+    nodes: tuple[RayNode, ...]
+    """The head first."""
+    gcs_port: int
+    dashboard_port: int
+    temp_dir: Path
+    """Ray's temporary directory (RAY_TMPDIR): this rehearsal's own."""
+    workspace: Path
+    log_dir: Path
+    argv: tuple[str, ...]
+    """The entrypoint, paths and interpreter mapped here."""
+    env: Mapping[str, str]
+    """The entrypoint's complete environment."""
+    cluster_env: Mapping[str, str]
+    """The environment every Ray process of the cluster inherits (each node adds its own)."""
+    wrapper: tuple[str, ...]
+    """What starts the cluster with the script files read-only (see ``workspace.py``)."""
+    changes: tuple[str, ...]
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.argv)
+
+
+def plan_ray_rehearsal(
+    t: RayJobTarget,
+    *,
+    workspace: Path,
+    log_dir: Path,
+    temp_dir: Path,
+    gcs_port: int,
+    dashboard_port: int,
+    nodes: int | None,
+    procs_per_node: int | None,
+    inherited: Mapping[str, str],
+    python: str,
+    file: str,
+    read_only: ReadOnly,
+) -> RayPlan:
+    """The nodes, the entrypoint and the list of changes; ``--nodes`` caps the nodes of each
+    worker group, ``--procs-per-node`` the CPUs of each node (Ray runs that many one-CPU
+    tasks at once on it)."""
+    changes = [
+        f"Ray cluster: each pod is a node of one Ray cluster on this machine "
+        f"(ray.cluster_utils.Cluster, this interpreter's Ray {_version('ray')}; the pods run "
+        f"their image's), listening on 127.0.0.1 only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), "
+        f"its files in {temp_dir} (RAY_TMPDIR, removed afterwards), no usage stats "
+        "(RAY_USAGE_STATS_ENABLED=0)"
+    ]
+    node_cap = _cap(file, t, nodes, "--nodes", DEFAULT_MAX_NODES)
+    cpu_cap = _cap(file, t, procs_per_node, "--procs-per-node", DEFAULT_MAX_PROCS)
+    planned: list[RayNode] = []
+    for g in t.groups:
+        count = 1 if g.head else _capped(g, "nodes", g.nodes, nodes, node_cap, "--nodes", changes)
+        cpus = _capped(g, "num-cpus", g.cpus, procs_per_node, cpu_cap, "--procs-per-node", changes)
+        if not g.cpus:  # KubeRay passes no --num-cpus, and Ray counts the node's CPUs
+            cpus = cpu_cap
+            changes.append(f"{_label(g)}: no CPU limit (Ray counts the node's) → {cpus} CPU(s)")
+        if g.scaling is not None:
+            low, high = g.scaling
+            changes.append(
+                f"{_label(g)} autoscales between {low} and {high} nodes on the cluster; here it "
+                f"keeps {count} (no autoscaler)"
+            )
+        for i in range(count):
+            pod = t.node_pod(g.name, i)
+            env = t.ray_env(g.name, pod, gcs_port, _ray_start(g.head, cpus, g.memory_bytes))
+            planned.append(RayNode(pod, g.name, g.head, cpus, g.memory_bytes, env))
+    changes.extend(_resource_changes(t))
+    changes.append(
+        f"RAY_ADDRESS {t.operator_env.get('RAY_ADDRESS')} → 127.0.0.1:{gcs_port} and RAY_PORT "
+        f"{t.operator_env.get('RAY_PORT')} → {gcs_port} (the head's GCS on a free port; the "
+        f"workers' FQ_RAY_IP and RAY_IP → 127.0.0.1); RAY_CLUSTER_NAME {t.ray_cluster} and "
+        "RAY_CLOUD_INSTANCE_ID: stand-ins for the names KubeRay generates"
+    )
+    changes.append(
+        "entrypoint: run on the head with the env Ray's job supervisor gives it (RAY_ADDRESS, "
+        "PYTHONUNBUFFERED=1, the runtime_env in RAY_JOB_CONFIG_JSON_ENV_VAR, which ray.init() "
+        "applies to every task and actor of the job), not through `ray job submit`"
+    )
+    if t.runtime_pip:
+        changes.append(
+            f"runtime_env pip {', '.join(t.runtime_pip)}: not installed (Ray installs them on "
+            "every node when the job starts); the job imports this interpreter's packages: "
+            + ", ".join(_installed(req) for req in t.runtime_pip)
+        )
+    if t.backoff_limit:
+        changes.append(
+            f"backoff_limit {t.backoff_limit}: no retries; the entrypoint runs once, and the "
+            "rehearsal stops at its failure"
+        )
+    if t.files:
+        changes.append(workspace_change(workspace, list(t.files), read_only))
+
+    own = sorted(k for k in inherited if k.startswith(_RAY_PREFIX) or k == "PYTHONUNBUFFERED")
+    if own:
+        changes.append(
+            "not inherited from this shell (KubeRay, Ray's job supervisor or the rehearsal "
+            f"sets them): {', '.join(own)}"
+        )
+    rest = {k: v for k, v in inherited.items() if k not in own}
+    base = shell_env(rest, t, python, changes)
+    base.update(user_env(t, workspace, changes, rest))
+    base |= {
+        "CUDA_VISIBLE_DEVICES": "",
+        "RAY_TMPDIR": str(temp_dir),
+        # Ray's single-machine mode (its default on macOS): 127.0.0.1 stays 127.0.0.1
+        # (ray/_private/services.py resolve_ip_for_localhost), so nothing listens on the
+        # network and two rehearsals never meet.
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    # dashboard/modules/job/job_supervisor.py _get_driver_env_vars: the supervisor's env (the
+    # head container's and the runtime_env's env_vars) with the job config, RAY_ADDRESS and
+    # unbuffered output; pip is left out, as it is not installed here.
+    runtime_env = {"env_vars": dict(t.runtime_env_vars)} if t.runtime_env_vars else {}
+    env = {**base, **planned[0].env, **t.runtime_env_vars}
+    env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": runtime_env, "metadata": {}})
+    env["PYTHONUNBUFFERED"] = "1"
+    files = [workspace / name for name in t.files]
+    return RayPlan(
+        target=t,
+        nodes=tuple(planned),
+        gcs_port=gcs_port,
+        dashboard_port=dashboard_port,
+        temp_dir=temp_dir,
+        workspace=workspace,
+        log_dir=log_dir,
+        argv=python_argv(t, workspace, python, file),
+        env=env,
+        cluster_env=base,
+        wrapper=read_only.wrapper(files, python),
+        changes=tuple(changes),
+    )
+
+
+def rehearse_ray(
+    target: RayJobTarget,
+    *,
+    file: str,
+    nodes: int | None,
+    procs_per_node: int | None,
+    timeout: float,
+    out: TextIO,
+) -> RehearsalReport:
+    """Run ``target``'s entrypoint on a local Ray cluster of its pods (see ``rehearse``)."""
+    require_ray(file, target.describe())
+    if timeout <= 0:
+        raise RehearsalError(
+            [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]
+        )
+    python = sys.executable
+    with (
+        tempfile.TemporaryDirectory(
+            prefix=f"trainkit-rehearse-{target.name}-", ignore_cleanup_errors=True
+        ) as tmp,
+        _ray_temp_dir() as ray_tmp,
+    ):
+        workspace = Path(tmp) / "workspace"
+        read_only = prepare_workspace(workspace, target.files, python)
+        plan = plan_ray_rehearsal(
+            target, workspace=workspace, log_dir=Path(tmp) / "logs", temp_dir=ray_tmp,
+            gcs_port=free_port(), dashboard_port=free_port(), nodes=nodes,
+            procs_per_node=procs_per_node, inherited=dict(os.environ), python=python,
+            file=file, read_only=read_only,
+        )  # fmt: skip
+        _header(plan, file, out)
+        start = time.monotonic()
+        RayRun(plan, out, file).run(timeout)
+        seconds = time.monotonic() - start
+    say(
+        out,
+        f"succeeded: the entrypoint exited with code 0 on a Ray cluster of {len(plan.nodes)} "
+        f"node(s) in {seconds:.1f} s; KubeRay would mark the RayJob SUCCEEDED",
+    )
+    return RehearsalReport(
+        job=target.name,
+        file=file,
+        nodes=len(plan.nodes),
+        procs_per_node=1,
+        changes=plan.changes,
+        commands=(plan.command_line,),
+        seconds=seconds,
+        kind=target.kind,
+        cluster=target.cluster,
+    )
+
+
+def _cap(file: str, t: RayJobTarget, asked: int | None, flag: str, default: int) -> int:
+    if asked is not None and asked < 1:
+        raise RehearsalError(
+            [Problem(file=file, obj=t.describe(), message=f"{flag} must be at least 1")]
+        )
+    return default if asked is None else asked
+
+
+def _capped(
+    g: RayGroup, what: str, value: int, asked: int | None, cap: int, flag: str, changes: list[str]
+) -> int:
+    if value <= cap:
+        return value
+    why = (
+        f"{flag} {asked}"
+        if asked is not None
+        else f"rehearsal default on one CPU machine; pass {flag} {value} to rehearse the full size"
+    )
+    changes.append(f"{_label(g)}: {what} {value} → {cap} ({why})")
+    return cap
+
+
+def _label(g: RayGroup) -> str:
+    return "head" if g.head else f"worker group {g.name!r}"
+
+
+def _resource_changes(t: RayJobTarget) -> list[str]:
+    out = []
+    gpus = [f"{_label(g)} {g.gpus}" for g in t.groups if g.gpus]
+    if gpus:
+        out.append(
+            f"resources.gpu → 0 ({', '.join(gpus)}): every node gets num-gpus 0 and an empty "
+            "CUDA_VISIBLE_DEVICES, so a task or actor asking for GPUs waits forever here: a "
+            "script rehearses by taking its CPU path when ray.cluster_resources() has no 'GPU'"
+        )
+    memory = [f"{_label(g)} {g.memory}" for g in t.groups if g.memory]
+    if memory:
+        out.append(
+            f"memory ({', '.join(memory)}): each node's Ray memory resource, as KubeRay's "
+            "`ray start --memory`, but not enforced (all nodes share this machine)"
+        )
+    out.append(
+        f"object store {OBJECT_STORE_MIB} MiB per node (on the cluster Ray takes 30% of the "
+        "pod's memory, in the /dev/shm KubeRay mounts)"
+    )
+    if t.extra_resources:
+        listed = ", ".join(f"{k} {v}" for k, v in t.extra_resources.items())
+        out.append(f"resources {listed} per node are not allocated (no devices here)")
+    for c in t.claims:
+        here = "exists" if Path(c.path).exists() else "does not exist"
+        out.append(
+            f"volume {c.name!r} at {c.path} is not mounted ({c.path} {here} on this machine)"
+        )
+    return out
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _installed(requirement: str) -> str:
+    name = requirement.split(";")[0].strip()
+    for sep in "[<>=!~ @":
+        name = name.split(sep)[0]
+    version = _version(name)
+    return f"{name} {'not installed here' if version == '(not installed)' else version}"
+
+
+@contextmanager
+def _ray_temp_dir() -> Iterator[Path]:
+    """A directory of this rehearsal's for Ray's session files (Ray's default, /tmp/ray, is
+    shared by every Ray on the machine). Short: Ray's sockets live 70 characters below it,
+    and a socket's path holds at most 107 (ray/_private/utils.py validate_socket_filepath)."""
+    # Where Ray would put /tmp/ray (ray/_common/utils.py get_default_system_temp_dir).
+    base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    if len(base) > 24 or not os.path.isdir(base):
+        base = "/tmp"
+    path = Path(tempfile.mkdtemp(prefix="tkray-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _header(plan: RayPlan, file: str, out: TextIO) -> None:
+    t = plan.target
+    cpus = sum(n.cpus for n in plan.nodes)
+    say(
+        out,
+        f"{t.describe()} ({file}): a Ray cluster of {len(plan.nodes)} node(s) on CPU, "
+        f"{cpus} CPU(s) in all, and the entrypoint on its head",
+    )
+    say(out, f"pods of cluster {t.cluster!r}: image {t.image}")
+    say(out, "changed for the rehearsal:")
+    for change in plan.changes:
+        say(out, f"  - {change}")
+    for i, node in enumerate(plan.nodes):
+        say(out, f"node {i} ({node.pod}): {node.start}")
+    say(out, f"entrypoint on the head ({plan.nodes[0].pod}): {plan.command_line}")

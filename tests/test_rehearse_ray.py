@@ -1,0 +1,455 @@
+"""RayJob rehearsal: KubeRay's Ray cluster on this machine (ray.cluster_utils, a node per pod),
+the entrypoint on its head. ray is an extra that `make setup` installs: these tests never skip.
+
+Every test that starts a cluster keeps it small (a head and at most two workers, of one or
+two CPUs each), so each runs in seconds; none asserts how long anything took. Each rehearsal
+has its own Ray directory and free ports, so two copies of the suite run side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from conftest import Run, Workspace
+from trainkit import (
+    Cluster,
+    RayJob,
+    RehearsalError,
+    Resources,
+    RuntimeEnv,
+    Script,
+    SetupError,
+    Team,
+    WorkerGroup,
+)
+from trainkit.load import PLATFORM_DIR, Definition, load_file, load_jobs
+from trainkit.rehearse import (
+    Protection,
+    ReadOnly,
+    prepare_workspace,
+    ray_run,
+    rehearse,
+    rehearse_file,
+    targets_for,
+)
+from trainkit.rehearse import ray as rehearse_ray
+from trainkit.rehearse.procs import descendants, process_table
+from trainkit.rehearse.ray import plan_ray_rehearsal
+from trainkit.rehearse.ray_target import RayJobTarget
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "jobs/llm/lr_sweep_ray.py"
+SMALL = ["--trials", "2", "--steps", "5"]
+PLATFORM = [
+    Definition(
+        Cluster(
+            name="local", server="https://l", gpus_per_node=8, scheduler="default",
+            operators=["kuberay"],
+        ),
+        "jobs/platform/p.py", "platform",
+    ),
+    Definition(Team(name="team", clusters=["local"]), "jobs/platform/p.py", "platform"),
+]  # fmt: skip
+
+# An entrypoint that looks at the cluster from a task, then fails.
+PROBE = """\
+import os, sys
+import ray
+
+ray.init()
+groups = sorted(n["Labels"].get("ray.io/node-group", "?") for n in ray.nodes())
+print("node groups", groups, "CPUs", int(ray.cluster_resources()["CPU"]),
+      "GPUs", ray.cluster_resources().get("GPU", 0))
+
+@ray.remote(num_cpus=1)
+def probe(script):
+    return (os.environ.get("FROM_RUNTIME_ENV"), os.environ.get("JOB_ENV"), os.getcwd(),
+            os.access(script, os.W_OK))
+
+runtime_env, job_env, cwd, writable = ray.get(probe.remote(os.path.abspath(__file__)))
+print("task sees runtime_env", runtime_env, "job env", job_env,
+      "cwd", "the workspace" if cwd == os.getcwd() else cwd, "script writable", writable)
+print("driver sees runtime_env", os.environ.get("FROM_RUNTIME_ENV"))
+print("giving up", flush=True)
+sys.exit(3)
+"""
+
+# An entrypoint that never ends by itself, once a task of it runs on the cluster.
+HANG = """\
+import time
+import ray
+
+ray.init()
+
+@ray.remote(num_cpus=1)
+def forever():
+    time.sleep(10**6)
+
+ref = forever.remote()
+print("waiting", flush=True)
+ray.get(ref)
+"""
+
+
+def _example(args: list[str] = SMALL) -> RayJobTarget:
+    """The example RayJob on its first cluster, with ``args`` (a short sweep)."""
+    (d,) = load_file(EXAMPLE).definitions
+    d = dataclasses.replace(d, obj=d.obj.model_copy(update={"args": args}))
+    platform = load_jobs(REPO / "jobs", only={PLATFORM_DIR}).definitions
+    target = targets_for(d, platform)[0]
+    assert isinstance(target, RayJobTarget)
+    return target
+
+
+def _job(script: str, **kw: Any) -> RayJobTarget:
+    """A RayJob of one small head running ``script`` (text) on the test platform."""
+    fields: dict[str, Any] = {
+        "name": "rj",
+        "image": "rayproject/ray:2.60.0",
+        "script": Script.file("probe.py"),
+        "head": Resources(cpu=1, memory="2Gi"),
+    }
+    job = RayJob(**(fields | kw))
+    d = Definition(job, "jobs/team/rj.py", "team", line=3, files={"probe.py": script})
+    (target,) = targets_for(d, PLATFORM)
+    assert isinstance(target, RayJobTarget)
+    return target
+
+
+def _start_time(pid: int) -> str | None:
+    """When ``pid`` started (in clock ticks since boot), or None when it runs no more."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, *rest = raw[raw.rfind(")") + 2 :].split()
+    return None if state in "ZX" else rest[18]
+
+
+@contextmanager
+def _watch() -> Iterator[dict[int, tuple[str | None, str]]]:
+    """Every process that appears below this test while the block runs: pid → (start time,
+    command line), sampled until the block ends."""
+    me = os.getpid()
+    before = descendants(process_table(), [me])
+    seen: dict[int, tuple[str | None, str]] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid in descendants(process_table(), [me]) - before - seen.keys():
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    continue
+                seen[pid] = (_start_time(pid), cmd.decode(errors="replace"))
+            done.wait(0.05)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        thread.join()
+
+
+def _survivors(seen: dict[int, tuple[str | None, str]], out: str) -> list[str]:
+    """Processes of the rehearsal still running: any it started (trainkit's loader, which
+    stays for later loads, aside), and any Ray process of its session directory."""
+    alive = [
+        cmd
+        for pid, (started, cmd) in seen.items()
+        if started is not None and _start_time(pid) == started and "trainkit.load" not in cmd
+    ]
+    (session,) = re.findall(r"its files in (\S+) \(RAY_TMPDIR", out)
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and _start_time(int(proc.name)) is not None:
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if session in cmd:
+                alive.append(cmd)
+    assert not Path(session).exists(), "Ray's session directory is removed"
+    return alive
+
+
+def _plan(target: RayJobTarget, tmp_path: Path, **kw: Any) -> rehearse_ray.RayPlan:
+    args: dict[str, Any] = {
+        "workspace": tmp_path / "ws", "log_dir": tmp_path / "logs", "temp_dir": tmp_path / "ray",
+        "gcs_port": 4321, "dashboard_port": 4322, "nodes": None, "procs_per_node": None,
+        "inherited": {"PATH": os.environ["PATH"]}, "python": "python3",
+        "file": "jobs/llm/lr_sweep_ray.py", "read_only": ReadOnly(),
+    }  # fmt: skip
+    return plan_ray_rehearsal(target, **(args | kw))
+
+
+# -- the plan, without processes ---------------------------------------------------------------
+
+
+def test_the_plan_scales_the_cluster_down_and_lists_every_change(tmp_path: Path) -> None:
+    inherited = {"PATH": os.environ["PATH"], "RAY_ADDRESS": "elsewhere:6379", "RANK": "3"}
+    plan = _plan(_example(), tmp_path, nodes=1, procs_per_node=1, inherited=inherited)
+    # KubeRay's head and one of the group's two workers, one CPU each, no GPU.
+    assert [(n.pod, n.group, n.cpus) for n in plan.nodes] == [
+        ("lr-sweep-ray-local-head", "headgroup", 1),
+        ("lr-sweep-ray-local-gpu-worker-0", "gpu", 1),
+    ]
+    assert plan.nodes[1].start == "ray start --num-cpus=1 --memory=274877906944 --num-gpus=0"
+    changes = "\n".join(plan.changes)
+    for line in (
+        "worker group 'gpu': nodes 2 → 1 (--nodes 1)",
+        "head: num-cpus 8 → 1 (--procs-per-node 1)",
+        "worker group 'gpu': num-cpus 32 → 1 (--procs-per-node 1)",
+        "resources.gpu → 0 (worker group 'gpu' 8): every node gets num-gpus 0",
+        "RAY_ADDRESS 127.0.0.1:6379 → 127.0.0.1:4321 and RAY_PORT 6379 → 4321",
+        "not inherited from this shell (KubeRay, Ray's job supervisor or the rehearsal sets "
+        "them): RAY_ADDRESS",
+        "not inherited from this shell: RANK (KubeRay does not set it on the cluster",
+        f"its files in {tmp_path / 'ray'} (RAY_TMPDIR, removed afterwards)",
+    ):
+        assert line in changes
+    # The entrypoint: the spec's, python and /workspace mapped here, with the head's env and
+    # what Ray's job supervisor adds.
+    assert plan.argv == ("python3", str(tmp_path / "ws" / "lr_sweep.py"), *SMALL)
+    env = plan.env
+    assert (env["RAY_ADDRESS"], env["RAY_PORT"]) == ("127.0.0.1:4321", "4321")
+    assert env["TOKENIZERS_PARALLELISM"] == "false"  # the runtime_env's env_vars
+    assert json.loads(env["RAY_JOB_CONFIG_JSON_ENV_VAR"]) == {
+        "runtime_env": {"env_vars": {"TOKENIZERS_PARALLELISM": "false"}},
+        "metadata": {},
+    }
+    assert (env["PYTHONUNBUFFERED"], env["CUDA_VISIBLE_DEVICES"]) == ("1", "")
+    assert env["RAY_TMPDIR"] == plan.cluster_env["RAY_TMPDIR"] == str(tmp_path / "ray")
+    assert "RANK" not in env and "RANK" not in plan.cluster_env
+    # What KubeRay sets on each node's container, with this machine's values.
+    worker = plan.nodes[1].env
+    assert worker["RAY_NODE_TYPE_NAME"] == "gpu" and worker["FQ_RAY_IP"] == "127.0.0.1"
+    assert worker["RAY_ADDRESS"] == "127.0.0.1:4321"
+    assert plan.nodes[0].env["RAY_CLOUD_INSTANCE_ID"] == "lr-sweep-ray-local-head"
+
+
+def test_the_plan_says_what_it_cannot_rehearse(tmp_path: Path) -> None:
+    target = _job(
+        "pass\n",
+        workers=[
+            WorkerGroup(
+                name="cpu", nodes=3, min_nodes=1, max_nodes=5,
+                resources=Resources(cpu=4, memory="8Gi"),
+            )
+        ],
+        runtime_env=RuntimeEnv(pip=["surely-absent-package==1.0"]),
+        backoff_limit=2,
+    )  # fmt: skip
+    plan = _plan(target, tmp_path)
+    assert [n.group for n in plan.nodes] == ["headgroup", "cpu", "cpu"]
+    changes = "\n".join(plan.changes)
+    assert (
+        "worker group 'cpu': nodes 3 → 2 (rehearsal default on one CPU machine; pass --nodes 3 "
+        "to rehearse the full size)"
+    ) in changes
+    assert "worker group 'cpu' autoscales between 1 and 5 nodes on the cluster; here it" in (
+        changes
+    )
+    assert (
+        "runtime_env pip surely-absent-package==1.0: not installed (Ray installs them on every "
+        "node when the job starts); the job imports this interpreter's packages: "
+        "surely-absent-package not installed here"
+    ) in changes
+    assert "backoff_limit 2: no retries" in changes
+    # pip is not handed to Ray, which would install it.
+    assert json.loads(plan.env["RAY_JOB_CONFIG_JSON_ENV_VAR"])["runtime_env"] == {}
+    with pytest.raises(RehearsalError, match="--nodes must be at least 1"):
+        _plan(target, tmp_path, nodes=0)
+
+
+def test_missing_ray_is_a_setup_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rehearse_ray, "find_spec", lambda name: None)
+    with pytest.raises(SetupError) as e:
+        rehearse(_job("pass\n"), out=io.StringIO())
+    assert (
+        "jobs/team/rj.py: RayJob 'rj': a RayJob is rehearsed on a local Ray cluster, but ray is "
+        "not installed for"
+    ) in str(e.value)
+    assert "install the extra: pip install -e '.[ray]' (in a checkout) or pip install " in str(
+        e.value
+    )
+    with pytest.raises(SetupError, match=r"pip install 'trainkit-gitops\[ray\]'"):
+        rehearse_file(EXAMPLE, out=io.StringIO())
+
+
+def test_trainkit_does_not_import_ray() -> None:
+    code = "import sys, trainkit.rehearse.ray; print('ray' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+# -- a Ray cluster on this machine -------------------------------------------------------------
+
+
+@pytest.mark.long
+def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind() -> None:
+    target = _example()
+    out = io.StringIO()
+    with _watch() as seen:
+        try:
+            report = rehearse(target, timeout=240, out=out)
+        except RehearsalError:
+            print(out.getvalue())  # the cluster's and the entrypoint's output, on failure
+            raise
+    text = out.getvalue()
+    assert (report.kind, report.cluster, report.nodes) == ("RayJob", "gpu-east", 3)
+    (command,) = report.commands
+    assert command.startswith(f"{sys.executable} /") and command.endswith(
+        "/workspace/lr_sweep.py --trials 2 --steps 5"
+    )
+    assert "[ray] Ray cluster up: 3 node(s); starting the entrypoint on the head" in text
+    assert "[entrypoint] best: lr " in text and " of 2 trials\n" in text
+    assert "KubeRay would mark the RayJob SUCCEEDED" in text
+    assert any("raylet" in cmd for _, cmd in seen.values()), "the watch saw the cluster"
+    assert _survivors(seen, text) == []
+
+
+@pytest.mark.long
+def test_the_example_rehearses_through_the_cli(
+    ws: Workspace, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = ws.jobs / "llm" / "lr_sweep_ray.py"
+    text = source.read_text(encoding="utf-8")
+    short = text.replace('args=["--trials", "16", "--steps", "300"]', f"args={SMALL!r}")
+    assert short != text
+    source.write_text(short, encoding="utf-8")
+    with _watch() as seen:
+        run = cli("rehearse", "jobs/llm/lr_sweep_ray.py", "--nodes", "1", "--timeout", "240")
+    assert run.code == 0, run.out + run.err
+    assert (
+        "[rehearse] RayJob 'lr-sweep-ray' (jobs/llm/lr_sweep_ray.py): a Ray cluster of 2 node(s) "
+        "on CPU, 4 CPU(s) in all, and the entrypoint on its head\n"
+        "[rehearse] pods of cluster 'gpu-east': image "
+        "registry.example.com/ml/ray:2.60.0-py311-cu124\n"
+        "[rehearse] changed for the rehearsal:\n"
+    ) in run.out
+    for line in (
+        "[rehearse]   - worker group 'gpu': nodes 2 → 1 (--nodes 1)\n",
+        "[rehearse]   - head: num-cpus 8 → 2 (rehearsal default on one CPU machine; pass "
+        "--procs-per-node 8 to rehearse the full size)\n",
+        "[rehearse]   - resources.gpu → 0 (worker group 'gpu' 8): every node gets num-gpus 0 "
+        "and an empty CUDA_VISIBLE_DEVICES",
+        "[rehearse] node 1 (lr-sweep-ray-local-gpu-worker-0): ray start --num-cpus=2 ",
+        "[rehearse] entrypoint on the head (lr-sweep-ray-local-head): ",
+        " of 2 trials\n",
+    ):
+        assert line in run.out
+    assert _survivors(seen, run.out) == []
+
+
+@pytest.mark.long
+def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -> None:
+    target = _job(
+        PROBE,
+        env={"JOB_ENV": "job"},
+        runtime_env=RuntimeEnv(env_vars={"FROM_RUNTIME_ENV": "yes"}),
+        workers=[WorkerGroup(name="cpu", nodes=3, resources=Resources(cpu=1, memory="2Gi"))],
+    )
+    out = io.StringIO()
+    with _watch() as seen, pytest.raises(RehearsalError) as e:
+        rehearse(target, nodes=1, timeout=240, out=out)
+    text = out.getvalue()
+    message = str(e.value)
+    assert (
+        "jobs/team/rj.py: RayJob 'rj': the entrypoint exited with code 3 on the head (pod "
+        "rj-local-head); KubeRay would mark the RayJob FAILED\n"
+        "last lines of the entrypoint:\n"
+    ) in message
+    assert "  | giving up" in message
+    # KubeRay's group labels, no GPUs; the runtime_env reaches the tasks as Ray's job
+    # supervisor passes it, and the job's env every node.
+    assert "[entrypoint] node groups ['cpu', 'headgroup'] CPUs 2 GPUs 0" in text
+    # The script is read-only for the tasks too (a read-only mount for the whole cluster
+    # when running as root), unless this machine refuses read-only mounts to root.
+    writable = prepare_workspace(tmp_path, {"t.py": ""}, sys.executable).protection is (
+        Protection.NONE
+    )
+    assert (
+        f"[entrypoint] task sees runtime_env yes job env job cwd the workspace script writable "
+        f"{writable}\n"
+    ) in text
+    assert "[entrypoint] driver sees runtime_env yes" in text
+    assert _survivors(seen, text) == []
+
+
+@pytest.mark.long
+def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_pump = ray_run.RayRun._pump
+    interrupted: list[bool] = []
+
+    def pump(self: ray_run.RayRun, final: bool = False) -> bool:
+        got = real_pump(self, final)
+        if not interrupted and any("[entrypoint] waiting" in line for line in self.recent):
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        return got
+
+    monkeypatch.setattr(ray_run.RayRun, "_pump", pump)
+    out = io.StringIO()
+    with _watch() as seen, pytest.raises(KeyboardInterrupt):
+        rehearse(_job(HANG), timeout=240, out=out)
+    text = out.getvalue()
+    assert "[rehearse] stopping the entrypoint and the Ray cluster (SIGKILL after 60 s)" in text
+    assert "[ray] SIGTERM: stopping the entrypoint and the Ray cluster" in text
+    assert "[rehearse] interrupted; every process of the rehearsal was stopped" in text
+    assert _survivors(seen, text) == []
+
+
+class _ClockFrozenUntil:
+    """``time`` for the rehearsal whose clock stands still until ``ready()``: a timeout then
+    passes at once, however long the cluster took to start."""
+
+    def __init__(self, ready: Callable[[], bool], timeout: float) -> None:
+        self.ready = ready
+        self.timeout = timeout
+        self.start = time.monotonic()
+        self.since: float | None = None
+        self.sleep = time.sleep
+
+    def monotonic(self) -> float:
+        now = time.monotonic()
+        # A bound on waiting, so a rehearsal that never gets ready fails rather than hangs.
+        if self.since is None and (self.ready() or now - self.start > 240):
+            self.since = now
+        return self.start if self.since is None else self.start + self.timeout + now - self.since
+
+
+@pytest.mark.long
+def test_a_hung_entrypoint_is_stopped_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    clock = _ClockFrozenUntil(lambda: "[entrypoint] waiting" in out.getvalue(), timeout=5)
+    monkeypatch.setattr(
+        ray_run, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
+    )
+    with _watch() as seen, pytest.raises(RehearsalError) as e:
+        rehearse(_job(HANG), timeout=5, out=out)
+    message = str(e.value)
+    assert (
+        "RayJob 'rj': timed out after 5 s (--timeout) with the entrypoint still running; every "
+        "process of the rehearsal was stopped\n"
+        "last lines before the timeout:\n"
+    ) in message
+    assert "  | [entrypoint] waiting" in message
+    assert _survivors(seen, out.getvalue()) == []

@@ -239,11 +239,19 @@ def test_what_paddle_operator_cannot_run_is_refused(
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(j=paddlejobs(), volcano=st.booleans())
+@given(
+    j=paddlejobs(),
+    volcano=st.booleans(),
+    intranet=st.sampled_from([None, "PodIP", "Service"]),
+    gloo=st.sampled_from([None, 0, 1, 2]),
+)
 def test_anything_the_model_accepts_renders_a_valid_paddle_operator_job(
-    crdset: Any, j: PaddleJob, volcano: bool
+    crdset: Any, j: PaddleJob, volcano: bool, intranet: str | None, gloo: int | None
 ) -> None:
-    j = j.model_copy(update={"restart_policy": "Never"})
+    extra = {"intranet": intranet, "with_gloo": gloo if j.mode == "ps" else None}
+    j = PaddleJob.model_validate(
+        {**j.model_dump(exclude_unset=True), "restart_policy": "Never", **extra}
+    )
     (cp,) = planned(j, scheduler="volcano" if volcano else "default", **PADDLE_OPERATOR).clusters
     for rendered in _cluster_objects(cp):
         assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
@@ -254,3 +262,28 @@ def test_anything_the_model_accepts_renders_a_valid_paddle_operator_job(
     assert counts == j.replica_counts()
     ej = effective_job(cp.jobs[0], body)
     assert sum(p.count for p in ej.pod_sets) == sum(counts.values())
+
+
+def test_gloo_and_service_intranet_on_paddle_operator() -> None:
+    ps = Role(replicas=2, resources=CPU)
+    j = job(mode="ps", ps=ps, with_gloo=1, intranet="Service", restart_policy="Never")
+    body, pj = render(j, **PADDLE_OPERATOR)
+    assert (body["spec"]["withGloo"], body["spec"]["intranet"]) == (1, "Service")
+    worker = effective_job(pj, body).pod_sets[1]
+    env = {e.name: e.value for e in worker.env}
+    # With a Service per pod the endpoints are known before the pods run (constructConfigMap).
+    assert env["PADDLE_PSERVERS_IP_PORT_LIST"] == "pd-ps-0:36000,pd-ps-1:36000"
+    assert env["PADDLE_TRAINERS"] == "pd-worker-0,pd-worker-1"
+    assert env["PADDLE_WITH_GLOO"] == "1"
+
+
+def test_paddle_operator_settings_are_refused_elsewhere() -> None:
+    with pytest.raises(ModelError) as e:
+        job(with_gloo=1)
+    assert "with_gloo sets up Gloo beside parameter servers" in str(e.value)
+    with pytest.raises(DefinitionError) as d:
+        planned(job(intranet="Service"))
+    (p,) = d.value.problems
+    assert "intranet is paddle-operator's (batch.paddlepaddle.org)" in p.message
+    with pytest.raises(ModelError):
+        job(env={"PADDLE_WITH_GLOO": "1"})

@@ -345,6 +345,10 @@ _PADDLEJOB_RESERVED = {
     "PADDLE_TRAINER_ENDPOINTS": "paddle-operator sets it to the trainers (its ConfigMap)",
     "PADDLE_TRAINERS": "paddle-operator sets it to the trainers' hosts (its ConfigMap)",
     "PADDLE_TRAINERS_NUM": "paddle-operator sets it to the number of Workers (its ConfigMap)",
+    "PADDLE_WITH_GLOO": "paddle-operator sets it from with_gloo (its ConfigMap)",
+    "PADDLE_GLOO_RENDEZVOUS": "paddle-operator sets it with with_gloo (its ConfigMap)",
+    "PADDLE_GLOO_HTTP_ENDPOINT": "paddle-operator sets it to the first server (its ConfigMap)",
+    "PADDLE_HETER_ENDPOINTS": "paddle-operator sets it to the heter workers (its ConfigMap)",
 }
 
 
@@ -368,11 +372,25 @@ def paddlejob_env(*, job: str, counts: dict[str, int], role: str, index: int) ->
     return env
 
 
-def paddle_operator_env(*, job: str, counts: dict[str, int], role: str) -> dict[str, str]:
+def paddle_operator_env(
+    *,
+    job: str,
+    counts: dict[str, int],
+    role: str,
+    intranet: str | None = None,
+    with_gloo: int | None = None,
+) -> dict[str, str]:
     """What paddle-operator gives the first pod of ``role`` (``ps`` or ``worker``): its own
     variables, then its ConfigMap ``<job>``'s keys, whose endpoints it knows only once every
-    pod has an IP (a random port in 36000-55999)."""
+    pod has an IP (a random port in 36000-55999), or, with ``intranet="Service"``, each pod's
+    Service at port 36000 (controllers/paddlejob_helper.go constructConfigMap)."""
     later = "<once every pod has an IP>"
+
+    def endpoints(r: str) -> str:
+        if intranet != "Service":
+            return later
+        return ",".join(f"{job}-{r}-{i}:36000" for i in range(counts.get(r, 0)))
+
     env = {
         "POD_IP": "<the pod's IP>",
         "PADDLE_TRAINER_ID": "0",
@@ -381,12 +399,22 @@ def paddle_operator_env(*, job: str, counts: dict[str, int], role: str) -> dict[
     env["PADDLE_TRAINING_ROLE"] = env["TRAINING_ROLE"]
     env |= {"TRAINER_PORTS_NUM": "20", "PADDLE_PORT": later}
     if "ps" in counts:
-        env["PADDLE_PSERVERS_IP_PORT_LIST"] = later
+        env["PADDLE_PSERVERS_IP_PORT_LIST"] = endpoints("ps")
+    trainers = endpoints("worker")
+    hosts = (
+        trainers if trainers == later else ",".join(e.split(":")[0] for e in trainers.split(","))
+    )
     env |= {
-        "PADDLE_TRAINER_ENDPOINTS": later,
-        "PADDLE_TRAINERS": later,
+        "PADDLE_TRAINER_ENDPOINTS": trainers,
+        "PADDLE_TRAINERS": hosts,
         "PADDLE_TRAINERS_NUM": str(counts.get("worker", 0)),
     }
+    if with_gloo and "ps" in counts:
+        env |= {
+            "PADDLE_WITH_GLOO": str(with_gloo),
+            "PADDLE_GLOO_RENDEZVOUS": "3",
+            "PADDLE_GLOO_HTTP_ENDPOINT": "<the first server, its port + 18>",
+        }
     return env
 
 

@@ -75,7 +75,13 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     replicas = {role: spec[role] for role in ("ps", "worker") if role in spec}
 
     def injected(role: str, counts: dict[str, int]) -> list[EnvVar]:
-        env = paddle_operator_env(job=pj.object_name, counts=counts, role=role)
+        env = paddle_operator_env(
+            job=pj.object_name,
+            counts=counts,
+            role=role,
+            intranet=spec.get("intranet"),
+            with_gloo=spec.get("withGloo"),
+        )
         why = {"PADDLE_TRAINER_ID": "the pod's index"}
         return [EnvVar(k, v, _PADDLE_OPERATOR, why.get(k, "")) for k, v in env.items()]
 

@@ -14,7 +14,13 @@ from pydantic import model_validator
 
 from .operator_job import Role, RoleJob
 
-__all__ = ["PADDLE_OPERATOR", "PADDLE_ROLES", "PaddleJob", "paddle_operator_problems"]
+__all__ = [
+    "PADDLE_OPERATOR",
+    "PADDLE_ROLES",
+    "PaddleJob",
+    "paddle_operator_problems",
+    "training_operator_problems",
+]
 
 PADDLE_ROLES = ("Master", "Worker")
 """Replica types the webhook allows; Master is the parameter servers of ``mode="ps"``."""
@@ -31,6 +37,13 @@ class PaddleJob(RoleJob):
     ps: Role | None = None
     """The parameter servers of ``mode="ps"``, e.g. ``Role(replicas=2,
     resources=Resources(cpu=16, memory="64Gi"))``; a setting left out is the job's."""
+    with_gloo: Literal[0, 1, 2] | None = None
+    """paddle-operator only, ``mode="ps"``: Gloo for the trainers' barriers (``withGloo``):
+    0 off, 1 on the workers, 2 on the servers too."""
+    intranet: Literal["PodIP", "Service"] | None = None
+    """paddle-operator only: how the pods reach each other, by pod IP (the operator's default)
+    or through a Service per pod, which survives a pod's restart on another IP. The host
+    network comes from a network profile the platform grants, never from here."""
 
     @model_validator(mode="after")
     def _coherent(self) -> PaddleJob:
@@ -42,6 +55,13 @@ class PaddleJob(RoleJob):
         if self.mode == "collective" and self.ps is not None:
             raise ValueError(
                 "a collective job has no parameter servers: drop ps=, or set mode='ps'"
+            )
+        if self.mode == "collective" and self.with_gloo:
+            # controllers/paddlejob_helper.go constructConfigMap: PADDLE_WITH_GLOO only with
+            # parameter servers.
+            raise ValueError(
+                "with_gloo sets up Gloo beside parameter servers, which a collective job has "
+                "none of (paddle-operator ignores it there): drop it, or set mode='ps'"
             )
         self._check_role_names()
         return self
@@ -58,6 +78,21 @@ class PaddleJob(RoleJob):
 
 PADDLE_OPERATOR = "paddle-operator"
 """The Cluster.operators entry under which PaddleJobs are ``batch.paddlepaddle.org/v1``."""
+
+
+def training_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
+    """``(field, why)`` for paddle-operator's settings, which the Training Operator's
+    PaddleJob (``kubeflow.org/v1``) has no field for."""
+    return [
+        (
+            field,
+            f"{field} is paddle-operator's (batch.paddlepaddle.org); the Training Operator's "
+            "PaddleJob has no such setting: drop it, or run on a cluster whose operators list "
+            "paddle-operator",
+        )
+        for field in ("with_gloo", "intranet")
+        if getattr(job, field) is not None
+    ]
 
 
 def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:

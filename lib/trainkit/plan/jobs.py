@@ -20,7 +20,12 @@ from ..model import (
 )
 from ..model.job import image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
-from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob, paddle_operator_problems
+from ..model.paddlejob import (
+    PADDLE_OPERATOR,
+    PaddleJob,
+    paddle_operator_problems,
+    training_operator_problems,
+)
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import env_conflicts, resolve_network
@@ -161,6 +166,9 @@ def place(
         if isinstance(job, PaddleJob) and PADDLE_OPERATOR in cluster.operators:
             for where, why in paddle_operator_problems(job):
                 problems.append(problem(d, f"on cluster {cname!r} (paddle-operator): {why}", where))
+        elif isinstance(job, PaddleJob):
+            for where, why in training_operator_problems(job):
+                problems.append(problem(d, f"on cluster {cname!r}: {why}", where))
         queue = _queue_for(d, job, index, cluster, problems)
         local_queue = _local_queue_for(d, job, index, cluster, problems)
         runtime, network = None, None

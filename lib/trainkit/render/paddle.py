@@ -63,6 +63,10 @@ def _paddle_operator(pj: PlannedJob, job: PaddleJob) -> dict[str, Any]:
     program = ["python3"] if job.mode == "ps" else _LAUNCH
     replicas = role_replicas(pj, job, CONTAINER, None, program)
     spec: dict[str, Any] = {"cleanPodPolicy": _CLEAN_POD_POLICY[job.clean_pods]}
+    if job.intranet is not None:
+        spec["intranet"] = job.intranet
+    if job.with_gloo is not None:
+        spec["withGloo"] = job.with_gloo
     scheduling, annotations = scheduling_policy(pj, job, sum(job.replica_counts().values()))
     if scheduling is not None:
         spec["schedulingPolicy"] = scheduling

@@ -244,11 +244,20 @@ def test_what_paddle_operator_cannot_run_is_refused(
     volcano=st.booleans(),
     intranet=st.sampled_from([None, "PodIP", "Service"]),
     gloo=st.sampled_from([None, 0, 1, 2]),
+    heter=st.none() | st.integers(1, 3),
 )
 def test_anything_the_model_accepts_renders_a_valid_paddle_operator_job(
-    crdset: Any, j: PaddleJob, volcano: bool, intranet: str | None, gloo: int | None
+    crdset: Any,
+    j: PaddleJob,
+    volcano: bool,
+    intranet: str | None,
+    gloo: int | None,
+    heter: int | None,
 ) -> None:
-    extra = {"intranet": intranet, "with_gloo": gloo if j.mode == "ps" else None}
+    ps = j.mode == "ps"
+    extra: dict[str, Any] = {"intranet": intranet, "with_gloo": gloo if ps else None}
+    if ps and heter is not None:
+        extra["heter"] = {"replicas": heter, "resources": {"cpu": 2, "memory": "4Gi", "gpu": 1}}
     j = PaddleJob.model_validate(
         {**j.model_dump(exclude_unset=True), "restart_policy": "Never", **extra}
     )
@@ -257,7 +266,7 @@ def test_anything_the_model_accepts_renders_a_valid_paddle_operator_job(
         assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "PaddleJob"]
     assert body["apiVersion"] == "batch.paddlepaddle.org/v1"
-    roles = {"ps": "Master", "worker": "Worker"}
+    roles = {"ps": "Master", "worker": "Worker", "heter": "Heter"}
     counts = {roles[r]: body["spec"][r]["replicas"] for r in roles if r in body["spec"]}
     assert counts == j.replica_counts()
     ej = effective_job(cp.jobs[0], body)
@@ -287,3 +296,23 @@ def test_paddle_operator_settings_are_refused_elsewhere() -> None:
     assert "intranet is paddle-operator's (batch.paddlepaddle.org)" in p.message
     with pytest.raises(ModelError):
         job(env={"PADDLE_WITH_GLOO": "1"})
+
+
+def test_heter_workers_on_paddle_operator() -> None:
+    heter = Role(replicas=2, resources=Resources(cpu=8, memory="32Gi", gpu=1))
+    j = job(mode="ps", ps=Role(resources=CPU), heter=heter, restart_policy="Never")
+    body, pj = render(j, **PADDLE_OPERATOR)
+    assert body["spec"]["heter"]["replicas"] == 2
+    (c,) = body["spec"]["heter"]["template"]["spec"]["containers"]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    ej = effective_job(pj, body)
+    assert [p.role for p in ej.pod_sets] == ["ps", "worker", "heter"]
+    assert ej.gang is not None and ej.gang.min_member == 1 + 2 + 2
+    env = {e.name: e.value for e in ej.pod_sets[2].env}
+    assert env["TRAINING_ROLE"] == "HETER" and "PADDLE_HETER_ENDPOINTS" in env
+    with pytest.raises(ModelError) as e:
+        job(heter=heter)
+    assert "heter workers serve parameter servers" in str(e.value)
+    with pytest.raises(DefinitionError) as d:
+        planned(job(mode="ps", ps=Role(resources=CPU), heter=heter))
+    assert "heter is paddle-operator's" in d.value.problems[0].message

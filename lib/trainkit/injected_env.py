@@ -394,7 +394,8 @@ def paddle_operator_env(
     env = {
         "POD_IP": "<the pod's IP>",
         "PADDLE_TRAINER_ID": "0",
-        "TRAINING_ROLE": "PSERVER" if role == "ps" else "TRAINER",
+        # api/v1/paddlejob_types.go TrainingRole.
+        "TRAINING_ROLE": {"ps": "PSERVER", "heter": "HETER"}.get(role, "TRAINER"),
     }
     env["PADDLE_TRAINING_ROLE"] = env["TRAINING_ROLE"]
     env |= {"TRAINER_PORTS_NUM": "20", "PADDLE_PORT": later}
@@ -409,6 +410,8 @@ def paddle_operator_env(
         "PADDLE_TRAINERS": hosts,
         "PADDLE_TRAINERS_NUM": str(counts.get("worker", 0)),
     }
+    if "heter" in counts:
+        env["PADDLE_HETER_ENDPOINTS"] = endpoints("heter")
     if with_gloo and "ps" in counts:
         env |= {
             "PADDLE_WITH_GLOO": str(with_gloo),

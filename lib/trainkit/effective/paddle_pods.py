@@ -72,7 +72,7 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     ``<job>`` from schedulingPolicy (constructPodGroup); Completed when every pod of every
     role has exited 0, Failed when one fails (getPaddleJobPhase)."""
     spec = body["spec"]
-    replicas = {role: spec[role] for role in ("ps", "worker") if role in spec}
+    replicas = {role: spec[role] for role in ("ps", "worker", "heter") if role in spec}
 
     def injected(role: str, counts: dict[str, int]) -> list[EnvVar]:
         env = paddle_operator_env(

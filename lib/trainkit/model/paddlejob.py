@@ -37,6 +37,9 @@ class PaddleJob(RoleJob):
     ps: Role | None = None
     """The parameter servers of ``mode="ps"``, e.g. ``Role(replicas=2,
     resources=Resources(cpu=16, memory="64Gi"))``; a setting left out is the job's."""
+    heter: Role | None = None
+    """paddle-operator only, ``mode="ps"``: heterogeneous workers (``spec.heter``), e.g. GPU
+    pods beside CPU trainers, which fleet runs as role HETER."""
     with_gloo: Literal[0, 1, 2] | None = None
     """paddle-operator only, ``mode="ps"``: Gloo for the trainers' barriers (``withGloo``):
     0 off, 1 on the workers, 2 on the servers too."""
@@ -56,6 +59,11 @@ class PaddleJob(RoleJob):
             raise ValueError(
                 "a collective job has no parameter servers: drop ps=, or set mode='ps'"
             )
+        if self.mode == "collective" and self.heter is not None:
+            raise ValueError(
+                "heter workers serve parameter servers, which a collective job has none of: "
+                "drop heter=, or set mode='ps'"
+            )
         if self.mode == "collective" and self.with_gloo:
             # controllers/paddlejob_helper.go constructConfigMap: PADDLE_WITH_GLOO only with
             # parameter servers.
@@ -69,11 +77,12 @@ class PaddleJob(RoleJob):
     def replica_counts(self) -> dict[str, int]:
         """Pods per replica type: the parameter servers are the operator's ``Master``."""
         counts = {"Master": self.ps.replicas} if self.ps is not None else {}
-        return counts | {"Worker": self.nodes}
+        counts |= {"Worker": self.nodes}
+        return counts | ({"Heter": self.heter.replicas} if self.heter is not None else {})
 
     def role(self, name: str) -> Role | None:
         """The settings of replica type ``name``; None for Worker (the job's own)."""
-        return self.ps if name == "Master" else None
+        return {"Master": self.ps, "Heter": self.heter}.get(name)
 
 
 PADDLE_OPERATOR = "paddle-operator"
@@ -90,7 +99,7 @@ def training_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
             "PaddleJob has no such setting: drop it, or run on a cluster whose operators list "
             "paddle-operator",
         )
-        for field in ("with_gloo", "intranet")
+        for field in ("heter", "with_gloo", "intranet")
         if getattr(job, field) is not None
     ]
 

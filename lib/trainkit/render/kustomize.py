@@ -68,6 +68,7 @@ _POD_SPECS = (
     # paddle-operator's PaddleJob (batch.paddlepaddle.org): the same kind name, other paths.
     ("PaddleJob", "spec/ps/template/spec"),
     ("PaddleJob", "spec/worker/template/spec"),
+    ("PaddleJob", "spec/heter/template/spec"),
     ("RayJob", "spec/rayClusterSpec/headGroupSpec/template/spec"),
     ("RayJob", "spec/rayClusterSpec/workerGroupSpecs/template/spec"),
     ("RayJob", "spec/submitterPodTemplate/spec"),

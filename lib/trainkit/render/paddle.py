@@ -70,7 +70,7 @@ def _paddle_operator(pj: PlannedJob, job: PaddleJob) -> dict[str, Any]:
     scheduling, annotations = scheduling_policy(pj, job, sum(job.replica_counts().values()))
     if scheduling is not None:
         spec["schedulingPolicy"] = scheduling
-    for rtype, role in (("Master", "ps"), ("Worker", "worker")):
+    for rtype, role in (("Master", "ps"), ("Worker", "worker"), ("Heter", "heter")):
         if rtype not in replicas:
             continue
         template = replicas[rtype]["template"]

@@ -425,3 +425,11 @@ def test_explain_says_kueue_admits_the_whole_workload() -> None:
     # The head, the worker and the submitter.
     assert "Kueue admits all 3 pods as one workload (LocalQueue q → ClusterQueue q)" in text
     assert "no gang" not in text
+
+
+def test_a_node_selector_against_every_flavor_is_refused() -> None:
+    j = mpijob(node_selector={"gpu": "a100"})  # the flavor's nodes have gpu=h100
+    (message,) = problems_of(platform(job_def(j)))
+    assert "the pods' node_selector rules out every flavor of ClusterQueue 'q'" in message
+    # One that agrees with the flavor is fine.
+    assert problems_of(platform(job_def(mpijob(node_selector={"gpu": "h100"})))) == []

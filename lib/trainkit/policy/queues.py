@@ -95,8 +95,37 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
                 )
             )
             continue
-        best: list[tuple[str, Decimal, Decimal]] | None = None
+        # Kueue skips a flavor whose node labels the pods' nodeSelector contradicts
+        # (flavorassigner.go flavorSelector: "flavor doesn't match node affinity").
+        selectors = [dict(ps.spec.get("nodeSelector") or {}) for ps in ej.pod_sets]
+        usable, clashes = [], []
         for fq in cq.flavors:
+            flavor = index.flavors.get(fq.flavor)
+            labels = flavor.obj.node_labels if flavor is not None else {}
+            clash = sorted(
+                f"{k}={sel[k]!r} (the flavor's nodes have {v!r})"
+                for sel in selectors
+                for k, v in labels.items()
+                if k in sel and sel[k] != v
+            )
+            if clash:
+                clashes.append(f"flavor {fq.flavor!r}: {clash[0]}")
+                continue
+            usable.append(fq)
+        if not usable:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"the pods' node_selector rules out every flavor of {where} "
+                    f"({'; '.join(clashes)}): Kueue finds no flavor for them and leaves the "
+                    "job pending forever; drop the selector, which the flavor's node labels "
+                    "replace",
+                    "node_selector",
+                )
+            )
+            continue
+        best: list[tuple[str, Decimal, Decimal]] | None = None
+        for fq in usable:
             quota = fq.quota.amounts(cluster.gpu_resource, zero_gpu=True)
             borrow = (
                 fq.borrowing_limit.amounts(cluster.gpu_resource, zero_gpu=True)

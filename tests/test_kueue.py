@@ -433,3 +433,29 @@ def test_a_node_selector_against_every_flavor_is_refused() -> None:
     assert "the pods' node_selector rules out every flavor of ClusterQueue 'q'" in message
     # One that agrees with the flavor is fine.
     assert problems_of(platform(job_def(mpijob(node_selector={"gpu": "h100"})))) == []
+
+
+def test_a_trainjob_and_its_runtime_on_kueue_carry_nothing_of_volcano() -> None:
+    from trainkit import ClusterTrainingRuntime, TrainJob
+
+    rt = Definition(
+        ClusterTrainingRuntime(
+            name="rt", image="img:1", resources=Resources(cpu=8, memory="64Gi", gpu=8)
+        ),
+        P,
+        "platform",
+    )
+    tj = TrainJob(name="tj", run=1, runtime="rt", script=Script.file("train.py"), nodes=2)
+    objs = objects(platform(rt, job_def(tj)))
+    job = objs[("TrainJob", "tj-r1")]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+    runtime = objs[("ClusterTrainingRuntime", "rt")]
+    for body in (job, runtime):
+        text = yaml.safe_dump(body)
+        assert "volcano" not in text and "suspend" not in text
+    # Kueue's webhook refuses a TrainJob whose runtime does not exist yet: it syncs first.
+    waves = [
+        int(o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) for o in (runtime, job)
+    ]
+    assert waves[0] < waves[1]
+    assert problems_of(platform(rt, job_def(tj))) == []

@@ -22,8 +22,7 @@ from .runner import (
     POLL_SECONDS,
     SCAN_SECONDS,
     TAIL_LINES,
-    _signals_raise,
-    _Terminated,
+    run_stopping,
     say,
 )
 
@@ -68,23 +67,13 @@ class RayRun:
 
     def run(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        timed_out = False
-        try:
-            with _signals_raise():
-                self._start(timeout)
-                timed_out = self._wait(deadline)
-        except _Terminated as e:
-            self._stop()
-            raise RehearsalError(
-                [self._problem(f"stopped by {e}; every process of the rehearsal was stopped")]
-            ) from None
-        except KeyboardInterrupt:
-            self._stop()
-            say(self.out, "interrupted; every process of the rehearsal was stopped")
-            raise
-        except BaseException:
-            self._stop()
-            raise
+        timed_out = run_stopping(
+            lambda: self._start(timeout),
+            lambda: self._wait(deadline),
+            self._stop,
+            self._problem,
+            self.out,
+        )
         last = list(self.recent)
         self._stop()
         self._judge(timeout, timed_out, last)

@@ -11,7 +11,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -37,7 +37,7 @@ from .ray_target import RayJobTarget
 from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
 
-__all__ = ["RehearsalReport", "rehearse", "require_torch", "say"]
+__all__ = ["RehearsalReport", "rehearse", "require_torch", "run_stopping", "say"]
 
 POLL_SECONDS = 0.05
 SCAN_SECONDS = 0.25
@@ -213,6 +213,34 @@ def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
         )
 
 
+def run_stopping(
+    start: Callable[[], None],
+    wait: Callable[[], bool],
+    stop: Callable[[], None],
+    problem: Callable[[str], Problem],
+    out: TextIO,
+) -> bool:
+    """``start()`` the rehearsal's processes and ``wait()`` for them (True: timed out). On
+    SIGTERM/SIGHUP, Ctrl-C or an error, ``stop()`` every process first: a signal becomes a
+    RehearsalError, the rest is re-raised."""
+    try:
+        with _signals_raise():
+            start()
+            return wait()
+    except _Terminated as e:
+        stop()
+        raise RehearsalError(
+            [problem(f"stopped by {e}; every process of the rehearsal was stopped")]
+        ) from None
+    except KeyboardInterrupt:
+        stop()
+        say(out, "interrupted; every process of the rehearsal was stopped")
+        raise
+    except BaseException:
+        stop()
+        raise
+
+
 class _Terminated(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -268,23 +296,9 @@ class _Run:
 
     def run(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        timed_out = False
-        try:
-            with _signals_raise():
-                self._start()
-                timed_out = self._wait(deadline)
-        except _Terminated as e:
-            self._stop()
-            raise RehearsalError(
-                [self._problem(f"stopped by {e}; every process of the rehearsal was stopped")]
-            ) from None
-        except KeyboardInterrupt:
-            self._stop()
-            say(self.out, "interrupted; every process of the rehearsal was stopped")
-            raise
-        except BaseException:
-            self._stop()
-            raise
+        timed_out = run_stopping(
+            self._start, lambda: self._wait(deadline), self._stop, self._problem, self.out
+        )
         running = [n for n in range(len(self.procs)) if n not in self.exits]
         self._stop()
         failed = [n for n, code in self.exits.items() if code != 0]

@@ -347,3 +347,29 @@ def test_anything_the_model_accepts_renders_a_valid_rayjob(
         assert ej.gang.min_member == 1 + sum(
             g.scaling[0] if j.autoscaled else g.nodes for g in j.workers
         )
+
+
+def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
+    from trainkit import Capacity, Cluster, NetworkProfile, Queue, Team
+    from trainkit.load import Definition
+    from trainkit.plan import build_plan
+
+    p = "jobs/platform/p.py"
+    defs = [
+        Definition(Cluster(name="c", server="https://c", gpus_per_node=8, **KUBERAY), p, "p"),
+        Definition(Queue(name="q", capability=Capacity(gpu=64)), p, "p"),
+        Definition(Team(name="t", queues=["q"]), p, "p"),
+        Definition(NetworkProfile(name="ib", env={"NCCL_IB_DISABLE": "0"}), p, "p"),
+        Definition(
+            job(network="ib", runtime_env=RuntimeEnv(env_vars={"NCCL_IB_DISABLE": "1"})),
+            "jobs/t/j.py",
+            "t",
+            files={"train.py": "x"},
+        ),
+    ]
+    with pytest.raises(DefinitionError) as e:
+        build_plan(defs)
+    (problem,) = e.value.problems
+    assert problem.field == "runtime_env"
+    assert "NCCL_IB_DISABLE is set by network profile 'ib'" in problem.message
+    assert "remove it from runtime_env.env_vars" in problem.message

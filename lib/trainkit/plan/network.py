@@ -47,6 +47,20 @@ def resolve_network(
         return None
     names = {**getattr(d.obj, "env", {}), **getattr(d.obj, "env_refs", {})}
     problems.extend(env_conflicts(d, names, profile, index))
+    runtime_env = getattr(d.obj, "runtime_env", None)
+    if runtime_env is not None:
+        # A RayJob's runtime_env reaches every task of the job, over the pods' own env.
+        problems.extend(
+            problem(
+                d,
+                f"{name} is set by network profile {profile.name!r} ({declared.file}) to "
+                f"{profile.env[name]!r} for every pod on that network; Ray would override it for "
+                "the job's tasks: remove it from runtime_env.env_vars",
+                "runtime_env",
+            )
+            for name in sorted(runtime_env.env_vars)
+            if name in profile.env
+        )
     return profile
 
 

@@ -17,6 +17,7 @@ What KubeRay does with what is written here (ray-project/kuberay v1.7.0, ray-ope
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -67,7 +68,9 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
         raise TypeError(f"not a RayJob: {pj.kind}")
     cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
 
-    def template(container: str, resources: Resources, selector: Any = None) -> dict[str, Any]:
+    def template(
+        container: str, resources: Resources, selector: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         c: dict[str, Any] = {"name": container, "image": pj.image}
         if job.script is not None:
             c["workingDir"] = WORKSPACE

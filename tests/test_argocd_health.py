@@ -32,6 +32,8 @@ PADDLE_OPERATOR_KEY = HEALTH_KEY_PREFIX + "batch.paddlepaddle.org_PaddleJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
 RAYJOB_KEY = HEALTH_KEY_PREFIX + "ray.io_RayJob"
+CLUSTER_QUEUE_KEY = HEALTH_KEY_PREFIX + "kueue.x-k8s.io_ClusterQueue"
+LOCAL_QUEUE_KEY = HEALTH_KEY_PREFIX + "kueue.x-k8s.io_LocalQueue"
 
 _SANDBOX = """
 debug.setmetatable("", nil)
@@ -118,13 +120,22 @@ def test_converter_makes_one_based_lists() -> None:
 
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
-    shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY)
-    own = (PADDLE_OPERATOR_KEY, PYTORCHJOB_KEY, QUEUE_KEY, RAYJOB_KEY, TRAINJOB_KEY)
+    shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY, LOCAL_QUEUE_KEY)
+    own = (
+        PADDLE_OPERATOR_KEY,
+        PYTORCHJOB_KEY,
+        QUEUE_KEY,
+        RAYJOB_KEY,
+        TRAINJOB_KEY,
+        CLUSTER_QUEUE_KEY,
+    )
     assert list(checks) == sorted([*shared, *own])
     package = resources.files("trainkit.health")
     # mpi-operator and the TFJob and PaddleJob controllers report the PyTorchJob's six
-    # conditions (training-operator v1.9 common JobStatus): one script.
-    assert all(checks[key] == checks[PYTORCHJOB_KEY] for key in shared)
+    # conditions (training-operator v1.9 common JobStatus): one script. Kueue's two queues
+    # report the same Active condition: another.
+    assert all(checks[key] == checks[PYTORCHJOB_KEY] for key in shared[:3])
+    assert checks[LOCAL_QUEUE_KEY] == checks[CLUSTER_QUEUE_KEY]
     for key, source in checks.items():
         if key in shared:
             continue

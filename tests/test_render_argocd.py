@@ -696,6 +696,8 @@ def test_health_patch() -> None:
         "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.kubeflow.org_TFJob",
+        "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
+        "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
         "resource.customizations.health.ray.io_RayJob",
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",
         "resource.customizations.health.scheduling.volcano.sh_Queue",

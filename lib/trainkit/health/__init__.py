@@ -23,6 +23,7 @@ _SHARED = {
     "kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob",
     "kubeflow.org_TFJob": "kubeflow.org_PyTorchJob",
     "kubeflow.org_PaddleJob": "kubeflow.org_PyTorchJob",
+    "kueue.x-k8s.io_LocalQueue": "kueue.x-k8s.io_ClusterQueue",
 }
 
 

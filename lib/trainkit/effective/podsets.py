@@ -153,6 +153,14 @@ class EffectiveJob:
         """Pods that run training processes."""
         return sum(ps.count for ps in self.pod_sets if ps.runs_ranks)
 
+    def requests(self) -> dict[str, Decimal]:
+        """What every pod of the job requests together (a workload Kueue admits whole)."""
+        total: dict[str, Decimal] = {}
+        for ps in self.pod_sets:
+            for name, value in ps.requests().items():
+                total[name] = total.get(name, Decimal(0)) + value * ps.count
+        return total
+
     def gpus(self) -> int:
         """GPUs of the whole job in the cluster's GPU resource, from the pods' limits."""
         resource = self.planned.cluster.gpu_resource

@@ -10,6 +10,7 @@ calculatePodGroupParams).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -19,10 +20,11 @@ from ..plan import PlannedJob
 from ..render.kuberay import HEAD_CONTAINER, QUEUE_LABEL, SUBMITTER, WORKER_CONTAINER
 from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, env_source
 
-__all__ = ["effective_rayjob"]
+__all__ = ["HEAD_GROUP", "effective_rayjob", "ray_start_resources"]
 
 _KUBERAY = "KubeRay"
-_HEAD_GROUP = "headgroup"  # utils/constant.go RayNodeHeadGroupLabelValue
+HEAD_GROUP = "headgroup"
+"""KubeRay's group label of the head pod (utils/constant.go RayNodeHeadGroupLabelValue)."""
 _SHM_MOUNT = {"mountPath": "/dev/shm", "name": "shared-mem"}
 
 
@@ -87,7 +89,7 @@ def _pod_set(
     names = {e.name for e in env}
     injected = rayjob_env(
         head=group is None,
-        group=_HEAD_GROUP if group is None else group["groupName"],
+        group=HEAD_GROUP if group is None else group["groupName"],
         start=_start_command(own, head=group is None, pj=pj),
     )
     env += [EnvVar(k, v, _KUBERAY) for k, v in injected.items() if k not in names]
@@ -109,18 +111,29 @@ def _pod_set(
     return PodSet(role, count, 0, spec, container, tuple(env), duty=duty)
 
 
+def ray_start_resources(limits: Mapping[str, str], gpu_resource: str) -> tuple[int, int, int]:
+    """``(num-cpus, memory bytes, num-gpus)`` of KubeRay's generated ``ray start`` for a Ray
+    container's limits (common/pod.go generateRayStartCommand: CPUs rounded up, memory in
+    bytes, GPUs from the GPU resource); 0 where there is no limit."""
+
+    def amount(name: str) -> Decimal:
+        return parse_quantity(str(limits.get(name, "0"))) or Decimal(0)
+
+    cpus = int(amount("cpu").to_integral_value(rounding=ROUND_CEILING))
+    return cpus, int(amount("memory")), int(amount(gpu_resource))
+
+
 def _start_command(container: dict[str, Any], *, head: bool, pj: PlannedJob) -> str:
-    """What KubeRay's generated ``ray start`` says of the node's resources: whole CPUs and
-    bytes of memory from the limits, the GPUs from the cluster's GPU resource."""
+    """What KubeRay's generated ``ray start`` says of the node's resources."""
     limits = (container.get("resources") or {}).get("limits") or {}
-    parts = ["ray start --head" if head else "ray start"]
-    cpu = parse_quantity(str(limits.get("cpu", "0"))) or Decimal(0)
-    parts.append(f"--num-cpus={int(cpu.to_integral_value(rounding=ROUND_CEILING))}")
-    memory = parse_quantity(str(limits.get("memory", "0"))) or Decimal(0)
-    parts.append(f"--memory={int(memory)}")
-    gpus = parse_quantity(str(limits.get(pj.cluster.gpu_resource, "0"))) or Decimal(0)
+    cpus, memory, gpus = ray_start_resources(limits, pj.cluster.gpu_resource)
+    parts = [
+        "ray start --head" if head else "ray start",
+        f"--num-cpus={cpus}",
+        f"--memory={memory}",
+    ]
     if gpus:
-        parts.append(f"--num-gpus={int(gpus)}")
+        parts.append(f"--num-gpus={gpus}")
     return " ".join(parts) + " …"
 
 

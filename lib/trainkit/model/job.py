@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
@@ -26,6 +26,7 @@ __all__ = [
     "check_program",
     "check_volumes",
     "image_for",
+    "repeated",
 ]
 
 WORKSPACE = "/workspace"
@@ -209,10 +210,18 @@ def check_volumes(volumes: Sequence[Volume]) -> None:
             f"claim {taken[0]!r} has the name of a volume trainkit generates "
             f"({', '.join(sorted(GENERATED_VOLUMES))}); rename the claim"
         )
-    paths = [v.path for v in volumes]
-    dupes = sorted({p for p in paths if paths.count(p) > 1})
+    dupes = repeated(v.path for v in volumes)
     if dupes:
         raise ValueError(f"volumes mount more than once at {', '.join(dupes)}")
     claims = [v.claim for v in volumes]
     if len(set(claims)) != len(claims):
         raise ValueError("each claim may be mounted once; use sub_path for parts of a volume")
+
+
+def repeated(items: Iterable[str]) -> list[str]:
+    """The items that occur more than once, sorted."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for item in items:
+        (twice if item in seen else seen).add(item)
+    return sorted(twice)

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1123Label, LabelKey, LabelValue
+from .job import repeated
 from .platform import Capacity
 
 __all__ = ["KUEUE_FRAMEWORKS", "ClusterQueue", "FlavorQuota", "ResourceFlavor"]
@@ -97,8 +98,7 @@ class ClusterQueue(TrainkitModel):
                 "the flavors quote no resource; give each a quota, e.g. "
                 "FlavorQuota(flavor=..., quota=Capacity(cpu=64, memory='512Gi', gpu=8))"
             )
-        names = [f.flavor for f in self.flavors]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(f.flavor for f in self.flavors)
         if dupes:
             raise ValueError(f"flavor {dupes[0]!r} is listed twice; give each flavor once")
         for f in self.flavors:

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
-from .job import Resources, check_volumes
+from .job import Resources, check_volumes, repeated
 from .operator_job import PodJob
 
 __all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RuntimeEnv", "WorkerGroup"]
@@ -58,8 +58,7 @@ class WorkerGroup(TrainkitModel):
 
     @model_validator(mode="after")
     def _scaling(self) -> WorkerGroup:
-        low = self.nodes if self.min_nodes is None else self.min_nodes
-        high = self.nodes if self.max_nodes is None else self.max_nodes
+        low, high = self.scaling
         if low > high:
             raise ValueError(
                 f"min_nodes {low} is greater than max_nodes {high}; KubeRay refuses the job "
@@ -216,8 +215,7 @@ class RayJob(PodJob):
                 "an autoscaling Ray cluster's head runs under KubeRay's autoscaler "
                 "ServiceAccount, which would replace service_account: drop one of them"
             )
-        names = [g.name for g in self.workers]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(g.name for g in self.workers)
         if dupes:
             raise ValueError(f"worker groups share the name {dupes[0]!r}; name each group once")
         given = self.model_fields_set

@@ -51,38 +51,45 @@ def resolve_network(
     if runtime_env is not None:
         # A RayJob's runtime_env reaches every task of the job, over the pods' own env.
         problems.extend(
-            problem(
-                d,
-                f"{name} is set by network profile {profile.name!r} ({declared.file}) to "
-                f"{profile.env[name]!r} for every pod on that network; Ray would override it for "
-                "the job's tasks: remove it from runtime_env.env_vars",
-                "runtime_env",
+            env_conflicts(
+                d, runtime_env.env_vars, profile, index, ("runtime_env.env_vars", "runtime_env")
             )
-            for name in sorted(runtime_env.env_vars)
-            if name in profile.env
         )
     return profile
 
 
 def env_conflicts(
-    d: Definition, env: Mapping[str, object], profile: NetworkProfile | None, index: Index
+    d: Definition,
+    env: Mapping[str, object],
+    profile: NetworkProfile | None,
+    index: Index,
+    where_field: tuple[str, str] | None = None,
 ) -> list[Problem]:
     """A variable both ``d`` and the profile its pods get set: the profile describes the
-    fabric the platform built, so the job or runtime may not override it."""
+    fabric the platform built, so the job or runtime may not override it. ``where_field``
+    names ``(what to remove it from, the field)`` when it is not ``env``/``env_refs``."""
     if profile is None:
         return []
     where = index.profiles[profile.name].file
-    return [
-        problem(
-            d,
-            f"{name} is set by network profile {profile.name!r} ({where}) to "
-            f"{profile.env[name]!r} for every pod on that network; remove it from "
-            f"{'env' if name in getattr(d.obj, 'env', {}) else 'env_refs'}",
-            f"{'env' if name in getattr(d.obj, 'env', {}) else 'env_refs'}.{name}",
+    out = []
+    for name in sorted(env):
+        if name not in profile.env:
+            continue
+        if where_field is not None:
+            remove_from, field = where_field
+        else:
+            remove_from = "env" if name in getattr(d.obj, "env", {}) else "env_refs"
+            field = f"{remove_from}.{name}"
+        out.append(
+            problem(
+                d,
+                f"{name} is set by network profile {profile.name!r} ({where}) to "
+                f"{profile.env[name]!r} for every pod on that network; remove it from "
+                f"{remove_from}",
+                field,
+            )
         )
-        for name in sorted(env)
-        if name in profile.env
-    ]
+    return out
 
 
 def check_profiles(index: Index, problems: list[Problem]) -> None:

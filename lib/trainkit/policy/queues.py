@@ -76,10 +76,7 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
             continue
         declared = index.cluster_queues[pj.local_queue]
         cq, cluster = declared.obj, pj.cluster
-        need: dict[str, Decimal] = {}
-        for ps in ej.pod_sets:
-            for name, value in ps.requests().items():
-                need[name] = need.get(name, Decimal(0)) + value * ps.count
+        need = ej.requests()
         field = "queue" if pj.job.queue else "clusters"
         where = f"ClusterQueue {cq.name!r} ({declared.file})"
         covered = set(cq.covered(cluster.gpu_resource))

@@ -4,7 +4,6 @@ from the effective pods like every other kind's (see ``target``)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,14 +12,13 @@ from typing import Any, ClassVar
 import yaml
 
 from ..effective import EffectiveJob, PodSet
+from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
 from ..injected_env import rayjob_env
 from .target import Target, _env_source, _from_definitions, _mounts, _str
 
 __all__ = ["HEAD_GROUP", "RayGroup", "RayJobTarget", "ray_target"]
 
 
-HEAD_GROUP = "headgroup"
-"""KubeRay's group label of the head pod (utils/constant.go RayNodeHeadGroupLabelValue)."""
 # What KubeRay sets on every Ray container, head or worker (common/pod.go setContainerEnvVars).
 _KUBERAY_ENV = {
     *rayjob_env(head=True, group="", start=""),
@@ -184,16 +182,14 @@ def ray_target(
 def _ray_group(
     ps: PodSet, name: str, gpu_resource: str, scaled: Mapping[str, tuple[int, int]]
 ) -> RayGroup:
-    # The effective pods say what KubeRay's generated `ray start` passes (common/pod.go
-    # generateRayStartCommand: --num-cpus rounded up from the CPU limit, --memory in bytes).
-    start = next((e.value for e in ps.env if e.name == "KUBERAY_GEN_RAY_START_CMD"), "")
-    flags = dict(re.findall(r"--([a-z-]+)=(\d+)", start))
+    # What KubeRay's generated `ray start` passes, as the effective pods describe it.
+    cpus, memory_bytes, gpus = ray_start_resources(ps.limits(), gpu_resource)
     return RayGroup(
         name=name,
         nodes=ps.count,
-        cpus=int(flags.get("num-cpus", 0)),
-        gpus=ps.gpus(gpu_resource),
+        cpus=cpus,
+        gpus=gpus,
         memory=ps.limits().get("memory"),
-        memory_bytes=int(flags.get("memory", 0)) or None,  # no limit: Ray counts the node's
+        memory_bytes=memory_bytes or None,  # no limit: Ray counts the node's
         scaling=scaled.get(name),
     )

@@ -17,18 +17,16 @@ from typing import Any
 
 from ..model import Capacity, Cluster, ClusterQueue, ResourceFlavor
 from ..plan import Declared
-from .meta import KUEUE_QUEUE_LABEL, metadata
+from .meta import metadata
 
 __all__ = [
     "KUEUE_API",
-    "QUEUE_NAME_LABEL",
     "render_cluster_queue",
     "render_local_queue",
     "render_resource_flavor",
 ]
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_NAME_LABEL = KUEUE_QUEUE_LABEL
 _NAMESPACE_KEY = "kubernetes.io/metadata.name"
 
 

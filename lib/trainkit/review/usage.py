@@ -71,9 +71,8 @@ def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
         local = _dict(_dict(obj.body.get("metadata")).get("labels")).get(KUEUE_QUEUE_LABEL)
         if isinstance(local, str) and local:
             bucket = totals[local]
-            for ps in ej.pod_sets:
-                for resource, amount in ps.requests().items():
-                    bucket[resource] = bucket.get(resource, Decimal(0)) + amount * ps.count
+            for resource, amount in ej.requests().items():
+                bucket[resource] = bucket.get(resource, Decimal(0)) + amount
     return dict(totals)
 
 

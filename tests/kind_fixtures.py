@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainkit import Capacity, Cluster, Queue, Team
+from trainkit import Capacity, Cluster, Policy, Queue, Team
 from trainkit.load import Definition
 from trainkit.plan import build_plan
 from trainkit.synth import _cluster_objects
 
 
-def planned(j: Any, team: dict[str, Any] | None = None, **cluster: Any) -> Any:
+def planned(
+    j: Any, team: dict[str, Any] | None = None, policy: Policy | None = None, **cluster: Any
+) -> Any:
     """The plan of ``j`` (in jobs/t/j.py, with its script ``train.py``) on cluster ``c``, for
-    team ``t`` with the grants ``team`` gives."""
+    team ``t`` with the grants ``team`` gives, under ``policy`` when given."""
     c = Cluster(name="c", server="https://c", gpus_per_node=8, **cluster)
+    rules = [Definition(policy, "jobs/platform/p.py", "platform")] if policy else []
     return build_plan(
         [
+            *rules,
             Definition(c, "jobs/platform/p.py", "platform"),
             Definition(Queue(name="q", capability=Capacity(gpu=64)), "jobs/platform/p.py", "p"),
             Definition(
@@ -27,10 +31,10 @@ def planned(j: Any, team: dict[str, Any] | None = None, **cluster: Any) -> Any:
 
 
 def render(
-    j: Any, team: dict[str, Any] | None = None, **cluster: Any
+    j: Any, team: dict[str, Any] | None = None, policy: Policy | None = None, **cluster: Any
 ) -> tuple[dict[str, Any], Any]:
     """The rendered object of ``j``'s kind and its planned job."""
-    (cp,) = planned(j, team, **cluster).clusters
+    (cp,) = planned(j, team, policy, **cluster).clusters
     kind = type(j).__name__
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == kind]
     return body, cp.jobs[0]

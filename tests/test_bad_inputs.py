@@ -793,6 +793,21 @@ CASES = [
         says=("min_nodes 3 is greater than max_nodes 2; KubeRay refuses the job",),
     ),
     Case(
+        id="rayjob-autoscales-without-the-platform-s-grant",
+        edits=((RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, max_nodes=4,'),),
+        file=RAY,
+        line="workers=[",
+        obj="RayJob 'lr-sweep-ray'",
+        field="workers",
+        says=(
+            "a worker group autoscales, which runs the head (and the job's code) as KubeRay's "
+            "autoscaler ServiceAccount",
+            "the platform's Policy does not grant ray_autoscaling (jobs/platform/policy.py)",
+            "on cluster 'h100-south' (Kueue): Kueue refuses RayJobs whose cluster autoscales",
+        ),
+        problems=2,  # the example also runs on the Kueue cluster, which refuses it as well
+    ),
+    Case(
         id="rayjob-deletes-itself",
         edits=(
             (

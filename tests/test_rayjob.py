@@ -14,6 +14,7 @@ from kind_fixtures import planned, render
 from trainkit import (
     DeletionRule,
     ModelError,
+    Policy,
     RayJob,
     Resources,
     RuntimeEnv,
@@ -177,7 +178,8 @@ def test_without_volcano_nothing_names_a_queue() -> None:
 
 
 def test_an_autoscaled_group_is_admitted_at_its_minimum() -> None:
-    body, pj = render(job(workers=[group(nodes=2, min_nodes=1, max_nodes=6)]), **KUBERAY)
+    autoscaled = job(workers=[group(nodes=2, min_nodes=1, max_nodes=6)])
+    body, pj = render(autoscaled, None, Policy(ray_autoscaling=True), **KUBERAY)
     cluster = body["spec"]["rayClusterSpec"]
     assert cluster["enableInTreeAutoscaling"] is True
     (g,) = cluster["workerGroupSpecs"]
@@ -325,7 +327,9 @@ def test_anything_the_model_accepts_renders_a_valid_rayjob(
     crdset: Any, j: RayJob, volcano: bool
 ) -> None:
     grants = {"service_accounts": ["runner"]}
-    (cp,) = planned(j, grants, scheduler="volcano" if volcano else "default", **KUBERAY).clusters
+    sched = "volcano" if volcano else "default"
+    grant = Policy(ray_autoscaling=True)
+    (cp,) = planned(j, grants, grant, scheduler=sched, **KUBERAY).clusters
     for rendered in _cluster_objects(cp):
         assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayJob"]
@@ -373,3 +377,17 @@ def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
     assert problem.field == "runtime_env"
     assert "NCCL_IB_DISABLE is set by network profile 'ib'" in problem.message
     assert "remove it from runtime_env.env_vars" in problem.message
+
+
+def test_autoscaling_needs_the_platform_s_grant() -> None:
+    # KubeRay runs an autoscaled head as its autoscaler's ServiceAccount, whose Role may patch
+    # pods and rayclusters (ray-operator/controllers/ray/common/rbac.go): the job's own code
+    # could rewrite its pod templates after every check.
+    with pytest.raises(DefinitionError) as e:
+        planned(job(workers=[group(nodes=1, max_nodes=3)]), **KUBERAY)
+    (p,) = e.value.problems
+    assert p.field == "workers"
+    assert "the platform's Policy does not grant ray_autoscaling" in p.message
+    planned(
+        job(workers=[group(nodes=1, max_nodes=3)]), None, Policy(ray_autoscaling=True), **KUBERAY
+    )

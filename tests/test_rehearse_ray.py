@@ -28,6 +28,7 @@ import pytest
 from conftest import Run, Workspace
 from trainkit import (
     Cluster,
+    Policy,
     RayJob,
     RehearsalError,
     Resources,
@@ -64,6 +65,7 @@ PLATFORM = [
         "jobs/platform/p.py", "platform",
     ),
     Definition(Team(name="team", clusters=["local"]), "jobs/platform/p.py", "platform"),
+    Definition(Policy(ray_autoscaling=True), "jobs/platform/p.py", "platform"),
 ]  # fmt: skip
 
 # An entrypoint that looks at the cluster from a task, then fails.

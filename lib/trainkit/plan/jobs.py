@@ -169,6 +169,20 @@ def place(
         elif isinstance(job, PaddleJob):
             for where, why in training_operator_problems(job):
                 problems.append(problem(d, f"on cluster {cname!r}: {why}", where))
+        if isinstance(job, RayJob) and job.autoscaled and not index.rules.ray_autoscaling:
+            # ray-operator/controllers/ray/common/pod.go DefaultHeadPodTemplate and rbac.go:
+            # the autoscaled head's ServiceAccount may patch pods and rayclusters.
+            rule = f" ({index.policy.file})" if index.policy else ""
+            problems.append(
+                problem(
+                    d,
+                    "a worker group autoscales, which runs the head (and the job's code) as "
+                    "KubeRay's autoscaler ServiceAccount, allowed to patch the job's RayCluster "
+                    f"and pods; the platform's Policy does not grant ray_autoscaling{rule}: give "
+                    "each group equal min_nodes and max_nodes, or ask the platform team",
+                    "workers",
+                )
+            )
         queue = _queue_for(d, job, index, cluster, problems)
         local_queue = _local_queue_for(d, job, index, cluster, problems)
         runtime, network = None, None

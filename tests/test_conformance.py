@@ -29,7 +29,8 @@ from trainkit.kube.text import YAML_UNPRINTABLE, text_value_problem
 from trainkit.load import Definition
 from trainkit.plan import build_plan
 from trainkit.render.training_operator import nproc_per_node
-from trainkit.synth import _cluster_objects, synthesize
+from trainkit.synth import synthesize
+from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_paths, validate_text
 from validate_fixtures import shared_crd_set
 

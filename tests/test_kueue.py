@@ -31,7 +31,8 @@ from trainkit.errors import DefinitionError
 from trainkit.load import Definition
 from trainkit.plan import build_plan
 from trainkit.policy import check_policy
-from trainkit.synth import _cluster_objects, effective_jobs, render_groups, rendered_runtimes
+from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
+from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
 

@@ -78,6 +78,7 @@ ALLOWED: dict[str, set[str]] = {
         "runcache",
         "scaffold",
         "schema",
+        "serialize",
         "synth",
         "validate",
         "write",

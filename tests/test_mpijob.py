@@ -30,7 +30,7 @@ from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
 from trainkit.plan import build_plan
-from trainkit.synth import _cluster_objects
+from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
 

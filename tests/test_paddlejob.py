@@ -15,7 +15,7 @@ from trainkit import ModelError, PaddleJob, Resources, Role, Script
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.injected_env import paddlejob_env
-from trainkit.synth import _cluster_objects
+from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
 

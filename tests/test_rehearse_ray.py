@@ -306,32 +306,11 @@ def test_trainkit_does_not_import_ray() -> None:
 
 
 @pytest.mark.long
-def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind() -> None:
-    target = _example()
-    out = io.StringIO()
-    with _watch() as seen:
-        try:
-            report = rehearse(target, timeout=240, out=out)
-        except RehearsalError:
-            print(out.getvalue())  # the cluster's and the entrypoint's output, on failure
-            raise
-    text = out.getvalue()
-    assert (report.kind, report.cluster, report.nodes) == ("RayJob", "gpu-east", 3)
-    (command,) = report.commands
-    assert command.startswith(f"{sys.executable} /") and command.endswith(
-        "/workspace/lr_sweep.py --trials 2 --steps 5"
-    )
-    assert "[ray] Ray cluster up: 3 node(s); starting the entrypoint on the head" in text
-    assert "[entrypoint] best: lr " in text and " of 2 trials\n" in text
-    assert "KubeRay would mark the RayJob SUCCEEDED" in text
-    assert any("raylet" in cmd for _, cmd in seen.values()), "the watch saw the cluster"
-    assert _survivors(seen, text) == []
-
-
-@pytest.mark.long
-def test_the_example_rehearses_through_the_cli(
+def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind(
     ws: Workspace, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The example through the CLI, as a user runs it (one Ray cluster for the whole file's
+    example coverage: each costs seconds to start)."""
     source = ws.jobs / "llm" / "lr_sweep_ray.py"
     text = source.read_text(encoding="utf-8")
     short = text.replace('args=["--trials", "16", "--steps", "300"]', f"args={SMALL!r}")
@@ -356,8 +335,14 @@ def test_the_example_rehearses_through_the_cli(
         "[rehearse] node 1 (lr-sweep-ray-local-gpu-worker-0): ray start --num-cpus=2 ",
         "[rehearse] entrypoint on the head (lr-sweep-ray-local-head): ",
         " of 2 trials\n",
+        "[ray] Ray cluster up: 2 node(s); starting the entrypoint on the head",
+        "[entrypoint] best: lr ",
+        "KubeRay would mark the RayJob SUCCEEDED",
+        f"{sys.executable} /",
+        "/workspace/lr_sweep.py --trials 2 --steps 5",
     ):
         assert line in run.out
+    assert any("raylet" in cmd for _, cmd in seen.values()), "the watch saw the cluster"
     assert _survivors(seen, run.out) == []
 
 

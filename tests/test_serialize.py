@@ -2,6 +2,7 @@
 
 import json
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 import yaml
@@ -225,3 +226,24 @@ def test_the_fast_check_never_passes_a_resolvable_string_left_plain(body, data):
     text = "\n".join(_emit(body, 0, lambda: data.draw(st.booleans()), plain)) + "\n"
     if serialize._safe(body, text, serialize._json(body)):
         assert not [s for s in plain if reads_as_non_string(s)], text
+
+
+def test_the_tarfile_fallback_unpacks_what_the_tar_binary_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both leave out what node never runs (``_NOT_RUN``), and keep the same files."""
+    from trainkit import cdk8s_node
+
+    def listing(top: Path) -> list[str]:
+        return sorted(p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file())
+
+    for name in cdk8s_node._PACKAGES:
+        tarball = cdk8s_node._tarball(name)
+        cdk8s_node._unpack(tarball, tmp_path / "tar" / name)
+        with monkeypatch.context() as m:
+            m.setattr(cdk8s_node.shutil, "which", lambda _: None)
+            cdk8s_node._unpack(tarball, tmp_path / "module" / name)
+        files = listing(tmp_path / "tar" / name)
+        assert files == listing(tmp_path / "module" / name)
+        assert "package.json" in files and any(f.startswith("lib/") for f in files)
+        assert not [f for f in files if f.endswith((".d.ts", ".md")) or f.startswith(".jsii")]

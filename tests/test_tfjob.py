@@ -15,7 +15,7 @@ from trainkit import ModelError, Resources, Role, Script, TFJob
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.injected_env import tf_config
-from trainkit.synth import _cluster_objects
+from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
 

@@ -132,8 +132,10 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            # One string (json.dumps) takes the C encoder; json.dump to a file never does.
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
+                f.write(text)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

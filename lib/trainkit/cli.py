@@ -103,13 +103,17 @@ def _synth(args: argparse.Namespace) -> int:
             _say(args, f"{args.out}/: {Changes(unchanged=len(record.outputs)).summary()}")
         return 0
     _prestart()
+    _require_node()
+    from .serialize import prewarm
+
+    # Something changed, so some object will need cdk8s: node starts beside the imports.
+    prewarm(1, background=True)
     from .synth import synthesize
 
-    _require_node()
     out = synthesize(
         Path(args.jobs), Path(args.out), check=args.check, against=args.against,
         load_options=_load_options(args), require_baseline=_require_baseline(args),
-        use_cache=not args.no_cache, runs=runs,
+        use_cache=not args.no_cache, runs=runs, incremental=True,
     )  # fmt: skip
     _notices(out.notices, out.plan.warnings, args)
     if args.check:

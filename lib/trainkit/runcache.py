@@ -58,7 +58,7 @@ __all__ = [
     "synth_options",
 ]
 
-FORMAT = 1
+FORMAT = 2
 """Bump when a record's layout or the meaning of its key changes."""
 
 # Third-party code whose behaviour shapes the output: module → distribution.
@@ -91,6 +91,14 @@ class Record:
     """What the run printed as warnings (printed again)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What the command prints on success (e.g. check's CRD directory and build count)."""
+    frame: str = ""
+    """The key without the jobs tree and the imports (``RunCache.frame``): equal frames
+    mean the same code, command and options."""
+    tree: dict[str, str] = field(default_factory=dict)
+    """The jobs tree the run read (``jobs_tree``)."""
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per definition file (relative to jobs/), what a later run needs to reuse its
+    output without running it (``synth.delta``)."""
 
 
 class RunCache:
@@ -126,6 +134,16 @@ class RunCache:
         """The hash of every input of a ``kind`` run (see the module docstring)."""
         return _digest(
             {
+                "frame": self.frame(kind, extra),
+                "tree": self.tree,
+                "imports": self.imports_digest(imports),
+            }
+        )
+
+    def frame(self, kind: str, extra: Mapping[str, object]) -> str:
+        """The hash of a ``kind`` run's inputs other than the jobs tree and the imports."""
+        return _digest(
+            {
                 "format": FORMAT,
                 "kind": kind,
                 "code": self.code,
@@ -133,10 +151,23 @@ class RunCache:
                 "jobs": str(self.jobs_dir),
                 "out": str(self.out_dir),
                 "options": {**self.options, **extra},
-                "tree": self.tree,
-                "imports": {p: self.file_digest(p) for p in sorted(set(imports))},
             }
         )
+
+    def imports_unchanged(self, record: Record) -> bool:
+        """Whether ``record``'s key still holds for its own frame and tree: every repository
+        file its definitions imported is as it was."""
+        return record.key == _digest(
+            {
+                "frame": record.frame,
+                "tree": record.tree,
+                "imports": self.imports_digest(record.imports),
+            }
+        )
+
+    def imports_digest(self, imports: Iterable[str]) -> str:
+        """The hash of the imported repository files, as they are now."""
+        return _digest({p: self.file_digest(p) for p in sorted(set(imports))})
 
     def lookup(self, kind: str, extra: Mapping[str, object] | None = None) -> Record | None:
         """The record of the last ``kind`` run if its inputs are all unchanged (the
@@ -254,6 +285,9 @@ def _record(data: Mapping[str, Any]) -> Record | None:
             imports=data.get("imports", []),
             warnings=data.get("warnings", []),
             facts=data.get("facts", {}),
+            frame=data.get("frame", ""),
+            tree=data.get("tree", {}),
+            files=data.get("files", {}),
         )
     except (KeyError, TypeError):
         return None
@@ -269,6 +303,11 @@ def _record(data: Mapping[str, Any]) -> Record | None:
         and isinstance(record.warnings, list)
         and all(isinstance(w, str) for w in record.warnings)
         and isinstance(record.facts, dict)
+        and isinstance(record.frame, str)
+        and isinstance(record.tree, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in record.tree.items())
+        and isinstance(record.files, dict)
+        and all(isinstance(k, str) and isinstance(v, dict) for k, v in record.files.items())
     )
     return record if ok else None
 

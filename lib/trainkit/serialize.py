@@ -15,9 +15,11 @@ cdk8s's own before it is used; one that fails the check is a miss.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -75,12 +77,23 @@ class YamlCache:
 _cdk8s = Cdk8s()
 
 
-def prewarm() -> None:
-    """Unpack cdk8s and start node now (a run with cache misses will need it).
+def prewarm(objects: int = 1 << 30, *, background: bool = False) -> None:
+    """Unpack cdk8s and start node now, enough of it for about ``objects`` objects (a run
+    with cache misses will need it).
 
-    Node's start-up then overlaps with running the definition files.
+    Node's start-up then overlaps with running the definition files; with ``background``
+    it also overlaps with the caller's own work. A failure there (no node) is raised by
+    the first ``to_yaml`` that needs node, which starts it again.
     """
-    _cdk8s.start(processes_for(1 << 30))
+    if not background:
+        _cdk8s.start(processes_for(objects))
+        return
+
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            _cdk8s.start(processes_for(objects))
+
+    threading.Thread(target=start, name="trainkit-node-start", daemon=True).start()
 
 
 def to_yaml(

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import DefinitionError, Problem
 from . import sandbox, server, watch
 from .cache import DefinitionCache
 from .discover import PLATFORM_DIR, DefinitionFile, find_definitions, shown
-from .rebuild import Definition, Rebuilt, rebuild
+
+if TYPE_CHECKING:
+    from .rebuild import Definition, Rebuilt
 
 __all__ = [
     "PLATFORM_DIR",
@@ -41,6 +43,16 @@ __all__ = [
     "load_file",
     "load_jobs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The models load with ``rebuild``, on first use: starting the definitions' origin
+    # process (``server.prestart``) must not wait for them in this process.
+    if name == "Definition":
+        from .rebuild import Definition
+
+        return Definition
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ class Loaded:
     """Things the user should know once per run (e.g. confinement unavailable)."""
     imports: list[str] = field(default_factory=list)
     """Every file the definitions' processes imported, as they reported it (cache keys)."""
+    files: list[str] = field(default_factory=list)
+    """Every definition file found (``DefinitionFile.rel``), the skipped ones included."""
 
 
 class LoadInterrupted(KeyboardInterrupt):
@@ -84,6 +98,7 @@ def load_jobs(
     root: Path | None = None,
     *,
     only: Collection[str] | None = None,
+    skip: Collection[str] = (),
     options: LoadOptions | None = None,
     while_loading: Callable[[], None] | None = None,
     cache: DefinitionCache | None = None,
@@ -93,7 +108,8 @@ def load_jobs(
     Paths in messages and manifests are relative to ``root``, by default the
     directory holding ``jobs/`` (the repository), so they never depend on the
     working directory. ``only`` limits the load to those directories under
-    ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``). ``while_loading`` is called once the
+    ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``); ``skip`` names definition files (by ``rel``)
+    not to load, whose objects the caller already has. ``while_loading`` is called once the
     definition processes exist, to overlap other start-up work with them (it may
     start threads: nothing forks from this process after that); it is not called when
     no definition runs. With ``cache``, a file whose inputs are unchanged is not run: its
@@ -108,7 +124,13 @@ def load_jobs(
     files, problems = find_definitions(jobs_dir, root)
     if only is not None:
         files = [f for f in files if f.team in only]
-    return _run(files, problems, jobs_dir, root, options or LoadOptions(), while_loading, cache)
+    found = [f.rel for f in files]
+    if skip:
+        files = [f for f in files if f.rel not in skip]
+        if cache is not None:
+            cache.carry(skip)
+    loaded = _run(files, problems, jobs_dir, root, options or LoadOptions(), while_loading, cache)
+    return replace(loaded, files=found)
 
 
 def load_file(
@@ -179,6 +201,8 @@ def _run(
         if problems:
             raise DefinitionError(problems)
         return Loaded([], [])
+    from .rebuild import rebuild
+
     hits: dict[int, bytes] = {}
     digests: dict[int, str] = {}
     if cache is not None:

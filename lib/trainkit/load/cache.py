@@ -90,6 +90,12 @@ class DefinitionCache:
             "payload": payload.decode("utf-8", "surrogatepass"),
         }
 
+    def carry(self, rels: Iterable[str]) -> None:
+        """Keep the entries of files this run does not load (their objects are reused)."""
+        for rel in rels:
+            if rel in self._entries:
+                self._used[rel] = self._entries[rel]
+
     def save(self) -> None:
         """Write the entries of this run, if they differ from the file."""
         if self._used != self._entries:

@@ -37,6 +37,7 @@ class TrainkitModel(BaseModel):
         validate_default=True,
         str_strip_whitespace=False,
         json_schema_extra=_schema_description,
+        defer_build=True,
     )
 
     kind: ClassVar[str] = ""

@@ -16,13 +16,13 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..plan import Plan, PlannedRuntime
-from .caps import check_caps, check_runtime_gpus
+from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .images import check_images
 from .qos import check_qos
 from .queues import check_kueue_fit, check_queue_fit
 from .tolerations import check_tolerations
 
-__all__ = ["check_policy"]
+__all__ = ["check_policy", "team_gpus", "teams_over_cap"]
 
 
 def check_policy(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -13,7 +13,7 @@ from ..kube.quantities import parse_quantity
 from ..model import RayJob, TrainJob
 from ..plan import Index, PlannedRuntime, problem
 
-__all__ = ["check_caps", "check_runtime_gpus", "gpu_field"]
+__all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
 
 
 def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
@@ -84,26 +84,45 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
                 )
             )
         per_team[(d.team, cluster.name)].append((ej, gpus))
-    for (team_name, cluster_name), items in sorted(per_team.items()):
+    for team_name, cluster_name, total, limit in teams_over_cap(index, team_gpus(jobs)):
         team = index.teams[team_name]
-        total = sum(g for _, g in items)
-        limit = team.obj.max_gpus
+        listed = ", ".join(
+            f"{ej.planned.definition.obj.describe()} {g} "
+            f"({ej.planned.definition.file}:{ej.planned.definition.line})"
+            for ej, g in per_team[(team_name, cluster_name)]
+            if g
+        )
+        problems.append(
+            problem(
+                team.definition,
+                f"the team's jobs on cluster {cluster_name!r} use {total} GPUs together but "
+                f"Team.max_gpus in {team.file} allows {limit}: {listed}; lower the jobs' "
+                "nodes or GPUs, or raise max_gpus",
+                "max_gpus",
+            )
+        )
+
+
+def team_gpus(jobs: Sequence[EffectiveJob]) -> dict[tuple[str, str], int]:
+    """GPUs of the jobs per (team, cluster), as ``Team.max_gpus`` counts them."""
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for ej in jobs:
+        out[(ej.planned.definition.team, ej.planned.cluster.name)] += ej.gpus()
+    return dict(out)
+
+
+def teams_over_cap(
+    index: Index, totals: Mapping[tuple[str, str], int]
+) -> list[tuple[str, str, int, int]]:
+    """(team, cluster, GPUs, Team.max_gpus) of every team whose jobs on a cluster together
+    use more GPUs than its cap allows, sorted."""
+    over = []
+    for (team_name, cluster_name), total in sorted(totals.items()):
+        declared = index.teams.get(team_name)
+        limit = declared.obj.max_gpus if declared is not None else None
         if limit is not None and total > limit:
-            listed = ", ".join(
-                f"{ej.planned.definition.obj.describe()} {g} "
-                f"({ej.planned.definition.file}:{ej.planned.definition.line})"
-                for ej, g in items
-                if g
-            )
-            problems.append(
-                problem(
-                    team.definition,
-                    f"the team's jobs on cluster {cluster_name!r} use {total} GPUs together but "
-                    f"Team.max_gpus in {team.file} allows {limit}: {listed}; lower the jobs' "
-                    "nodes or GPUs, or raise max_gpus",
-                    "max_gpus",
-                )
-            )
+            over.append((team_name, cluster_name, total, limit))
+    return over
 
 
 def check_runtime_gpus(

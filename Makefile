@@ -70,7 +70,7 @@ check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
 	$(TK) schema --check
 
 test: setup ## run the test suite
-	$(BIN)/pytest -q -n auto --maxprocesses 4
+	$(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal
 
 bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)
 	$(BIN)/python tests/bench.py --jobs $(N)

@@ -134,7 +134,7 @@ EDITS = st.tuples(
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(edits=st.lists(EDITS, min_size=1, max_size=3))
 @example(edits=[("args", "a", 0), ("gpu", "a", 1), ("args", "a", 1)])

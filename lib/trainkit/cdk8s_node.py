@@ -267,6 +267,11 @@ def _unpack(tarball: Path, target: Path) -> None:
                 fnmatch.fnmatch(member.name, p) or member.name.startswith(p + "/") for p in _NOT_RUN
             ):
                 continue
+            if rel.startswith("/") or ".." in rel.split("/"):
+                continue  # never outside the target (the "data" filter's rule, for older Pythons)
             member.name = rel
             members.append(member)
-        tf.extractall(target, members=members, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+            tf.extractall(target, members=members, filter="data")
+        else:
+            tf.extractall(target, members=members)

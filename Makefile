@@ -70,6 +70,9 @@ check: lint ## the PR gate: lint, generated/ and schemas/ up to date and valid
 	$(TK) schema --check
 
 test: setup ## run the test suite
+	@# Bytecode as an installed package has it: with PYTHONDONTWRITEBYTECODE (CI) every
+	@# process the tests start would compile trainkit again.
+	$(BIN)/python -m compileall -q lib
 	$(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal
 
 bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)

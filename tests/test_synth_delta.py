@@ -207,3 +207,21 @@ def test_an_output_file_edited_by_hand_is_not_reused(tree: Path, tmp_path: Path)
     kind, files, reused = outcome(tree, incremental=True)
     assert kind == "ok" and reused == 0
     assert (kind, files) == full(tree, tmp_path / "full")
+
+
+def test_a_job_file_importing_a_changed_definition_file_is_loaded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    make_tree(root)
+    monkeypatch.syspath_prepend(str(root))
+    write(root, "jobs/a/shared.py", "ARGS = ['--epochs', '1']\n")
+    importing = (root / "jobs/a/a0.py").read_text(encoding="utf-8")
+    importing = importing.replace("args=['--epochs', '1']", "args=ARGS")
+    write(root, "jobs/a/a0.py", "from jobs.a.shared import ARGS\n" + importing)
+    assert outcome(root, incremental=True)[0] == "ok"
+    write(root, "jobs/a/shared.py", "ARGS = ['--epochs', '7']\n")
+    kind, files, reused = outcome(root, incremental=True)
+    assert kind == "ok" and reused == 0  # who imports a file is known for the full run only
+    assert b'- "7"' in files["clusters/east/a/pytorchjob-a0.yaml"]  # type: ignore[index]
+    assert (kind, files) == full(root, tmp_path / "full")

@@ -90,6 +90,13 @@ class DefinitionCache:
             "payload": payload.decode("utf-8", "surrogatepass"),
         }
 
+    def imports(self, rel: str) -> list[str] | None:
+        """The repository files the stored run of ``rel`` imported (real paths), or None
+        when nothing is stored for it."""
+        entry = self._entries.get(rel)
+        deps = entry.get("deps") if entry is not None else None
+        return sorted(deps) if isinstance(deps, dict) else None
+
     def carry(self, rels: Iterable[str]) -> None:
         """Keep the entries of files this run does not load (their objects are reused)."""
         for rel in rels:

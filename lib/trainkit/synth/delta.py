@@ -24,6 +24,7 @@ also writes every message: this path only ever proves a tree fine, never refuses
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -152,6 +153,8 @@ def reuse_last(
         return None
     dirty, unexplained = changes
     clean = {rel: f for rel, f in last.files.items() if rel not in dirty}
+    if _imports_a_change(jobs_dir, prefix, clean, last, runs.tree, definitions):
+        return None
     read = _last_output(out_dir, last)
     if read is None:
         return None
@@ -257,6 +260,31 @@ def _dirty(
         else:
             return None  # gone, and nobody's script: it may have been read
     return (dirty, unexplained) if dirty else None
+
+
+def _imports_a_change(
+    jobs_dir: Path,
+    prefix: str,
+    clean: Mapping[str, dict[str, Any]],
+    last: Record,
+    tree: Mapping[str, str],
+    definitions: DefinitionCache,
+) -> bool:
+    """Whether an unchanged job file imported a changed file under ``jobs/`` (another
+    definition file, say), or its imports are unknown: its objects may have changed."""
+    real = str(jobs_dir.resolve())
+    changed = {
+        os.path.join(real, rel)
+        for rel in last.tree.keys() | tree.keys()
+        if last.tree.get(rel) != tree.get(rel)
+    }
+    for rel, f in clean.items():
+        if not f.get("jobs"):
+            continue
+        imported = definitions.imports(prefix + rel)
+        if imported is None or not changed.isdisjoint(imported):
+            return True
+    return False
 
 
 def _last_output(out_dir: Path, last: Record) -> Snapshot | None:

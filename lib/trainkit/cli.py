@@ -426,7 +426,9 @@ def _parser() -> argparse.ArgumentParser:
         help="write generated/ from jobs/",
         description="Load every definition under --jobs, validate it, and write "
         "the generated tree atomically (stale files of deleted jobs are removed). "
-        "On any error nothing is written and every problem is printed.",
+        "On any error nothing is written and every problem is printed. With the caches "
+        "(not under CI, not with --no-cache), a run whose inputs are unchanged does nothing, "
+        "and when only job files changed, the others' files are kept from the last run.",
     )
     _common(s)
     s.add_argument(

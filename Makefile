@@ -73,7 +73,11 @@ test: setup ## run the test suite
 	@# Bytecode as an installed package has it: with PYTHONDONTWRITEBYTECODE (CI) every
 	@# process the tests start would compile trainkit again.
 	$(BIN)/python -m compileall -q lib
-	$(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal
+	@# A temporary root of its own: two suites sharing /tmp/pytest-of-$$USER remove each
+	@# other's old directories at exit, and one fails on what the other is deleting.
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trainkit-test.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
+	  echo "$(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal --basetemp $$tmp/pytest" && \
+	  $(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal --basetemp "$$tmp/pytest"
 
 bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)
 	$(BIN)/python tests/bench.py --jobs $(N)

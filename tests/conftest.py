@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,3 +227,23 @@ def tw(bare: Workspace) -> Workspace:
     bare.write("jobs/platform/runtimes.py", RUNTIMES)
     bare.write("jobs/vision/tj.py", TRAINJOB)
     return bare
+
+
+class ClockFrozenUntil:
+    """``time`` for a rehearsal whose clock stands still until ``ready()``: a timeout then
+    passes at once, however long the processes (or the cluster) took to get there."""
+
+    def __init__(self, ready: Callable[[], bool], timeout: float, bound: float = 240) -> None:
+        self.ready = ready
+        self.timeout = timeout
+        self.bound = bound
+        self.start = time.monotonic()
+        self.since: float | None = None
+        self.sleep = time.sleep
+
+    def monotonic(self) -> float:
+        now = time.monotonic()
+        # A bound on waiting, so a rehearsal that never gets ready fails rather than hangs.
+        if self.since is None and (self.ready() or now - self.start > self.bound):
+            self.since = now
+        return self.start if self.since is None else self.start + self.timeout + now - self.since

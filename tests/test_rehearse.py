@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 import trainkit.rehearse.runner as runner
+from conftest import ClockFrozenUntil
 from trainkit import (
     DefinitionError,
     PyTorchJob,
@@ -655,25 +655,6 @@ def test_a_failing_node_fails_the_rehearsal_and_is_named() -> None:
     assert "[node1] node 1" in out.getvalue()
 
 
-class _ClockFrozenUntil:
-    """``time`` for the runner whose clock stands still until ``ready()``: a timeout then
-    passes at once, however long the processes took to get there."""
-
-    def __init__(self, ready: Callable[[], bool], timeout: float) -> None:
-        self.ready = ready
-        self.timeout = timeout
-        self.start = time.monotonic()
-        self.since: float | None = None
-        self.sleep = time.sleep
-
-    def monotonic(self) -> float:
-        now = time.monotonic()
-        # A bound on waiting, so a rehearsal that never gets ready fails rather than hangs.
-        if self.since is None and (self.ready() or now - self.start > 120):
-            self.since = now
-        return self.start if self.since is None else self.start + self.timeout + now - self.since
-
-
 def test_a_hung_rehearsal_is_stopped_at_the_timeout_and_nothing_survives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -683,7 +664,7 @@ def test_a_hung_rehearsal_is_stopped_at_the_timeout_and_nothing_survives(
     env = {"PID_DIR": str(tmp_path), "IGNORE_SIGTERM_RANK": "0"}
     job = _job(command=["python", str(FIXTURES / "hang_tree.py")], nodes=2, env=env)
     records = lambda: sorted(tmp_path.glob("rank*.pid"))  # noqa: E731
-    clock = _ClockFrozenUntil(lambda: len(records()) == 4, timeout=3)
+    clock = ClockFrozenUntil(lambda: len(records()) == 4, timeout=3, bound=120)
     monkeypatch.setattr(
         runner, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
     )

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Run, Workspace
+from conftest import ClockFrozenUntil, Run, Workspace
 from trainkit import (
     Cluster,
     Policy,
@@ -404,29 +404,10 @@ def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyP
     assert _survivors(seen, text) == []
 
 
-class _ClockFrozenUntil:
-    """``time`` for the rehearsal whose clock stands still until ``ready()``: a timeout then
-    passes at once, however long the cluster took to start."""
-
-    def __init__(self, ready: Callable[[], bool], timeout: float) -> None:
-        self.ready = ready
-        self.timeout = timeout
-        self.start = time.monotonic()
-        self.since: float | None = None
-        self.sleep = time.sleep
-
-    def monotonic(self) -> float:
-        now = time.monotonic()
-        # A bound on waiting, so a rehearsal that never gets ready fails rather than hangs.
-        if self.since is None and (self.ready() or now - self.start > 240):
-            self.since = now
-        return self.start if self.since is None else self.start + self.timeout + now - self.since
-
-
 @pytest.mark.long
 def test_a_hung_entrypoint_is_stopped_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
-    clock = _ClockFrozenUntil(lambda: "[entrypoint] waiting" in out.getvalue(), timeout=5)
+    clock = ClockFrozenUntil(lambda: "[entrypoint] waiting" in out.getvalue(), timeout=5)
     monkeypatch.setattr(
         ray_run, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
     )

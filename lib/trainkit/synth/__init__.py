@@ -189,11 +189,11 @@ def synthesize(
     record = None
     if runs is not None:
         imports = runs.repository_imports(loaded.imports)
-        facts = file_facts(jobs_dir, root, loaded, plan, groups, effective)
-        if reuse is not None:
+        if reuse is None:
+            facts = file_facts(jobs_dir, root, loaded, plan, groups, effective)
+        else:
             imports = sorted(set(imports) | set(reuse.last.imports))
-            # Every file found has fresh facts, the skipped ones empty: theirs are the last run's.
-            facts = {**facts, **reuse.facts}
+            facts = reuse.facts
             rendered = {
                 **{p: h for p, h in reuse.last.rendered.items() if p in reuse.kept},
                 **rendered,

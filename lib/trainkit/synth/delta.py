@@ -68,7 +68,8 @@ class Reuse:
     read: Snapshot
     """The output directory as read (and checked), for ``write_tree``."""
     facts: dict[str, dict[str, Any]]
-    """The recorded facts of the unchanged files."""
+    """Every definition file's facts for this run's record: the loaded files' fresh ones,
+    the unchanged job files' as the last run recorded them."""
 
 
 def file_facts(
@@ -148,12 +149,14 @@ def reuse_last(
         or any(not _plain(token) for token in runs.tree.values())
     ):
         return None
-    changes = _dirty(jobs_dir, last, runs.tree)
+    tree = runs.tree
+    changed = {rel for rel in last.tree.keys() | tree.keys() if last.tree.get(rel) != tree.get(rel)}
+    changes = _dirty(jobs_dir, last, tree, changed)
     if changes is None:
         return None
     dirty, unexplained = changes
     clean = {rel: f for rel, f in last.files.items() if rel not in dirty}
-    if _imports_a_change(jobs_dir, prefix, clean, last, runs.tree, definitions):
+    if _imports_a_change(jobs_dir, prefix, clean, changed, definitions):
         return None
     read = _last_output(out_dir, last)
     if read is None:
@@ -216,19 +219,17 @@ def _reuse(
     facts = file_facts(jobs_dir, root, loaded, plan, groups, effective)
     if not unexplained <= {dep for rel in dirty for dep in facts.get(rel, {}).get("deps", ())}:
         return None
-    return Reuse(last, loaded, plan, groups, effective, kept, read, clean)
+    # Every file found has fresh facts, the skipped ones empty: theirs are the last run's.
+    return Reuse(last, loaded, plan, groups, effective, kept, read, {**facts, **clean})
 
 
 def _dirty(
-    jobs_dir: Path, last: Record, tree: Mapping[str, str]
+    jobs_dir: Path, last: Record, tree: Mapping[str, str], changed: set[str]
 ) -> tuple[set[str], set[str]] | None:
-    """The definition files (relative to ``jobs_dir``) to load again, and the changed files
-    that only a changed definition may explain (a new script); None when a change is not
-    a job file's own."""
+    """The definition files (relative to ``jobs_dir``) to load again, and the ``changed``
+    files that only a changed definition may explain (a new script); None when a change is
+    not a job file's own."""
     old = last.tree
-    changed = {rel for rel in old.keys() | tree.keys() if old.get(rel) != tree.get(rel)}
-    if not changed:
-        return None
     real = jobs_dir.resolve()
     found: list[set[str]] = []
 
@@ -266,23 +267,18 @@ def _imports_a_change(
     jobs_dir: Path,
     prefix: str,
     clean: Mapping[str, dict[str, Any]],
-    last: Record,
-    tree: Mapping[str, str],
+    changed: set[str],
     definitions: DefinitionCache,
 ) -> bool:
-    """Whether an unchanged job file imported a changed file under ``jobs/`` (another
+    """Whether an unchanged job file imported a ``changed`` file under ``jobs/`` (another
     definition file, say), or its imports are unknown: its objects may have changed."""
     real = str(jobs_dir.resolve())
-    changed = {
-        os.path.join(real, rel)
-        for rel in last.tree.keys() | tree.keys()
-        if last.tree.get(rel) != tree.get(rel)
-    }
+    paths = {os.path.join(real, rel) for rel in changed}
     for rel, f in clean.items():
         if not f.get("jobs"):
             continue
         imported = definitions.imports(prefix + rel)
-        if imported is None or not changed.isdisjoint(imported):
+        if imported is None or not paths.isdisjoint(imported):
             return True
     return False
 

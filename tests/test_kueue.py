@@ -29,8 +29,8 @@ from trainkit import (
 )
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
-from trainkit.plan import build_plan
 from trainkit.policy import check_policy
+from trainkit.resolve import build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text

@@ -1,6 +1,6 @@
 """The rooms of ../shared/DESIGN.md and what each may import: the pipeline goes one way.
 
-load → model → plan → render → synth; effective and policy read plan and render;
+load → model → resolve → render → synth; effective and policy read resolve and render;
 validate and rehearse read from the pipeline, never the other way round.
 """
 
@@ -24,13 +24,13 @@ ALLOWED: dict[str, set[str]] = {
     "write": {"errors"},
     "model": {"errors", "kube", "injected_env"},
     "load": {"cache_dir", "errors", "kube", "model"},
-    "plan": {"errors", "load", "model"},
-    "render": {"injected_env", "model", "plan"},
-    "effective": {"injected_env", "kube", "plan", "render"},
-    "policy": {"effective", "errors", "kube", "load", "model", "plan"},
+    "resolve": {"errors", "load", "model"},
+    "render": {"injected_env", "model", "resolve"},
+    "effective": {"injected_env", "kube", "resolve", "render"},
+    "policy": {"effective", "errors", "kube", "load", "model", "resolve"},
     "deployed": {"errors", "load", "model"},
     "validate": {"cache_dir", "deployed", "errors", "kube"},
-    "schema": {"model", "review", "write"},
+    "schema": {"model", "plan", "write"},
     "synth": {
         "cache_dir",
         "deployed",
@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
         "health",
         "load",
-        "plan",
+        "resolve",
         "policy",
         "render",
         "repo_root",
@@ -46,21 +46,30 @@ ALLOWED: dict[str, set[str]] = {
         "serialize",
         "write",
     },
-    "explain": {"effective", "errors", "load", "plan", "policy", "synth"},
-    "rehearse": {"effective", "errors", "injected_env", "load", "model", "plan", "render", "synth"},
+    "explain": {"effective", "errors", "load", "resolve", "policy", "synth"},
+    "rehearse": {
+        "effective",
+        "errors",
+        "injected_env",
+        "load",
+        "model",
+        "resolve",
+        "render",
+        "synth",
+    },
     "upstream": {"errors"},
     "scaffold": {"errors"},
     "repo_root": set(),
     "progress": set(),
     "crd_report": {"errors", "load", "synth", "upstream", "validate"},
-    "review": {
+    "plan": {
         "deployed",
         "effective",
         "errors",
         "kube",
         "load",
         "model",
-        "plan",
+        "resolve",
         "render",
         "synth",
     },
@@ -74,7 +83,7 @@ ALLOWED: dict[str, set[str]] = {
         "progress",
         "rehearse",
         "repo_root",
-        "review",
+        "plan",
         "runcache",
         "scaffold",
         "schema",

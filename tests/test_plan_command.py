@@ -22,7 +22,7 @@ import pytest
 
 from conftest import REPO, Run, Workspace
 from trainkit.cli import main
-from trainkit.review import PlanReport, build_review, format_markdown, format_text
+from trainkit.plan import PlanReport, build_review, format_markdown, format_text
 
 SCHEMA = json.loads((REPO / "schemas/plan.schema.json").read_text(encoding="utf-8"))
 GOLDEN = REPO / "tests/data/plan"

@@ -11,7 +11,7 @@ import yaml
 from trainkit import DefinitionError, NetworkProfile, Policy, PyTorchJob, Resources
 from trainkit.load import load_jobs
 from trainkit.model.rules import image_allowed
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.validate import PodAllowance, load_crds, validate_tree
 
 POLICY = "jobs/platform/policy.py"

@@ -356,7 +356,7 @@ def test_anything_the_model_accepts_renders_a_valid_rayjob(
 def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
     from trainkit import Capacity, Cluster, NetworkProfile, Queue, Team
     from trainkit.load import Definition
-    from trainkit.plan import build_plan
+    from trainkit.resolve import build_plan
 
     p = "jobs/platform/p.py"
     defs = [

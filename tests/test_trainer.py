@@ -8,7 +8,7 @@ import yaml
 from conftest import TRAINJOB
 from trainkit import ClusterTrainingRuntime, DefinitionError, Resources, TrainJob
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth import check_cluster_truth, render_groups, synthesize
 
 

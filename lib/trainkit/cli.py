@@ -373,7 +373,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .review import build_review, format_json, format_markdown, format_text
+    from .plan import build_review, format_json, format_markdown, format_text
 
     review = build_review(
         Path(args.jobs), Path(args.out), against=args.against, load_options=_load_options(args)

@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from ..injected_env import pytorchjob_elastic_env, pytorchjob_env
-from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER
+from ..resolve import PlannedJob
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 
 __all__ = [

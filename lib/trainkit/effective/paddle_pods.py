@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env import paddle_operator_env, paddlejob_env
-from ..plan import PlannedJob
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API
+from ..resolve import PlannedJob
 from .operator_pods import gpus_per_pod, role_pod_sets, run_policy_gang, scheduling_gang
 from .podsets import EffectiveJob, EnvVar, PodSet
 

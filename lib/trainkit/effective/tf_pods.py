@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env import tf_config
-from ..plan import PlannedJob
 from ..render.tensorflow import CONTAINER
+from ..resolve import PlannedJob
 from .operator_pods import role_pod_sets, run_policy_gang
 from .podsets import EffectiveJob, EnvVar
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from ..injected_env import TRAINER_MASTER_PORT
 from ..kube.quantities import parse_quantity
-from ..plan import PlannedJob
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
+from ..resolve import PlannedJob
 from .merge import strategic_merge
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
 

@@ -11,7 +11,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..model import RayJob, TrainJob
-from ..plan import Index, PlannedRuntime, problem
+from ..resolve import Index, PlannedRuntime, problem
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
 

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
 from ..model import MPIJob, PyTorchJob, RayJob, Team, TrainJob
-from ..plan import PlannedJob, build_plan
+from ..resolve import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
 from .ray import require_ray
 from .runner import RehearsalReport, rehearse, require_torch, say

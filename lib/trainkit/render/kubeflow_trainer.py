@@ -15,7 +15,7 @@ from typing import Any
 from ..injected_env import TRAINER_MASTER_PORT
 from ..model import Resources, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
-from ..plan import PlannedJob, PlannedRuntime
+from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .pod import (

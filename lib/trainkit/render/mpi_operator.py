@@ -16,7 +16,7 @@ from typing import Any
 from ..injected_env import MPI_HOSTFILE
 from ..model import WORKSPACE
 from ..model.mpijob import MPIJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .operator_pod import role_template, run_policy
 from .pod import env_only, forwarded
 from .script import job_metadata, script_configmap_name

@@ -34,8 +34,8 @@ from ..deployed.inplace import keep_deployed, refuse_in_place_changes
 from ..effective import EffectiveJob
 from ..errors import DefinitionError
 from ..load import Definition, DefinitionCache, LoadOptions, load_jobs
-from ..plan import Plan, build_plan
 from ..repo_root import synth_command
+from ..resolve import Plan, build_plan
 from ..runcache import Record, RunCache, baseline_id, synth_options
 from ..serialize import YamlCache, prewarm
 from ..write import Changes, compare_tree, write_tree

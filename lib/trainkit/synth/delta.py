@@ -42,8 +42,8 @@ from ..load import (
     definition_files,
     load_jobs,
 )
-from ..plan import Plan, build_plan
 from ..policy import team_gpus, teams_over_cap
+from ..resolve import Plan, build_plan
 from ..runcache import Record, RunCache
 from ..serialize import prewarm
 from ..write import Snapshot, snapshot

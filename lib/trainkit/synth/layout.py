@@ -13,7 +13,6 @@ from .. import health
 from ..effective import EffectiveJob, effective_job
 from ..errors import DefinitionError
 from ..load import Definition
-from ..plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..policy import check_policy
 from ..render import argocd as render_argocd
 from ..render.cluster_scoped import render_namespace, render_queue
@@ -33,6 +32,7 @@ from ..render.script import render_script_configmap
 from ..render.tensorflow import render_tfjob
 from ..render.training_operator import render_pytorchjob
 from ..repo_root import DEFAULT_COMMAND
+from ..resolve import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..serialize import YamlCache, to_yaml
 from ..write import HEADER_PREFIX
 

@@ -11,14 +11,11 @@ import re
 import types
 import typing
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import DefinitionError, Problem
-
-if TYPE_CHECKING:
-    from .base import TrainkitModel
 
 __all__ = ["ModelError"]
 
@@ -35,7 +32,7 @@ class ModelError(DefinitionError):
         kind: str,
         name: object,
         error: ValidationError,
-        model: type[TrainkitModel] | None = None,
+        model: type[BaseModel] | None = None,
     ) -> None:
         self.kind = kind
         self.name = name if isinstance(name, str) else None
@@ -44,7 +41,7 @@ class ModelError(DefinitionError):
         super().__init__(_problems(obj, self.errors, model))
 
 
-def _problems(obj: str, errors: list[Any], model: type[TrainkitModel] | None) -> Iterator[Problem]:
+def _problems(obj: str, errors: list[Any], model: type[BaseModel] | None) -> Iterator[Problem]:
     # A union field (procs_per_node: int | "auto") fails once per member, each under a
     # tag pydantic adds to the path: say it once, listing what each member wanted.
     merged: dict[str, list[str]] = {}
@@ -121,7 +118,7 @@ _PLAIN = {
 }
 
 
-def _msg(err: Any, model: type[TrainkitModel] | None) -> str:
+def _msg(err: Any, model: type[BaseModel] | None) -> str:
     kind, ctx = str(err["type"]), err.get("ctx") or {}
     if kind == "value_error":
         # pydantic prefixes messages from our validators with "Value error, ".
@@ -156,7 +153,7 @@ def _msg(err: Any, model: type[TrainkitModel] | None) -> str:
     return str(err["msg"])
 
 
-def _fields_at(model: type[TrainkitModel] | None, loc: tuple[int | str, ...]) -> set[str]:
+def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> set[str]:
     """The field names of the model at ``loc``'s parent (nested models followed)."""
     current: type[Any] | None = model
     for part in loc[:-1]:

@@ -38,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
         "health",
         "load",
+        "model",
         "resolve",
         "policy",
         "render",

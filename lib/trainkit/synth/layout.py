@@ -4,7 +4,6 @@ headed, and each cluster's kustomization over the files it holds."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -35,6 +34,8 @@ from ..repo_root import DEFAULT_COMMAND
 from ..resolve import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..serialize import YamlCache, to_yaml
 from ..write import HEADER_PREFIX
+from .patching import apply_patches, patched_problems
+from .rendered import Groups, Rendered
 
 __all__ = [
     "Groups",
@@ -45,19 +46,6 @@ __all__ = [
     "render_groups",
     "rendered_runtimes",
 ]
-
-
-@dataclass(frozen=True)
-class Rendered:
-    path: str
-    body: dict[str, Any]
-    source: str
-    definition: Definition | None = None
-    """The job or runtime definition, for objects that may not change in place."""
-    planned: PlannedJob | PlannedRuntime | None = None
-    """The planned job or runtime the object was rendered from."""
-    plain: bool = False
-    """A kustomize file, written as plain YAML (not a Kubernetes object for cdk8s)."""
 
 
 def _header(source: str, command: str) -> str:
@@ -135,9 +123,6 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
 
-Groups = list[tuple[str, list[Rendered]]]
-
-
 def render_groups(plan: Plan) -> Groups:
     """Every object of the tree as a plain dict, one group per cluster (and Argo CD)."""
     groups: Groups = [(cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters]
@@ -147,7 +132,7 @@ def render_groups(plan: Plan) -> Groups:
     ]
     if argo:
         groups.append(("argocd", argo))
-    return groups
+    return apply_patches(plan, groups)
 
 
 def effective_jobs(groups: Groups) -> list[EffectiveJob]:
@@ -176,7 +161,7 @@ def check_cluster_truth(plan: Plan, groups: Groups) -> list[EffectiveJob]:
     jobs = effective_jobs(groups)
     problems = check_policy(plan, jobs, rendered_runtimes(groups))
     if problems:
-        raise DefinitionError(problems)
+        raise DefinitionError(patched_problems(problems, groups))
     return jobs
 
 

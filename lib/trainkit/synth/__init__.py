@@ -3,20 +3,25 @@
 The layout (relative to the output directory)::
 
     argocd/                      the root Application (applied once by an admin, then syncing
-                                 this directory), the AppProjects, one Application per cluster;
+                                 this directory), the AppProjects, the Applications below;
                                  the argocd-cm health checks (see render/argocd.py)
     clusters/<cluster>/          what Argo CD syncs to <cluster>
-        kustomization.yaml       lists every file below; teaches kustomize the CRD fields
-        kustomizeconfig.yaml
-        kustomize-openapi.yaml   tells kustomize which CRD kinds are cluster-scoped
-        namespaces/<ns>.yaml
-        queues/<queue>.yaml
-        runtimes/<name>.yaml     ClusterTrainingRuntimes
-        <namespace>/pytorchjob-<name>.yaml, trainjob-<name>-r<run>.yaml,
-                    trainingruntime-<name>.yaml, configmap-<job>-script-<hash>.yaml
+        kustomization.yaml       all of the cluster's Applications (for overlays; Argo CD
+                                 builds each Application's directory alone)
+        kustomize/               a Component every kustomization includes:
+            kustomizeconfig.yaml     the CRD fields kustomize must know (name references,
+            kustomize-openapi.yaml   images), and which CRD kinds are cluster-scoped
+        platform/                the platform's Application
+            namespaces/<ns>.yaml, queues/<queue>.yaml, runtimes/<name>.yaml (Cluster-
+            TrainingRuntimes), kueue/*.yaml, <ns>/trainingruntime-<name>.yaml,
+            <ns>/localqueue-<queue>.yaml
+        <namespace>/             a team's Application (part 1): pytorchjob-<name>.yaml,
+                                 trainjob-<name>-r<run>.yaml, configmap-<job>-script-<hash>.yaml
+            part-<k>/            its further parts (``parts``), at most PART_OBJECTS each
 
 ``synthesize`` runs the pipeline and writes; ``layout`` turns a plan into these files;
-``delta`` reuses the last run's files of unchanged job definitions.
+``parts`` places each team's jobs in its Applications; ``delta`` reuses the last run's files
+of unchanged job definitions; ``migration`` guards the move from one Application per cluster.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from ..write import Changes, compare_tree, write_tree
 from .delta import file_facts, reuse_last
 from .layout import (
     Groups,
+    KeptMoved,
     Rendered,
     check_cluster_truth,
     effective_jobs,
@@ -49,9 +55,12 @@ from .layout import (
     render_groups,
     rendered_runtimes,
 )
+from .migration import check_migration
+from .parts import PLATFORM_DIR, logical_path, team_file
 
 __all__ = [
     "Groups",
+    "KeptMoved",
     "Output",
     "Rendered",
     "check_cluster_truth",
@@ -139,18 +148,39 @@ def synthesize(
         else None
     )
     reuse = None
-    if incremental and runs is not None and definitions is not None:
-        reuse = reuse_last(jobs_dir, out_dir, root, runs, definitions, load_options)
+    baseline: Baseline | None = None
+    last_run = runs.last("synth") if runs is not None else None
+    if incremental and runs is not None and definitions is not None and last_run is not None:
+        # Reused output must have been placed against the same deployed tree.
+        baseline = _read_once(
+            resolve_baseline(root, out_dir, against, last_run.revision, require=require_baseline)
+        )
+        if baseline_id(baseline) == last_run.baseline:
+            reuse = reuse_last(
+                jobs_dir, out_dir, root, runs, definitions, load_options, baseline.paths()
+            )
     if reuse is not None:
         loaded, plan, groups, effective = reuse.loaded, reuse.plan, reuse.groups, reuse.effective
+        assert baseline is not None
     else:
         # Node starts while the definitions run (in processes forked before it exists).
         loaded = load_jobs(
             jobs_dir, root, options=load_options, while_loading=prewarm, cache=definitions
         )
         plan = build_plan(loaded.definitions)
-        groups = render_groups(plan)
+        revision = plan.argocd.revision if plan.argocd else "main"
+        if baseline is None or last_run is None or last_run.revision != revision:
+            baseline = _read_once(
+                resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+            )
+        groups = render_groups(plan, deployed=baseline.paths())
         effective = check_cluster_truth(plan, groups)
+    try:
+        notices = [*loaded.notices, *check_migration(plan, baseline)]
+    except DefinitionError:
+        if reuse is not None:
+            reuse.read.close()
+        raise
     # A reuse renders the platform's few objects and the changed ones: none is worth reading
     # (and writing back) the cache of every object's YAML for.
     cache = YamlCache(directory / "yaml.json" if directory is not None and reuse is None else None)
@@ -158,18 +188,13 @@ def synthesize(
     kept = reuse.kept if reuse is not None else None
     files = render_files(plan, cache, origins, groups, synth_command(root), kept)
     revision = plan.argocd.revision if plan.argocd else "main"
-    baseline = _read_once(
-        resolve_baseline(root, out_dir, against, revision, require=require_baseline)
-    )
-    last = reuse.last if reuse is not None else runs.last("synth") if runs else None
+    last = reuse.last if reuse is not None else last_run
     rendered = {path: _sha(files[path]) for path in origins}
     compare = _to_compare(origins, rendered, baseline, last)
     try:
-        if reuse is not None and baseline_id(baseline) != reuse.last.baseline:
-            raise _NotReused
         keep_deployed(files, compare, baseline)
         refuse_in_place_changes(files, compare, baseline)
-    except (_NotReused, DefinitionError):
+    except DefinitionError:
         if reuse is None:
             raise
         reuse.read.close()
@@ -212,11 +237,7 @@ def synthesize(
         )
         runs.save("synth", record)
     reused = len(reuse.kept) if reuse is not None else 0
-    return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record, reused)
-
-
-class _NotReused(Exception):
-    """The deployed tree is not the one the reused run compared with."""
+    return Output(files, plan, changes, baseline, notices, effective, runs, record, reused)
 
 
 def _sha(data: bytes) -> str:
@@ -248,17 +269,47 @@ def _to_compare(
 @dataclass(frozen=True)
 class _ReadOnce(Baseline):
     """A git baseline whose files are read once per run: keeping deployed bytes, refusing
-    in-place changes and validating transition rules all ask for the same files."""
+    in-place changes and validating transition rules all ask for the same files.
+
+    A file the deployed tree holds at its path before the parts (``platform/`` and
+    ``part-<k>/`` came with them: ``synth.parts``) is read from there: the same object,
+    compared with its deployed version during the migration too.
+    """
 
     read: dict[str, bytes | None] = field(default_factory=dict, repr=False, compare=False)
+    listed: list[list[str]] = field(default_factory=list, repr=False, compare=False)
+
+    def paths(self) -> list[str]:
+        if not self.listed:
+            self.listed.append(super().paths())
+        return self.listed[0]
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         wanted = list(paths)
-        unknown = [p for p in wanted if p not in self.read]
+        before = {p: _before_parts(p) for p in wanted}
+        asked = set(wanted) | {b for b in before.values() if b is not None}
+        unknown = [p for p in asked if p not in self.read]
         if unknown:
             got = super().read_many(unknown)
             self.read.update((p, got.get(p)) for p in unknown)
-        return {p: data for p in wanted if (data := self.read[p]) is not None}
+        out = {}
+        for p in wanted:
+            data = self.read[p]
+            if data is None and (old := before[p]) is not None:
+                data = self.read[old]
+            if data is not None:
+                out[p] = data
+        return out
+
+
+def _before_parts(path: str) -> str | None:
+    """Where the layout before parts kept this file, when elsewhere."""
+    parts = path.split("/")
+    if len(parts) > 3 and parts[0] == "clusters" and parts[2] == PLATFORM_DIR:
+        return "/".join(parts[:2] + parts[3:])
+    if team_file(path) is not None and (old := logical_path(path)) != path:
+        return old
+    return None
 
 
 def _read_once(baseline: Baseline) -> Baseline:

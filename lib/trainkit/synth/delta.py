@@ -48,7 +48,7 @@ from ..runcache import Record, RunCache
 from ..serialize import prewarm
 from ..write import Snapshot, snapshot
 from ..write.swap import leftovers
-from .layout import Groups, check_cluster_truth, render_groups
+from .layout import Groups, KeptMoved, check_cluster_truth, render_groups
 
 __all__ = ["Reuse", "file_facts", "reuse_last"]
 
@@ -136,8 +136,10 @@ def reuse_last(
     runs: RunCache,
     definitions: DefinitionCache,
     load_options: LoadOptions | None,
+    deployed: list[str],
 ) -> Reuse | None:
-    """The changed part of the tree, proven fine, or None: run the full synth."""
+    """The changed part of the tree, proven fine, or None: run the full synth. ``deployed``
+    are the deployed tree's paths, which the last run placed the jobs against too."""
     last = runs.last("synth")
     prefix = _prefix(jobs_dir, root)
     if (
@@ -164,7 +166,7 @@ def reuse_last(
     try:
         reuse = _reuse(
             jobs_dir, root, last, prefix, (dirty, unexplained), clean, read, definitions,
-            load_options,
+            load_options, deployed,
         )  # fmt: skip
     except BaseException:
         read.close()
@@ -184,9 +186,11 @@ def _reuse(
     read: Snapshot,
     definitions: DefinitionCache,
     load_options: LoadOptions | None,
+    deployed: list[str],
 ) -> Reuse | None:
     """Load, plan, render and check the platform and the changed files; check the cross-job
-    rules against the ``clean`` files' facts."""
+    rules against the ``clean`` files' facts. None when a kept file would move to another
+    part (``synth.parts``)."""
     dirty, unexplained = changes
     existing = read.files
     try:
@@ -204,9 +208,9 @@ def _reuse(
         plan = build_plan(loaded.definitions)
         if any((pj.cluster.name, pj.namespace, pj.object_name) in taken for pj in plan.jobs()):
             return None  # a name clash with an unchanged job: the full run names both
-        groups = render_groups(plan)
+        groups = render_groups(plan, deployed=deployed, kept=kept)
         effective = check_cluster_truth(plan, groups)
-    except DefinitionError:
+    except (DefinitionError, KeptMoved):
         return None
     totals: dict[tuple[str, str], int] = defaultdict(int, team_gpus(effective))
     for team, cluster, n in clean_gpus:

@@ -1,0 +1,159 @@
+"""Moving from one Application per cluster (trainkit up to 0.2) to one per team, keeping
+every job.
+
+Up to 0.2 each cluster had one Application, ``trainkit-<cluster>``, syncing
+``clusters/<cluster>/`` with ``resources-finalizer.argocd.argoproj.io``. Removing it from
+``generated/argocd/`` lets the root prune it, and its finalizer deletes every live object
+still tracked to it (controller/appcontroller.go finalizeApplicationDeletion), every
+running job included, which the new Applications would then create from scratch. So the
+switch takes three steps:
+
+1. ``ArgoCD(retire_cluster_applications=True)``: the root applies each old Application
+   without its finalizer and without automated sync (it then neither applies, prunes nor
+   deletes; ``Delete=false`` too, which Argo CD >= 3.4 reads from an Application's own sync
+   options), and creates the platform's and the teams' Applications. They apply every
+   object as it is (the same objects, so nothing changes or restarts), which moves its
+   tracking annotation to them.
+2. Wait until the old Applications have no finalizer and every object is tracked by a new
+   Application (``trainkit plan`` prints the commands).
+3. ``retire_cluster_applications=False``: the root prunes the old Applications; without
+   the finalizer nothing they synced is deleted. There is nothing else to undo.
+
+``check_migration`` refuses the switch without step 1, from what the deployed tree holds.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..deployed.baseline import Baseline
+from ..errors import DefinitionError
+from ..plan import Plan, problem
+from ..render.argocd import RESOURCES_FINALIZER, retired_application_name
+
+__all__ = ["ClusterApplication", "check_migration", "cluster_applications"]
+
+_ARGO = "argocd/kustomization.yaml"
+_CLUSTER_PATH = re.compile(r"(?:^|/)clusters/([^/]+)/?$")
+
+
+@dataclass(frozen=True)
+class ClusterApplication:
+    """A deployed Application of the layout up to 0.2: it syncs a whole cluster directory."""
+
+    name: str
+    cluster: str
+    file: str
+    """Its file, relative to the output directory (``argocd/application-<cluster>.yaml``)."""
+    finalizer: bool
+    """It carries the resources finalizer: deleting it deletes what it synced."""
+    automated: bool
+    """Automated sync: it applies and prunes on its own."""
+
+    @property
+    def retired(self) -> bool:
+        return not (self.finalizer or self.automated)
+
+
+def cluster_applications(
+    baseline: Baseline, files: Mapping[str, bytes] | None = None
+) -> list[ClusterApplication]:
+    """The deployed Applications that sync a whole ``clusters/<name>/`` directory (what the
+    root's kustomization lists). ``files``, when given, are the baseline's files already read."""
+    read = dict(files or {})
+    if _ARGO not in read:
+        read.update(baseline.read_many([_ARGO]))
+    listed = [f"argocd/{r}" for r in _resources(read.get(_ARGO))]
+    missing = [p for p in listed if p not in read]
+    if missing:
+        read.update(baseline.read_many(missing))
+    found = []
+    for path in listed:
+        doc = _load(read.get(path))
+        if not isinstance(doc, dict) or doc.get("kind") != "Application":
+            continue
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+        match = _CLUSTER_PATH.search(str(source.get("path", "")))
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        if match is None or not isinstance(meta.get("name"), str):
+            continue
+        policy = spec.get("syncPolicy") if isinstance(spec.get("syncPolicy"), dict) else {}
+        found.append(
+            ClusterApplication(
+                name=meta["name"],
+                cluster=match.group(1),
+                file=path,
+                finalizer=RESOURCES_FINALIZER in (meta.get("finalizers") or []),
+                automated=bool(policy.get("automated")),
+            )
+        )
+    return found
+
+
+def check_migration(plan: Plan, baseline: Baseline) -> list[str]:
+    """Refuse a tree that drops (or re-points) a deployed per-cluster Application that still
+    deletes what it synced; the notices worth printing otherwise."""
+    cfg, cdef = plan.argocd, plan.argocd_definition
+    if cfg is None or cdef is None or baseline.nothing:
+        return []
+    deployed = cluster_applications(baseline)
+    clusters = {cp.cluster.name for cp in plan.clusters}
+    problems = []
+    for app in deployed:
+        if app.retired or app.cluster not in clusters or cfg.retire_cluster_applications:
+            continue  # a removed cluster's Application is pruned with its objects, as meant
+        if app.name != retired_application_name(app.cluster):
+            continue  # not trainkit's
+        problems.append(
+            problem(
+                cdef,
+                f"the deployed Application {app.name!r} ({baseline.description}, {app.file}) "
+                f"syncs every object of cluster {app.cluster!r} and carries Argo CD's "
+                "resources finalizer: dropping it for the per-team Applications would let the "
+                "root prune it and delete every job it synced, running ones included. Set "
+                "retire_cluster_applications=True first (step 1 of 3; `trainkit plan` shows "
+                "the steps)",
+                "retire_cluster_applications",
+            )
+        )
+    if problems:
+        raise DefinitionError(problems)
+    if cfg.retire_cluster_applications and not any(
+        app.name == retired_application_name(app.cluster) and app.cluster in clusters
+        for app in deployed
+    ):
+        return [
+            f"{cdef.file}: ArgoCD.retire_cluster_applications: {baseline.description} deploys "
+            "no per-cluster Application to retire; set it to False"
+        ]
+    return []
+
+
+def _resources(data: bytes | None) -> list[str]:
+    doc = _load(data)
+    listed = doc.get("resources") if isinstance(doc, dict) else None
+    if not isinstance(listed, list):
+        return []
+    out = []
+    for item in listed:
+        if isinstance(item, str):
+            rel = posixpath.normpath(item)
+            if not rel.startswith(("../", "/")) and rel not in ("..", "."):
+                out.append(rel)
+    return out
+
+
+def _load(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return yaml.load(data, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None

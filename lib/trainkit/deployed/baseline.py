@@ -113,7 +113,7 @@ class Baseline:
         if self.git is not None:
             return self.git.paths()
         top = str(self.directory)
-        found = []
+        found: list[str] = []
         for here, dirs, names in os.walk(top):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             rel = os.path.relpath(here, top)

@@ -69,8 +69,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DefinitionError, Problem
-from ..resolve import Plan, problem
+from ..resolve import Plan
 from .meta import MANAGED_BY, SYNC_WAVE
 
 __all__ = [
@@ -718,8 +717,9 @@ def argocd_files(
     """Every file of ``generated/argocd/``; none without an ``ArgoCD`` definition.
 
     ``sources`` are the Application directories of the tree, ``team_kinds`` the (group, kind)
-    of the objects generated for each team. Raises DefinitionError when two Applications
-    would have one name.
+    of the objects generated for each team. Two Applications may come out with one name
+    (cluster ``a-b`` with team ``c``, cluster ``a`` with team ``b-c``): the caller refuses
+    that (``synth.layout``).
     """
     cfg, cdef = plan.argocd, plan.argocd_definition
     if cfg is None or cdef is None:
@@ -752,26 +752,21 @@ def argocd_files(
             cdef.file,
         ),
     ]
-    owners: dict[str, list[str]] = {root_application_name(): ["the root Application"]}
     team_clusters: dict[str, list[tuple[str, str]]] = {}
     team_files: dict[str, str] = {}
     for cp in plan.clusters:
-        for ns, team, file in cp.namespaces:
-            team_clusters.setdefault(team, []).append((cp.cluster.name, ns))
-            team_files[team] = file
+        for ns, owner, file in cp.namespaces:
+            team_clusters.setdefault(owner, []).append((cp.cluster.name, ns))
+            team_files[owner] = file
     teams_with_apps: set[str] = set()
     for src in sorted(sources, key=lambda s: (s.cluster, s.namespace or "", s.part)):
         cp = clusters[src.cluster]
         c = cp.cluster
-        team = None
+        team: str | None = None
         if src.namespace is not None:
             team = next(t for ns, t, _ in cp.namespaces if ns == src.namespace)
             teams_with_apps.add(team)
         name = application_name(cfg.project, c.name, team, src.part)
-        what = f"cluster {c.name!r}, " + (
-            "the platform" if team is None else f"team {team!r} part {src.part}"
-        )
-        owners.setdefault(name, []).append(what)
         app = render_application(
             name=name,
             server=c.server,
@@ -792,7 +787,6 @@ def argocd_files(
         for cp in plan.clusters:
             c = cp.cluster
             name = retired_application_name(c.name)
-            owners.setdefault(name, []).append(f"cluster {c.name!r}, retired")
             retired = render_retired_application(
                 cluster=c.name,
                 server=c.server,
@@ -805,22 +799,6 @@ def argocd_files(
                 labels=_MANAGED_BY,
             )
             synced.append(ArgoFile(f"{_ROOT_DIR}/application-{c.name}.yaml", retired, cdef.file))
-    clashes = {name: whats for name, whats in owners.items() if len(whats) > 1}
-    paths = [f.path for f in synced]
-    if clashes or len(set(paths)) != len(paths):
-        raise DefinitionError(
-            [
-                problem(
-                    cdef,
-                    f"two Applications would be named {name!r} ({'; '.join(whats)}): Argo CD "
-                    "would apply one over the other; rename a cluster or team, or choose "
-                    "another ArgoCD.project",
-                    "project",
-                )
-                for name, whats in sorted(clashes.items())
-            ]
-            or [Problem(file=cdef.file, message=f"two files of generated/argocd/ clash: {paths}")]
-        )
     if plan.clusters:
         targets = []
         for cp in plan.clusters:

@@ -191,6 +191,7 @@ def render_groups(
             plan, health.health_checks(), sources, _team_kinds(plan, groups, kept or {})
         )
     ]
+    _check_names(plan, argo)
     if argo:
         groups.append(("argocd", argo))
     return apply_patches(plan, groups)
@@ -228,6 +229,33 @@ def _team_kinds(
         if m is not None:
             add(path, m.group(1).decode(), m.group(2).decode())
     return dict(out)
+
+
+def _check_names(plan: Plan, argo: list[Rendered]) -> None:
+    """Refuse two Applications of one name (or file): Argo CD would apply one over the other."""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for r in argo:
+        if r.body.get("kind") == "Application":
+            source = r.body["spec"]["source"]["path"]
+            owners[r.body["metadata"]["name"]].append(source)
+    files = [r.path for r in argo]
+    clashes = sorted((name, paths) for name, paths in owners.items() if len(paths) > 1)
+    cdef = plan.argocd_definition
+    if cdef is None or (not clashes and len(set(files)) == len(files)):
+        return
+    raise DefinitionError(
+        [
+            problem(
+                cdef,
+                f"two Applications would be named {name!r} (syncing {' and '.join(paths)}): "
+                "Argo CD would apply one over the other; rename a cluster or a team, or "
+                "choose another project",
+                "project",
+            )
+            for name, paths in clashes
+        ]
+        or [problem(cdef, f"two files of generated/argocd/ would clash: {sorted(files)}")]
+    )
 
 
 def _check_directories(plan: Plan) -> None:

@@ -34,8 +34,8 @@ import yaml
 
 from ..deployed.baseline import Baseline
 from ..errors import DefinitionError
-from ..plan import Plan, problem
 from ..render.argocd import RESOURCES_FINALIZER, retired_application_name
+from ..resolve import Plan, problem
 
 __all__ = ["ClusterApplication", "check_migration", "cluster_applications"]
 
@@ -78,13 +78,13 @@ def cluster_applications(
         doc = _load(read.get(path))
         if not isinstance(doc, dict) or doc.get("kind") != "Application":
             continue
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-        source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+        spec = _dict(doc.get("spec"))
+        source = _dict(spec.get("source"))
         match = _CLUSTER_PATH.search(str(source.get("path", "")))
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        meta = _dict(doc.get("metadata"))
         if match is None or not isinstance(meta.get("name"), str):
             continue
-        policy = spec.get("syncPolicy") if isinstance(spec.get("syncPolicy"), dict) else {}
+        policy = _dict(spec.get("syncPolicy"))
         found.append(
             ClusterApplication(
                 name=meta["name"],
@@ -134,6 +134,10 @@ def check_migration(plan: Plan, baseline: Baseline) -> list[str]:
             "no per-cluster Application to retire; set it to False"
         ]
     return []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _resources(data: bytes | None) -> list[str]:

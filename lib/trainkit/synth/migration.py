@@ -37,7 +37,7 @@ from ..errors import DefinitionError
 from ..render.argocd import RESOURCES_FINALIZER, retired_application_name
 from ..resolve import Plan, problem
 
-__all__ = ["ClusterApplication", "check_migration", "cluster_applications"]
+__all__ = ["ClusterApplication", "check_migration", "cluster_applications", "migration_steps"]
 
 _ARGO = "argocd/kustomization.yaml"
 _CLUSTER_PATH = re.compile(r"(?:^|/)clusters/([^/]+)/?$")
@@ -134,6 +134,47 @@ def check_migration(plan: Plan, baseline: Baseline) -> list[str]:
             "no per-cluster Application to retire; set it to False"
         ]
     return []
+
+
+def migration_steps(plan: Plan, baseline: Baseline) -> list[str]:
+    """Each step of the move, marked done, this change, waiting or next; none when the
+    deployed tree has no per-cluster Application and this change retires none."""
+    cfg = plan.argocd
+    if cfg is None:
+        return []
+    deployed = [
+        a for a in cluster_applications(baseline) if a.name == retired_application_name(a.cluster)
+    ]
+    if not deployed and not cfg.retire_cluster_applications:
+        return []
+    names = ", ".join(sorted(a.name for a in deployed)) or "none deployed"
+    retired = bool(deployed) and all(a.retired for a in deployed)
+    active = [a for a in deployed if not a.retired]
+    ns = cfg.namespace
+    if active and cfg.retire_cluster_applications:
+        status = ("this change", "after merging", "next")
+    elif retired and cfg.retire_cluster_applications:
+        status = ("done", "now", "next")
+    elif retired:
+        status = ("done", "done", "this change")
+    else:
+        status = ("this change", "after merging", "next")
+    old = " ".join(sorted(a.name for a in deployed)) or "<old Applications>"
+    return [
+        f"1 ({status[0]}): ArgoCD(retire_cluster_applications=True): the root removes the "
+        f"resources finalizer and automated sync of {names} (Delete=false too) and creates "
+        "the platform's and the teams' Applications, which apply every object as it is: "
+        "nothing is deleted, changed or restarted, each object's tracking annotation moves "
+        "to its new Application",
+        f"2 ({status[1]}): wait until the root has synced and the new Applications are "
+        f"Synced: `kubectl get applications.argoproj.io -n {ns} {old} -o "
+        "jsonpath='{range .items[*]}{.metadata.name} {.metadata.finalizers}{\"\\n\"}{end}'` "
+        "shows no finalizer, and `argocd app get` of each old Application lists no object "
+        "as Synced (every object is tracked by a new Application). Never delete an old "
+        "Application by hand: `argocd app delete` cascades by default",
+        f"3 ({status[2]}): remove retire_cluster_applications: the root prunes {names}; "
+        "without their finalizer nothing they synced is deleted",
+    ]
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -83,6 +83,12 @@ class Output:
     reused: int = 0
     """Output files kept from the last run without loading their definitions
     (``incremental``; see ``synth.delta``)."""
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The object rendered for each file of Kubernetes objects, by path: what policy
+    judged (with ``incremental``, only this run's)."""
+    kept: frozenset[str] = frozenset()
+    """Files that hold their deployed bytes instead of the new rendering
+    (``deployed.keep_deployed``)."""
 
 
 def render_objects(
@@ -167,7 +173,7 @@ def synthesize(
     try:
         if reuse is not None and baseline_id(baseline) != reuse.last.baseline:
             raise _NotReused
-        keep_deployed(files, compare, baseline)
+        kept_deployed = keep_deployed(files, compare, baseline)
         refuse_in_place_changes(files, compare, baseline)
     except (_NotReused, DefinitionError):
         if reuse is None:
@@ -212,7 +218,11 @@ def synthesize(
         )
         runs.save("synth", record)
     reused = len(reuse.kept) if reuse is not None else 0
-    return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record, reused)
+    objects = {r.path: r.body for _, items in groups for r in items if not r.plain}
+    return Output(
+        files, plan, changes, baseline, loaded.notices, effective, runs, record, reused,
+        objects, frozenset(kept_deployed),
+    )  # fmt: skip
 
 
 class _NotReused(Exception):

@@ -59,9 +59,7 @@ def test_a_path_with_a_line_break_or_control_character_is_refused(
     assert not bare.out.exists()
 
 
-def test_a_newline_in_a_file_name_is_refused(
-    bare: Workspace, bare_cli: Callable[..., Run]
-) -> None:
+def test_a_newline_in_a_file_name_is_refused(bare: Workspace, bare_cli: Callable[..., Run]) -> None:
     bare.write("jobs/vision/x\n---\nkind: Secret.py", _second_job("evil"))
     run = bare_cli("synth")
     assert run.code == 1

@@ -137,7 +137,7 @@ names = st.text(name_chars, min_size=1, max_size=12).filter(lambda n: n[0] not i
 
 
 @settings(
-    max_examples=12,
+    max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

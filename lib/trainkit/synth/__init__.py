@@ -84,6 +84,12 @@ class Output:
     reused: int = 0
     """Output files kept from the last run without loading their definitions
     (``incremental``; see ``synth.delta``)."""
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The object rendered for each file of Kubernetes objects, by path: what policy
+    judged (with ``incremental``, only this run's)."""
+    kept: frozenset[str] = frozenset()
+    """Files that hold their deployed bytes instead of the new rendering
+    (``deployed.keep_deployed``)."""
 
 
 def render_objects(
@@ -214,7 +220,7 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
     try:
         if skipped.last is not None and baseline_id(baseline) != skipped.last.baseline:
             raise _NotReused
-        keep_deployed(files, compare, baseline)
+        kept_deployed = keep_deployed(files, compare, baseline)
         refuse_in_place_changes(files, compare, baseline)
     except DefinitionError:
         if skipped.anything:
@@ -249,9 +255,10 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
             files={**facts, **skipped.facts},
         )
         i.runs.save("synth", record)
+    objects = {r.path: r.body for _, items in groups for r in items if not r.plain}
     return Output(
         files, plan, changes, baseline, loaded.notices, effective, i.runs, record,
-        len(skipped.kept),
+        len(skipped.kept), objects, frozenset(kept_deployed),
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from .. import health
 from ..effective import EffectiveJob, effective_job
-from ..errors import DefinitionError
+from ..errors import DefinitionError, escape_char
 from ..load import Definition
 from ..policy import check_policy
 from ..render import argocd as render_argocd
@@ -42,14 +42,31 @@ __all__ = [
     "Rendered",
     "check_cluster_truth",
     "effective_jobs",
+    "header",
     "render_files",
     "render_groups",
     "rendered_runtimes",
 ]
 
 
-def _header(source: str, command: str) -> str:
-    return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
+def header(source: str, command: str) -> str:
+    """The two comment lines of a generated file. The definition's path and the command
+    are user text: shown as printable ASCII (everything else, and ``\\``, escaped as in a
+    Python string), so that no reader ends the comment early (a line break, or NEL, LS
+    and PS, which YAML 1.1 readers such as kustomize's and Argo CD's take for one)."""
+    return (
+        f"{HEADER_PREFIX.decode()} from {_comment(source)}. Do not edit.\n"
+        f"# Regenerate with: {_comment(command)}\n"
+    )
+
+
+def _comment(text: str) -> str:
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    return "".join(
+        ch if " " <= ch <= "~" and ch != "\\" else "\\\\" if ch == "\\" else escape_char(ch)
+        for ch in text
+    )
 
 
 _RENDER = {
@@ -187,11 +204,11 @@ def render_files(
     files: dict[str, bytes] = dict(kept or {})
     for (_, items), group_texts in zip(objects, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
-            files[r.path] = (_header(r.source, command) + text).encode("utf-8")
+            files[r.path] = (header(r.source, command) + text).encode("utf-8")
             if origins is not None and r.definition is not None:
                 origins[r.path] = r.definition
     for r in (r for _, items in groups for r in items if r.plain):
-        files[r.path] = (_header(r.source, command) + _dump(r.body)).encode("utf-8")
+        files[r.path] = (header(r.source, command) + _dump(r.body)).encode("utf-8")
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
@@ -200,5 +217,5 @@ def render_files(
             (KUSTOMIZE_CONFIG, "trainkit", kustomize_config()),
             (KUSTOMIZE_OPENAPI, "trainkit", cluster_scoped_openapi()),
         ):
-            files[base + name] = (_header(source, command) + _dump(body)).encode("utf-8")
+            files[base + name] = (header(source, command) + _dump(body)).encode("utf-8")
     return {k: files[k] for k in sorted(files)}

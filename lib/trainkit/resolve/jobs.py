@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import Problem
@@ -100,7 +99,8 @@ class PlannedJob:
 
     def trainer_procs(self) -> int:
         """``numProcPerNode`` as Trainer v2.3 resolves ``auto`` for these resources: one per
-        GPU, else one per (rounded-up) CPU (pkg/runtime/framework/plugins/torch/torch.go)."""
+        GPU, else one per CPU of the request (the limit without one), rounded up
+        (pkg/runtime/framework/plugins/torch/torch.go getNumCPUPerNode, Quantity.Value())."""
         job = self.job
         if isinstance(job, TrainJob) and job.procs_per_node is not None:
             return job.procs_per_node
@@ -109,9 +109,7 @@ class PlannedJob:
             return 1
         if res.gpu:
             return res.gpu
-        cpu = str(res.cpu)
-        cores = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
-        return max(1, math.ceil(cores))
+        return max(1, res.requested_cpus)
 
 
 def place(

@@ -379,3 +379,14 @@ def test_runtimes_go_only_where_trainer_runs() -> None:
         "cluster 'm' does not run trainer, which runtimes need; Cluster.operators in "
         "jobs/platform/p.py lists 'mpi-operator'; remove the cluster",
     )
+
+
+@pytest.mark.parametrize("as_worker", [False, True])
+def test_deepspeed_on_one_worker_still_runs_the_ranks_on_the_workers(as_worker: bool) -> None:
+    # DeepSpeed's runner goes multi-node only with more than one host or --force_multi
+    # (deepspeed/launcher/runner.py: multi_node_exec = (args.force_multi or
+    # len(active_resources) > 1)); otherwise it starts every slot on the launcher itself, a
+    # pod without the workers' GPUs.
+    body, _ = render(job(launch="deepspeed", nodes=1, launcher_as_worker=as_worker))
+    cmd = container(body, "Launcher")["command"]
+    assert cmd.index("--force_multi") < cmd.index("/workspace/train.py")

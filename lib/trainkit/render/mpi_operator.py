@@ -38,12 +38,13 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
     if job.launch == "deepspeed":
         # DeepSpeed's openmpi launcher builds `mpirun -n <slots> -hostfile <file>` itself
         # (deepspeed/launcher/multinode_runner.py OpenMPIRunner) and forwards only a few
-        # prefixes of the env; the rest goes through --launcher_args. No ssh check: mpirun
-        # retries the connection (OMPI_MCA_plm_rsh_args) while workers start.
+        # prefixes of the env; the rest goes through --launcher_args. --force_multi: with one
+        # host in the hostfile the runner would start every slot on the launcher itself
+        # (deepspeed/launcher/runner.py main, multi_node_exec). No ssh check of its own.
         extra = ["--allow-run-as-root", *forward, *job.launcher_args]
         return [
             "deepspeed", "--hostfile", MPI_HOSTFILE, "--launcher", "openmpi",
-            "--launcher_args", shlex.join(extra), "--no_ssh_check",
+            "--launcher_args", shlex.join(extra), "--no_ssh_check", "--force_multi",
             "--master_addr", _first_host(pj, job), job.script.mount_path,
         ]  # fmt: skip
     if job.launch == "horovodrun":

@@ -105,14 +105,15 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
             "template": role_template(pj, job, worker, configmap=cm, resources=job.resources),
         },
     }  # fmt: skip
-    # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1. A launcher
-    # created only once the workers are ready cannot be part of the gang that starts them.
-    policy, annotations = run_policy(pj, job, job.nodes + (0 if job.wait_for_workers else 1))
+    # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1.
+    policy, annotations = run_policy(pj, job, job.nodes + 1)
     spec: dict[str, Any] = {
         "slotsPerWorker": job.slots,
         "runLauncherAsWorker": job.launcher_as_worker,
         "sshAuthMountPath": job.ssh_dir,
-        "launcherCreationPolicy": "WaitForWorkersReady" if job.wait_for_workers else "AtStartup",
+        # Never WaitForWorkersReady (the model refuses it): a failed worker would hold the
+        # others' GPUs forever, no launcher Job existing to fail.
+        "launcherCreationPolicy": "AtStartup",
         "mpiImplementation": job.mpi,
         "runPolicy": policy,
         "mpiReplicaSpecs": replicas,

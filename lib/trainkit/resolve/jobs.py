@@ -414,8 +414,32 @@ def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
                     "sets with the head" + (" and the submitter)" if limit == 16 else ")"),
                 )
             )
-        if any(g.name == "head" for g in job.workers):
-            out.append(("workers", "a worker group named 'head' clashes with Kueue's head pod set"))
+        if job.ttl_seconds:
+            # Kueue finishes the workload, freeing its quota, once the job deployment is
+            # Complete or Failed (pkg/controller/jobs/rayjob/rayjob_controller.go Finished);
+            # KubeRay deletes the Ray cluster ttlSecondsAfterFinished later.
+            out.append(
+                (
+                    "ttl_seconds",
+                    "Kueue frees the job's quota when the Ray job ends, while its pods keep "
+                    f"their GPUs for ttl_seconds ({job.ttl_seconds} s) more, so other jobs "
+                    "would be admitted onto GPUs still taken; drop ttl_seconds here",
+                )
+            )
+        # Pod sets are keyed by name: the head's, each group's and, in K8sJobMode, Kueue's
+        # own "submitter" (rayjob_controller.go PodSets, addSubmitterPodSet).
+        taken = {"head": "head"}
+        if job.submission_mode == "K8sJobMode":
+            taken["submitter"] = "submitter"
+        for g in job.workers:
+            if g.name in taken:
+                out.append(
+                    (
+                        "workers",
+                        f"a worker group named {g.name!r} clashes with Kueue's {taken[g.name]} "
+                        "pod set, so the workload would never be admitted; rename the group",
+                    )
+                )
     return out
 
 

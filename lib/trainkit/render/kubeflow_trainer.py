@@ -196,7 +196,11 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
             _replicated_job(LAUNCHER, launcher, trainer=True, depends_on=depends),
         ],
     }
-    return {"mlPolicy": {"numNodes": rt.nodes, "mpi": policy}}, jobset
+    # mlPolicy.numNodes is the launcher's count: Trainer sizes the job labelled as the trainer
+    # ancestor from it (pkg/runtime/core/trainingruntime.go newRuntimeInfo), while the MPI
+    # plugin sizes only `node`, from the TrainJob's numNodes (plugins/mpi/mpi.go). The
+    # runtime's nodes are the node job's parallelism and what trainkit's TrainJobs default to.
+    return {"mlPolicy": {"numNodes": 1, "mpi": policy}}, jobset
 
 
 def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:

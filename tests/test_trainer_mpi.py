@@ -159,6 +159,26 @@ def test_the_trainjob_runs_mpirun_and_says_its_nodes() -> None:
     assert ej.gang is not None and ej.gang.min_member == 3
 
 
+def test_a_launcher_as_node_runtime_takes_the_trainjob_s_resources_on_every_host() -> None:
+    # With runLauncherAsNode Trainer merges resourcesPerNode into the node job as well as the
+    # launcher (pkg/runtime/core/trainingruntime.go newRuntimeInfo, isMPILauncherAsNode), and
+    # the TrainJob's env too (plugins/jobset/builder.go Trainer); image, command and args
+    # reach the launcher only.
+    big = Resources(cpu=16, memory="128Gi", gpu=8)
+    rt_def = runtime(nodes=3, mpi=RuntimeMPI(launcher_as_node=True))
+    rt, tj, pj = rendered(rt_def, trainjob(resources=big, env={"JOB": "2"}))
+    assert tj["spec"]["trainer"]["resourcesPerNode"]["limits"][GPU] == "8"
+    ej = effective_job(pj, tj, rt)
+    launcher, node = ej.pod_sets
+    assert launcher.gpus(GPU) == node.gpus(GPU) == 8
+    assert {e.name: e.value for e in node.env}["JOB"] == "2"
+    assert node.main["command"] == ["/usr/sbin/sshd", "-De"]
+    assert launcher.main["command"][0] == "mpirun"
+    assert ej.world_size == 3 * 8
+    command = tj["spec"]["trainer"]["command"]
+    assert command[command.index("-np") + 1] == "24"
+
+
 @pytest.mark.parametrize("field", ["image", "resources"])
 def test_image_and_resources_belong_to_the_runtime(field: str) -> None:
     value = "img:2" if field == "image" else Resources(cpu=1, memory="1Gi")

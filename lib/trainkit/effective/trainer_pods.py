@@ -118,7 +118,11 @@ def _mpi_pods(
             if c.get("name") != NODE:
                 containers.append(c)
                 continue
-            merged, found = apply_trainer(c, trainer if gets_trainer else None, runtime_name, pj)
+            # The launcher takes spec.trainer whole; a node (with the launcher as a node) its
+            # env and resourcesPerNode only (jobset/builder.go Trainer; trainingruntime.go).
+            merged, found = apply_trainer(
+                c, trainer if gets_trainer else None, runtime_name, pj, program=name == "launcher"
+            )
             if name == "launcher":
                 found += [
                     EnvVar(k, v, _TRAINER)
@@ -190,15 +194,21 @@ def _trainer_pod(
 
 
 def apply_trainer(
-    container: dict[str, Any], trainer: dict[str, Any] | None, runtime_name: str, pj: PlannedJob
+    container: dict[str, Any],
+    trainer: dict[str, Any] | None,
+    runtime_name: str,
+    pj: PlannedJob,
+    *,
+    program: bool = True,
 ) -> tuple[dict[str, Any], list[EnvVar]]:
     """Container ``node`` of the trainer job with ``spec.trainer`` written into it: image,
-    command and args replaced, env upserted by name, resourcesPerNode merged key by key."""
+    command and args replaced (unless not ``program``), env upserted by name,
+    resourcesPerNode merged key by key."""
     c = dict(container)
     env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
     if trainer is None:
         return c, env
-    for key in ("image", "command", "args"):
+    for key in ("image", "command", "args") if program else ():
         if key in trainer:
             c[key] = trainer[key]
     for e in trainer.get("env") or []:

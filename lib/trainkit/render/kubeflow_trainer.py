@@ -252,8 +252,8 @@ def mpi_slots(pj: PlannedJob) -> int:
     job, runtime = pj.job, pj.runtime
     if not isinstance(job, TrainJob) or runtime is None or runtime.runtime.mpi is None:
         raise TypeError("not a TrainJob on an MPI runtime")
-    if job.procs_per_node is not None:
-        return job.procs_per_node
+    if job.procs_per_node is not None or job.resources is not None:
+        return pj.trainer_procs()  # what spec.trainer.numProcPerNode then says
     slots = runtime.runtime.mpi.procs_per_node
     gpu = runtime.runtime.resources.gpu if runtime.runtime.resources else 0
     return gpu if slots == 1 and gpu > 1 else slots

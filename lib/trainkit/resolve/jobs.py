@@ -224,11 +224,15 @@ def _runtime_env_from(
 
 
 def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:
-    """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer into the
-    trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
-    launcher, so an image or resources there would leave the nodes on the runtime's."""
+    """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer's image into
+    the trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
+    launcher, so the nodes would keep the runtime's. Its resourcesPerNode reach the node job
+    too when the launcher is a node (pkg/runtime/core/trainingruntime.go newRuntimeInfo,
+    isMPILauncherAsNode), and only then."""
     out = []
-    for field, what in (("image", "image"), ("resources", "resources")):
+    assert runtime.runtime.mpi is not None
+    fields = ["image"] if runtime.runtime.mpi.launcher_as_node else ["image", "resources"]
+    for field, what in ((f, f) for f in fields):
         if getattr(job, field) is not None:
             out.append(
                 problem(

@@ -94,17 +94,19 @@ class Output:
 
 def render_objects(
     jobs_dir: Path, *, root: Path | None = None, load_options: LoadOptions | None = None
-) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """Every object of the tree by path, and the load's notices; nothing is written.
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str], dict[str, tuple[str, ...]]]:
+    """Every object of the tree by path, the load's notices, and each cluster's operators.
 
     Rendered but not serialized or compared with the deployed tree: what the tree
-    holds is known without node or git (``trainkit crds``).
+    holds is known without node or git (``trainkit crds``). The operators
+    (``Cluster.operators``) decide which upstream CRD a kind comes from there.
     """
     root = root or jobs_dir.resolve().parent
     loaded = load_jobs(jobs_dir, root, options=load_options)
     plan = build_plan(loaded.definitions)
     objects = [(r.path, r.body) for _, items in render_groups(plan) for r in items]
-    return objects, loaded.notices
+    operators = {cp.cluster.name: tuple[str, ...](cp.cluster.operators) for cp in plan.clusters}
+    return objects, loaded.notices, operators
 
 
 def synthesize(

@@ -1196,6 +1196,8 @@ TRAINKIT_CRDS = (
     "training-operator/kubeflow.org_pytorchjobs.yaml",
     "training-operator/kubeflow.org_tfjobs.yaml",
     "training-operator/kubeflow.org_paddlejobs.yaml",
+    "training-operator/kubeflow.org_xgboostjobs.yaml",
+    "training-operator/kubeflow.org_jaxjobs.yaml",
     "paddle-operator/batch.paddlepaddle.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
     "kuberay/ray.io_rayjobs.yaml",

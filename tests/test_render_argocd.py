@@ -292,10 +292,12 @@ def test_application_ignores_kueue_suspend() -> None:
         for d in application()["spec"]["ignoreDifferences"]
     }
     assert ignored == {
+        ("kubeflow.org", "JAXJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "MPIJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PaddleJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PyTorchJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "TFJob"): ["/spec/runPolicy/suspend"],
+        ("kubeflow.org", "XGBoostJob"): ["/spec/runPolicy/suspend"],
         ("ray.io", "RayJob"): ["/spec/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
     }
@@ -582,10 +584,12 @@ def test_app_project_validates_and_names_namespaces() -> None:
     assert spec["namespaceResourceWhitelist"] == [
         {"group": "", "kind": "ConfigMap"},
         {"group": "batch.paddlepaddle.org", "kind": "PaddleJob"},
+        {"group": "kubeflow.org", "kind": "JAXJob"},
         {"group": "kubeflow.org", "kind": "MPIJob"},
         {"group": "kubeflow.org", "kind": "PaddleJob"},
         {"group": "kubeflow.org", "kind": "PyTorchJob"},
         {"group": "kubeflow.org", "kind": "TFJob"},
+        {"group": "kubeflow.org", "kind": "XGBoostJob"},
         {"group": "kueue.x-k8s.io", "kind": "LocalQueue"},
         {"group": "ray.io", "kind": "RayJob"},
         {"group": "trainer.kubeflow.org", "kind": "TrainJob"},
@@ -692,10 +696,12 @@ def test_health_patch() -> None:
     assert patch["data"] == checks
     assert set(patch["data"]) == {
         "resource.customizations.health.batch.paddlepaddle.org_PaddleJob",
+        "resource.customizations.health.kubeflow.org_JAXJob",
         "resource.customizations.health.kubeflow.org_MPIJob",
         "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.kubeflow.org_TFJob",
+        "resource.customizations.health.kubeflow.org_XGBoostJob",
         "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
         "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
         "resource.customizations.health.ray.io_RayJob",

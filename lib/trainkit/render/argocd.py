@@ -130,7 +130,7 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
     },
     *(
         {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}
-        for kind in ("MPIJob", "TFJob", "PaddleJob")
+        for kind in ("MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob")
     ),
     # Kueue toggles a RayJob's spec.suspend (kuberay rayjob_types.go: with
     # shutdownAfterJobFinishes, which trainkit writes).
@@ -161,10 +161,12 @@ CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
 NAMESPACE_RESOURCE_WHITELIST: tuple[tuple[str, str], ...] = (
     ("", "ConfigMap"),
     ("batch.paddlepaddle.org", "PaddleJob"),
+    ("kubeflow.org", "JAXJob"),
     ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PaddleJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
+    ("kubeflow.org", "XGBoostJob"),
     ("kueue.x-k8s.io", "LocalQueue"),
     ("ray.io", "RayJob"),
     ("trainer.kubeflow.org", "TrainJob"),

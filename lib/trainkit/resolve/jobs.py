@@ -39,6 +39,8 @@ _OPERATOR = {
     "PyTorchJob": "training-operator",
     "TFJob": "training-operator",
     "PaddleJob": "training-operator",  # or paddle-operator, whose API wins where it runs
+    "XGBoostJob": "training-operator",
+    "JAXJob": "training-operator",
     "MPIJob": "mpi-operator",
     "RayJob": "kuberay",
     "TrainJob": "trainer",

@@ -15,6 +15,7 @@ from ..load import Definition
 from ..policy import check_policy
 from ..render import argocd as render_argocd
 from ..render.cluster_scoped import render_namespace, render_queue
+from ..render.jax import render_jaxjob
 from ..render.kubeflow_trainer import render_runtime, render_trainjob
 from ..render.kuberay import render_rayjob
 from ..render.kueue_objects import render_cluster_queue, render_local_queue, render_resource_flavor
@@ -30,6 +31,7 @@ from ..render.paddle import render_paddlejob
 from ..render.script import render_script_configmap
 from ..render.tensorflow import render_tfjob
 from ..render.training_operator import render_pytorchjob
+from ..render.xgboost import render_xgboostjob
 from ..repo_root import DEFAULT_COMMAND
 from ..resolve import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..serialize import YamlCache, to_yaml
@@ -74,6 +76,8 @@ _RENDER = {
     "MPIJob": render_mpijob,
     "TFJob": render_tfjob,
     "PaddleJob": render_paddlejob,
+    "XGBoostJob": render_xgboostjob,
+    "JAXJob": render_jaxjob,
     "RayJob": render_rayjob,
     "TrainJob": render_trainjob,
 }

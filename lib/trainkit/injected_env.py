@@ -19,6 +19,7 @@ __all__ = [
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
     "TFJOB_PORT",
+    "TRAINER_FRAMEWORK_ENV",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
     "XGBOOSTJOB_PORT",
@@ -33,6 +34,7 @@ __all__ = [
     "refused_env_reason",
     "reserved_env_reason",
     "tf_config",
+    "trainer_framework_env",
     "trainjob_env",
     "trainjob_reserved_env_reason",
     "xgboostjob_env",
@@ -197,10 +199,51 @@ TRAINJOB_RESERVED_ENV: dict[str, str] = {
 }
 
 
+# Kubeflow Trainer v2.3.0 plugins/jax/jax.go and plugins/xgboost/xgboost.go EnforceMLPolicy:
+# on container "node" of the trainer job, when spec.trainer is set; the XGBoost names are
+# refused by its webhook (pkg/constants/constants.go XGBoostReservedEnvNames), the JAX ones
+# would be overwritten (apply.UpsertEnvVars).
+_TRAINER_JAX = "Kubeflow Trainer's JAX plugin sets it on a jax runtime's nodes"
+_TRAINER_XGB = "Kubeflow Trainer's XGBoost plugin sets it on an xgboost runtime's nodes"
+TRAINER_FRAMEWORK_ENV: dict[str, str] = {
+    "JAX_NUM_PROCESSES": f"{_TRAINER_JAX} to the number of nodes",
+    "JAX_PROCESS_ID": f"{_TRAINER_JAX} to the pod's completion index",
+    "JAX_COORDINATOR_ADDRESS": f"{_TRAINER_JAX} to the first node's address",
+    "DMLC_TRACKER_URI": f"{_TRAINER_XGB} to the first node's address",
+    "DMLC_TRACKER_PORT": f"{_TRAINER_XGB} to 29500",
+    "DMLC_TASK_ID": f"{_TRAINER_XGB} to the pod's completion index",
+    "DMLC_NUM_WORKER": f"{_TRAINER_XGB} to nodes × GPUs per node (or nodes)",
+}
+
+
+def trainer_framework_env(
+    *, framework: str, trainjob: str, nodes: int, gpus: int
+) -> dict[str, str]:
+    """What Trainer's jax or xgboost plugin gives container ``node`` of the first pod (the
+    completion index is 0 there); empty for torch. ``gpus`` is each node's GPU count."""
+    first = f"{trainjob}-node-0-0.{trainjob}"
+    if framework == "jax":
+        return {
+            "JAX_NUM_PROCESSES": str(nodes),
+            "JAX_PROCESS_ID": "0",
+            "JAX_COORDINATOR_ADDRESS": f"{first}:{TRAINER_MASTER_PORT}",
+        }
+    if framework == "xgboost":
+        return {
+            "DMLC_TRACKER_URI": first,
+            "DMLC_TRACKER_PORT": str(TRAINER_MASTER_PORT),
+            "DMLC_TASK_ID": "0",
+            "DMLC_NUM_WORKER": str(nodes * max(1, gpus)),
+        }
+    return {}
+
+
 def trainjob_reserved_env_reason(name: str) -> str | None:
     """Why ``name`` may not be set in a TrainJob or runtime, or None when it may."""
     if name in TRAINJOB_RESERVED_ENV:
         return TRAINJOB_RESERVED_ENV[name]
+    if name in TRAINER_FRAMEWORK_ENV:
+        return TRAINER_FRAMEWORK_ENV[name]
     if name.startswith("PET_"):
         return "PET_* variables are torchrun's settings; set nodes and procs_per_node instead"
     if name.startswith("OMPI_"):

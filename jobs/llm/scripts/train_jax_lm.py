@@ -1,8 +1,9 @@
 """A small bigram language model trained data-parallel with JAX across processes.
 
-The Training Operator starts one process per pod and sets COORDINATOR_ADDRESS,
-COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID; ``jax.distributed.initialize`` meets the other
-processes at the first Worker. Each process feeds its own shard of every batch; the jitted
+One process per pod. As a JAXJob the Training Operator sets COORDINATOR_ADDRESS,
+COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID; as a TrainJob on a jax runtime Kubeflow Trainer
+sets JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID. ``jax.distributed.initialize``
+meets the other processes at the first pod. Each process feeds its own shard of every batch; the jitted
 step sees one global batch sharded over every device of every process, so XLA averages the
 gradients across processes (NCCL on GPUs, gloo on CPU).
 """
@@ -41,11 +42,14 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=20.0)
     args = p.parse_args()
 
-    jax.distributed.initialize(
-        coordinator_address=f"{os.environ['COORDINATOR_ADDRESS']}:{os.environ['COORDINATOR_PORT']}",
-        num_processes=int(os.environ["NUM_PROCESSES"]),
-        process_id=int(os.environ["PROCESS_ID"]),
-    )
+    if "COORDINATOR_ADDRESS" in os.environ:  # a JAXJob (Training Operator)
+        env = os.environ
+        coordinator = f"{env['COORDINATOR_ADDRESS']}:{env['COORDINATOR_PORT']}"
+        count, me = int(env["NUM_PROCESSES"]), int(env["PROCESS_ID"])
+    else:  # a TrainJob on a jax runtime (Kubeflow Trainer)
+        coordinator = os.environ["JAX_COORDINATOR_ADDRESS"]
+        count, me = int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=count, process_id=me)
     me, n = jax.process_index(), jax.process_count()
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
     shard = NamedSharding(mesh, PartitionSpec("data"))

@@ -343,6 +343,21 @@ def rank_target(
                 )
             ]
         )
+    if pj.runtime is not None and pj.runtime.runtime.framework != "torch":
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("runtime"),
+                    obj=pj.job.describe(),
+                    field="runtime",
+                    message=f"runtime {pj.runtime.runtime.name!r} is a "
+                    f"{pj.runtime.runtime.framework} runtime; rehearsing TrainJobs on it is not "
+                    "available yet (trainkit explain shows its pods; an XGBoostJob or JAXJob "
+                    "with the same script is rehearsed)",
+                )
+            ]
+        )
     pods = _training_pods(ej)
     # An MPIJob's command and env are the launcher's; its files and resources the workers'.
     first = ej.pod_sets[0] if isinstance(pj.job, MPIJob) else pods[0]

@@ -812,8 +812,8 @@ CASES = [
         edits=(
             (
                 RAY,
-                "    ttl_seconds=600,",
-                '    deletion_rules=[DeletionRule(delete="self", when="succeeded")],',
+                '    queue="llm",',
+                '    deletion_rules=[DeletionRule(delete="self", when="succeeded")],\n    queue="llm",',
             ),
             (RAY, "from trainkit import RayJob,", "from trainkit import DeletionRule, RayJob,"),
         ),
@@ -1196,6 +1196,8 @@ TRAINKIT_CRDS = (
     "training-operator/kubeflow.org_pytorchjobs.yaml",
     "training-operator/kubeflow.org_tfjobs.yaml",
     "training-operator/kubeflow.org_paddlejobs.yaml",
+    "training-operator/kubeflow.org_xgboostjobs.yaml",
+    "training-operator/kubeflow.org_jaxjobs.yaml",
     "paddle-operator/batch.paddlepaddle.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
     "kuberay/ray.io_rayjobs.yaml",

@@ -500,9 +500,9 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
         (c["cluster"], r["name"]): r["before"]
         for c in plan(cli)["clusters"]
         for r in c["changes"]
-        if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "TrainJob")
+        if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "JAXJob", "TrainJob")
     }
-    assert len(gone) == 9
+    assert len(gone) == 12
     assert gone == {k: v for k, v in new.items() if k in gone}
 
 
@@ -554,7 +554,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     """On h100-south the RayJob's new run is admitted by ClusterQueue llm: the plan adds its
     pods' requests (head, workers, submitter) and shows the queue's nominal quota."""
     deploy(ws, cli)
-    edit(ws.jobs / "llm/lr_sweep_ray.py", '    queue="llm",', '    run=2,\n    queue="llm",')
+    edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=1,", "    run=2,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]

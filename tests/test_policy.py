@@ -523,7 +523,9 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     )
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
-    (runtime,) = _docs(ws.out / "clusters/a800-north/platform/llm-training/trainingruntime-fsdp-a800.yaml")
+    (runtime,) = _docs(
+        ws.out / "clusters/a800-north/platform/llm-training/trainingruntime-fsdp-a800.yaml"
+    )
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     assert rjob["template"]["spec"]["template"]["spec"]["hostNetwork"] is True
 
@@ -739,7 +741,7 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     run = cli("synth")
     assert run.code == 0, run.err
     (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r4.yaml"
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r5.yaml"
     )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]

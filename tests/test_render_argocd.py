@@ -319,10 +319,12 @@ def test_application_ignores_kueue_suspend() -> None:
         for d in application(namespace="vision")["spec"]["ignoreDifferences"]
     }
     assert ignored == {
+        ("kubeflow.org", "JAXJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "MPIJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PaddleJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "PyTorchJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "TFJob"): ["/spec/runPolicy/suspend"],
+        ("kubeflow.org", "XGBoostJob"): ["/spec/runPolicy/suspend"],
         ("ray.io", "RayJob"): ["/spec/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
     }
@@ -623,10 +625,12 @@ def test_health_patch() -> None:
     assert patch["data"] == checks
     assert set(patch["data"]) == {
         "resource.customizations.health.batch.paddlepaddle.org_PaddleJob",
+        "resource.customizations.health.kubeflow.org_JAXJob",
         "resource.customizations.health.kubeflow.org_MPIJob",
         "resource.customizations.health.kubeflow.org_PaddleJob",
         "resource.customizations.health.kubeflow.org_PyTorchJob",
         "resource.customizations.health.kubeflow.org_TFJob",
+        "resource.customizations.health.kubeflow.org_XGBoostJob",
         "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
         "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
         "resource.customizations.health.ray.io_RayJob",

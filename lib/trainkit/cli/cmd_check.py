@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ManifestError
+from ..errors import ManifestError, Problem
 from ..progress import Progress
 from .crd_input import crds_path, load_crds, unverified
 from .options import (
@@ -42,11 +42,12 @@ def add(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..runcache import check_inputs
+    from ..validate.build import find_kubectl
 
     runs = run_cache(args)
     # A check without CRDs warns (or fails) on every run: never answered from a record.
     given = crds_path(args)
-    tools = check_inputs(given) if runs is not None and given else None
+    tools = check_inputs(given, find_kubectl()) if runs is not None and given else None
     record = unchanged(args, runs, "check", tools) if tools is not None else None
     if record is not None:
         notices((), record.warnings)
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     prestart()
     from ..synth import synthesize
-    from ..validate import PodAllowance, crd_needs, validate_tree
+    from ..validate import PodAllowance, crd_needs, planned_objects, validate_tree
 
     require_node()
     out_dir = Path(args.out)
@@ -76,10 +77,15 @@ def run(args: argparse.Namespace) -> int:
         # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
         # (oldSelf) run against the deployed version of each object.
         allowance = PodAllowance.from_profiles(out.plan.network_profiles)
+        # Each build, decoded as Argo CD decodes it, must hold exactly what was rendered.
+        planned = planned_objects(out.objects, out.files, out.kept)
+        notes: list[Problem] = []
         problems, builds = validate_tree(
             out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
-            progress=progress.step,
+            progress=progress.step, planned=planned, notes=notes,
         )  # fmt: skip
+        progress.clear()
+        notices((), notes, args)
     if problems:
         raise ManifestError(problems)
     facts: dict[str, object] = {
@@ -89,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     }
     if out.runs is not None and out.record is not None and tools is not None:
         key = out.runs.key("check", out.record.imports, tools)
-        out.runs.save("check", dataclasses.replace(out.record, key=key, facts=facts))
+        warnings = [*out.record.warnings, *(str(n) for n in notes)]
+        record = dataclasses.replace(out.record, key=key, facts=facts, warnings=warnings)
+        out.runs.save("check", record)
     _checked(args, len(out.files), facts)
     return 0
 

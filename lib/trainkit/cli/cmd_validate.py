@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .crd_input import load_crds, unverified
 from .options import (
     add_crds_option,
+    add_loading,
     add_report_format,
     add_require_crds,
+    load_options,
 )
+
+if TYPE_CHECKING:
+    from ..validate import PodAllowance
 
 __all__ = ["add", "run"]
 
@@ -25,7 +30,9 @@ def add(sub: Any) -> None:
         description="Validate YAML manifests offline as the API server would: "
         "CRD schemas (unknown fields are errors, the server would drop them "
         "silently), CEL rules, names, labels and quantities. A kind with no CRD "
-        "in the directory is reported.",
+        "in the directory is reported. Inside a trainkit repository pods may have what "
+        "the platform's NetworkProfiles grant, as in `trainkit check`; elsewhere IPC_LOCK "
+        "only.",
     )
     p.add_argument(
         "paths",
@@ -36,6 +43,7 @@ def add(sub: Any) -> None:
     add_crds_option(p)
     add_require_crds(p)
     add_report_format(p)
+    add_loading(p)
     p.set_defaults(func=run)
 
 
@@ -47,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if crds is None:
         files = [f for p in paths for f in (sorted(p.rglob("*.y*ml")) if p.is_dir() else [p])]
         unverified(args, crd_needs((f.as_posix(), _read(f)) for f in files), ", ".join(args.paths))
-    problems = validate_paths(paths, crds, root=Path.cwd())
+    problems = validate_paths(paths, crds, root=Path.cwd(), allowance=_allowance(args))
     if args.format == "json":
         print(format_json(problems), end="")
     elif args.format == "github":
@@ -60,6 +68,23 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         print(f"valid: {', '.join(args.paths)} against {against}")
     return 0
+
+
+def _allowance(args: argparse.Namespace) -> PodAllowance:
+    """What pods may be granted: inside a trainkit repository (the command runs from its
+    root), the platform's NetworkProfiles, as ``trainkit check`` grants them; elsewhere the
+    baseline."""
+    from ..load import PLATFORM_DIR, load_jobs
+    from ..model import NetworkProfile
+    from ..validate import BASELINE, PodAllowance
+
+    jobs = Path("jobs")
+    if not (jobs / PLATFORM_DIR).is_dir():
+        return BASELINE
+    loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args))
+    return PodAllowance.from_profiles(
+        d.obj for d in loaded.definitions if isinstance(d.obj, NetworkProfile)
+    )
 
 
 def _read(path: Path) -> bytes:

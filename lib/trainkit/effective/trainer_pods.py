@@ -17,7 +17,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import TRAINER_MASTER_PORT
+from ..injected_env import TRAINER_MASTER_PORT, trainer_framework_env
 from ..kube.quantities import parse_quantity
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
@@ -52,14 +52,21 @@ def effective_trainjob(
     notes: list[str] = []
     procs = "1"
     world = 0
+    framework = next((f for f in ("jax", "xgboost") if f in rt_spec["mlPolicy"]), "torch")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
         count = 1
         if labels.get(ANCESTOR_LABEL) == "trainer":
             count = int((trainer or {}).get("numNodes") or rt_spec["mlPolicy"].get("numNodes", 1))
-            pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
-            world = count * _procs(procs, pod)
+            if framework == "torch":
+                pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
+                world = count * _procs(procs, pod)
+            else:
+                pod, env, procs = _framework_pod(
+                    pod, runtime_name, trainer, pj, count, framework, notes
+                )
+                world = count * int(procs)
         else:
             env = ()
         pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
@@ -89,13 +96,18 @@ def _mpi_pods(
     runtime_name: str,
 ) -> tuple[list[PodSet], str, int, list[str]]:
     """Trainer v2.3.0 plugins/mpi/mpi.go: the launcher (the trainer job, where spec.trainer
-    goes) gets the hostfile and OMPI_*; ``node`` has numNodes pods, one less when the
-    launcher is a node, which then also gets spec.trainer's env."""
+    goes) gets the hostfile and OMPI_*; ``node`` has the TrainJob's numNodes pods, one less
+    when the launcher is a node, which then also gets spec.trainer's env. The launcher job
+    has mlPolicy.numNodes pods (pkg/runtime/core/trainingruntime.go newRuntimeInfo: the
+    count of the trainer ancestor), each running the command."""
     mpi = policy["mpi"]
     as_node = bool(mpi.get("runLauncherAsNode", False))
-    num_nodes = int((trainer or {}).get("numNodes") or policy.get("numNodes", 1))
-    nodes = max(num_nodes - 1, 1) if as_node else num_nodes
     by_name = {r["name"]: r for r in jobset["replicatedJobs"]}
+    launchers = int(policy.get("numNodes", 1))
+    nodes = int(by_name["node"]["template"]["spec"].get("parallelism", 1))
+    num_nodes = (trainer or {}).get("numNodes")
+    if num_nodes is not None:
+        nodes = max(int(num_nodes) - 1, 1) if as_node else int(num_nodes)
     node_pod = by_name["node"]["template"]["spec"]["template"]["spec"]
     slots = int((trainer or {}).get("numProcPerNode") or mpi.get("numProcPerNode", 1))
     if slots == 1:
@@ -104,7 +116,7 @@ def _mpi_pods(
         )
         slots = max(1, gpus_of(main.get("resources") or {}))
     pod_sets: list[PodSet] = []
-    for name, count in (("launcher", 1), ("node", nodes)):
+    for name, count in (("launcher", launchers), ("node", nodes)):
         pod = by_name[name]["template"]["spec"]["template"]["spec"]
         gets_trainer = name == "launcher" or as_node
         containers: list[dict[str, Any]] = []
@@ -113,7 +125,11 @@ def _mpi_pods(
             if c.get("name") != NODE:
                 containers.append(c)
                 continue
-            merged, found = apply_trainer(c, trainer if gets_trainer else None, runtime_name, pj)
+            # The launcher takes spec.trainer whole; a node (with the launcher as a node) its
+            # env and resourcesPerNode only (jobset/builder.go Trainer; trainingruntime.go).
+            merged, found = apply_trainer(
+                c, trainer if gets_trainer else None, runtime_name, pj, program=name == "launcher"
+            )
             if name == "launcher":
                 found += [
                     EnvVar(k, v, _TRAINER)
@@ -129,12 +145,19 @@ def _mpi_pods(
             env = tuple(found)
         runs = name == "node" or as_node
         pod_sets.append(PodSet(name, count, 0, {**pod, "containers": containers}, NODE, env, runs))
-    hosts = nodes + (1 if as_node else 0)
+    # The hostfile lists every node pod, and every launcher pod when it is a node (mpi.go
+    # buildHostFileConfigMap, isNode).
+    hosts = nodes + (launchers if as_node else 0)
     command = pod_sets[0].main.get("command") or ["the image's ENTRYPOINT"]
     notes = [
         f"MPI runtime: {hosts} hosts × {slots} slots = {hosts * slots} ranks, started by the "
         f"launcher's {command[0]}; the nodes run sshd"
     ]
+    if launchers > 1:
+        notes.append(
+            f"the runtime's mlPolicy.numNodes is {launchers}: Trainer starts {launchers} "
+            "launchers, each running the command over the same hosts"
+        )
     return pod_sets, str(slots), hosts * slots, notes
 
 
@@ -177,16 +200,76 @@ def _trainer_pod(
     return {**pod, "containers": containers}, tuple(env), procs
 
 
+def _framework_pod(
+    pod: dict[str, Any],
+    runtime_name: str,
+    trainer: dict[str, Any] | None,
+    pj: PlannedJob,
+    count: int,
+    framework: str,
+    notes: list[str],
+) -> tuple[dict[str, Any], tuple[EnvVar, ...], str]:
+    """Container ``node`` of a jax or xgboost runtime's trainer job (trainer v2.3.0
+    plugins/jax/jax.go, plugins/xgboost/xgboost.go EnforceMLPolicy): the plugin's variables
+    upserted when spec.trainer is set; one process per node, XGBoost's tracker expecting one
+    worker per GPU (resourcesPerNode, else the runtime's)."""
+    containers = []
+    env: list[EnvVar] = []
+    procs = "1"
+    names = {"jax": "JAX_*", "xgboost": "DMLC_*"}
+    for c in pod.get("containers") or []:
+        if c.get("name") != NODE:
+            containers.append(c)
+            continue
+        c, env = apply_trainer(c, trainer, runtime_name, pj)
+        if trainer is None:
+            notes.append(
+                f"spec.trainer is not set: Trainer injects no {names[framework]} variables"
+            )
+        else:
+            gpus = gpus_of(c.get("resources") or {})
+            injected = trainer_framework_env(
+                framework=framework, trainjob=pj.object_name, nodes=count, gpus=gpus
+            )
+            env = [x for x in env if x.name not in injected]
+            per_pod = {"JAX_PROCESS_ID", "DMLC_TASK_ID"}
+            env += [
+                EnvVar(k, v, _TRAINER, "the pod's completion index" if k in per_pod else "")
+                for k, v in injected.items()
+            ]
+            if framework == "xgboost":
+                procs = str(max(1, gpus))
+                notes.append(
+                    f"the tracker on the first node waits for DMLC_NUM_WORKER="
+                    f"{injected['DMLC_NUM_WORKER']} workers: one per node, or with GPUs one per "
+                    "GPU, which the script starts itself"
+                )
+            else:
+                notes.append(
+                    "one JAX process per node; jax.distributed.initialize() meets the others "
+                    "at JAX_COORDINATOR_ADDRESS"
+                )
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env), procs
+
+
 def apply_trainer(
-    container: dict[str, Any], trainer: dict[str, Any] | None, runtime_name: str, pj: PlannedJob
+    container: dict[str, Any],
+    trainer: dict[str, Any] | None,
+    runtime_name: str,
+    pj: PlannedJob,
+    *,
+    program: bool = True,
 ) -> tuple[dict[str, Any], list[EnvVar]]:
     """Container ``node`` of the trainer job with ``spec.trainer`` written into it: image,
-    command and args replaced, env upserted by name, resourcesPerNode merged key by key."""
+    command and args replaced (unless not ``program``), env upserted by name,
+    resourcesPerNode merged key by key."""
     c = dict(container)
     env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
     if trainer is None:
         return c, env
-    for key in ("image", "command", "args"):
+    for key in ("image", "command", "args") if program else ():
         if key in trainer:
             c[key] = trainer[key]
     for e in trainer.get("env") or []:

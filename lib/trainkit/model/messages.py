@@ -130,7 +130,11 @@ def _msg(err: Any, model: type[BaseModel] | None) -> str:
                 "unknown field; jobs and runtimes live in their team's namespace "
                 "(Team.namespace in jobs/platform/)"
             )
-        close = difflib.get_close_matches(str(field), sorted(_fields_at(model, err["loc"])), n=1)
+        known = _fields_at(model, err["loc"])
+        top = len(err["loc"]) == 1
+        if top and _TTL.match(str(field)) and not any(_TTL.match(k) for k in known):
+            return f"unknown field; {_no_ttl(model)}"
+        close = difflib.get_close_matches(str(field), sorted(known), n=1)
         hint = f"did you mean {close[0]!r}?" if close else "see schemas/ for the allowed fields"
         return f"unknown field; {hint}"
     if kind in _PLAIN:
@@ -151,6 +155,20 @@ def _msg(err: Any, model: type[BaseModel] | None) -> str:
     if kind in ("string_too_short", "too_short") and ctx.get("min_length") == 1:
         return "must not be empty"
     return str(err["msg"])
+
+
+# difflib's closest field to ttl_seconds is deadline_seconds, whose meaning is the opposite
+# (it fails a job that runs too long): kinds without a TTL say why instead.
+_TTL = re.compile(r"(ttl|ttl_.*|.*_ttl|.*_after_finish(ed)?)\Z")
+
+
+def _no_ttl(model: type[Any] | None) -> str:
+    kind = f"{model.__name__}s" if model is not None else "jobs of this kind"
+    return (
+        f"{kind} have no TTL: a finished job stays until its file is removed, since Argo CD's "
+        "self-heal would create a job deleted by a TTL again and run it a second time "
+        "(deadline_seconds is another thing: it fails a job that runs too long)"
+    )
 
 
 def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> set[str]:

@@ -1,4 +1,4 @@
-"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob, PaddleJob) says the same way.
+"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob, PaddleJob, …) says the same way.
 
 The kinds differ in their roles and launchers; the pod settings, the run policy and
 the placement are one set of fields, declared once here so every kind reads them alike.
@@ -187,7 +187,7 @@ class OperatorJob(PodJob):
 
 
 class RoleJob(OperatorJob):
-    """An operator job of Workers and named roles (TFJob, PaddleJob), not a kind itself: each
+    """An operator job of Workers and named roles (TFJob, PaddleJob, XGBoostJob, JAXJob), not a kind itself: each
     role is a ``Role`` whose settings left out are the job's."""
 
     nodes: int = Field(default=1, ge=1, le=10000)

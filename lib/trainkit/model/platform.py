@@ -50,6 +50,8 @@ class Cluster(TrainkitModel):
                 "kubeflow.org/pytorchjob",
                 "kubeflow.org/tfjob",
                 "kubeflow.org/paddlejob",
+                "kubeflow.org/xgboostjob",
+                "kubeflow.org/jaxjob",
                 "kubeflow.org/mpijob",
                 "ray.io/rayjob",
                 "trainer.kubeflow.org/trainjob",
@@ -69,7 +71,7 @@ class Cluster(TrainkitModel):
         "trainer",
     ]
     """Controllers the cluster runs, which decide the kinds its jobs may be:
-    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob, TFJob, PaddleJob),
+    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob, TFJob, PaddleJob, XGBoostJob, JAXJob),
     ``mpi-operator``
     (kubeflow/mpi-operator v0.8: MPIJob ``kubeflow.org/v2beta1``) and ``trainer`` (Kubeflow
     Trainer v2.3: TrainJob and runtimes). The Training Operator's own MPIJob (``v1``) has the

@@ -117,6 +117,22 @@ class _TorchRuntime(TrainkitModel):
     mpi: RuntimeMPI | None = None
     """An MPI runtime instead of a torch one (``RuntimeMPI()``): DeepSpeed or Horovod on the
     Trainer path; its TrainJobs run ``mpirun`` on the launcher."""
+    framework: Literal["torch", "jax", "xgboost"] = "torch"
+    """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
+    ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+    ``JAX_PROCESS_ID``) or ``xgboost`` (one process per node, XGBoost's tracker on the first
+    node: ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``, ``DMLC_TASK_ID``,
+    ``DMLC_NUM_WORKER``). A TrainJob's script runs with ``torchrun``, else ``python3``."""
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> _TorchRuntime:
+        if self.mpi is not None and self.framework != "torch":
+            # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
+            raise ValueError(
+                f"framework={self.framework!r} and mpi= are two ML policies; Trainer takes one: "
+                "drop mpi= or framework="
+            )
+        return self
 
     @field_validator("env")
     @classmethod

@@ -31,7 +31,9 @@ __all__ = [
     "new_side",
 ]
 
-JOB_KINDS = frozenset({"PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "RayJob", "TrainJob"})
+JOB_KINDS = frozenset(
+    {"PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "RayJob", "TrainJob"}
+)
 
 Key = tuple[str, str, str]
 """(kind, namespace or "", name): what identifies an object in one cluster."""

@@ -187,7 +187,7 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
     },
     *(
         {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}
-        for kind in ("MPIJob", "TFJob", "PaddleJob")
+        for kind in ("MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob")
     ),
     # Kueue toggles a RayJob's spec.suspend (kuberay rayjob_types.go: with
     # shutdownAfterJobFinishes, which trainkit writes).

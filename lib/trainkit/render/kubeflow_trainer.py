@@ -106,7 +106,9 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     spec: dict[str, Any]
     if rt.mpi is None:
-        spec = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
+        # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
+        # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
+        spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
         jobset: dict[str, Any] = {
             "replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]
         }
@@ -131,7 +133,7 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: "torch" if rt.mpi is None else "mpi"},
+            labels={FRAMEWORK_LABEL: rt.framework if rt.mpi is None else "mpi"},
         ),
         "spec": spec,
     }
@@ -196,7 +198,11 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
             _replicated_job(LAUNCHER, launcher, trainer=True, depends_on=depends),
         ],
     }
-    return {"mlPolicy": {"numNodes": rt.nodes, "mpi": policy}}, jobset
+    # mlPolicy.numNodes is the launcher's count: Trainer sizes the job labelled as the trainer
+    # ancestor from it (pkg/runtime/core/trainingruntime.go newRuntimeInfo), while the MPI
+    # plugin sizes only `node`, from the TrainJob's numNodes (plugins/mpi/mpi.go). The
+    # runtime's nodes are the node job's parallelism and what trainkit's TrainJobs default to.
+    return {"mlPolicy": {"numNodes": 1, "mpi": policy}}, jobset
 
 
 def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
@@ -211,8 +217,12 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if pj.image is not None:
         trainer["image"] = pj.image
     mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    framework = pj.runtime.runtime.framework if pj.runtime is not None else "torch"
     if job.script is not None and mpi is not None:
         trainer["command"] = mpi_command(pj, job)
+    elif job.script is not None and framework != "torch":
+        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables.
+        trainer["command"] = ["python3", job.script.mount_path]
     elif job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
         # address from the PET_* variables Trainer injects.
@@ -232,7 +242,10 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # (pkg/runtime/runtime.go GetNumGPUPerNode): with MIG or Gaudi names it would
     # start one process per CPU, so the number is written out there.
     odd_gpu = "gpu" not in pj.cluster.gpu_resource.lower() and res is not None and res.gpu > 0
-    if job.procs_per_node is not None or job.resources is not None or odd_gpu:
+    # Only the torch plugin reads numProcPerNode (jax and xgboost run one process per node).
+    if framework == "torch" and (
+        job.procs_per_node is not None or job.resources is not None or odd_gpu
+    ):
         trainer["numProcPerNode"] = pj.trainer_procs()
     if job.resources is not None:
         # Trainer merges resourcesPerNode onto the runtime's container key by key
@@ -248,8 +261,8 @@ def mpi_slots(pj: PlannedJob) -> int:
     job, runtime = pj.job, pj.runtime
     if not isinstance(job, TrainJob) or runtime is None or runtime.runtime.mpi is None:
         raise TypeError("not a TrainJob on an MPI runtime")
-    if job.procs_per_node is not None:
-        return job.procs_per_node
+    if job.procs_per_node is not None or job.resources is not None:
+        return pj.trainer_procs()  # what spec.trainer.numProcPerNode then says
     slots = runtime.runtime.mpi.procs_per_node
     gpu = runtime.runtime.resources.gpu if runtime.runtime.resources else 0
     return gpu if slots == 1 and gpu > 1 else slots

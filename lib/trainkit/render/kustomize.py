@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.jaxjob import JAX_ROLES
 from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
+from ..model.xgboostjob import XGBOOST_ROLES
 from .kuberay import QUEUE_LABEL
 from .meta import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
 
@@ -69,6 +71,8 @@ _POD_SPECS = (
     ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
     *(("TFJob", f"spec/tfReplicaSpecs/{role}/template/spec") for role in TF_ROLES),
     *(("PaddleJob", f"spec/paddleReplicaSpecs/{role}/template/spec") for role in PADDLE_ROLES),
+    *(("XGBoostJob", f"spec/xgbReplicaSpecs/{role}/template/spec") for role in XGBOOST_ROLES),
+    *(("JAXJob", f"spec/jaxReplicaSpecs/{role}/template/spec") for role in JAX_ROLES),
     # paddle-operator's PaddleJob (batch.paddlepaddle.org): the same kind name, other paths.
     ("PaddleJob", "spec/ps/template/spec"),
     ("PaddleJob", "spec/worker/template/spec"),
@@ -137,6 +141,10 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "PaddleJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "PaddleJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "PaddleJob", "path": "spec/schedulingPolicy/queue"},
+                {"kind": "XGBoostJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "XGBoostJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "JAXJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "JAXJob", "path": f"metadata/{queue_annotation}"},
                 # KubeRay reads a RayJob's queue from this label (volcano_scheduler.go).
                 {"kind": "RayJob", "path": f"metadata/labels/{ray_queue_label}"},
                 {"kind": "RayJob", "path": f"metadata/{queue_annotation}"},

@@ -51,6 +51,8 @@ _WAVES = {
     "MPIJob": 0,
     "TFJob": 0,
     "PaddleJob": 0,
+    "XGBoostJob": 0,
+    "JAXJob": 0,
     "RayJob": 0,
     "TrainJob": 0,
 }

@@ -15,11 +15,12 @@ import yaml
 
 from .. import health
 from ..effective import EffectiveJob, effective_job
-from ..errors import DefinitionError
+from ..errors import DefinitionError, escape_char
 from ..load import Definition
 from ..policy import check_policy
 from ..render import argocd as render_argocd
 from ..render.cluster_scoped import render_namespace, render_queue
+from ..render.jax import render_jaxjob
 from ..render.kubeflow_trainer import render_runtime, render_trainjob
 from ..render.kuberay import render_rayjob
 from ..render.kueue_objects import render_cluster_queue, render_local_queue, render_resource_flavor
@@ -37,6 +38,7 @@ from ..render.paddle import render_paddlejob
 from ..render.script import render_script_configmap
 from ..render.tensorflow import render_tfjob
 from ..render.training_operator import render_pytorchjob
+from ..render.xgboost import render_xgboostjob
 from ..repo_root import DEFAULT_COMMAND
 from ..resolve import ClusterPlan, Plan, PlannedJob, PlannedRuntime, problem
 from ..serialize import YamlCache, to_yaml
@@ -60,14 +62,31 @@ __all__ = [
     "Rendered",
     "check_cluster_truth",
     "effective_jobs",
+    "header",
     "render_files",
     "render_groups",
     "rendered_runtimes",
 ]
 
 
-def _header(source: str, command: str) -> str:
-    return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
+def header(source: str, command: str) -> str:
+    """The two comment lines of a generated file. The definition's path and the command
+    are user text: shown as printable ASCII (everything else, and ``\\``, escaped as in a
+    Python string), so that no reader ends the comment early (a line break, or NEL, LS
+    and PS, which YAML 1.1 readers such as kustomize's and Argo CD's take for one)."""
+    return (
+        f"{HEADER_PREFIX.decode()} from {_comment(source)}. Do not edit.\n"
+        f"# Regenerate with: {_comment(command)}\n"
+    )
+
+
+def _comment(text: str) -> str:
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    return "".join(
+        ch if " " <= ch <= "~" and ch != "\\" else "\\\\" if ch == "\\" else escape_char(ch)
+        for ch in text
+    )
 
 
 _RENDER = {
@@ -75,6 +94,8 @@ _RENDER = {
     "MPIJob": render_mpijob,
     "TFJob": render_tfjob,
     "PaddleJob": render_paddlejob,
+    "XGBoostJob": render_xgboostjob,
+    "JAXJob": render_jaxjob,
     "RayJob": render_rayjob,
     "TrainJob": render_trainjob,
 }
@@ -328,11 +349,11 @@ def render_files(
     files: dict[str, bytes] = dict(kept or {})
     for (_, items), group_texts in zip(objects, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
-            files[r.path] = (_header(r.source, command) + text).encode("utf-8")
+            files[r.path] = (header(r.source, command) + text).encode("utf-8")
             if origins is not None and r.definition is not None:
                 origins[r.path] = r.definition
     for r in (r for _, items in groups for r in items if r.plain):
-        files[r.path] = (_header(r.source, command) + _dump(r.body)).encode("utf-8")
+        files[r.path] = (header(r.source, command) + _dump(r.body)).encode("utf-8")
     files.update(_kustomize_files(plan, files, command))
     return {k: files[k] for k in sorted(files)}
 
@@ -352,7 +373,7 @@ def _kustomize_files(plan: Plan, files: Mapping[str, bytes], command: str) -> di
     dirs = app_dirs(files)
 
     def put(path: str, source: str, body: dict[str, Any]) -> None:
-        out[path] = (_header(source, command) + _dump(body)).encode("utf-8")
+        out[path] = (header(source, command) + _dump(body)).encode("utf-8")
 
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}"

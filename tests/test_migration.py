@@ -2,8 +2,10 @@
 cluster, each with Argo CD's resources finalizer) to one Application per team, keeping every
 job: a model of what Argo CD does at each step (synth.migration) over the real trees.
 
-The deployed tree is the commit that last had the old layout (git history: the parent of the
-commit that moved ``clusters/<cluster>/queues/`` below ``platform/``).
+The deployed tree: ``generated/argocd/`` of the commit that last had the old layout (git
+history: the parent of the commit that moved ``clusters/<cluster>/queues/`` below
+``platform/``), and each cluster's directory laid out as then, with today's example jobs
+(the old commit's jobs may break rules added since).
 """
 
 from __future__ import annotations
@@ -60,13 +62,49 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
     monkeypatch.delenv("CI", raising=False)
     root = tmp_path / "repo"
-    root.mkdir()
-    archive = git(REPO, "archive", old_commit(), "jobs", "generated", "pyproject.toml")
+    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    set_retire(root, False)
+    fresh = tmp_path / "fresh"
+    synthesize(root / "jobs", fresh, root=root, use_cache=False)
+    old_layout(fresh, root / "generated")
+    archive = git(REPO, "archive", old_commit(), "generated/argocd")
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(root, filter="data")
     git(root, "init", "-q", "-b", "main")
     commit(root, "the layout up to trainkit 0.2")
     return root
+
+
+def old_layout(new: Path, out: Path) -> None:
+    """The clusters' directories as trainkit up to 0.2 wrote them: every file of a cluster in
+    one kustomization, the platform's beside the teams'."""
+    for cluster in sorted((new / "clusters").iterdir()):
+        files: dict[str, bytes] = {}
+        for path in sorted(cluster.rglob("*.yaml")):
+            rel = path.relative_to(cluster).as_posix()
+            parts = rel.split("/")
+            if parts[-1] == "kustomization.yaml":
+                continue
+            if parts[0] == "kustomize":
+                rel = parts[-1]
+            elif parts[0] == "platform":
+                rel = "/".join(parts[1:])
+            elif len(parts) == 3 and parts[1].startswith("part-"):
+                rel = f"{parts[0]}/{parts[2]}"
+            files[rel] = path.read_bytes()
+        listed = sorted(
+            r for r in files if r not in ("kustomizeconfig.yaml", "kustomize-openapi.yaml")
+        )
+        files["kustomization.yaml"] = yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "configurations": ["kustomizeconfig.yaml"],
+            "openapi": {"path": "kustomize-openapi.yaml"}, "resources": listed,
+        }, sort_keys=False).encode()  # fmt: skip
+        for rel, data in files.items():
+            target = out / "clusters" / cluster.name / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
 def commit(root: Path, message: str) -> None:
@@ -76,13 +114,16 @@ def commit(root: Path, message: str) -> None:
 
 def set_retire(root: Path, value: bool) -> None:
     path = root / "jobs/platform/clusters.py"
-    text = path.read_text()
-    text = text.replace(",\n    retire_cluster_applications=True", "")
+    lines = [
+        line
+        for line in path.read_text().splitlines(keepends=True)
+        if not line.strip().startswith("retire_cluster_applications=")
+    ]
+    text = "".join(lines)
     if value:
-        text = text.replace(
-            'revision="main"', 'revision="main",\n    retire_cluster_applications=True', 1
-        )
+        text = text.replace("ArgoCD(\n", "ArgoCD(\n    retire_cluster_applications=True,\n", 1)
     path.write_text(text)
+    assert ("retire_cluster_applications=True" in text) == value
 
 
 def synth(root: Path) -> Any:

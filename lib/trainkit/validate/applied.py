@@ -38,6 +38,8 @@ Planned = Mapping[str, Sequence[dict[str, Any]]]
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # Fields that change no object (without a transformer, which is refused).
 _INERT = frozenset({"apiVersion", "kind", "resources", "configurations", "openapi"})
+# A Component that only teaches kustomize (trainkit's, render/kustomize.py) adds no object.
+_INERT_COMPONENT = frozenset({"apiVersion", "kind", "configurations", "openapi"})
 _Identity = tuple[str, str, str, str]
 
 
@@ -215,8 +217,10 @@ def _listed(
             "overlays outside the generated tree",
         )
         for key in data
-        if key not in _INERT
+        if key not in _INERT and key != "components"
     ]
+    for entry in data.get("components") or []:
+        problems += _inert_component(directory, entry, out_dir, shown, where)
     files: list[str] = []
     for entry in data.get("resources") or []:
         if not isinstance(entry, str):
@@ -240,6 +244,38 @@ def _listed(
         else:
             files.append(rel)
     return files, problems
+
+
+def _inert_component(
+    directory: Path, entry: object, out_dir: Path, shown: str, where: str
+) -> list[Problem]:
+    """Problems of a ``components:`` entry: only a Component of the tree that adds nothing
+    (configurations and openapi only) leaves the build comparable."""
+    refused = Problem(
+        file=where,
+        field="components",
+        message=f"{entry!r} may change the objects kustomize builds, so the build cannot be "
+        "compared with what trainkit rendered (trainkit includes only its own Component, "
+        "which adds configurations and openapi); put overlays outside the generated tree",
+    )
+    if not isinstance(entry, str):
+        return [refused]
+    path = Path(os.path.normpath(directory / entry))
+    kustomization = path / "kustomization.yaml"
+    if _rel(path, out_dir) is None or not kustomization.is_file():
+        return [refused]
+    try:
+        docs = [value for _, _, value in decode_documents(kustomization.read_bytes())]
+    except (OSError, DecodeError, InputLimitError):
+        return [refused]
+    data = docs[0] if len(docs) == 1 else None
+    if (
+        not isinstance(data, dict)
+        or data.get("kind") != "Component"
+        or set(data) - _INERT_COMPONENT
+    ):
+        return [refused]
+    return []
 
 
 def _origins(

@@ -109,7 +109,7 @@ def test_init_writes_a_repository_that_synthesizes_and_checks(
     monkeypatch.chdir(root)
     code, out, err = run(capsys, "synth")
     assert code == 0, err
-    assert out == "generated/: 15 added, 0 changed, 0 removed, 0 unchanged\n"
+    assert out == "generated/: 20 added, 0 changed, 0 removed, 0 unchanged\n"
     code, out, err = run(capsys, "check", "--require-crds", "--crds", str(crds))
     assert code == 0, err
     header = (root / "generated/clusters/gpu/research/pytorchjob-example-ddp.yaml").read_text()

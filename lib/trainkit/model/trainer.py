@@ -15,6 +15,7 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .env import EnvRef, EnvSource, env_from_validator, env_refs_validator
 from .fields import (
+    AnnotationValue,
     Arg,
     ClusterRef,
     DNS1035Name,
@@ -29,6 +30,7 @@ from .fields import (
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
+from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 
 __all__ = [
@@ -224,11 +226,23 @@ class TrainJob(TrainkitModel):
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
     env_from: list[EnvSource] = []
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
+    pod_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the nodes' pods (in the runtime patch's pod template), e.g.
+    ``{"example.com/cost-center": "vision"}``. A key under a prefix a controller acts on
+    (``kueue.x-k8s.io/``, ``volcano.sh/``, ``kubernetes.io/``, …) needs the Team's grant
+    (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
+    pod_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
 
     @field_validator("env")
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
+
+    @field_validator("pod_labels", "pod_annotations")
+    @classmethod
+    def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
+        return own_keys_refused(meta)
 
     @field_validator("topology")
     @classmethod

@@ -17,7 +17,7 @@ from ..model import Resources, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
-from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .pod import (
     env_list,
     env_only,
@@ -332,7 +332,10 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
             # Copied, not shared, so YAML dumpers never emit anchors for it.
             "template": {
                 "spec": {
-                    "template": {"metadata": {"labels": dict(labels)}, "spec": copy.deepcopy(pod)}
+                    "template": {
+                        "metadata": pod_metadata(pj.definition.team, job.name, job),
+                        "spec": copy.deepcopy(pod),
+                    }
                 }
             },
         }

@@ -42,8 +42,8 @@ POLICY = "jobs/platform/policy.py"
 GEN = "generated/clusters/gpu-east"
 PYTORCHJOB_YAML = f"{GEN}/vision/pytorchjob-resnet50-ddp.yaml"
 TRAINJOB_YAML = f"{GEN}/vision/trainjob-resnet50-r1.yaml"
-RUNTIME_YAML = f"{GEN}/runtimes/torch-2-5.yaml"
-QUEUE_YAML = f"{GEN}/queues/vision.yaml"
+RUNTIME_YAML = f"{GEN}/platform/runtimes/torch-2-5.yaml"
+QUEUE_YAML = f"{GEN}/platform/queues/vision.yaml"
 
 # Where a runtime's pod spec lives in a ClusterTrainingRuntime.
 RT_POD = "spec.template.spec.replicatedJobs[0].template.spec.template.spec"

@@ -261,4 +261,11 @@ class ArgoCD(TrainkitModel):
     namespace: DNS1123Label = "argocd"
     """Namespace Argo CD runs in."""
     project: DNS1123Label = "trainkit"
-    """Name of the AppProject that confines the generated Applications."""
+    """Names the AppProjects and Applications: the platform's AppProject ``<project>``, each
+    team's ``<project>-team-<team>``, the Applications ``<project>-<cluster>-platform`` and
+    ``<project>-<cluster>-<team>``."""
+    retire_cluster_applications: bool = False
+    """Step 1 of moving from trainkit's one Application per cluster (``trainkit-<cluster>``,
+    up to 0.2) to one per team: keep those Applications, without their resources
+    finalizer and automated sync, while the new ones take every object over; set it back
+    to False once they have (``trainkit plan`` shows each step)."""

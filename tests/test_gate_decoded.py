@@ -221,3 +221,22 @@ def test_a_file_that_lists_more_than_trainkit_wrote_is_named(
     )  # fmt: skip
     assert [(p.file, p.obj) for p in found] == [(f"generated/{rel}", "Secret 'stolen'")]
     assert "trainkit did not render it" in found[0].message
+
+
+@given(
+    st.lists(st.sampled_from(["---", "--- #c", "a: 1", "", " ---", "----x", "---\t", "x---"]))
+    .map("\n".join)
+    .flatmap(lambda s: st.sampled_from([s, s + "\n"]))
+)
+def test_the_fast_cut_is_the_line_by_line_cut(text: str) -> None:
+    """Without a CR, documents are cut at separator lines found at once (kustomize's output
+    has none): the same cut as reading line by line, errors included."""
+    from trainkit.validate.argo_decode import _split_lines
+
+    def cut(split: object) -> object:
+        try:
+            return list(split(text.encode()))  # type: ignore[operator]
+        except DecodeError as err:
+            return (err.line, err.message)
+
+    assert cut(split_documents) == cut(_split_lines)

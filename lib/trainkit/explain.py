@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .effective import RAY, EffectiveJob, PodSet
-from .errors import DefinitionError, Problem
+from .errors import DefinitionError, Problem, printable
 from .load import LoadOptions, load_jobs
 from .resolve import build_plan
 
@@ -253,7 +253,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append("")
     for p in problems:
         lines.append(f"problem: {p}")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Env values and arguments are the definition's: no control character reaches the
+    # terminal raw.
+    return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
 
 
 def _source(entry: dict[str, Any]) -> str:

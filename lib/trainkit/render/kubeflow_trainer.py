@@ -78,6 +78,9 @@ def _runtime_pod(
         profile = env_only(profile)
     network_container(container, profile)
     pod: dict[str, Any] = {"containers": [container]}
+    identity = {"runAsUser": rt.run_as_user, "fsGroup": rt.fs_group}
+    if any(v is not None for v in identity.values()):
+        pod["securityContext"] = {k: v for k, v in identity.items() if v is not None}
     network_pod(pod, profile)
     volumes, mounts = pod_volumes(shm_size=rt.shm_size if devices else None)
     if mounts:

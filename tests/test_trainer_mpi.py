@@ -309,3 +309,26 @@ def test_the_runtime_s_pods_run_as_its_user_and_group() -> None:
     # A torch runtime may say them too; without them nothing is written.
     torch = ClusterTrainingRuntime(name="t", image="img:1", run_as_user=1000)
     assert torch.fs_group is None
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "default"])
+def test_the_launcher_starts_mpirun_once_the_nodes_accept_ssh(scheduler: str) -> None:
+    # Without a gang the launcher job waits for the nodes to be Ready (JobSet dependsOn, as
+    # Kubeflow's deepspeed-distributed runtime: manifests/base/runtimes). With Volcano it
+    # cannot: Trainer's PodGroup counts every pod (plugins/volcano/volcano.go Build), so a
+    # launcher not yet created would keep the gang from ever being admitted; it then waits
+    # itself, bounded, for every host of the hostfile to accept ssh.
+    rt, _, _ = rendered(runtime(mpi=RuntimeMPI(ssh_dir="/home/u/.ssh")), trainjob(), scheduler)
+    launcher = jobs_of(rt)["launcher"]
+    pod = launcher["template"]["spec"]["template"]["spec"]
+    if scheduler == "default":
+        assert launcher["dependsOn"] == [{"name": "node", "status": "Ready"}]
+        assert "initContainers" not in pod
+        return
+    assert "dependsOn" not in launcher
+    (wait,) = pod["initContainers"]
+    assert wait["volumeMounts"] == [
+        {"mountPath": "/etc/mpi", "name": "mpi-hostfile", "readOnly": True},
+        {"mountPath": "/home/u/.ssh", "name": "mpi-ssh-auth", "readOnly": True},
+    ]
+    assert wait["command"][3:] == ["wait-for-hosts", "/etc/mpi/hostfile", "900"]

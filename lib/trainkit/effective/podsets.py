@@ -9,7 +9,7 @@ from typing import Any
 from ..kube.quantities import parse_quantity
 from ..resolve import PlannedJob
 
-__all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source"]
+__all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source", "waits_for_hosts"]
 
 RAY = "ray"
 """``procs_per_node`` of a Ray job: Ray places tasks and actors, no fixed process count."""
@@ -57,6 +57,19 @@ def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:
     if pj.network is not None and name in pj.network.env:
         return f"network profile {pj.network.name!r}"
     return otherwise
+
+
+def waits_for_hosts(spec: dict[str, Any]) -> str | None:
+    """What a launcher pod's ``wait-for-hosts`` init container (render/mpi_wait.py) does,
+    or None without one."""
+    for c in spec.get("initContainers") or []:
+        if c.get("name") == "wait-for-hosts":
+            seconds = (c.get("command") or ["?"])[-1]
+            return (
+                f"the launcher first waits, up to {seconds} s per attempt, until every host of "
+                "the hostfile accepts its ssh (init container wait-for-hosts); then mpirun runs"
+            )
+    return None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ..model.trainer import RuntimeMPI
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
+from .mpi_wait import wait_for_hosts
 from .pod import (
     env_list,
     env_only,
@@ -185,12 +186,22 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
         devices=mpi.launcher_as_node,
     )  # fmt: skip
-    # A launcher that fails to reach a node that is not listening yet restarts.
+    # A launcher that fails to reach a node restarts, counted against the Job's backoff.
     launcher["restartPolicy"] = "OnFailure"
-    # With Volcano the launcher may not wait for the nodes: the PodGroup counts every pod
-    # (plugins/volcano/volcano.go), so nodes waiting for a launcher that waits for them
-    # would never be admitted. It retries ssh instead (OMPI_MCA_plm_rsh_args).
+    # Without a gang the launcher job waits for the nodes to be Ready (JobSet dependsOn, as
+    # Kubeflow's deepspeed-distributed runtime does). With Volcano it may not: the PodGroup
+    # counts every pod (plugins/volcano/volcano.go Build), so nodes waiting for a launcher
+    # that waits for them would never be admitted. The launcher then waits itself, bounded,
+    # for the hostfile's hosts to accept ssh (the MPI plugin's volumes: plugins/mpi/mpi.go).
     depends = None if volcano else NODE
+    if volcano:
+        launcher["initContainers"] = [
+            wait_for_hosts(
+                rt.image, hostfile_volume="mpi-hostfile", ssh_volume="mpi-ssh-auth",
+                ssh_dir=mpi.ssh_dir, resources=launcher["containers"][0]["resources"],
+                pull_policy=rt.image_pull_policy,
+            )
+        ]  # fmt: skip
     jobset = {
         # Hostnames resolve before the pods are ready, as mpirun needs (Kubeflow's
         # deepspeed-distributed runtime does the same).

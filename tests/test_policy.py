@@ -742,7 +742,7 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     run = cli("synth")
     assert run.code == 0, run.err
     (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r5.yaml"
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r6.yaml"
     )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]

@@ -119,6 +119,23 @@ class PodSet:
         """GPUs of ``resource`` in each pod's training container."""
         return int(parse_quantity(self.limits().get(resource, "0")) or 0)
 
+    def sees_gpus(self, gpu_resource: str, accelerator: str | None) -> str:
+        """Which GPUs the training container sees: those it requests; without any, none
+        when the NVIDIA variables are blank (or on ROCm), else every GPU of the node, which
+        the NVIDIA runtime exposes after the image's NVIDIA_VISIBLE_DEVICES."""
+        n = self.gpus(gpu_resource)
+        if n:
+            return f"its {n} {gpu_resource}"
+        if accelerator == "rocm":
+            return "none (ROCm exposes only the devices a pod requests)"
+        value = None
+        for e in self.env:  # the last of a name wins
+            if e.name == "NVIDIA_VISIBLE_DEVICES" and e.value_from is None:
+                value = e.value
+        if value is not None and value.strip() in ("", "void", "none"):
+            return "none (NVIDIA_VISIBLE_DEVICES is blank)"
+        return "every GPU of its node (the image's NVIDIA_VISIBLE_DEVICES)"
+
     def images(self) -> list[tuple[str, str]]:
         """``(container, image)`` of every container of the pod."""
         out = []

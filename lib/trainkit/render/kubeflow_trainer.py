@@ -20,10 +20,13 @@ from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .mpi_wait import wait_for_hosts
 from .pod import (
+    GPU_HIDING_ENV,
     env_list,
     env_only,
     env_sources,
     forwarded,
+    hide_gpus,
+    hides_gpus,
     network_container,
     network_pod,
     placement,
@@ -186,6 +189,11 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
         devices=mpi.launcher_as_node,
     )  # fmt: skip
+    if not mpi.launcher_as_node:
+        # Resources the TrainJob cannot change (it may set them only with the launcher as a
+        # node, Trainer merging them into both jobs): the GPU-less pods say so themselves.
+        hide_gpus(node["containers"][0], pr.cluster)
+        hide_gpus(launcher["containers"][0], pr.cluster)
     # A launcher that fails to reach a node restarts, counted against the Job's backoff.
     launcher["restartPolicy"] = "OnFailure"
     # Without a gang the launcher job waits for the nodes to be Ready (JobSet dependsOn, as
@@ -245,8 +253,15 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["command"] = list(job.command)
     if job.args:
         trainer["args"] = list(job.args)
-    if job.env or job.env_refs:
-        trainer["env"] = env_list(job.env, job.env_refs)
+    env = env_list(job.env, job.env_refs)
+    gpus = pj.resources.gpu if pj.resources is not None else 0
+    if (mpi is None or mpi.launcher_as_node) and hides_gpus(pj.cluster, gpus):
+        # The TrainJob decides its nodes' GPUs (resourcesPerNode), so it blanks the NVIDIA
+        # variables itself when they have none; spec.trainer.env reaches the nodes (and the
+        # launcher as a node: jobset/builder.go Trainer).
+        env += env_list(GPU_HIDING_ENV)
+    if env:
+        trainer["env"] = env
     if job.nodes is not None or mpi is not None:
         # The MPI plugin sizes the node job from spec.trainer.numNodes only (plugins/mpi/
         # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it.

@@ -95,6 +95,8 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
         # A launcher that runs no ranks only starts them over ssh.
         network=pj.network if job.launcher_as_worker else env_only(pj.network),
         runs_training=job.launcher_as_worker,
+        # mpi-operator blanks the NVIDIA variables of a launcher that is no worker itself.
+        gpu_env=job.launcher_as_worker,
     )  # fmt: skip
     # Created at once (AtStartup), the launcher waits for the workers' names, which the
     # operator publishes once they are Ready (mpi_job_controller.go newJobService), before

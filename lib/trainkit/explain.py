@@ -117,6 +117,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size": ej.world_size,
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
+        "deadline": ej.deadline,
         "kueue_queue": pj.local_queue,
         "podgroup": None
         if ej.gang is None
@@ -192,6 +193,7 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             world += f"; WORLD_SIZE in each pod: {d['world_size_env']}"
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
+        lines.append(f"  deadline: {d['deadline']}")
         pg = d["podgroup"]
         if d["kueue_queue"] is not None:
             lines.append(

@@ -169,6 +169,8 @@ class EffectiveJob:
     gang: Gang | None
     notes: tuple[str, ...] = field(default=())
     """Facts worth telling (how a default was resolved)."""
+    deadline: str = "none"
+    """The job's deadline and when the controller starts counting it (``effective.deadlines``)."""
 
     @property
     def kind(self) -> str:

@@ -233,7 +233,7 @@ class TrainJob(TrainkitModel):
     """PersistentVolumeClaims mounted on every node."""
     deadline_seconds: int | None = Field(default=None, ge=1)
     """Fail the job when it has existed this long, counted from its creation (Trainer's clock:
-    time queued in Volcano counts, unlike a PyTorchJob's deadline)."""
+    time queued in Volcano counts, unlike a PyTorchJob's deadline; on Kueue from admission)."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None

@@ -117,6 +117,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size": ej.world_size,
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
+        "deadline": ej.deadline,
         "kueue_queue": pj.local_queue,
         "podgroup": None
         if ej.gang is None
@@ -139,6 +140,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
                 "service_account": ps.spec.get("serviceAccountName"),
                 "priority_class": ps.spec.get("priorityClassName"),
+                "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "resources": ps.main.get("resources") or {},
@@ -191,6 +193,7 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             world += f"; WORLD_SIZE in each pod: {d['world_size_env']}"
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
+        lines.append(f"  deadline: {d['deadline']}")
         pg = d["podgroup"]
         if d["kueue_queue"] is not None:
             lines.append(
@@ -238,6 +241,7 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             limits = ", ".join(f"{k} {v}" for k, v in (res.get("limits") or {}).items())
             same = res.get("limits") == res.get("requests")
             lines.append(f"    resources  {'requests = limits' if same else 'limits'}: {limits}")
+            lines.append(f"    sees GPUs  {pod['gpus_seen']}")
             for v in pod["volumes"]:
                 ro = " (read-only)" if v["read_only"] else ""
                 lines.append(f"    volume     {v['path']} ← {v['source']}{ro}")

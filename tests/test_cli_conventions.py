@@ -223,3 +223,28 @@ def test_check_prints_no_progress_when_not_on_a_terminal(bare_cli, crds) -> None
     run = bare_cli("check", "--crds", str(crds))
     assert run.code == 0
     assert "\r" not in run.err + run.out
+
+
+def test_user_facing_text_names_user_commands_not_a_checkouts() -> None:
+    """Messages and help reach users of the package: `pip install 'trainkit-gitops[…]'`, never
+    `make setup` or `pip install -e .` (this repository's own developer commands)."""
+    import ast
+
+    lib = Path(__file__).resolve().parents[1] / "lib" / "trainkit"
+    found = []
+    for path in sorted(lib.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) in docstrings:
+                    continue
+                if "make setup" in node.value or "install -e" in node.value:
+                    found.append(f"{path.relative_to(lib)}:{node.lineno}: {node.value!r}")
+    assert found == []

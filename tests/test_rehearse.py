@@ -817,7 +817,14 @@ def test_a_trainjob_run_gets_trainers_env_and_the_pods_layout_and_names_the_fail
 
 def test_missing_torch_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "find_spec", lambda name: None)
-    with pytest.raises(SetupError, match=re.escape("pip install -e '.[rehearse]'")):
+    with pytest.raises(
+        SetupError,
+        match=re.escape(
+            "install PyTorch's CPU build first (pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu), then the extra: "
+            "pip install 'trainkit-gitops[rehearse]'"
+        ),
+    ):
         rehearse(_target(_job("env_dump.py")))
     with pytest.raises(SetupError, match="PyTorch is not installed"):
         rehearse_file(REPO / "jobs/vision/resnet50_ddp.py")

@@ -248,3 +248,17 @@ def test_user_facing_text_names_user_commands_not_a_checkouts() -> None:
                 if "make setup" in node.value or "install -e" in node.value:
                     found.append(f"{path.relative_to(lib)}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+def test_check_outside_a_git_repository_says_so_in_a_sentence(
+    bare, bare_cli, crds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No "no in-place change of what nothing known to be deployed (…) deploys"."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(bare.root.parent))
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+    assert run.out.rstrip().endswith(
+        "nothing known to be deployed (not a git repository), so every object is new"
+    ), run.out
+    assert "what nothing" not in run.out

@@ -17,7 +17,7 @@ from ..injected_env import mpijob_env
 from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
 from .operator_pods import run_policy_gang
-from .podsets import EffectiveJob, EnvVar, PodSet, env_source
+from .podsets import EffectiveJob, EnvVar, PodSet, env_source, waits_for_hosts
 
 __all__ = ["effective_mpijob"]
 
@@ -76,4 +76,7 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     ]
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
+    wait = waits_for_hosts(pod_sets[0].spec)
+    if wait is not None:
+        notes.append(wait)
     return EffectiveJob(pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes))

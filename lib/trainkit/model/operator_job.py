@@ -14,6 +14,7 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .env import EnvRef, EnvSource, check_env_refs, env_from_validator
 from .fields import (
+    AnnotationValue,
     Arg,
     ClusterRef,
     DNS1035Name,
@@ -27,6 +28,7 @@ from .fields import (
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
+from .pod_metadata import own_keys_refused
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -128,6 +130,18 @@ class PodJob(TrainkitModel):
     priority_class: ObjectName | None = None
     """PriorityClass of the pods and of Volcano's PodGroup, one the Team lists in
     ``priority_classes``."""
+    pod_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of every pod, e.g. ``{"example.com/cost-center": "vision"}``. A key under a
+    prefix a controller acts on (``kueue.x-k8s.io/``, ``volcano.sh/``, ``kubernetes.io/``, …)
+    needs the Team's grant (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
+    pod_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of every pod, e.g. ``{"example.com/owner": "ml-infra"}``; the same keys
+    as ``pod_labels`` need a grant."""
+
+    @field_validator("pod_labels", "pod_annotations")
+    @classmethod
+    def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
+        return own_keys_refused(meta)
 
     @field_validator("env")
     @classmethod
@@ -182,8 +196,9 @@ class OperatorJob(PodJob):
     """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
     release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
     deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long, counted from when its pods start running
-    (``status.startTime``; time queued in Volcano does not count)."""
+    """Fail the job when it has run this long, counted from when the operator creates its pods
+    (``status.startTime``: once Volcano admits the gang, or Kueue the job, so time queued does
+    not count; an MPIJob's is its launcher's, see there)."""
 
 
 class RoleJob(OperatorJob):

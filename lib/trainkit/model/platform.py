@@ -227,6 +227,11 @@ class Team(TrainkitModel):
     priority_classes: list[ObjectName] = []
     """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
     preempt other teams' pods, so none is allowed unless listed."""
+    pod_metadata_keys: list[str] = []
+    """Pod label and annotation keys under a prefix a controller acts on (``kueue.x-k8s.io/``,
+    ``volcano.sh/``, ``k8s.v1.cni.cncf.io/``, ``kubernetes.io/``, …) that the team's jobs may
+    set (``pod_labels``, ``pod_annotations``): a whole key, or a prefix ending in ``/``
+    (``"example.kubernetes.io/"``). Keys under other prefixes need no grant."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

@@ -38,8 +38,6 @@ Planned = Mapping[str, Sequence[dict[str, Any]]]
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # Fields that change no object (without a transformer, which is refused).
 _INERT = frozenset({"apiVersion", "kind", "resources", "configurations", "openapi"})
-# A Component that only teaches kustomize (trainkit's, render/kustomize.py) adds no object.
-_INERT_COMPONENT = frozenset({"apiVersion", "kind", "configurations", "openapi"})
 _Identity = tuple[str, str, str, str]
 
 
@@ -249,33 +247,48 @@ def _listed(
 def _inert_component(
     directory: Path, entry: object, out_dir: Path, shown: str, where: str
 ) -> list[Problem]:
-    """Problems of a ``components:`` entry: only a Component of the tree that adds nothing
-    (configurations and openapi only) leaves the build comparable."""
-    refused = Problem(
-        file=where,
-        field="components",
-        message=f"{entry!r} may change the objects kustomize builds, so the build cannot be "
-        "compared with what trainkit rendered (trainkit includes only its own Component, "
-        "which adds configurations and openapi); put overlays outside the generated tree",
-    )
+    """Problems of a component a kustomization lists: trainkit's own teach kustomize the CRD
+    fields (``configurations``, ``openapi``) and change no object; anything else may."""
     if not isinstance(entry, str):
-        return [refused]
+        return [Problem(file=where, field="components", message=f"{entry!r} is no path")]
     path = Path(os.path.normpath(directory / entry))
-    kustomization = path / "kustomization.yaml"
-    if _rel(path, out_dir) is None or not kustomization.is_file():
-        return [refused]
+    if _rel(path, out_dir) is None:
+        return [
+            Problem(
+                file=where,
+                field="components",
+                message=f"{entry!r} lies outside {shown}/: not compared; the generated "
+                "tree may list only its own files",
+            )
+        ]
+    kustomization = next((path / n for n in _KUSTOMIZATIONS if (path / n).is_file()), None)
+    shown_path = f"{shown}/{_rel(path, out_dir)}"
+    if kustomization is None:
+        return [
+            Problem(
+                file=shown_path, message="is listed as a component but has no kustomization file"
+            )
+        ]
     try:
         docs = [value for _, _, value in decode_documents(kustomization.read_bytes())]
-    except (OSError, DecodeError, InputLimitError):
-        return [refused]
+    except (OSError, DecodeError, InputLimitError) as err:
+        return [Problem(file=shown_path, message=f"cannot be read: {err}")]
     data = docs[0] if len(docs) == 1 else None
-    if (
-        not isinstance(data, dict)
-        or data.get("kind") != "Component"
-        or set(data) - _INERT_COMPONENT
-    ):
-        return [refused]
-    return []
+    if not isinstance(data, dict) or data.get("kind") != "Component":
+        return [
+            Problem(file=shown_path, message="is listed as a component but is not one Component")
+        ]
+    return [
+        Problem(
+            file=f"{shown}/{_rel(kustomization, out_dir)}",
+            field=str(key),
+            message="may change the objects kustomize builds, so the build cannot be "
+            "compared with what trainkit rendered (trainkit's components only teach kustomize "
+            "the CRD fields); put overlays outside the generated tree",
+        )
+        for key in data
+        if key not in _INERT or key == "resources"
+    ]
 
 
 def _origins(

@@ -77,6 +77,8 @@ SHAPES = {
     "spread": (20, ("east", "west", "north", "south"), 1),
 }
 _shape: list[str] = ["default"]
+quick = [False]
+"""``--quick``: the cold rows and the largest build only (what the size targets compare)."""
 
 
 def _on(n: int) -> list[str]:
@@ -290,6 +292,8 @@ def _bench(work: Path, jobs: int, full: bool, repeats: int) -> tuple[list[Row], 
     facts["largest"] = largest
     rows.append(Row(f"largest Application build ({objects} objects), kubectl kustomize",
                     Timing(largest, 0), largest / 90, "of 90 s", 0.1))  # fmt: skip
+    if quick[0]:
+        return rows, facts
     if full:
         _isolation(clone, warm_env, floor, rows)
     trainkit(clone, warm_env, "synth")  # fills the caches
@@ -379,6 +383,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jobs", type=int, nargs="+", default=[1000], help="tree sizes (default 1000)")
     p.add_argument("--repeat", type=int, default=1, help="runs per cold measurement (median)")
+    p.add_argument("--quick", action="store_true",
+                   help="only cold synth, cold check and the largest build")  # fmt: skip
     p.add_argument("--shape", choices=sorted(SHAPES), nargs="+", default=["default"],
                    help="how the jobs spread (default: ten teams, two clusters)")  # fmt: skip
     p.add_argument("--measure-validate", nargs=3, help=argparse.SUPPRESS)
@@ -403,6 +409,7 @@ def main() -> None:
     if not os.environ.get("TRAINKIT_CRDS"):
         print("(set TRAINKIT_CRDS to a CRD directory to measure check and validate)")
     sizes: list[tuple[int, list[Row], dict[str, float]]] = []
+    quick[0] = args.quick
     runs = [
         (shape, jobs)
         for jobs in args.jobs

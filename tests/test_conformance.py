@@ -297,3 +297,40 @@ def test_any_accepted_trainjob_and_runtime_render_valid_manifests(crdset, runtim
         text = yaml.safe_dump(rendered.body)
         assert validate_text(text, rendered.path, crdset) == [], rendered.body
     assert {"TrainJob", type(runtime).__name__} <= kinds
+
+
+def test_a_warm_check_builds_only_the_applications_whose_files_changed(
+    bare, bare_cli, crds, monkeypatch
+):
+    import trainkit.validate.tree as tree
+
+    monkeypatch.delenv("CI", raising=False)  # caches on, as on a developer's machine
+    started: list[str] = []
+    real = tree.start_build
+
+    def spy(directory):
+        started.append(directory.as_posix().removeprefix("generated/"))
+        return real(directory)
+
+    monkeypatch.setattr(tree, "start_build", spy)
+    assert bare_cli("synth").code == 0
+    assert bare_cli("check", "--crds", str(crds)).code == 0
+    assert sorted(started) == [
+        "argocd",
+        "clusters/east/platform",
+        "clusters/east/vision",
+        "clusters/plain/platform",
+        "clusters/west/platform",
+        "clusters/west/vision",
+    ]
+    started.clear()
+    job = bare.root / "jobs/vision/ddp.py"
+    job.write_text(
+        job.read_text().replace("    nodes=2,", '    args=["--lr", "0.1"],\n    nodes=2,')
+    )
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+    assert "6 kustomize builds" in run.out
+    # The job is on east and west: only its two Applications' builds run again.
+    assert sorted(started) == ["clusters/east/vision", "clusters/west/vision"]

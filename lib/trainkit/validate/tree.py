@@ -4,14 +4,17 @@ The kustomizations built are those Argo CD builds: each directory whose kustomiz
 lists only files (an Application's). One that lists other kustomizations' directories
 (a cluster's, for overlays) would build the same objects again, in one build whose cost
 grows with the square of its objects; a Component builds only inside another. The builds
-run beside the validation of the files, as many at once as there are cores.
+run beside the validation of the files, as many at once as there are cores; a build whose
+inputs (every file below its directory and its components') are those of a build that passed
+the last check with the same trainkit, CRDs and kubectl is not run again (``reuse``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import yaml
@@ -39,6 +42,8 @@ def validate_tree(
     progress: Callable[[str], None] | None = None,
     planned: Planned | None = None,
     notes: list[Problem] | None = None,
+    reuse: Mapping[str, str] | None = None,
+    digests: dict[str, str] | None = None,
 ) -> tuple[list[Problem], int]:
     """Problems of the files under ``out_dir`` and of each kustomize build; and the build count.
 
@@ -49,11 +54,18 @@ def validate_tree(
     file must give, see ``applied``), each build must hold exactly those objects.
     ``allowance`` is what pod templates may be granted. ``progress`` is told each step.
     ``notes`` receives warnings (a kustomize other than the one Argo CD bundles).
+    ``reuse`` maps a build's directory (relative to ``out_dir``) to the inputs digest of its
+    passing build last time: a build with those inputs again is skipped. ``digests`` receives
+    every build's inputs digest.
     """
     step = progress or (lambda _text: None)
     builds = build_directories(out_dir)
+    inputs = {b: _inputs_digest(b) for b in builds}
+    if digests is not None:
+        digests.update((b.relative_to(out_dir).as_posix(), d) for b, d in inputs.items())
+    last = reuse or {}
     # The first builds run while the files are validated, the rest as those end.
-    waiting = deque(builds)
+    waiting = deque(b for b in builds if last.get(b.relative_to(out_dir).as_posix()) != inputs[b])
     running: deque[Build] = deque()
     cores = _cores()
 
@@ -141,6 +153,24 @@ def build_directories(out_dir: Path) -> list[Path]:
             continue
         found.append(path.parent)
     return found
+
+
+def _inputs_digest(directory: Path) -> str:
+    """SHA-256 of every file below ``directory`` and below the components its kustomization
+    lists (paths and bytes): more than the build reads, never less."""
+    roots = [directory]
+    try:
+        doc = yaml.safe_load((directory / "kustomization.yaml").read_bytes())
+    except (OSError, yaml.YAMLError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("components"), list):
+        roots += [directory / c for c in doc["components"] if isinstance(c, str)]
+    h = hashlib.sha256()
+    for root in roots:
+        for path in sorted(p for p in root.resolve().rglob("*") if p.is_file()):
+            h.update(path.as_posix().encode("utf-8", "surrogateescape") + b"\0")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def _cores() -> int:

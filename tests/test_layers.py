@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "effective": {"injected_env", "kube", "resolve", "render"},
     "policy": {"effective", "errors", "kube", "load", "model", "resolve"},
     "deployed": {"errors", "load", "model"},
-    "validate": {"cache_dir", "deployed", "errors", "kube"},
+    "kubectl": set(),
+    "validate": {"cache_dir", "deployed", "errors", "kube", "kubectl"},
     "schema": {"model", "plan", "write"},
     "synth": {
         "cache_dir",
@@ -79,6 +80,7 @@ ALLOWED: dict[str, set[str]] = {
         "crd_report",
         "deployed",
         "errors",
+        "kubectl",
         "explain",
         "load",
         "model",

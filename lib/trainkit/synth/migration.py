@@ -103,8 +103,14 @@ def check_migration(plan: Plan, baseline: Baseline) -> list[str]:
     cfg, cdef = plan.argocd, plan.argocd_definition
     if cfg is None or cdef is None or baseline.nothing:
         return []
-    deployed = cluster_applications(baseline)
     clusters = {cp.cluster.name for cp in plan.clusters}
+    # Only a deployed tree with a per-cluster Application's file is read (one listing, no
+    # file read otherwise: synth reads git only for what changed).
+    listed = set(baseline.paths())
+    if any(f"argocd/application-{c}.yaml" in listed for c in clusters):
+        deployed = cluster_applications(baseline)
+    else:
+        deployed = []
     problems = []
     for app in deployed:
         if app.retired or app.cluster not in clusters or cfg.retire_cluster_applications:

@@ -933,12 +933,13 @@ CASES = [
             obj="TrainJob 'resnet50'",
             field="run",
             says=(
-                "TrainJob 'resnet50-r1' on cluster 'gpu-east' is deployed from generated/ on disk",
+                "TrainJob 'resnet50-r1' on clusters 'gpu-east', 'rocm-west' is deployed from "
+                "generated/ on disk",
                 "would change in place (spec.trainer.args), but a TrainJob cannot change once "
                 "created (Argo CD's sync would fail: field is immutable); set run=2 to start the "
                 "edited job as resnet50-r2 (Argo CD prunes 'resnet50-r1'), or revert the change",
             ),
-            problems=2,  # one per cluster
+            problems=1,  # one per job, naming its clusters
         )
         for command in ("synth", "check")
     ),
@@ -952,10 +953,13 @@ CASES = [
         line="run=1,",
         obj="TrainJob 'resnet50'",
         field="run",
-        says=("would change in place (spec.runtimePatches)", "set run=2 to start the edited job"),
-        # The TrainJob and the PyTorchJob sharing the script, each on both clusters: the
-        # ConfigMap's name (its hash) is part of both pod templates.
-        problems=4,
+        says=(
+            "would change in place (spec.runtimePatches; its script changed: train_resnet.py)",
+            "set run=2 to start the edited job",
+        ),
+        # The TrainJob and the PyTorchJob sharing the script, one message each (naming both
+        # clusters): the ConfigMap's name (its hash) is part of both pod templates.
+        problems=2,
     ),
     # --- generated/ holding a file trainkit did not write -----------------------------
     Case(

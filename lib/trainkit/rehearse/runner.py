@@ -95,8 +95,8 @@ def require_framework(kind: str, file: str = "trainkit", obj: str = "") -> None:
                     file=file,
                     obj=obj,
                     message=f"a {kind} is rehearsed with {what}, but {module} is not "
-                    f"installed for {sys.executable}; install the extra: pip install -e "
-                    f"'.[{extra}]' (in a checkout) or pip install 'trainkit-gitops[{extra}]'",
+                    f"installed for {sys.executable}; install the extra: "
+                    f"{install_extra(extra)}",
                 )
             ]
         )

@@ -66,7 +66,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``trainkit ARGV``; 0 success, 1 a problem to fix, 2 a usage error (argparse exits)."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    args.parser = p
     args.started_in = Path.cwd()
     root = find_root(args.started_in) if getattr(args, "finds_root", True) else args.started_in
     if root != args.started_in:

@@ -25,8 +25,8 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import parser
     from .completion import completion_script
 
-    print(completion_script(parser(), args.shell), end="")
+    # The whole parser, as main built it (given, not imported: the package imports this).
+    print(completion_script(args.parser, args.shell), end="")
     return 0

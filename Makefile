@@ -12,7 +12,9 @@ TORCH  ?= torch==2.13.0
 CRDS   ?= .trainkit/crds
 MIRROR ?=
 # CI (the CI variable set) must validate against CRDs; a developer without them gets a warning.
+# With CI set trainkit also refuses to run definitions it cannot confine (--require-sandbox).
 CHECK_FLAGS ?= $(if $(CI),--require-crds)
+SYNTH_FLAGS ?=
 # Jobs in the benchmark's tree (make bench N=10000); several sizes show the growth.
 N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
@@ -43,7 +45,7 @@ $(VENV)/.dev: $(TK)
 setup: $(VENV)/.dev ## create .venv with trainkit, dev tools, torch, DeepSpeed, Ray, Open MPI, XGBoost and JAX
 
 synth: $(TK) ## write generated/ from jobs/ (installs trainkit only)
-	$(TK) synth
+	$(TK) synth $(SYNTH_FLAGS)
 
 schemas: $(TK) ## write schemas/ (JSON Schema of each definition kind)
 	$(TK) schema

@@ -79,9 +79,9 @@ def count_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[list[str]]]:
     calls: list[list[list[str]]] = []
     real = server.run
 
-    def spy(groups: list[list[tuple[int, str]]], limits: server.Limits):  # type: ignore[no-untyped-def]
+    def spy(groups: list[list[tuple[int, str]]], limits: server.Limits, **where: str):  # type: ignore[no-untyped-def]
         calls.append([[Path(p).name for _, p in g] for g in groups])
-        return real(groups, limits)
+        return real(groups, limits, **where)
 
     monkeypatch.setattr(server, "run", spy)
     return calls

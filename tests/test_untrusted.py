@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -48,6 +49,13 @@ def survivors(marker: str) -> list[int]:
             if marker.encode() in cmdline:
                 found.append(int(entry))
     return found
+
+
+def sleep_forever(marker: str) -> str:
+    """A statement that replaces the process with one sleeping an hour, ``marker`` on its
+    command line: the interpreter, which the sandbox holds (``/bin/sleep`` it does not)."""
+    code = "import time; time.sleep(3600)"
+    return f"os.execv({sys.executable!r}, ['python', '-c', {code!r}, {marker!r}])"
 
 
 def job(name: str, **fields: str) -> str:
@@ -237,7 +245,7 @@ def test_work_left_behind_cannot_change_the_result(bare: Workspace) -> None:
             if os.fork() == 0:
                 os.setsid()
                 if os.fork() == 0:
-                    os.execv('/bin/sleep', ['sleep', '3600', {marker!r}])
+                    {sleep_forever(marker)}
                 os._exit(0)
             """
         ),
@@ -344,15 +352,13 @@ def test_ctrl_c_names_the_file_being_loaded_and_stops_it(
     bare: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"trainkit-ctrlc-{uuid.uuid4().hex}"
-    bare.write(
-        "jobs/vision/slow.py", f"import os\nos.execv('/bin/sleep', ['sleep', '3600', {marker!r}])\n"
-    )
+    bare.write("jobs/vision/slow.py", f"import os\n{sleep_forever(marker)}\n")
     real_run = server.run
 
     def interrupted(
-        groups: list[list[tuple[int, str]]], limits: server.Limits
+        groups: list[list[tuple[int, str]]], limits: server.Limits, **where: str
     ) -> Iterator[server.Event]:
-        run = real_run(groups, limits)
+        run = real_run(groups, limits, **where)
         try:
             for event in run:
                 yield event

@@ -20,6 +20,7 @@ __all__ = [
     "load_options",
     "positive",
     "require_baseline",
+    "require_sandbox",
 ]
 
 
@@ -68,6 +69,12 @@ def add_loading(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--isolation", choices=["team", "file"], default="team",
         help="one process per team directory (default) or per definition file",
+    )  # fmt: skip
+    g.add_argument(
+        "--require-sandbox", action="store_true",
+        help="fail, running no definition, where the OS cannot confine definitions (no user "
+        "namespaces); the default when the environment variable CI is set. Without it such a "
+        "machine runs them unconfined with a note",
     )  # fmt: skip
 
 
@@ -140,8 +147,16 @@ def load_options(args: argparse.Namespace) -> LoadOptions:
     from ..load import LoadOptions
 
     return LoadOptions(
-        timeout=args.load_timeout, memory=args.load_memory << 20, isolation=args.isolation
+        timeout=args.load_timeout,
+        memory=args.load_memory << 20,
+        isolation=args.isolation,
+        require_sandbox=require_sandbox(args),
     )
+
+
+def require_sandbox(args: argparse.Namespace) -> bool:
+    # The gate (CI) never runs a definition the OS cannot confine; a laptop may, with a note.
+    return bool(args.require_sandbox or os.environ.get("CI"))
 
 
 def require_baseline(args: argparse.Namespace) -> bool:

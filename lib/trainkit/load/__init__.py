@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import DefinitionError, Problem
+from ..errors import DefinitionError, Problem, SetupError
 from . import sandbox, server, watch
 from .cache import DefinitionCache
 from .discover import PLATFORM_DIR, DefinitionFile, find_definitions, shown
@@ -67,6 +67,9 @@ class LoadOptions:
     """One process per team directory (teams and the platform never share one), or per file."""
     sandbox: bool = True
     """Confine definitions (read-only file system, no network) where the OS allows it."""
+    require_sandbox: bool = False
+    """Refuse to run any definition where the OS cannot confine it (CI, the gate): a
+    ``SetupError`` naming the cause and the fix instead of a notice."""
     jobs: int = 0
     """Processes at a time; 0 means one per CPU."""
 
@@ -233,13 +236,17 @@ def _run(
     if pending:
         ready = [use_hits] if while_loading is None else [while_loading, use_hits]
         runs.append(
-            _execute(_groups(pending, options.isolation), files, root, watched, options, ready)
+            _execute(
+                _groups(pending, options.isolation), files, jobs_dir, root, watched, options, ready
+            )
         )
     else:
         use_hits()
     again = [(i, files[i]) for i in hits if i not in done]
     if again:
-        runs.append(_execute(_groups(again, options.isolation), files, root, watched, options, []))
+        runs.append(
+            _execute(_groups(again, options.isolation), files, jobs_dir, root, watched, options, [])
+        )
     payloads = {i: data for ran in runs for i, data in ran.payloads.items()}
     ended = {i: e for ran in runs for i, e in ran.exits.items()}
     definitions: list[Definition] = []
@@ -282,6 +289,7 @@ class _Ran:
 def _execute(
     groups: list[list[tuple[int, str]]],
     files: list[DefinitionFile],
+    jobs_dir: Path,
     root: Path,
     watched_roots: list[Path],
     options: LoadOptions,
@@ -297,22 +305,31 @@ def _execute(
     started: dict[int, int] = {}
     notices: list[str] = []
     before: watch.Snapshot | None = None
+    window_start = 0
     watched: tuple[list[Path], list[str]] = (watched_roots, [])
-    run = server.run(groups, limits)
+    run = server.run(groups, limits, jobs=str(jobs_dir), root=str(root))
     try:
         for event in run:
             if event.kind == "ready":
+                if not event.confined and options.require_sandbox:
+                    run.close()  # no definition has run: stop them all before any does
+                    raise SetupError([_sandbox_required(event, jobs_dir, root)])
                 for call in on_ready:
                     call()
                 if not event.confined:
                     notices.append(
                         "definitions ran without a read-only file system or network isolation "
-                        f"({event.text}); trainkit compared the repository and its own files "
-                        "before and after instead"
+                        f"({event.text}; to confine them: {event.fix}); trainkit compared the "
+                        "repository and its own files before and after instead"
                     )
                     sandbox.make_undumpable()
+                    # Nothing a definition may plant runs here later: every module
+                    # trainkit will need is in memory before the first definition runs.
+                    watch.import_everything()
                     watched = (watched_roots, watch.imported_files())
                     before = watch.snapshot(*watched)
+                    # The kernel's file times run up to a tick behind the clock.
+                    window_start = time.time_ns() - 50_000_000
             elif event.kind == "start" and event.file is not None:
                 if event.file in dict(groups[event.group]):
                     current[event.group] = event.file
@@ -337,8 +354,18 @@ def _execute(
     problems = []
     if before is not None:
         problems = _changes(before, watch.snapshot(*watched), groups, files, exits, root)
+        watch.guard_imports(window_start, time.time_ns())
     by_file = {i: exits[g] for g, group in enumerate(groups) if g in exits for i, _ in group}
     return _Ran(groups, payloads, by_file, notices, problems)
+
+
+def _sandbox_required(event: server.Event, jobs_dir: Path, root: Path) -> Problem:
+    return Problem(
+        file=shown(jobs_dir, root) + "/",
+        message=f"definitions cannot be confined on this machine: {event.text}. The sandbox is "
+        "required (--require-sandbox, or the CI environment variable is set), so no definition "
+        f"ran; to confine them: {event.fix}",
+    )
 
 
 def _remember(

@@ -1,15 +1,24 @@
 """Confinement of definition processes: what the OS lets us take away from them.
 
-On Linux, the process that runs definitions enters new user, mount, network
-and PID namespaces (no privilege needed where the kernel allows user
-namespaces): every mount is made read-only, there is no network, and when the
-namespace's first process exits the kernel kills everything left in it. Its
-capabilities inside the namespace are dropped before any definition runs, so
-nothing can remount a file system writable again.
+On Linux the process that runs definitions enters new user, mount, network and
+PID namespaces (no privilege needed where the kernel allows user namespaces).
+Process 1 of the new PID namespace then builds a root file system of its own
+(``build_root``): an empty tmpfs holding only ``jobs/``, the interpreter and
+its packages and the system's shared libraries, bound read-only, a few device
+nodes, and a fresh ``/proc`` that shows the namespace's processes only. It
+pivots into it, detaches the host's tree and makes every mount read-only.
+The network namespace has no interface but a loopback that is down; host
+Unix sockets are not in the tree. Capabilities are dropped and
+``no_new_privs`` set before any definition runs, so nothing can remount a
+file system writable or gain privileges through a setuid program, and when
+process 1 exits the kernel kills everything left in the namespace.
 
-Elsewhere (or when the kernel refuses), definitions still run in their own
-processes with resource limits, and the loader compares the repository
-before and after instead; ``enter`` says why confinement was not possible.
+Where the OS refuses any step, ``Unconfined`` says which step, why (the three
+refusals people meet: a seccomp profile, ``user.max_user_namespaces`` = 0,
+AppArmor's restriction of unprivileged user namespaces) and what would allow it.
+The caller decides: an error where the sandbox is required (CI), else the
+definitions run in their own limited processes and the loader compares files
+before and after (``watch``).
 """
 
 from __future__ import annotations
@@ -23,33 +32,73 @@ import platform
 import resource
 import signal
 import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 __all__ = [
+    "Unconfined",
     "adopt_orphans",
+    "build_root",
     "die_with_parent",
     "drop_privileges",
     "enter",
-    "kill_orphans",
+    "forbid_new_privileges",
+    "kill_tree",
     "limit",
     "make_undumpable",
+    "view",
 ]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_BIND = 0x1000
 _MS_REC = 0x4000
 _MS_PRIVATE = 1 << 18
+_MNT_DETACH = 0x2
 _AT_FDCWD = -100
 _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 0x1
+_MOUNT_ATTR_NOSUID = 0x2
 # Syscall numbers differ per architecture except for the newest calls.
 _SYS_MOUNT_SETATTR = 442
 _SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+
+# Where the system keeps the shared libraries an extension module may load on import.
+_SYSTEM_LIBRARIES = (
+    "/lib", "/lib32", "/lib64", "/libx32",
+    "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
+    "/etc/ld.so.cache",
+)  # fmt: skip
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+# Never bound: the kernel's own trees (the sandbox gets a fresh /proc and its own /dev).
+_KERNEL_TREES = ("/proc", "/sys", "/dev")
+# Directories the new root's tmpfs may be mounted over while it is built (a private mount
+# namespace: the host never sees it); the first that exists is used.
+_STAGING = ("/tmp", "/mnt", "/var", "/opt", "/srv")
+_APPARMOR_USERNS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+_GITHUB_ROUTE = "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+
+
+@dataclass(frozen=True)
+class Unconfined:
+    """Why definitions cannot be confined here (``cause``) and what would allow it (``fix``)."""
+
+    cause: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.cause}; {self.fix}"
 
 
 class _MountAttr(ctypes.Structure):
@@ -67,28 +116,34 @@ def _libc() -> ctypes.CDLL | None:
     return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
-def _failed(what: str) -> str:
-    code = ctypes.get_errno()
-    return f"{what} failed: {os.strerror(code) if code else 'unknown error'}"
+class _Refused(Exception):
+    def __init__(self, step: str, code: int) -> None:
+        super().__init__(step, code)
+        self.step, self.code = step, code
 
 
-def enter() -> tuple[bool, str | None]:
-    """Enter read-only, network-less namespaces.
+def _check(result: int, step: str) -> None:
+    if result != 0:
+        raise _Refused(step, ctypes.get_errno())
+
+
+def enter() -> tuple[bool, Unconfined | None]:
+    """Enter new user, mount, network and PID namespaces, ids mapped, mounts private.
 
     Returns whether a new PID namespace was created (the caller's next child
-    becomes its process 1) and, if confinement is incomplete, why. Must run in
-    a process of its own: it cannot be undone.
+    becomes its process 1, which must call ``build_root``) and, if the kernel
+    refused a step, why. Must run in a process of its own: it cannot be undone.
     """
     libc = _libc()
     if libc is None:
-        return False, f"{platform.system()} has no user namespaces"
+        return False, Unconfined(
+            f"{platform.system()} has no user namespaces, which confine definitions",
+            "run the gate on Linux (as CI does); on this machine definitions run unconfined "
+            "unless --require-sandbox or CI asks for the sandbox",
+        )
     uid, gid = os.geteuid(), os.getegid()
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID) != 0:
-        return False, _failed("creating user namespaces (unshare)")
-    return True, _read_only(libc, uid, gid)
-
-
-def _read_only(libc: ctypes.CDLL, uid: int, gid: int) -> str | None:
+        return False, diagnose("unshare", ctypes.get_errno())
     try:
         # Map our own ids so file permissions read as they do outside.
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
@@ -96,23 +151,223 @@ def _read_only(libc: ctypes.CDLL, uid: int, gid: int) -> str | None:
             with open(f"/proc/self/{name}", "w", encoding="ascii") as f:
                 f.write(text)
     except OSError as e:
-        return f"mapping user ids in the namespace failed: {e.strerror}"
+        return True, diagnose("map", e.errno or 0)
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-        return _failed("making mounts private")
-    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
-    if (
-        libc.syscall(
-            _SYS_MOUNT_SETATTR,
-            _AT_FDCWD,
-            b"/",
-            _AT_RECURSIVE,
-            ctypes.byref(attr),
-            ctypes.sizeof(attr),
+        return True, diagnose("mount", ctypes.get_errno())
+    return True, None
+
+
+def diagnose(step: str, code: int) -> Unconfined:
+    """The cause of a refused step (``unshare``, ``map``, ``mount``) and its fix."""
+    what = {
+        "unshare": "creating a user namespace (unshare)",
+        "map": "mapping user ids in the new user namespace",
+        "mount": "mounting in the new user namespace",
+        "root": "building the definitions' root file system",
+        "setattr": "making every mount read-only (mount_setattr)",
+    }[step]
+    cause = f"{what} failed: {os.strerror(code) if code else 'unknown error'}"
+    if step == "unshare" and code == errno.ENOSPC:
+        return Unconfined(
+            cause + " (user.max_user_namespaces is 0 here, or its limit is used up)",
+            "allow user namespaces: sudo sysctl -w user.max_user_namespaces=15000",
         )
-        != 0
-    ):
-        return _failed("making every mount read-only (mount_setattr, Linux ≥ 5.12)")
+    if step == "unshare" and code == errno.EPERM:
+        return Unconfined(
+            cause + " (a seccomp profile forbids it, such as a container runtime's default, "
+            "or kernel.unprivileged_userns_clone is 0)",
+            "run trainkit in a VM or a container whose seccomp profile allows unshare and "
+            "clone with CLONE_NEWUSER (e.g. docker run --security-opt seccomp=<profile>), "
+            "or sudo sysctl -w kernel.unprivileged_userns_clone=1",
+        )
+    if step == "unshare" and code == errno.EINVAL:
+        return Unconfined(
+            cause + " (this kernel is built without user namespaces)",
+            "run the gate on a Linux kernel with CONFIG_USER_NS",
+        )
+    if step in ("map", "mount", "root") and code in (errno.EPERM, errno.EACCES):
+        if _read(_APPARMOR_USERNS) == "1":
+            return Unconfined(
+                cause + " (AppArmor restricts unprivileged user namespaces here: "
+                "kernel.apparmor_restrict_unprivileged_userns=1, as on Ubuntu 24.04 and "
+                "GitHub's ubuntu-latest runners)",
+                f"run `{_GITHUB_ROUTE}` before trainkit (the workflow trainkit init writes "
+                "does), or load an AppArmor profile that allows userns for this Python",
+            )
+        return Unconfined(
+            cause + " (the kernel created the namespace but a security module, such as "
+            "AppArmor's unprivileged_userns profile, or a seccomp policy refuses its use)",
+            f"on Ubuntu 23.10 and later run `{_GITHUB_ROUTE}`; elsewhere allow mount and "
+            "pivot_root inside user namespaces",
+        )
+    if step == "setattr" and code == errno.ENOSYS:
+        return Unconfined(
+            cause + " (Linux before 5.12 has no mount_setattr)",
+            "run the gate on Linux 5.12 or later",
+        )
+    return Unconfined(cause, "run the gate where unprivileged user namespaces work (Linux)")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def view(jobs: str, root: str, paths: Iterable[str]) -> list[str]:
+    """The host paths definitions see, read-only: ``jobs``, the interpreter's prefixes,
+    ``paths`` (the caller's ``sys.path``) and the system's shared libraries.
+
+    Nothing else of the repository ``root``: a path that is ``root`` or holds it (the
+    working directory on ``sys.path``) is left out, and where an interpreter prefix holds
+    the repository, ``build_root`` hides it again below jobs/.
+    """
+    out: list[str] = []
+    wanted = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+              *paths, *_SYSTEM_LIBRARIES]  # fmt: skip
+    roots = {os.path.normpath(root), os.path.realpath(root)}
+    for raw in wanted:
+        if not raw or not os.path.isabs(raw):
+            continue
+        for p in dict.fromkeys((os.path.normpath(raw), os.path.realpath(raw))):
+            if not os.path.lexists(p) or p == "/" or _under(p, _KERNEL_TREES):
+                continue
+            if any(_under(r, (p,)) for r in roots):
+                continue  # the repository itself, or a directory holding it
+            out.append(p)
+    out.extend(dict.fromkeys((os.path.normpath(jobs), os.path.realpath(jobs))))
+    return list(dict.fromkeys(out))
+
+
+def _under(path: str, tops: Iterable[str]) -> bool:
+    return any(path == t or path.startswith(t.rstrip("/") + "/") for t in tops)
+
+
+def build_root(sources: list[str], root: str, cwd: str) -> Unconfined | None:
+    """In process 1 of the new namespaces: pivot into a fresh read-only tree of ``sources``.
+
+    ``root`` (the repository, resolved) shows nothing but what ``sources`` hold below it;
+    ``cwd`` is entered again afterwards when it exists there. Returns why, if the kernel
+    refused a step.
+    """
+    libc = _libc()
+    machine = platform.machine()
+    if libc is None or machine not in _SYS_PIVOT_ROOT:
+        return Unconfined(
+            f"building the definitions' root file system: pivot_root is not known on {machine}",
+            "run the gate on x86_64 or aarch64 Linux",
+        )
+    opened: list[int] = []
+    try:
+        try:
+            _assemble(libc, sources, root, opened)
+            _check(libc.syscall(_SYS_PIVOT_ROOT[machine], b".", b"."), "root")
+            # The host's tree now lies over ours at "/": detach it.
+            _check(libc.umount2(b".", _MNT_DETACH), "root")
+            os.chdir("/")
+        except OSError as e:
+            return diagnose("root", e.errno or 0)
+        except _Refused as e:
+            return diagnose(e.step, e.code)
+        attr = _MountAttr(_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID, 0, 0, 0)
+        if libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, b"/", _AT_RECURSIVE,
+                        ctypes.byref(attr), ctypes.sizeof(attr)) != 0:  # fmt: skip
+            return diagnose("setattr", ctypes.get_errno())
+    finally:
+        for fd in opened:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
     return None
+
+
+def _assemble(libc: ctypes.CDLL, sources: list[str], root: str, opened: list[int]) -> None:
+    """Mount a tmpfs over a staging directory and bind everything into it; leaves the
+    process in the staging directory, ready to pivot."""
+    links: dict[str, str] = {}
+    fds: dict[str, int] = {}
+    # Opened before the tmpfs hides anything: a source may lie below the staging directory.
+    devices = [f"/dev/{d}" for d in _DEVICES if os.path.exists(f"/dev/{d}")]
+    for path in [*sources, *devices]:
+        if os.path.islink(path):
+            links[path] = os.readlink(path)
+        elif path not in fds:
+            fds[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            opened.append(fds[path])
+    stage = next((d for d in _STAGING if os.path.isdir(d) and not os.path.islink(d)), "")
+    if not stage:
+        raise OSError(errno.ENOENT, f"none of {', '.join(_STAGING)} is a directory")
+    _tmpfs(libc, stage)
+    ours = {os.stat(stage).st_dev}
+    inside = [p for p in sources if _under(p, (root,))]
+    _place(libc, stage, ours, [(p, p) for p in sources if p not in inside], links, fds)
+    base, strip = stage, 0
+    if os.path.lexists(stage + root):
+        # An interpreter prefix holds the repository: hide it, keep only what is asked for.
+        base, strip = stage + root, len(root)
+        _tmpfs(libc, base)
+        ours.add(os.stat(base).st_dev)
+    _place(libc, base, ours, [(p[strip:] or "/", p) for p in inside], links, fds)
+    for path in devices:
+        _bind(libc, fds[path], _mount_point(stage, ours, path, directory=False))
+    proc = _mount_point(stage, ours, "/proc", directory=True)
+    # A fresh /proc shows this PID namespace only. A kernel that refuses it (a container
+    # whose /proc is partly masked) leaves the directory empty: less to see, not more.
+    libc.mount(b"proc", proc.encode(), b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    os.chdir(stage)
+
+
+def _tmpfs(libc: ctypes.CDLL, at: str) -> None:
+    _check(libc.mount(b"tmpfs", at.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                      b"mode=0755,size=1m"), "root")  # fmt: skip
+
+
+def _place(
+    libc: ctypes.CDLL, base: str, ours: set[int], paths: list[tuple[str, str]],
+    links: dict[str, str], fds: dict[str, int],
+) -> None:  # fmt: skip
+    """Bind each host path (or copy the symbolic link it is) at its place below ``base``
+    (``(place, host path)``); one below another already placed is visible through it."""
+    placed: list[str] = []
+    for where, path in sorted(paths):
+        if _under(where, placed):
+            continue
+        placed.append(where)
+        if path in links:
+            parent = _mount_point(base, ours, os.path.dirname(where), directory=True)
+            os.symlink(links[path], os.path.join(parent, os.path.basename(where)))
+            continue
+        fd = fds[path]
+        is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+        _bind(libc, fd, _mount_point(base, ours, where, directory=is_dir))
+
+
+def _bind(libc: ctypes.CDLL, fd: int, target: str) -> None:
+    _check(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None,
+                      _MS_BIND | _MS_REC, None), "root")  # fmt: skip
+
+
+def _mount_point(base: str, ours: set[int], path: str, *, directory: bool) -> str:
+    """Create ``path`` below ``base``, every step of it on our own tmpfs: never a write
+    through a bound host directory or a symbolic link."""
+    at = base
+    parts = [p for p in path.split("/") if p]
+    for i, part in enumerate(parts):
+        at = os.path.join(at, part)
+        last = i == len(parts) - 1
+        try:
+            st = os.lstat(at)
+        except FileNotFoundError:
+            if last and not directory:
+                os.close(os.open(at, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))
+            else:
+                os.mkdir(at, 0o755)
+            continue
+        if st.st_dev not in ours or os.path.islink(at) or (not last and not os.path.isdir(at)):
+            raise OSError(errno.EXDEV, f"{at} is not on the sandbox's own tmpfs")
+    return at
 
 
 def drop_privileges() -> None:
@@ -130,7 +385,14 @@ def drop_privileges() -> None:
         data = (ctypes.c_uint32 * 6)()
         if libc.syscall(number, ctypes.byref(header), ctypes.byref(data)) != 0:
             raise OSError(ctypes.get_errno(), "capset failed")
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    forbid_new_privileges()
+
+
+def forbid_new_privileges() -> None:
+    """``no_new_privs`` (Linux): no setuid program (``sudo``) or file capability works in this
+    process and its descendants, confined or not."""
+    libc = _libc()
+    if libc is not None and libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
@@ -173,42 +435,78 @@ def limit(memory: int, cpu_seconds: int, output_bytes: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-_PR_SET_CHILD_SUBREAPER = 36
-
-
 def adopt_orphans() -> None:
-    """Make this process the parent of its descendants' orphans (Linux), so
-    ``kill_orphans`` can find what a definition left running."""
+    """Make this process the parent of its descendants' orphans (Linux), so ``kill_tree``
+    finds every process a definition left running, however deep or detached."""
     libc = _libc()
     if libc is not None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def kill_orphans() -> None:
-    """SIGKILL and reap every remaining child (Linux; elsewhere, only direct children)."""
-    me = str(os.getpid())
-    for _ in range(100):
-        children = []
-        try:
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                # "pid (comm) state ppid …": comm may hold spaces and parentheses.
-                fields = stat[stat.rfind(")") + 2 :].split()
-                if len(fields) > 1 and fields[1] == me:
-                    children.append(int(entry))
-        except OSError:
-            return
-        if not children:
-            return
-        for pid in children:
+def kill_tree() -> None:
+    """Stop, then SIGKILL and reap, every descendant of this process.
+
+    Unconfined, the whole tree a definition started must go, not only the direct
+    children: descendants are stopped first (a stopped process forks no more) until
+    a pass over ``/proc`` finds none still running, then killed together. Orphans of
+    the tree come back to this process (``adopt_orphans``), so none escapes by
+    detaching. Where there is no ``/proc`` (macOS), only direct children are found.
+    """
+    me = os.getpid()
+    stopped: set[int] = set()
+    for _ in range(10_000):
+        found = set(_descendants(me))
+        fresh = found - stopped
+        if not fresh:
+            break
+        for pid in fresh:
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= fresh
+    for pid in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    # Every descendant is killed: waiting ends. Without /proc, only what has ended.
+    _reap_all(block=os.path.isdir("/proc/self"))
+
+
+def _descendants(me: int) -> Iterator[int]:
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        entries = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid …": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    todo = list(children.get(me, ()))
+    seen: set[int] = set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        yield pid
+        todo.extend(children.get(pid, ()))
+
+
+def _reap_all(*, block: bool) -> None:
+    """Reap every child; the killed tree's orphans come back here until none is left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return

@@ -3,9 +3,12 @@
 ::
 
     trainkit (never runs a definition)
-      └─ origin: a fresh interpreter, started once, that has imported the models
-           └─ server: forked per load; enters the sandbox (``sandbox.enter``)
-                └─ supervisor (process 1 of the new PID namespace): no capabilities
+      └─ origin: a fresh interpreter, started once with no secret in its environment,
+         that has imported the models
+           └─ server: forked per load; enters new namespaces (``sandbox.enter``)
+                └─ supervisor (process 1 of the new PID namespace): pivots into a tree of
+                   jobs/ and the interpreter only (``sandbox.build_root``), drops every
+                   capability, sets no_new_privs
                      ├─ worker: runs the files of one group (a team directory, or one file)
                      └─ worker …  (at most ``Limits.jobs`` at a time)
 
@@ -47,6 +50,9 @@ _MAX_OUTPUT_TAIL = 4000
 # Environment a definition may see: enough for Python and locales, no tokens or
 # credentials that CI or a developer's shell may hold.
 _ENV_KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+# What the origin (and so every process a definition can see) starts with besides: how
+# Python imports, never a credential.
+_ORIGIN_ENV = (*_ENV_KEPT, "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING")
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,8 @@ class Event:
     """One thing the supervisor reports.
 
     ``kind`` is ``ready`` (before any definition runs: ``confined`` says
-    whether the sandbox holds, ``text`` why not; the next definition starts
+    whether the sandbox holds, ``text`` why not and ``fix`` what would allow it; the
+    next definition starts
     only when the caller asks for the next event), ``start`` (``file`` starts), ``result`` (``file``'s payload in ``data``) or
     ``exit`` (the group's process ended: ``reason`` is ``ok``, ``timeout``,
     ``signal``, ``status``, ``protocol`` or ``output``; ``file`` is the file it
@@ -85,6 +92,8 @@ class Event:
     status: int = 0
     text: str = ""
     confined: bool = False
+    fix: str = ""
+    """With ``ready`` and not ``confined``: what would let the OS confine definitions."""
 
 
 @dataclass
@@ -103,17 +112,21 @@ class _Worker:
     ended: str = ""
 
 
-def run(groups: Sequence[Group], limits: Limits) -> Generator[Event, None, None]:
+def run(
+    groups: Sequence[Group], limits: Limits, *, jobs: str, root: str
+) -> Generator[Event, None, None]:
     """Run every group in a confined process; yield events as they arrive.
 
-    Closing the iterator early (an error, Ctrl-C) kills every process, and returns
-    only once they are gone.
+    ``jobs`` is the directory the definitions may read (resolved), ``root`` the
+    repository around it, of which they see nothing else. Closing the iterator early
+    (an error, Ctrl-C, a sandbox the caller requires but the OS refuses) kills every
+    process, and returns only once they are gone.
     """
     origin = _origin()  # before the pipes: a forked origin must not hold them
     read_fd, write_fd = os.pipe()
     go_read, go_write = os.pipe()
     try:
-        server = origin.start(list(groups), limits, write_fd, go_read)
+        server = origin.start(list(groups), limits, write_fd, go_read, jobs=jobs, root=root)
     finally:
         os.close(write_fd)
         os.close(go_read)
@@ -155,8 +168,11 @@ class _Origin:
         # Always a fresh interpreter, never a fork of this process: a fork would
         # carry whatever this process holds (the platform's objects of an earlier
         # load, a library user's models) into every definition's memory, and any
-        # lock a thread (cdk8s's node bridge, a test runner) held at the fork.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # lock a thread (cdk8s's node bridge, a test runner) held at the fork. Its
+        # environment holds no token or credential of the caller's: the server, the
+        # supervisor and the workers forked from it never had one.
+        env = {k: v for k, v in os.environ.items() if k in _ORIGIN_ENV or k.startswith("LC_")}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._proc = subprocess.Popen(
             [sys.executable, "-c", "from trainkit.load.server import main; main()",
              str(theirs.fileno()), str(self.owner)],
@@ -166,7 +182,9 @@ class _Origin:
         self.pid = self._proc.pid
         theirs.close()
 
-    def start(self, groups: list[Group], limits: Limits, out: int, go: int) -> int:
+    def start(
+        self, groups: list[Group], limits: Limits, out: int, go: int, *, jobs: str, root: str
+    ) -> int:
         """Fork a server for one load; returns its pid."""
         # The server runs where the caller is, and imports as the caller would.
         request = json.dumps(
@@ -175,6 +193,8 @@ class _Origin:
                 "limits": limits.__dict__,
                 "cwd": os.getcwd(),
                 "path": sys.path,
+                "jobs": jobs,
+                "root": root,
             }
         )
         data = request.encode()
@@ -272,7 +292,8 @@ def _origin_loop(sock: socket.socket, owner: int) -> None:
                 sock.close()
                 os.chdir(request["cwd"])
                 sys.path[:] = [str(p) for p in request["path"]]
-                _serve(groups, out, go, Limits(**request["limits"]), me)
+                place = _Place(str(request["jobs"]), str(request["root"]), str(request["cwd"]))
+                _serve(groups, out, go, Limits(**request["limits"]), me, place)
             finally:
                 os._exit(0)
         os.close(out)
@@ -296,7 +317,9 @@ def _events(fd: int) -> Iterator[Event]:
             yield Event("result", group, data=data)
         elif kind == b"Y":
             info = json.loads(data)
-            yield Event("ready", text=info["why"] or "", confined=info["confined"])
+            yield Event(
+                "ready", text=info["why"] or "", confined=info["confined"], fix=info["fix"] or ""
+            )
         elif kind == b"X":
             info = json.loads(data)
             yield Event(
@@ -328,26 +351,42 @@ class _Reader:
 # --- the server side: everything below runs in the server's processes ---
 
 
-def _serve(groups: Sequence[Group], out: int, go: int, limits: Limits, parent: int) -> None:
+@dataclass(frozen=True)
+class _Place:
+    jobs: str
+    root: str
+    cwd: str
+
+
+def _serve(
+    groups: Sequence[Group], out: int, go: int, limits: Limits, parent: int, place: _Place
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles Ctrl-C
     sandbox.die_with_parent(parent)
     _only_fds({out, go})
     sandbox.make_undumpable()
-    new_pid_ns, why = sandbox.enter() if limits.sandbox else (False, "turned off by the caller")
-    _send(out, b"Y", 0, json.dumps({"confined": why is None, "why": why}).encode())
-    # The caller records the repository before the first definition runs when
-    # confinement is incomplete: wait for its go.
-    if os.read(go, 1) != b"g":
-        return
-    os.close(go)
+    sources: list[str] = []
+    if limits.sandbox:
+        sources = sandbox.view(place.jobs, place.root, sys.path)
+        new_pid_ns, why = sandbox.enter()
+    else:
+        new_pid_ns, why = (
+            False,
+            sandbox.Unconfined(
+                "confinement is turned off by the caller (LoadOptions.sandbox=False)",
+                "leave it on",
+            ),
+        )
     if not new_pid_ns:
         try:
-            _supervise(groups, out, limits, confined=False)
+            if _ready(out, go, why):
+                _supervise(groups, out, limits, confined=False)
         except BaseException:
             _send(out, b"E", 0, traceback.format_exc().encode())
         return
-    # The next child is process 1 of the new PID namespace: when it exits, the
-    # kernel kills whatever a definition left running.
+    # The next child is process 1 of the new PID namespace: it builds the definitions'
+    # file system (a fresh /proc needs a process of the namespace), and when it exits,
+    # the kernel kills whatever a definition left running.
     me = os.getpid()
     # No stop request may fall between the fork and the handler that answers it.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -356,11 +395,17 @@ def _serve(groups: Sequence[Group], out: int, go: int, limits: Limits, parent: i
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             sandbox.die_with_parent(me)
-            _supervise(groups, out, limits, confined=why is None)
+            if why is None:
+                why = sandbox.build_root(sources, place.root, place.cwd)
+            # Whatever the namespaces hold, their capabilities go before any definition runs.
+            sandbox.drop_privileges()
+            if _ready(out, go, why):
+                _supervise(groups, out, limits, confined=why is None)
         except BaseException:
             _send(out, b"E", 0, traceback.format_exc().encode())
         finally:
             os._exit(0)
+    os.close(go)
 
     def stop(*_: object) -> None:
         # Killing process 1 kills the namespace; its reaping returns once all is gone.
@@ -372,6 +417,20 @@ def _serve(groups: Sequence[Group], out: int, go: int, limits: Limits, parent: i
     signal.signal(signal.SIGTERM, stop)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     os.waitpid(pid, 0)
+
+
+def _ready(out: int, go: int, why: sandbox.Unconfined | None) -> bool:
+    """Say whether the sandbox holds, then wait for the caller's go: it records the
+    repository first when it does not, or stops here when it requires the sandbox."""
+    info = {
+        "confined": why is None,
+        "why": why.cause if why else None,
+        "fix": why.fix if why else None,
+    }
+    _send(out, b"Y", 0, json.dumps(info).encode())
+    go_on = os.read(go, 1) == b"g"
+    os.close(go)
+    return go_on
 
 
 def _only_fds(keep: set[int]) -> None:
@@ -398,9 +457,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: bool) -> None:
-    if confined:
-        sandbox.drop_privileges()
-    else:
+    if not confined:
         sandbox.adopt_orphans()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -415,7 +472,7 @@ def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: b
         for w in running.values():
             _kill(w.pid)
         if not confined:
-            sandbox.kill_orphans()
+            sandbox.kill_tree()
         os._exit(1)
 
     signal.signal(signal.SIGTERM, stop)
@@ -445,7 +502,7 @@ def _supervise(groups: Sequence[Group], out: int, limits: Limits, *, confined: b
                 w.ended = "timeout"
                 _kill(w.pid)
     if not confined:
-        sandbox.kill_orphans()
+        sandbox.kill_tree()
 
 
 def _deadline(w: _Worker, limits: Limits) -> float:
@@ -481,6 +538,7 @@ def _worker(files: Group, out: int, capture: int, limits: Limits, parent: int) -
     os.dup2(capture, 2)
     sys.dont_write_bytecode = True  # unconfined, a cache file would be a change to the tree
     sandbox.make_undumpable()
+    sandbox.forbid_new_privileges()  # unconfined too: no sudo, no setuid program
     cpu = int(limits.timeout * len(files)) + 5
     sandbox.limit(limits.memory, cpu, limits.output)
     for key in list(os.environ):

@@ -33,6 +33,9 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands behave as on a developer's machine unless a test says otherwise: with CI set,
     they require the deployed baseline (origin/main) and never read caches."""
     monkeypatch.delenv("CI", raising=False)
+    # GitHub Actions' temporary directory holds the CRDs CI fetched: a test that wants them
+    # says so (TRAINKIT_CRDS), one that wants none must not find them there.
+    monkeypatch.delenv("RUNNER_TEMP", raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -160,7 +160,7 @@ def test_crds_names_each_missing_crd_and_where_it_is_needed(bare_cli, crds, tmp_
     assert (
         f"error: {only_argocd}: no CRD for kubeflow.org/v1 PyTorchJob (needed on cluster east, "
         "on cluster west); fetch the pinned Kubeflow Training Operator v1.9.4 "
-        "one (trainkit crds --fetch DIR), or add your cluster's (kubectl get crd -o yaml)"
+        "one (trainkit crds --fetch), or add your cluster's (kubectl get crd -o yaml)"
     ) in run.err
     assert run.err.endswith("trainkit crds: 2 error(s)\n")
 
@@ -186,6 +186,28 @@ def test_crds_fetch_gets_what_the_tree_needs_then_check_requires_them(bare, bare
     run = bare_cli("check", "--require-crds", "--crds", "crds")
     assert run.code == 0, run.err
     assert "valid against the CRDs in crds;" in run.out
+
+
+@pytest.mark.parametrize("ci", [False, True], ids=["laptop", "github-actions"])
+def test_fetched_crds_live_outside_the_work_tree_and_check_finds_them(
+    bare, bare_cli, crds, tmp_path_factory, monkeypatch, ci
+):
+    """No flag, no TRAINKIT_CRDS: the pinned files go to the cache directory (in GitHub
+    Actions, the runner's temporary directory), where no pull request can add one."""
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    home = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("TRAINKIT_CACHE_DIR", str(home / "cache"))
+    if ci:
+        monkeypatch.setenv("RUNNER_TEMP", str(home / "runner"))
+    where = home / "runner" / "trainkit-crds" if ci else home / "cache" / "crds"
+    run = bare_cli("crds", "--fetch", "--mirror", str(crds))
+    assert run.code == 0, run.err
+    assert f"{where.as_posix()}/: 4 pinned CRD file(s), SHA-256 verified" in run.err
+    assert not (bare.root / ".trainkit").exists()
+    assert bare_cli("synth").code == 0
+    run = bare_cli("check", "--require-crds")
+    assert run.code == 0, run.err
+    assert f"valid against the pinned CRDs fetched into {where};" in run.out
 
 
 # --- --crds as one file, a List as kubectl prints it --------------------------------------
@@ -261,8 +283,8 @@ def test_crd_needs_reads_bytes_and_objects_and_skips_kustomize_files() -> None:
 # --- check and validate without CRDs ------------------------------------------------------
 
 UNVERIFIED = (
-    "not validated against CRDs (no --crds, and TRAINKIT_CRDS is not set): the schemas and CEL "
-    "rules of argoproj.io/v1alpha1 AppProject, argoproj.io/v1alpha1 Application, kubeflow.org/v1 "
+    "not validated against CRDs (no --crds, TRAINKIT_CRDS is not set, and none were fetched): "
+    "the schemas and CEL rules of argoproj.io/v1alpha1 AppProject, argoproj.io/v1alpha1 Application, kubeflow.org/v1 "
     "PyTorchJob, scheduling.volcano.sh/v1beta1 Queue went unchecked"
 )
 

@@ -418,7 +418,15 @@ def test_a_platform_without_policy_allows_any_registry(bare, bare_cli):
         ("registry.example.com/mlx/pytorch:2", ["registry.example.com/ml/"], False),
         ("registry.example.com.evil.io/ml/x:1", ["registry.example.com/"], False),
         ("registry.example.com/ml/pytorch:2", ["registry.example.com/ml/pytorch"], True),
-        ("registry.example.com/ml/pytorch@sha256:ab", ["registry.example.com/ml/pytorch"], True),
+        (
+            f"registry.example.com/ml/pytorch@sha256:{'ab' * 32}",
+            ["registry.example.com/ml/pytorch"],
+            True,
+        ),
+        # Path traversal passes a prefix check of the string, not of the parsed reference.
+        ("registry.example.com/ml/../evil/x:1", ["registry.example.com/ml/"], False),
+        ("registry.example.com/ml/./x:1", ["registry.example.com/ml/"], False),
+        ("registry.example.com/ml//x:1", ["registry.example.com/ml/"], False),
         ("registry.example.com/ml/pytorch-evil:2", ["registry.example.com/ml/pytorch"], False),
         ("registry.example.com/ml/pytorch:2.5", ["registry.example.com/ml/pytorch:"], True),
         ("registry.example.com/ml/pytorch-x:3", ["registry.example.com/ml/pytorch:"], False),
@@ -430,6 +438,25 @@ def test_a_platform_without_policy_allows_any_registry(bare, bare_cli):
 )
 def test_registry_prefixes(image, prefixes, allowed):
     assert image_allowed(image, prefixes) is allowed
+
+
+def test_an_image_that_is_no_reference_is_refused_with_why(bare, bare_cli):
+    bare.write(
+        "jobs/platform/policy.py",
+        "from trainkit import Policy\npolicy = Policy(registries=['registry.example.com/'])\n",
+    )
+    bare.write(
+        "jobs/vision/ddp.py",
+        (REPO_JOB := bare.jobs / "vision" / "ddp.py")
+        .read_text()
+        .replace("registry.example.com/pytorch:2", "registry.example.com/ml/../evil/miner:1"),
+    )
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert (
+        "jobs/vision/ddp.py:5: PyTorchJob 'ddp': image: image "
+        "'registry.example.com/ml/../evil/miner:1' is not a valid image reference"
+    ) in run.err, (REPO_JOB, run.err)
 
 
 def test_models_offer_no_way_to_privilege():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -350,13 +351,63 @@ def _steps(workflow: str) -> list[str]:
     return [str(step.get("run", step.get("uses", ""))) for step in job["steps"]]
 
 
-@pytest.mark.parametrize("where", ["ci.yml", "plan.yml", "trainkit init"])
+@pytest.mark.parametrize(
+    "where", ["ci.yml", "plan.yml", "init: trainkit.yml", "init: plan.yml"]
+)
 def test_workflows_lift_apparmors_restriction_before_any_definition_runs(where: str) -> None:
-    if where == "trainkit init":
-        workflow = scaffold_files()[".github/workflows/trainkit.yml"]
+    if where.startswith("init: "):
+        workflow = scaffold_files()[".github/workflows/" + where.removeprefix("init: ")]
     else:
         workflow = (REPO / ".github/workflows" / where).read_text()
     steps = _steps(workflow)
     lift = next(i for i, s in enumerate(steps) if GITHUB_ROUTE in s)
     runs = [i for i, s in enumerate(steps) if "trainkit " in s or "make " in s or ".ci/run" in s]
     assert runs and lift < min(runs), steps
+
+
+def owners(codeowners: str, path: str) -> list[str]:
+    """The owners GitHub gives ``path``: the last matching pattern wins (gitignore-style
+    patterns as CODEOWNERS uses them: ``*`` one path segment, a trailing ``/`` a directory
+    and everything below it, a leading ``/`` the repository root)."""
+    found: list[str] = []
+    for line in codeowners.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pattern, *who = line.split()
+        regex = re.escape(pattern.strip("/")).replace(r"\*", "[^/]*")
+        if pattern == "*":
+            regex = ".*"
+        elif pattern.endswith("/"):
+            regex += "/.*"
+        if not pattern.startswith("/") and pattern != "*":
+            regex = "(?:.*/)?" + regex
+        if re.fullmatch(regex, path):
+            found = who
+    return found
+
+
+def test_codeowners_cover_everything_ci_runs_and_the_platform() -> None:
+    text = (REPO / "CODEOWNERS").read_text()
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    team = re.compile(
+        r"jobs/(?!platform/)[^/]+/.+|generated/clusters/[^/]+/(vision|llm-training)/.+"
+    )
+    for path in [*tracked, "new-script.sh", "tests/planted.py", "jobs/planted.py"]:
+        assert bool(owners(text, path)) != bool(team.fullmatch(path)), path
+    for path in (".ci/run", "Makefile", "README.md", "lib/trainkit/load/sandbox.py",
+                 "tests/conftest.py", "jobs/platform/policy.py", "generated/argocd/appproject.yaml",
+                 "generated/clusters/gpu-east/kustomization.yaml", "CODEOWNERS"):  # fmt: skip
+        assert owners(text, path) == ["@trainkit-gitops/maintainers"], path
+
+
+def test_trainkit_init_writes_codeowners_for_the_platform() -> None:
+    text = scaffold_files()["CODEOWNERS"]
+    for path in (".github/workflows/trainkit.yml", "CODEOWNERS", "jobs/platform/teams.py",
+                 "generated/argocd/root-application.yaml",
+                 "generated/clusters/east/queues/queue-x.yaml", "any/new/file.sh"):  # fmt: skip
+        assert owners(text, path) == ["@your-org/platform-team"], path
+    for path in ("jobs/research/example_ddp.py", "generated/clusters/east/research/job.yaml"):
+        assert owners(text, path) == [], path

@@ -33,6 +33,7 @@ from typing import Any
 __all__ = [
     "cache_dir",
     "cache_enabled",
+    "fetched_crds_dir",
     "file_digest",
     "read_json",
     "repo_cache_dir",
@@ -50,6 +51,17 @@ def cache_dir() -> Path:
     if xdg and Path(xdg).is_absolute():  # the XDG spec: relative values are invalid, ignore them
         return Path(xdg) / "trainkit"
     return Path.home() / ".cache" / "trainkit"
+
+
+def fetched_crds_dir() -> Path:
+    """Where ``trainkit crds --fetch`` puts the pinned upstream CRDs, and where ``check``
+    looks for them without ``--crds``: outside the work tree, where no pull request can add
+    a file. The runner's temporary directory in GitHub Actions (``$RUNNER_TEMP``), else
+    ``crds/`` of the cache root. Not a cache: used under CI too."""
+    runner = os.environ.get("RUNNER_TEMP")
+    if runner and Path(runner).is_absolute():
+        return Path(runner) / "trainkit-crds"
+    return cache_dir() / "crds"
 
 
 def cache_enabled(*, no_cache: bool = False) -> bool:

@@ -111,8 +111,7 @@ def _how_to_get(pin: Pin | None, need: NeededCrd, pins: list[Pin]) -> str:
             return f"no pinned file serves {need.version} ({served}): " + cluster
         return cluster
     return (
-        f"fetch the pinned {pin.release} {pin.version} one (trainkit crds --fetch DIR), or "
-        + cluster
+        f"fetch the pinned {pin.release} {pin.version} one (trainkit crds --fetch), or " + cluster
     )
 
 
@@ -157,7 +156,7 @@ def _text(
     if source is None:
         out.append(
             "No CRDs given (--crds or $TRAINKIT_CRDS), so nothing was compared: fetch the pinned "
-            "ones with `trainkit crds --fetch DIR`, or dump your clusters' with "
+            "ones with `trainkit crds --fetch`, or dump your clusters' with "
             "`kubectl get crd -o yaml`."
         )
     return "\n".join(out) + "\n"

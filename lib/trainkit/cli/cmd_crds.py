@@ -24,9 +24,11 @@ def add(sub: Any) -> None:
         help="list the CRDs the tree needs, per cluster; fetch the pinned upstream ones",
         description="List the CustomResourceDefinitions (group, version, kind) the generated "
         "tree needs on each cluster and where Argo CD runs, and where --crds (or "
-        "$TRAINKIT_CRDS) serves each; exit 1 when one is missing there. --fetch DIR first "
+        "$TRAINKIT_CRDS) serves each; exit 1 when one is missing there. --fetch first "
         "downloads the pinned upstream release files those kinds come from (versions, URLs "
-        "and SHA-256 checksums ship with trainkit), verified, into DIR.",
+        "and SHA-256 checksums ship with trainkit), verified, outside the work tree where "
+        "`trainkit check` finds them ($RUNNER_TEMP/trainkit-crds in GitHub Actions, else "
+        "the cache directory's crds/), or into DIR.",
     )
     p.add_argument(
         "--jobs", default="jobs", action=GivenPath, help="directory of definitions (default: jobs)"
@@ -35,9 +37,11 @@ def add(sub: Any) -> None:
     p.add_argument(
         "--fetch",
         metavar="DIR",
-        action=GivenPath,
-        help="download the pinned upstream CRDs the tree needs into DIR (kept when their "
-        "checksum already matches), then compare with DIR unless --crds is given",
+        nargs="?",
+        const="",
+        help="download the pinned upstream CRDs the tree needs (kept when their checksum "
+        "already matches) into DIR, by default where `trainkit check` finds them without "
+        "--crds; then compare with them unless --crds is given",
     )
     p.add_argument(
         "--all", action="store_true", help="with --fetch: every pinned file, not only those needed"
@@ -57,6 +61,18 @@ def add(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _fetch_dir(args: argparse.Namespace) -> Path | None:
+    from ..cache_dir import fetched_crds_dir
+    from ..repo_root import rebase
+
+    if args.fetch is None:
+        return None
+    # A directory as said where the command started; none: outside the work tree.
+    return (
+        Path(rebase(args.fetch, args.started_in, Path.cwd())) if args.fetch else fetched_crds_dir()
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..crd_report import crd_report
 
@@ -66,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     return crd_report(
         Path(args.jobs),
         args.crds,
-        fetch=Path(args.fetch) if args.fetch else None,
+        fetch=_fetch_dir(args),
         everything=args.all,
         mirror=mirror,
         json_output=args.format == "json",

@@ -18,22 +18,37 @@ __all__ = ["crds_path", "load_crds", "unverified"]
 
 
 def crds_path(args: argparse.Namespace) -> str | None:
-    """``--crds`` (said from the repository root), else ``$TRAINKIT_CRDS`` from where we started."""
+    """``--crds`` (said from the repository root), else ``$TRAINKIT_CRDS`` from where we started,
+    else the pinned CRDs ``trainkit crds --fetch`` put outside the work tree, if any."""
     if args.crds:
         return str(args.crds)
     env = os.environ.get("TRAINKIT_CRDS")
-    return str(Path(args.started_in, env)) if env else None
+    if env:
+        return str(Path(args.started_in, env))
+    fetched = _fetched()
+    return str(fetched) if fetched is not None else None
+
+
+def _fetched() -> Path | None:
+    from ..cache_dir import fetched_crds_dir
+
+    path = fetched_crds_dir()
+    return path if path.is_dir() and any(path.rglob("*.yaml")) else None
 
 
 def load_crds(args: argparse.Namespace) -> tuple[CrdSet | None, str]:
-    """The CRDs to validate against (``--crds`` or ``$TRAINKIT_CRDS``) and how to say so."""
+    """The CRDs to validate against (``--crds``, ``$TRAINKIT_CRDS``, else the fetched pinned
+    ones) and how to say so."""
     from ..validate import crds_dir, load_crds
 
     # --crds was said from the repository root already; $TRAINKIT_CRDS from where we started.
     path = crds_dir(args.crds) if args.crds else crds_dir(None, base=args.started_in)
-    if path is None:
-        return None, "object rules only, NOT against CRDs (no --crds)"
-    return load_crds(path), f"the CRDs in {args.crds or os.environ.get('TRAINKIT_CRDS')}"
+    if path is not None:
+        return load_crds(path), f"the CRDs in {args.crds or os.environ.get('TRAINKIT_CRDS')}"
+    fetched = _fetched()
+    if fetched is not None:
+        return load_crds(fetched), f"the pinned CRDs fetched into {fetched}"
+    return None, "object rules only, NOT against CRDs (no --crds)"
 
 
 def unverified(args: argparse.Namespace, needs: list[NeededCrd], where: str) -> None:
@@ -44,10 +59,11 @@ def unverified(args: argparse.Namespace, needs: list[NeededCrd], where: str) -> 
         return
     kinds = ", ".join(describe_kind(n.key) for n in needs)
     message = (
-        f"not validated against CRDs (no --crds, and TRAINKIT_CRDS is not set): the schemas "
-        f"and CEL rules of {kinds} went unchecked, so the cluster may still reject these "
-        "objects or silently drop their unknown fields; pass --crds with the pinned upstream "
-        "CRDs (trainkit crds --fetch DIR) or your clusters' (kubectl get crd -o yaml)"
+        f"not validated against CRDs (no --crds, TRAINKIT_CRDS is not set, and none were "
+        f"fetched): the schemas and CEL rules of {kinds} went unchecked, so the cluster may "
+        "still reject these objects or silently drop their unknown fields; fetch the pinned "
+        "upstream CRDs (trainkit crds --fetch) or pass --crds with your clusters' "
+        "(kubectl get crd -o yaml)"
     )
     if args.require_crds:
         raise SetupError([Problem(file=where, message=message + " (--require-crds)")])

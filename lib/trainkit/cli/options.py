@@ -116,9 +116,9 @@ def add_crds_option(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         action=GivenPath,
         help="CustomResourceDefinitions: a directory of YAML files, or one file, holding CRD "
-        "documents or a List of them (default: $TRAINKIT_CRDS); dump your cluster's with "
-        "`kubectl get crd -o yaml > crds.yaml`, or fetch the pinned upstream ones with "
-        "`trainkit crds --fetch DIR`",
+        "documents or a List of them (default: $TRAINKIT_CRDS, else the pinned upstream ones "
+        "`trainkit crds --fetch` put outside the work tree); dump your cluster's with "
+        "`kubectl get crd -o yaml > crds.yaml`",
     )
 
 

@@ -447,27 +447,60 @@ def kill_tree() -> None:
     """Stop, then SIGKILL and reap, every descendant of this process.
 
     Unconfined, the whole tree a definition started must go, not only the direct
-    children: descendants are stopped first (a stopped process forks no more) until
-    a pass over ``/proc`` finds none still running, then killed together. Orphans of
-    the tree come back to this process (``adopt_orphans``), so none escapes by
-    detaching. Where there is no ``/proc`` (macOS), only direct children are found.
+    children: descendants are stopped first (a stopped process forks no more), each
+    pass waiting until they have stopped, until a pass over ``/proc`` finds no new one;
+    then all are killed, and whatever a fork in flight still left is killed as it shows
+    up. Orphans of the tree come back to this process (``adopt_orphans``), so none
+    escapes by detaching. Where there is no ``/proc`` (macOS), only direct children
+    are found.
     """
     me = os.getpid()
+    with contextlib.suppress(OSError):
+        if os.readlink("/proc/self") != str(me):
+            # The /proc of another PID namespace: its numbers are not ours to signal. We are
+            # process 1 of a namespace of our own, whose end kills everything in it.
+            return
     stopped: set[int] = set()
     for _ in range(10_000):
-        found = set(_descendants(me))
-        fresh = found - stopped
+        fresh = set(_descendants(me)) - stopped
         if not fresh:
             break
         for pid in fresh:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGSTOP)
+        for pid in fresh:
+            _until_stopped(pid)
         stopped |= fresh
     for pid in stopped:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    # Every descendant is killed: waiting ends. Without /proc, only what has ended.
-    _reap_all(block=os.path.isdir("/proc/self"))
+    while left := set(_descendants(me)):
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        # One of our children was just killed (a descendant exists, so a child does):
+        # waiting returns, and its orphans come back to us for the next pass.
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+    _reap_all()
+
+
+def _until_stopped(pid: int) -> None:
+    """Wait until ``pid`` has stopped (or ended): a stop signal is delivered asynchronously,
+    and a process still running might fork once more."""
+    for _ in range(10_000):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            return
+        if stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] in ("T", "t", "Z", "X"):
+            return
+        os.sched_yield()
 
 
 def _descendants(me: int) -> Iterator[int]:
@@ -499,11 +532,11 @@ def _descendants(me: int) -> Iterator[int]:
         todo.extend(children.get(pid, ()))
 
 
-def _reap_all(*, block: bool) -> None:
-    """Reap every child; the killed tree's orphans come back here until none is left."""
+def _reap_all() -> None:
+    """Reap every child that has ended."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+            pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         except InterruptedError:

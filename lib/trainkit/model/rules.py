@@ -9,6 +9,7 @@ name it.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
@@ -17,7 +18,7 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ResourceName
 
-__all__ = ["Capability", "NetworkProfile", "Policy", "image_allowed"]
+__all__ = ["Capability", "NetworkProfile", "Policy", "image_allowed", "valid_reference"]
 
 # Linux capabilities (capabilities(7)) as Kubernetes writes them, without CAP_.
 Capability = Literal[
@@ -40,6 +41,24 @@ def _registry(v: str) -> str:
 
 
 Registry = Annotated[str, Field(min_length=1, pattern=r"^\S+$"), AfterValidator(_registry)]
+
+
+# The grammar of an image reference, as container runtimes parse it (distribution/reference
+# regexp.go): an optional domain, path components of lowercase letters and digits joined by
+# one ".", "_", "__" or dashes, then a tag and/or a digest. No "..", no empty component.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
+
+
+def valid_reference(image: str) -> bool:
+    """Whether ``image`` parses as an image reference (a prefix check of anything else, such
+    as ``registry.example.com/ml/../evil/x``, would judge a string, not the image)."""
+    return _REFERENCE.fullmatch(image) is not None
 
 
 def _matches(image: str, prefix: str) -> bool:
@@ -66,8 +85,10 @@ def image_allowed(image: str, prefixes: list[str]) -> bool:
     ``registry.example.com/ml`` never admits ``registry.example.com/ml-evil/x``.
     Docker Hub images match as written and spelt out (``docker.io/library/…``).
     """
+    if not prefixes:
+        return True
     forms = {image, _canonical(image)}
-    return not prefixes or any(_matches(f, p) for f in forms for p in prefixes)
+    return valid_reference(image) and any(_matches(f, p) for f in forms for p in prefixes)
 
 
 class Policy(TrainkitModel):

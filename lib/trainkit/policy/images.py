@@ -10,7 +10,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
 from ..model import ACCELERATORS, Cluster
-from ..model.rules import image_allowed
+from ..model.rules import image_allowed, valid_reference
 from ..resolve import Index, PlannedRuntime, problem
 from ..resolve.problems import known
 
@@ -51,6 +51,17 @@ def _check(
     index: Index, d: Definition, image: str, cluster: Cluster, problems: list[Problem]
 ) -> None:
     rules = index.rules
+    if not valid_reference(image):
+        problems.append(
+            problem(
+                d,
+                f"image {image!r} is not a valid image reference (registry/path:tag or "
+                "@sha256:digest; path components are lowercase letters and digits joined by "
+                "'.', '_' or '-', never '..'); write the image as the registry names it",
+                "image",
+            )
+        )
+        return
     if not image_allowed(image, rules.registries):
         where = index.policy.file if index.policy else ""
         problems.append(

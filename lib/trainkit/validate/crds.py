@@ -39,7 +39,7 @@ _BUILTIN_GROUPS = frozenset(
 )  # fmt: skip
 _HOW_TO_GET = (
     "pass --crds with your cluster's CRDs (kubectl get crd -o yaml), or the pinned "
-    "upstream ones (trainkit crds --fetch DIR)"
+    "upstream ones (trainkit crds --fetch)"
 )
 
 

@@ -28,6 +28,7 @@ SCAFFOLD = [
     ".github/workflows/trainkit.yml",
     ".gitignore",
     ".pre-commit-config.yaml",
+    "CODEOWNERS",
     "README.md",
     "jobs/platform/clusters.py",
     "jobs/platform/policy.py",
@@ -244,7 +245,9 @@ def test_every_scaffolded_workflow_installs_the_same_pin(
         runs = [s["run"] for s in steps if "run" in s]
         assert "pip install ." not in "\n".join(runs), path
         if path != ".github/workflows/plan-comment.yml":
-            assert runs[0] == line, path  # installed before any job file runs
+            # AppArmor's restriction lifted, then installed, before any job file runs.
+            assert "kernel.apparmor_restrict_unprivileged_userns=0" in runs[0], path
+            assert runs[1] == line, path
     plan = yaml.safe_load(workflows[".github/workflows/plan.yml"])
     assert plan["permissions"] == {"contents": "read"}
 
@@ -354,6 +357,8 @@ def test_the_walkthrough_passes_in_process(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
     monkeypatch.setenv("TRAINKIT_CRDS_MIRROR", str(crds))
+    # The fetched CRDs go to the cache directory, outside the work tree: this test's own.
+    monkeypatch.setenv("TRAINKIT_CACHE_DIR", str(tmp_path / "cache"))
     for line in walkthrough():
         for command in line.split("&&"):
             argv = shlex.split(command)
@@ -363,7 +368,8 @@ def test_the_walkthrough_passes_in_process(
             assert argv[0] == "trainkit", line
             code, _, err = run(capsys, *argv[1:])
             assert code == 0, f"{command}: {err}"
-    assert (tmp_path / "ml-jobs/.trainkit/crds/volcano/scheduling.volcano.sh_queues.yaml").is_file()
+    assert (tmp_path / "cache/crds/volcano/scheduling.volcano.sh_queues.yaml").is_file()
+    assert not (tmp_path / "ml-jobs/.trainkit").exists()
 
 
 # --- CI and pre-commit as shipped ----------------------------------------------------------

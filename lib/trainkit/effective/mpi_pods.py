@@ -16,6 +16,7 @@ from typing import Any
 from ..injected_env import mpijob_env
 from ..plan import PlannedJob
 from ..render.mpi_operator import CONTAINER
+from .admission import replica_workload
 from .operator_pods import run_policy_gang
 from .podsets import EffectiveJob, EnvVar, PodSet, env_source
 
@@ -76,4 +77,8 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     ]
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
-    return EffectiveJob(pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes))
+    # kueue v0.19.2 pkg/controller/jobs/mpijob/mpijob_controller.go: launcher, then worker.
+    workload = replica_workload(body, replicas, ("Launcher", "Worker"), scheduling)
+    return EffectiveJob(
+        pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes), workload=workload
+    )

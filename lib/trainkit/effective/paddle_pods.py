@@ -1,20 +1,31 @@
-"""The pods Training Operator v1.9 creates for a PaddleJob.
+"""The pods Training Operator v1.9 creates for a PaddleJob, or paddle-operator v0.3.5 for its own.
 
-Sources (kubeflow/trainer v1.9.4): the env on every container (pkg/controller.v1/paddlepaddle/
-envvar.go setPodEnv), success when every Master (parameter server) has exited 0, else every
+Sources (kubeflow/trainer v1.9.4): the env on every container, the rendezvous at the port
+named ``master`` of its role (pkg/controller.v1/paddlepaddle/envvar.go setPodEnv,
+getPortFromPaddleJob), the OnFailure restart default (pkg/apis/kubeflow.org/v1/
+paddlepaddle_types.go), success when every Master (parameter server) has exited 0, else every
 Worker (paddlepaddle_controller.go UpdateJobStatus), the PodGroup like every v1 kind
-(pkg/controller.v1/common/job.go).
+(pkg/controller.v1/common/job.go), Kueue's pod sets master then worker (kueue v0.19.2
+pkg/controller/jobs/kubeflow/jobs/paddlejob/paddlejob_controller.go).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..injected_env import paddle_operator_env, paddlejob_env
 from ..plan import PlannedJob
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API
-from .operator_pods import gpus_per_pod, role_pod_sets, run_policy_gang, scheduling_gang
-from .podsets import EffectiveJob, EnvVar, PodSet
+from .admission import replica_workload
+from .operator_pods import (
+    BACKOFF_COUNTS,
+    gpus_per_pod,
+    role_pod_sets,
+    run_policy_gang,
+    scheduling_gang,
+)
+from .podsets import Completion, EffectiveJob, EnvVar, PodSet
 
 __all__ = ["effective_paddlejob"]
 
@@ -30,16 +41,25 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     if body["apiVersion"] == PADDLE_OPERATOR_API:
         return _paddle_operator(pj, body)
     spec = body["spec"]
+    replicas = spec["paddleReplicaSpecs"]
+    rendezvous = "Master" if "Master" in replicas else "Worker"
 
-    def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
-        env = paddlejob_env(job=pj.object_name, counts=counts, role=rtype, index=0)
+    def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
+        env = paddlejob_env(job=pj.object_name, counts=counts, role=rtype, index=index)
         return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
 
-    pod_sets = role_pod_sets(pj, spec["paddleReplicaSpecs"], CONTAINER, injected)
+    pod_sets = role_pod_sets(pj, replicas, CONTAINER, injected, default_restart="OnFailure")
     total = sum(ps.count for ps in pod_sets)
     gang = run_policy_gang(pj, spec, pod_sets, total)
     procs, world = _size(pj, pod_sets, "Worker")
-    if "Master" in spec["paddleReplicaSpecs"]:  # the parameter servers
+    limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+    completion = Completion(
+        (rendezvous,), "all", None if limit is None else int(limit), BACKOFF_COUNTS
+    )
+    workload = replica_workload(
+        body, replicas, ("Master", "Worker"), (spec.get("runPolicy") or {}).get("schedulingPolicy")
+    )
+    if "Master" in replicas:  # the parameter servers
         notes = [
             "parameter-server mode: the job succeeds when every parameter server (Master) "
             "exits 0; paddle.distributed.launch starts a server on each Master and a trainer "
@@ -51,7 +71,17 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             "paddle.distributed.launch starts a trainer per GPU on each Worker, and the "
             "Workers meet at Worker 0 (PADDLE_MASTER)"
         ]
-    return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        str(procs),
+        world,
+        None,
+        gang,
+        tuple(notes),
+        workload=workload,
+        completion=completion,
+    )
 
 
 def _size(pj: PlannedJob, pod_sets: list[PodSet], worker: str) -> tuple[int, int]:
@@ -73,19 +103,24 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     role has exited 0, Failed when one fails (getPaddleJobPhase)."""
     spec = body["spec"]
     replicas = {role: spec[role] for role in ("ps", "worker", "heter") if role in spec}
+    intranet = spec.get("intranet")
 
-    def injected(role: str, counts: dict[str, int]) -> list[EnvVar]:
+    def injected(role: str, counts: dict[str, int], index: int) -> list[EnvVar]:
         env = paddle_operator_env(
             job=pj.object_name,
             counts=counts,
             role=role,
-            intranet=spec.get("intranet"),
+            intranet=intranet,
             with_gloo=spec.get("withGloo"),
+            index=index,
         )
         why = {"PADDLE_TRAINER_ID": "the pod's index"}
         return [EnvVar(k, v, _PADDLE_OPERATOR, why.get(k, "")) for k, v in env.items()]
 
-    pod_sets = role_pod_sets(pj, replicas, CONTAINER, injected)
+    pod_sets = [
+        replace(ps, restart_policy=None)
+        for ps in role_pod_sets(pj, replicas, CONTAINER, injected, default_restart="Never")
+    ]
     total = sum(ps.count for ps in pod_sets)
     gang = scheduling_gang(pj, spec.get("schedulingPolicy"), pod_sets, total)
     procs, world = _size(pj, pod_sets, "worker")
@@ -94,4 +129,14 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         "fails when one pod fails (pods never restart); its ConfigMap "
         f"{pj.object_name!r} gives each pod the endpoints once every pod has an IP"
     ]
-    return EffectiveJob(pj, tuple(pod_sets), str(procs), world, None, gang, tuple(notes))
+    completion = Completion(tuple(replicas), "all", 0, "any failed pod fails the job")
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        str(procs),
+        world,
+        None,
+        gang,
+        tuple(notes),
+        completion=completion,
+    )

@@ -75,11 +75,6 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING = {
-    "pytorch-master-env-port-and-names": "MASTER_PORT is the Master's pytorchjob-port",
-    "pytorch-elastic-env": "the rendezvous port is the Worker's pytorchjob-port",
-    "pytorch-elastic-policy-every-field": "elastic env from every elasticPolicy field",
-    "pytorch-init-container-worker-only-job": "elasticPolicy defaults (min/max, maxRestarts)",
-    "pytorch-no-elastic-policy-no-rendezvous": "no master env without a Master",
     "pytorch-init-container-on-workers": "Workers wait in init-pytorch",
     "pytorch-definition-env-ranks-and-world": "Workers wait in init-pytorch",
     "pytorch-podgroup-default-queue": "PodGroup queue 'default'",

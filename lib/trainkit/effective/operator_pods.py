@@ -19,14 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import pytorchjob_elastic_env, pytorchjob_env
+from ..injected_env import PYTORCHJOB_MASTER_PORT, pytorchjob_elastic_env, pytorchjob_env
 from ..plan import PlannedJob
-from ..render.training_operator import CONTAINER
+from ..render.training_operator import CONTAINER, PORT_NAME
 from .admission import replica_workload
 from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, env_source, pod_requests
 
 __all__ = [
     "BACKOFF_COUNTS",
+    "container_port",
     "effective_pytorchjob",
     "first_requests",
     "gpus_per_pod",
@@ -48,22 +49,45 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     replicas = spec["pytorchReplicaSpecs"]
     elastic = spec.get("elasticPolicy")
-    nproc: str | None = str(spec.get("nprocPerNode", "auto"))
+    nproc = spec.get("nprocPerNode")
+    if nproc is None and (elastic is None or elastic.get("nProcPerNode") is None):
+        nproc = "auto"  # pytorch_defaults.go setDefaultNprocPerNode
+    nproc = None if nproc is None else str(nproc)
     counts = {role: int(r.get("replicas", 1)) for role, r in replicas.items()}
     total = sum(counts.values())
     per_node = int(nproc) if nproc is not None and nproc.isdigit() else 1
     if elastic is not None:
+        workers = counts.get("Worker", 0)
+        rdzv_conf = [(str(c["key"]), str(c["value"])) for c in elastic.get("rdzvConf") or []]
         operator = pytorchjob_elastic_env(
             job_name=pj.object_name,
-            min_nodes=int(elastic["minReplicas"]),
-            max_nodes=int(elastic["maxReplicas"]),
-            max_restarts=int(elastic["maxRestarts"]),
+            min_nodes=int(elastic.get("minReplicas", elastic.get("maxReplicas", workers))),
+            max_nodes=int(elastic.get("maxReplicas", elastic.get("minReplicas", workers))),
+            max_restarts=elastic.get("maxRestarts"),
             procs_per_node=nproc,
+            port=int(elastic.get("rdzvPort") or container_port(replicas, "Worker")),
+            host=elastic.get("rdzvHost"),
+            rdzv_id=elastic.get("rdzvId"),
+            rdzv_conf=rdzv_conf,
+            standalone=bool(elastic.get("standalone")),
+            backend=str(elastic.get("rdzvBackend") or "c10d"),
         )
+        if elastic.get("nProcPerNode") is not None:
+            operator["PET_NPROC_PER_NODE"] = str(elastic["nProcPerNode"])
     else:
+        master = "Master" in replicas
         operator = pytorchjob_env(
-            job_name=pj.object_name, nodes=total, procs_per_node=per_node, node_rank=0
+            job_name=pj.object_name,
+            nodes=total,
+            procs_per_node=per_node,
+            node_rank=0,
+            master_port=container_port(replicas, "Master") if master else PYTORCHJOB_MASTER_PORT,
         )
+        if not master:  # the master variables, WORLD_SIZE and RANK come with a Master only
+            for name in ("MASTER_ADDR", "PET_MASTER_ADDR", "MASTER_PORT", "PET_MASTER_PORT"):
+                operator.pop(name)
+            for name in ("WORLD_SIZE", "RANK", "PET_NODE_RANK"):
+                operator.pop(name)
         if nproc is None:
             operator.pop("PET_NPROC_PER_NODE")
         else:
@@ -166,6 +190,24 @@ def pod_restart_policy(replica: Mapping[str, Any], default: str) -> str:
     retryable code, 128 or more, and fails the job on any other, pkg/util/train)."""
     policy = str(replica.get("restartPolicy") or default)
     return "Never" if policy == "ExitCode" else policy
+
+
+def container_port(
+    replicas: Mapping[str, Any],
+    role: str,
+    container: str = CONTAINER,
+    port_name: str = PORT_NAME,
+    default: int = PYTORCHJOB_MASTER_PORT,
+) -> int:
+    """The port named ``port_name`` of container ``container`` in ``role``'s template, else
+    ``default`` (the port the operator's defaulting adds)."""
+    spec = ((replicas.get(role) or {}).get("template") or {}).get("spec") or {}
+    for c in spec.get("containers") or []:
+        if c.get("name") == container:
+            for port in c.get("ports") or []:
+                if port.get("name") == port_name:
+                    return int(port["containerPort"])
+    return default
 
 
 def gpus_per_pod(pod_sets: list[PodSet], pj: PlannedJob) -> int:

@@ -75,8 +75,6 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING = {
-    "pytorch-init-container-on-workers": "Workers wait in init-pytorch",
-    "pytorch-definition-env-ranks-and-world": "Workers wait in init-pytorch",
     "pytorch-podgroup-default-queue": "PodGroup queue 'default'",
     "pytorch-podgroup-min-resources-as-given": "PodGroup minResources and priority as given",
     "pytorch-podgroup-min-resources-from-requests": "minResources from requests, else limits",

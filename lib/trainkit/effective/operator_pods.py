@@ -41,6 +41,9 @@ _OPERATOR = "Training Operator"
 _PER_POD = {"RANK": "the node rank", "PET_NODE_RANK": "the node rank"}
 # pkg/apis/kubeflow.org/v1/pytorch_types.go PyTorchJobDefaultRestartPolicy.
 _DEFAULT_RESTART = "OnFailure"
+# pkg/config/config.go: the operator's --pytorch-init-container-image and -max-tries defaults.
+INIT_IMAGE = "alpine:3.10"
+_INIT_TRIES = 100
 # pkg/core/job.go PastBackoffLimit: what runPolicy.backoffLimit counts.
 BACKOFF_COUNTS = "restarts of the containers of running pods that restart"
 
@@ -120,6 +123,8 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             for c in template["containers"]
         ]
         init: tuple[dict[str, Any], ...] = ()
+        if role == "Worker" and "Master" in replicas:
+            init = (_init_container(f"{pj.object_name}-master-0"),)
         pod_sets.append(
             PodSet(
                 role,
@@ -150,6 +155,11 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             f"nprocPerNode is {nproc!r}: the operator sets WORLD_SIZE={total} (one per pod) and "
             f"torchrun, if the command runs it, starts one process per GPU ({world} in all)"
         )
+    if "Master" in replicas and counts.get("Worker"):
+        notes.append(
+            f"each Worker first waits in init container init-pytorch until the Master's name "
+            f"{pj.object_name}-master-0 resolves ({_INIT_TRIES} tries, 2 s apart)"
+        )
     if "Master" in replicas:
         completion = _completion(spec, ("Master",), "all")
     elif elastic is not None:
@@ -177,6 +187,24 @@ def _appended(user: Sequence[EnvVar], injected: Sequence[EnvVar]) -> list[EnvVar
     the kubelet keeps the last value, so the operator's replaces the job's."""
     names = {e.name for e in injected}
     return [*(e for e in user if e.name not in names), *injected]
+
+
+def _init_container(master: str) -> dict[str, Any]:
+    """pytorch/initcontainer.go's default template."""
+    script = (
+        f"err=1;for i in $(seq {_INIT_TRIES}); do if nslookup {master}; then err=0 && break; "
+        "fi;echo waiting for master; sleep 2; done; exit $err"
+    )
+    return {
+        "name": "init-pytorch",
+        "image": INIT_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {
+            "limits": {"cpu": "100m", "memory": "20Mi"},
+            "requests": {"cpu": "50m", "memory": "10Mi"},
+        },
+        "command": ["sh", "-c", script],
+    }
 
 
 def _completion(spec: Mapping[str, Any], roles: tuple[str, ...], needs: str) -> Completion:

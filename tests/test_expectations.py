@@ -75,17 +75,12 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING = {
-    "pytorch-podgroup-default-queue": "PodGroup queue 'default'",
-    "pytorch-podgroup-min-resources-as-given": "PodGroup minResources and priority as given",
-    "pytorch-podgroup-min-resources-from-requests": "minResources from requests, else limits",
     "paddle-master-rendezvous": "PaddleJob rendezvous port and POD_IP_DUMMY fieldRef",
     "paddle-definition-collective": "PaddleJob POD_IP_DUMMY fieldRef",
     "paddle-operator-service-env": "paddle-operator POD_IP and port behind Services",
     "paddle-operator-pod-ip-env": "paddle-operator POD_IP fieldRef",
     "paddle-operator-template-restart-policy": "paddle-operator restart policy",
     "paddle-operator-default-restart-policy": "paddle-operator restart policy",
-    "paddle-operator-podgroup": "paddle-operator PodGroup",
-    "paddle-operator-podgroup-default-queue": "paddle-operator PodGroup",
     "paddle-operator-definition-service-mode": "paddle-operator POD_IP and restart policy",
     "paddle-operator-definition-collective": "paddle-operator POD_IP fieldRef",
 }

@@ -22,8 +22,8 @@ from typing import Any
 from ..injected_env import PYTORCHJOB_MASTER_PORT, pytorchjob_elastic_env, pytorchjob_env
 from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER, PORT_NAME
-from .admission import replica_workload
-from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, env_source, pod_requests
+from .admission import container_amounts, replica_workload, resource_list
+from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, env_source
 
 __all__ = [
     "BACKOFF_COUNTS",
@@ -265,7 +265,15 @@ def scheduling_gang(
     if scheduling is None:
         return None
     members = int(scheduling.get("minAvailable", default))
-    return Gang(pj.object_name, scheduling.get("queue"), members, first_requests(pod_sets, members))
+    given = scheduling.get("minResources")
+    requests = resource_list(given) if given is not None else first_requests(pod_sets, members)
+    return Gang(
+        pj.object_name,
+        scheduling.get("queue") or "default",
+        members,
+        requests,
+        priority_class=scheduling.get("priorityClass") or None,
+    )
 
 
 def first_requests(pod_sets: Sequence[PodSet], members: int) -> dict[str, Decimal]:
@@ -276,8 +284,9 @@ def first_requests(pod_sets: Sequence[PodSet], members: int) -> dict[str, Decima
     left = members
     for ps in pod_sets:
         take = min(left, ps.count)
-        for name, value in pod_requests(ps.spec.get("containers") or []).items():
-            total[name] = total.get(name, Decimal(0)) + value * take
+        for c in ps.spec.get("containers") or []:
+            for name, value in container_amounts(c).items():
+                total[name] = total.get(name, Decimal(0)) + value * take
         left -= take
     return total
 

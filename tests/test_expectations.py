@@ -75,8 +75,6 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING = {
-    "paddle-master-rendezvous": "PaddleJob rendezvous port and POD_IP_DUMMY fieldRef",
-    "paddle-definition-collective": "PaddleJob POD_IP_DUMMY fieldRef",
     "paddle-operator-service-env": "paddle-operator POD_IP and port behind Services",
     "paddle-operator-pod-ip-env": "paddle-operator POD_IP fieldRef",
     "paddle-operator-template-restart-policy": "paddle-operator restart policy",

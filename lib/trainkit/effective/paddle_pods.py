@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..injected_env import paddle_operator_env, paddlejob_env
+from ..injected_env import PADDLEJOB_PORT, paddle_operator_env, paddlejob_env
 from ..plan import PlannedJob
-from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API
+from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API, PORT_NAME
 from .admission import replica_workload
 from .operator_pods import (
     BACKOFF_COUNTS,
+    container_port,
     gpus_per_pod,
     role_pod_sets,
     run_policy_gang,
@@ -35,6 +36,7 @@ _PER_POD = {
     "PADDLE_MASTER": "the first pod reaches itself through its IP",
     "POD_IP_DUMMY": "the first pod only",
 }
+_POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
 
 
 def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
@@ -43,10 +45,14 @@ def effective_paddlejob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     replicas = spec["paddleReplicaSpecs"]
     rendezvous = "Master" if "Master" in replicas else "Worker"
+    port = container_port(replicas, rendezvous, CONTAINER, PORT_NAME, PADDLEJOB_PORT)
 
     def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
-        env = paddlejob_env(job=pj.object_name, counts=counts, role=rtype, index=index)
-        return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
+        env = paddlejob_env(job=pj.object_name, counts=counts, role=rtype, index=index, port=port)
+        return [
+            EnvVar(k, v, _OPERATOR, _PER_POD.get(k, ""), _POD_IP if k == "POD_IP_DUMMY" else None)
+            for k, v in env.items()
+        ]
 
     pod_sets = role_pod_sets(pj, replicas, CONTAINER, injected, default_restart="OnFailure")
     total = sum(ps.count for ps in pod_sets)

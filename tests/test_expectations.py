@@ -74,14 +74,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING = {
-    "paddle-operator-service-env": "paddle-operator POD_IP and port behind Services",
-    "paddle-operator-pod-ip-env": "paddle-operator POD_IP fieldRef",
-    "paddle-operator-template-restart-policy": "paddle-operator restart policy",
-    "paddle-operator-default-restart-policy": "paddle-operator restart policy",
-    "paddle-operator-definition-service-mode": "paddle-operator POD_IP and restart policy",
-    "paddle-operator-definition-collective": "paddle-operator POD_IP fieldRef",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:

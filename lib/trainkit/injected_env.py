@@ -405,7 +405,8 @@ def paddle_operator_env(
     index: int = 0,
 ) -> dict[str, str]:
     """What paddle-operator gives pod ``index`` of ``role`` (``ps``, ``worker`` or ``heter``):
-    its own variables, then its ConfigMap ``<job>``'s keys, whose endpoints it knows only once every pod has an IP (a
+    its own variables (POD_IP is the pod's name behind Services, else its IP), then its
+    ConfigMap ``<job>``'s keys, whose endpoints it knows only once every pod has an IP (a
     random port in 36000-55999), or, with ``intranet="Service"``, each pod's Service at port
     36000 (controllers/paddlejob_helper.go constructPod, constructConfigMap)."""
     later = "<once every pod has an IP>"
@@ -416,7 +417,7 @@ def paddle_operator_env(
         return ",".join(f"{job}-{r}-{i}:36000" for i in range(counts.get(r, 0)))
 
     env = {
-        "POD_IP": "<the pod's IP>",
+        "POD_IP": f"{job}-{role}-{index}" if intranet == "Service" else "<the pod's IP>",
         "PADDLE_TRAINER_ID": str(index),
         # api/v1/paddlejob_types.go TrainingRole.
         "TRAINING_ROLE": {"ps": "PSERVER", "heter": "HETER"}.get(role, "TRAINER"),

@@ -11,22 +11,21 @@ pkg/controller/jobs/kubeflow/jobs/paddlejob/paddlejob_controller.go).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from ..injected_env import PADDLEJOB_PORT, paddle_operator_env, paddlejob_env
 from ..plan import PlannedJob
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API, PORT_NAME
-from .admission import replica_workload
+from .admission import min_resources, replica_workload, resource_list
 from .operator_pods import (
     BACKOFF_COUNTS,
     container_port,
     gpus_per_pod,
     role_pod_sets,
     run_policy_gang,
-    scheduling_gang,
 )
-from .podsets import Completion, EffectiveJob, EnvVar, PodSet
+from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet
 
 __all__ = ["effective_paddlejob"]
 
@@ -103,9 +102,13 @@ def _size(pj: PlannedJob, pod_sets: list[PodSet], worker: str) -> tuple[int, int
 
 
 def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
-    """paddle-operator v0.3.5: pods ``<job>-ps-<i>`` and ``<job>-worker-<i>`` with the env of
-    controllers/paddlejob_helper.go constructPod on the first container; the PodGroup
-    ``<job>`` from schedulingPolicy (constructPodGroup); Completed when every pod of every
+    """paddle-operator v0.3.5 (controllers/paddlejob_helper.go): pods ``<job>-<role>-<i>``
+    whose hostname and subdomain are their name, with POD_IP (the pod's name with
+    ``intranet: Service``, else its IP), PADDLE_TRAINER_ID, TRAINING_ROLE and
+    PADDLE_TRAINING_ROLE on the first container and the ConfigMap ``<job>`` as envFrom
+    (constructPod); the pods' restartPolicy is the template's, else OnFailure for Workers
+    behind Services and Never otherwise; the PodGroup ``<job>`` counts every pod and all
+    their resources (constructPodGroup, getPGMinResource); Completed when every pod of every
     role has exited 0, Failed when one fails (getPaddleJobPhase)."""
     spec = body["spec"]
     replicas = {role: spec[role] for role in ("ps", "worker", "heter") if role in spec}
@@ -121,14 +124,22 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             index=index,
         )
         why = {"PADDLE_TRAINER_ID": "the pod's index"}
-        return [EnvVar(k, v, _PADDLE_OPERATOR, why.get(k, "")) for k, v in env.items()]
+        out = []
+        for k, v in env.items():
+            value_from = _POD_IP if k == "POD_IP" and intranet != "Service" else None
+            per_pod = "the pod's name" if k == "POD_IP" and intranet == "Service" else ""
+            out.append(EnvVar(k, v, _PADDLE_OPERATOR, why.get(k, per_pod), value_from))
+        return out
 
-    pod_sets = [
-        replace(ps, restart_policy=None)
-        for ps in role_pod_sets(pj, replicas, CONTAINER, injected, default_restart="Never")
-    ]
+    pod_sets = []
+    for ps in role_pod_sets(pj, replicas, CONTAINER, injected, default_restart="Never"):
+        template = replicas[ps.role]["template"]["spec"]
+        restart = template.get("restartPolicy") or (
+            "OnFailure" if ps.role == "worker" and intranet == "Service" else "Never"
+        )
+        pod_sets.append(_with(ps, restart, intranet))
     total = sum(ps.count for ps in pod_sets)
-    gang = scheduling_gang(pj, spec.get("schedulingPolicy"), pod_sets, total)
+    gang = _paddle_operator_gang(pj, spec.get("schedulingPolicy"), replicas, total)
     procs, world = _size(pj, pod_sets, "worker")
     notes = [
         "paddle-operator: the job completes when every pod of every role has exited 0 and "
@@ -145,4 +156,55 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         gang,
         tuple(notes),
         completion=completion,
+    )
+
+
+def _with(ps: PodSet, restart: str, intranet: str | None) -> PodSet:
+    """``ps`` with paddle-operator's restart policy, and, behind Services, the port it adds
+    (PADDLE_PORT 36000) to the first container."""
+    spec = dict(ps.spec)
+    if intranet == "Service":
+        first, *rest = spec["containers"]
+        first = {**first, "ports": [*(first.get("ports") or []), {"containerPort": 36000}]}
+        spec["containers"] = [first, *rest]
+    elif intranet == "HostNetwork":
+        spec["hostNetwork"] = True
+    return PodSet(
+        ps.role,
+        ps.count,
+        ps.first_rank,
+        spec,
+        ps.container,
+        ps.env,
+        restart_policy=restart,
+        name_format=ps.name_format,
+        vary=ps.vary,
+    )
+
+
+def _paddle_operator_gang(
+    pj: PlannedJob, scheduling: dict[str, Any] | None, replicas: dict[str, Any], total: int
+) -> Gang | None:
+    """constructPodGroup: minMember every pod (or minAvailable), minResources every pod's
+    (requests, else limits) whatever minMember says, queue and priority class as given; the
+    PodGroup CRD defaults an empty queue to ``default``. None without a schedulingPolicy
+    (trainkit writes one on every Volcano cluster)."""
+    if scheduling is None:
+        return None
+    requests: dict[str, Decimal]
+    if scheduling.get("minResources") is not None:
+        requests = resource_list(scheduling["minResources"])
+    else:
+        requests = min_resources(
+            [
+                (r["template"]["spec"].get("containers") or [], int(r.get("replicas", 0)))
+                for r in replicas.values()
+            ]
+        )
+    return Gang(
+        pj.object_name,
+        scheduling.get("queue") or "default",
+        int(scheduling.get("minAvailable", total)),
+        requests,
+        priority_class=scheduling.get("priorityClass") or None,
     )

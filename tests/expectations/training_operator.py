@@ -703,6 +703,41 @@ TF_CASES = [
         ),
     ),
     Case(
+        "tf-cluster-spec-port-per-type",
+        src(
+            "pkg/controller.v1/tensorflow/tensorflow.go",
+            "genClusterSpec: each type at its own tfjob-port (no upstream test)",
+        ),
+        Manifest(
+            {
+                **tfjob({"Worker": 1}),
+                "spec": {
+                    "tfReplicaSpecs": {
+                        "Worker": {
+                            "replicas": 1,
+                            "template": template("tensorflow", "tfjob-port", 2222),
+                        },
+                        "PS": {
+                            "replicas": 1,
+                            "template": template("tensorflow", "tfjob-port", 2223),
+                        },
+                    }
+                },
+            }
+        ),
+        (
+            Env(
+                "Worker",
+                0,
+                {
+                    "TF_CONFIG": '{"cluster":{"ps":["test-tfjob-ps-0.default.svc:2223"],'
+                    '"worker":["test-tfjob-worker-0.default.svc:2222"]},'
+                    '"task":{"type":"worker","index":0},"environment":"cloud"}'
+                },
+            ),
+        ),
+    ),
+    Case(
         "tf-local-pods",
         src(TF_CONTROLLER, "Test Normal Path / Local TFJob is created"),
         Manifest(tfjob({"Worker": 1})),

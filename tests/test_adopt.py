@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from trainkit import __version__
-from trainkit.cli import _parser, main
+from trainkit.cli import main, parser
 from trainkit.repo_root import synth_command
 from trainkit.scaffold import scaffold_files
 from trainkit.synth import synthesize
@@ -81,7 +81,7 @@ def test_make_synth_installs_neither_torch_nor_the_dev_tools(tmp_path: Path) -> 
     assert "torch" not in synth and "[dev" not in synth
     assert synth.rstrip().endswith("bin/trainkit synth")
     setup = dry("setup")
-    assert "torch==" in setup and ".[dev,rehearse,deepspeed,ray]" in setup
+    assert "torch==" in setup and ".[dev,rehearse,deepspeed,ray,mpi]" in setup
     assert "build_shm_op()" in setup  # DeepSpeed's CPU op, built once
     assert "trainkit crds --fetch .trainkit/crds --all" in dry("crds")
 
@@ -173,7 +173,7 @@ def test_the_scaffolded_ci_pins_this_release_and_requires_the_crds() -> None:
     ]
     assert job["env"]["TRAINKIT_CRDS"] == ".trainkit/crds"
     for command in runs[1:]:
-        _parser().parse_args(shlex.split(command.replace('"$TRAINKIT_CRDS"', "x"))[1:])
+        parser().parse_args(shlex.split(command.replace('"$TRAINKIT_CRDS"', "x"))[1:])
     hooks = yaml.safe_load(files[".pre-commit-config.yaml"])["repos"][0]["hooks"]
     assert [(h["id"], h["entry"]) for h in hooks] == [
         ("trainkit-synth", "trainkit synth"),
@@ -277,4 +277,4 @@ def test_pre_commit_hooks_run_real_commands() -> None:
         assert hook["language"] == "python" and hook["pass_filenames"] is False
         argv = shlex.split(hook["entry"])
         assert argv[0] == "trainkit"
-        assert _parser().parse_args(argv[1:]).command == argv[1]
+        assert parser().parse_args(argv[1:]).command == argv[1]

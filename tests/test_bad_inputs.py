@@ -812,8 +812,8 @@ CASES = [
         edits=(
             (
                 RAY,
-                "    ttl_seconds=600,",
-                '    deletion_rules=[DeletionRule(delete="self", when="succeeded")],',
+                '    queue="llm",',
+                '    deletion_rules=[DeletionRule(delete="self", when="succeeded")],\n    queue="llm",',
             ),
             (RAY, "from trainkit import RayJob,", "from trainkit import DeletionRule, RayJob,"),
         ),

@@ -22,7 +22,7 @@ from trainkit import DefinitionError
 from trainkit import synth as synth_mod
 from trainkit.cache_dir import cache_dir, cache_enabled, repo_cache_dir, tracked_by_git
 from trainkit.load import LoadOptions, load_jobs, server
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.serialize import _key
 from trainkit.synth import render_groups, synthesize
 

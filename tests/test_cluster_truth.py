@@ -13,7 +13,7 @@ import yaml
 from conftest import Workspace
 from trainkit import DefinitionError, SetupError
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth import effective_jobs, render_groups, synthesize
 
 

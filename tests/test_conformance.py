@@ -27,8 +27,8 @@ from trainkit.effective import effective_job
 from trainkit.injected_env import refused_env_reason
 from trainkit.kube.text import YAML_UNPRINTABLE, text_value_problem
 from trainkit.load import Definition
-from trainkit.plan import build_plan
 from trainkit.render.training_operator import nproc_per_node
+from trainkit.resolve import build_plan
 from trainkit.synth import synthesize
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_paths, validate_text

@@ -23,10 +23,16 @@ BARE_KINDS = {
     ("kubeflow.org", "PyTorchJob"),
     ("scheduling.volcano.sh", "Queue"),
 }
+BARE_KEYS = {
+    ("argoproj.io", "v1alpha1", "AppProject"),
+    ("argoproj.io", "v1alpha1", "Application"),
+    ("kubeflow.org", "v1", "PyTorchJob"),
+    ("scheduling.volcano.sh", "v1beta1", "Queue"),
+}
 
 
 def needed_files(crds: Path) -> list[Path]:
-    return [crds / pin.path for pin in pins_for_kinds(load_pins(), BARE_KINDS)]
+    return [crds / pin.path for pin in pins_for_kinds(load_pins(), BARE_KEYS)]
 
 
 # --- the pins ----------------------------------------------------------------------------
@@ -60,7 +66,7 @@ def test_the_pins_cover_every_kind_trainkit_generates() -> None:
 
 
 def test_fetch_from_a_mirror_writes_verified_files_once(tmp_path: Path, crds: Path) -> None:
-    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "Queue")})
+    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "v1beta1", "Queue")})
     dest = tmp_path / "crds"
     (first,) = fetch_crds(pins, dest, mirror=str(crds))
     assert first.source == (crds / "volcano/scheduling.volcano.sh_queues.yaml").as_uri()
@@ -76,7 +82,7 @@ def test_a_file_whose_checksum_differs_is_not_written(tmp_path: Path, crds: Path
     (mirror / "volcano").mkdir(parents=True)
     original = (crds / "volcano/scheduling.volcano.sh_queues.yaml").read_text()
     (mirror / "volcano/scheduling.volcano.sh_queues.yaml").write_text(original + "# edited\n")
-    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "Queue")})
+    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "v1beta1", "Queue")})
     with pytest.raises(SetupError) as err:
         fetch_crds(pins, tmp_path / "dest", mirror=str(mirror))
     (problem,) = err.value.problems
@@ -175,7 +181,7 @@ def test_crds_fetch_gets_what_the_tree_needs_then_check_requires_them(bare, bare
     fetched = sorted(
         p.relative_to(bare.root / "crds").as_posix() for p in (bare.root / "crds").rglob("*.yaml")
     )
-    assert fetched == sorted(pin.path for pin in pins_for_kinds(load_pins(), BARE_KINDS))
+    assert fetched == sorted(pin.path for pin in pins_for_kinds(load_pins(), BARE_KEYS))
     assert bare_cli("synth").code == 0
     run = bare_cli("check", "--require-crds", "--crds", "crds")
     assert run.code == 0, run.err
@@ -286,3 +292,103 @@ def test_validate_without_crds_warns_and_require_crds_fails(bare_cli, monkeypatc
     run = bare_cli("validate", "--require-crds")
     assert run.code == 1
     assert "error: generated: not validated against CRDs" in run.err
+
+
+# --- matching pins on group, kind and served version --------------------------------------
+
+
+def test_each_pin_lists_the_versions_its_file_serves(crds: Path) -> None:
+    for pin in load_pins():
+        (doc,) = parse_crd_file(crds / pin.path, (crds / pin.path).read_bytes())
+        served = tuple(v["name"] for v in doc["spec"]["versions"] if v.get("served"))
+        assert pin.served == served, pin.path
+
+
+def test_no_two_pins_serve_the_same_group_version_and_kind() -> None:
+    """Otherwise which file a kind gets would depend on the clusters' operators alone."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for pin in load_pins():
+        for version in pin.served:
+            key = (pin.group, version, pin.kind)
+            assert key not in seen, f"{pin.path} and {seen[key]} both serve {key}"
+            seen[key] = pin.path
+
+
+def test_a_v2beta1_mpijob_gets_mpi_operators_crd_not_the_training_operators() -> None:
+    pins = load_pins()
+    (mpi,) = pins_for_kinds(pins, {("kubeflow.org", "v2beta1", "MPIJob")})
+    assert (mpi.release, mpi.version, mpi.operator) == (
+        "Kubeflow MPI Operator",
+        "v0.8.0",
+        "mpi-operator",
+    )
+    (v1,) = pins_for_kinds(pins, {("kubeflow.org", "v1", "MPIJob")})
+    assert v1.path == "training-operator/kubeflow.org_mpijobs.yaml"
+    assert pins_for_kinds(pins, {("kubeflow.org", "v9", "MPIJob")}) == []
+
+
+def test_where_two_pins_serve_a_kind_the_clusters_operators_choose() -> None:
+    text = """
+[[release]]
+dir = "a"
+name = "A"
+version = "v1"
+operator = "training-operator"
+url = "https://example.invalid/a/"
+[[release.file]]
+name = "x.yaml"
+kind = "example.org/X"
+served = ["v1"]
+sha256 = "00"
+
+[[release]]
+dir = "b"
+name = "B"
+version = "v2"
+operator = "mpi-operator"
+url = "https://example.invalid/b/"
+[[release.file]]
+name = "x.yaml"
+kind = "example.org/X"
+served = ["v1"]
+sha256 = "00"
+"""
+    pins = load_pins(text)
+    want = {("example.org", "v1", "X")}
+    assert [p.path for p in pins_for_kinds(pins, want)] == ["a/x.yaml"]
+    assert [p.path for p in pins_for_kinds(pins, want, operators={"mpi-operator"})] == ["b/x.yaml"]
+
+
+def test_the_repositorys_tree_fetches_mpi_operators_mpijob_and_check_passes(
+    tmp_path: Path, crds: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The example tree has a v2beta1 MPIJob: the fetched CRDs must validate all of it."""
+    from trainkit.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("TRAINKIT_CRDS", raising=False)
+    dest = tmp_path / "fetched"
+    code = main(["crds", "--fetch", str(dest), "--mirror", str(crds), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    mpi = next(n for n in report["needs"] if n["kind"] == "MPIJob")
+    assert mpi["version"] == "v2beta1"
+    assert mpi["found"] == "mpi-operator/kubeflow.org_mpijobs.yaml"
+    assert mpi["pinned"]["release"] == "Kubeflow MPI Operator"
+    assert not (dest / "training-operator" / "kubeflow.org_mpijobs.yaml").exists()
+    assert all(n["found"] for n in report["needs"]), report
+    capsys.readouterr()
+    monkeypatch.chdir(repo)
+    assert main(["crds"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "MPIJob" in line)
+    assert row.split() == [
+        "kubeflow.org",
+        "MPIJob",
+        "v2beta1",
+        "Kubeflow",
+        "MPI",
+        "Operator",
+        "v0.8.0",
+    ]

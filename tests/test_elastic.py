@@ -13,8 +13,8 @@ from conftest import Workspace
 from trainkit import Cluster, DefinitionError, Elastic, PyTorchJob, Resources, Script
 from trainkit.effective.operator_pods import effective_pytorchjob
 from trainkit.load import Definition
-from trainkit.plan import PlannedJob
 from trainkit.render.training_operator import render_pytorchjob
+from trainkit.resolve import PlannedJob
 
 CLUSTER = Cluster(name="east", server="https://east.example.com", gpus_per_node=8)
 

@@ -57,8 +57,8 @@ from trainkit.effective import EffectiveJob, EnvVar, effective_job
 from trainkit.health import health_checks
 from trainkit.kube.quantities import parse_quantity
 from trainkit.load import Definition as Loaded
-from trainkit.plan import PlannedJob, build_plan
 from trainkit.policy import check_policy
+from trainkit.resolve import PlannedJob, build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 
 MODULES = ("training_operator", "paddle_operator", "volcano", "kueue")

@@ -29,8 +29,8 @@ from trainkit import (
 )
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
-from trainkit.plan import build_plan
 from trainkit.policy import check_policy
+from trainkit.resolve import build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
@@ -235,10 +235,29 @@ def test_kueue_cannot_manage_these_and_says_why() -> None:
             {"shutdown_after_finish": False},
             "Kueue manages only RayJobs that delete their Ray cluster",
         ),
+        # Kueue finishes the workload (frees its quota) when the RayJob's deployment is
+        # Complete or Failed (pkg/controller/jobs/rayjob/rayjob_controller.go Finished);
+        # KubeRay deletes the cluster only ttlSecondsAfterFinished later.
+        (
+            {"ttl_seconds": 600},
+            "Kueue frees the job's quota when the Ray job ends, while its pods keep their GPUs "
+            "for ttl_seconds (600 s) more",
+        ),
+        # Kueue adds its own pod set "submitter" in K8sJobMode (addSubmitterPodSet); a
+        # Workload's pod sets are keyed by name.
+        (
+            {"workers": [WorkerGroup(name="submitter", resources=Resources(cpu=8, memory="8Gi"))]},
+            "a worker group named 'submitter' clashes with Kueue's submitter pod set",
+        ),
     ],
 )
 def test_rayjobs_kueue_refuses(fields: dict[str, Any], says: str) -> None:
     assert any(says in m for m in problems_of(platform(job_def(rayjob(**fields)))))
+
+
+def test_a_submitter_group_is_fine_without_kueue_s_submitter_pod_set() -> None:
+    group = WorkerGroup(name="submitter", resources=Resources(cpu=8, memory="8Gi"))
+    assert problems_of(platform(job_def(rayjob(workers=[group], submission_mode="HTTPMode")))) == []
 
 
 def test_a_job_beyond_every_flavor_s_quota_is_refused() -> None:

@@ -1,6 +1,6 @@
 """The rooms of ../shared/DESIGN.md and what each may import: the pipeline goes one way.
 
-load → model → plan → render → synth; effective and policy read plan and render;
+load → model → resolve → render → synth; effective and policy read resolve and render;
 validate and rehearse read from the pipeline, never the other way round.
 """
 
@@ -24,13 +24,13 @@ ALLOWED: dict[str, set[str]] = {
     "write": {"errors"},
     "model": {"errors", "kube", "injected_env"},
     "load": {"cache_dir", "errors", "kube", "model"},
-    "plan": {"errors", "load", "model"},
-    "render": {"injected_env", "model", "plan"},
-    "effective": {"injected_env", "kube", "plan", "render"},
-    "policy": {"effective", "errors", "kube", "load", "model", "plan"},
+    "resolve": {"errors", "load", "model"},
+    "render": {"injected_env", "model", "resolve"},
+    "effective": {"injected_env", "kube", "resolve", "render"},
+    "policy": {"effective", "errors", "kube", "load", "model", "resolve"},
     "deployed": {"errors", "load", "model"},
     "validate": {"cache_dir", "deployed", "errors", "kube"},
-    "schema": {"model", "review", "write"},
+    "schema": {"model", "plan", "write"},
     "synth": {
         "cache_dir",
         "deployed",
@@ -38,7 +38,8 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
         "health",
         "load",
-        "plan",
+        "model",
+        "resolve",
         "policy",
         "render",
         "repo_root",
@@ -46,21 +47,30 @@ ALLOWED: dict[str, set[str]] = {
         "serialize",
         "write",
     },
-    "explain": {"effective", "errors", "load", "plan", "policy", "synth"},
-    "rehearse": {"effective", "errors", "injected_env", "load", "model", "plan", "render", "synth"},
+    "explain": {"effective", "errors", "load", "resolve", "policy", "synth"},
+    "rehearse": {
+        "effective",
+        "errors",
+        "injected_env",
+        "load",
+        "model",
+        "resolve",
+        "render",
+        "synth",
+    },
     "upstream": {"errors"},
     "scaffold": {"errors"},
     "repo_root": set(),
     "progress": set(),
     "crd_report": {"errors", "load", "synth", "upstream", "validate"},
-    "review": {
+    "plan": {
         "deployed",
         "effective",
         "errors",
         "kube",
         "load",
         "model",
-        "plan",
+        "resolve",
         "render",
         "synth",
     },
@@ -74,7 +84,7 @@ ALLOWED: dict[str, set[str]] = {
         "progress",
         "rehearse",
         "repo_root",
-        "review",
+        "plan",
         "runcache",
         "scaffold",
         "schema",
@@ -146,3 +156,111 @@ def test_no_two_modules_share_a_name() -> None:
                 clashes.append(f"{seen[name].relative_to(LIB)} and {path.relative_to(LIB)}")
             seen.setdefault(name, path)
     assert clashes == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(LIB.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The trainkit modules ``path`` imports anywhere: at the top, inside functions and under
+    ``TYPE_CHECKING`` alike (each is an edge a reader follows, and a lazy import only hides
+    a circle from the interpreter)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    found.add(f"{target}.{alias.name}")
+                elif target in modules:
+                    found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+    found.discard(name)
+    return found
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((w for w in edges if w not in index or w in on_stack), None)
+            if nxt is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        group.append(w)
+                        if w == node:
+                            break
+                    if len(group) > 1:
+                        circles.append(sorted(group))
+            elif nxt not in index:
+                index[nxt] = low[nxt] = len(index)
+                stack.append(nxt)
+                on_stack.add(nxt)
+                work.append((nxt, iter(sorted(graph[nxt]))))
+            else:
+                low[node] = min(low[node], index[nxt])
+    return circles
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = [p for p in LIB.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {_module_name(p) for p in paths}
+    return {_module_name(p): module_imports(p, modules) for p in paths}
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    assert import_circles(_graph()) == []
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    graph = _graph()
+    assert "trainkit.model.messages" in graph["trainkit.model.base"]
+    # messages importing base back (even under TYPE_CHECKING) would close a circle.
+    graph["trainkit.model.messages"] = graph["trainkit.model.messages"] | {"trainkit.model.base"}
+    assert ["trainkit.model.base", "trainkit.model.messages"] in import_circles(graph)
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_import_reader_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    module = LIB / "render" / "_probe_modules.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..synth import layout\n"
+        "def f():\n    from .pod import forwarded\n    import trainkit.kube.names\n",
+        encoding="utf-8",
+    )
+    try:
+        modules = {_module_name(p) for p in LIB.rglob("*.py")}
+        assert module_imports(module, modules) == {
+            "trainkit.synth.layout",
+            "trainkit.render.pod",
+            "trainkit.kube.names",
+        }
+    finally:
+        module.unlink()

@@ -149,3 +149,25 @@ def test_a_misspelt_field_gets_the_closest_real_one():
     with pytest.raises(DefinitionError) as exc:
         Cluster(name="c", server="https://c", gpus_per_node=8, tolerations=[{"keys": "x"}])
     assert "did you mean 'key'?" in messages(exc)[0]
+
+
+@pytest.mark.parametrize("field", ["ttl_seconds", "ttl_seconds_after_finished", "ttl"])
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "TrainJob"])
+def test_a_ttl_is_not_mistaken_for_the_deadline(kind, field):
+    # difflib's closest field to ttl_seconds is deadline_seconds, which fails a running job:
+    # the opposite of keeping a finished one a while. These kinds have no TTL on purpose.
+    import trainkit
+
+    base = {"name": "j", "image": "img:1", "command": ["x"]}
+    if kind == "TrainJob":
+        base = {"name": "j", "runtime": "rt"}
+    else:
+        base["resources"] = Resources(cpu=1, memory="1Gi")
+    with pytest.raises(DefinitionError) as exc:
+        getattr(trainkit, kind)(**base, **{field: 60})
+    (message,) = messages(exc)
+    assert message.endswith(
+        f"|{field}|unknown field; {kind}s have no TTL: a finished job stays until its file is "
+        "removed, since Argo CD's self-heal would create a job deleted by a TTL again and run "
+        "it a second time (deadline_seconds is another thing: it fails a job that runs too long)"
+    )

@@ -29,7 +29,7 @@ from trainkit import (
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -131,6 +131,14 @@ def container(body: dict[str, Any], role: str) -> dict[str, Any]:
             "env_from lists Secret 'w' twice",
         ),
         ({"script": Script.file("t.py"), "command": ["x"]}, "not both"),
+        # mpi-operator creates the launcher, the only Job with a backoff limit and deadline,
+        # once every worker is Ready, and never recreates a failed worker pod
+        # (pkg/controller/mpi_job_controller.go syncHandler, getOrCreateWorker).
+        (
+            {"wait_for_workers": True},
+            "wait_for_workers=True could hold the workers' GPUs forever: mpi-operator creates "
+            "the launcher",
+        ),
     ],
 )
 def test_bad_fields_are_refused_with_the_reason(fields: dict[str, Any], says: str) -> None:
@@ -222,13 +230,12 @@ def test_mpirun_forwards_env_for_open_mpi_only() -> None:
     ]  # fmt: skip
 
 
-def test_launcher_as_worker_and_waiting_for_workers() -> None:
-    body, _ = render(job(launcher_as_worker=True, wait_for_workers=True, launch="deepspeed"))
+def test_launcher_as_worker() -> None:
+    body, _ = render(job(launcher_as_worker=True, launch="deepspeed"))
     spec = body["spec"]
     assert spec["runLauncherAsWorker"] is True
-    assert spec["launcherCreationPolicy"] == "WaitForWorkersReady"
-    # A launcher created after the workers are ready cannot be in the gang that starts them.
-    assert spec["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    assert spec["launcherCreationPolicy"] == "AtStartup"
+    assert spec["runPolicy"]["schedulingPolicy"]["minAvailable"] == 3
     launcher = container(body, "Launcher")
     assert launcher["resources"]["limits"][GPU] == "8"
     cmd = launcher["command"]
@@ -329,7 +336,6 @@ def mpijobs(draw: Any) -> MPIJob:
         launcher_as_worker=as_worker,
         mpi=mpi,
         ssh_dir=draw(st.sampled_from(["/root/.ssh", "/home/mpiuser/.ssh"])),
-        wait_for_workers=draw(st.booleans()),
         restart_policy=draw(st.sampled_from(["OnFailure", "Never"])),
         clean_pods=draw(st.sampled_from(["Running", "All", "None"])),
         deadline_seconds=draw(st.none() | st.integers(1, 10**6)),
@@ -352,7 +358,7 @@ def test_anything_the_model_accepts_renders_a_valid_mpijob(
     assert body["spec"]["slotsPerWorker"] == j.slots
     gang = body["spec"]["runPolicy"].get("schedulingPolicy")
     if volcano:
-        assert gang["minAvailable"] == j.nodes + (0 if j.wait_for_workers else 1)
+        assert gang["minAvailable"] == j.nodes + 1
     else:
         assert gang is None
 
@@ -379,3 +385,14 @@ def test_runtimes_go_only_where_trainer_runs() -> None:
         "cluster 'm' does not run trainer, which runtimes need; Cluster.operators in "
         "jobs/platform/p.py lists 'mpi-operator'; remove the cluster",
     )
+
+
+@pytest.mark.parametrize("as_worker", [False, True])
+def test_deepspeed_on_one_worker_still_runs_the_ranks_on_the_workers(as_worker: bool) -> None:
+    # DeepSpeed's runner goes multi-node only with more than one host or --force_multi
+    # (deepspeed/launcher/runner.py: multi_node_exec = (args.force_multi or
+    # len(active_resources) > 1)); otherwise it starts every slot on the launcher itself, a
+    # pod without the workers' GPUs.
+    body, _ = render(job(launch="deepspeed", nodes=1, launcher_as_worker=as_worker))
+    cmd = container(body, "Launcher")["command"]
+    assert cmd.index("--force_multi") < cmd.index("/workspace/train.py")

@@ -2,7 +2,7 @@ import pytest
 
 from trainkit import DefinitionError
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth import check_cluster_truth, render_groups
 
 

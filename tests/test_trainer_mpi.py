@@ -25,7 +25,7 @@ from trainkit import (
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -77,7 +77,7 @@ def test_the_runtime_has_a_launcher_and_sshd_nodes() -> None:
     rt, _, _ = rendered(runtime(), trainjob(), "default")
     assert rt["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "mpi"
     assert rt["spec"]["mlPolicy"] == {
-        "numNodes": 2,
+        "numNodes": 1,  # the launcher's count
         "mpi": {
             "numProcPerNode": 1,
             "mpiImplementation": "OpenMPI",
@@ -159,6 +159,26 @@ def test_the_trainjob_runs_mpirun_and_says_its_nodes() -> None:
     assert ej.gang is not None and ej.gang.min_member == 3
 
 
+def test_a_launcher_as_node_runtime_takes_the_trainjob_s_resources_on_every_host() -> None:
+    # With runLauncherAsNode Trainer merges resourcesPerNode into the node job as well as the
+    # launcher (pkg/runtime/core/trainingruntime.go newRuntimeInfo, isMPILauncherAsNode), and
+    # the TrainJob's env too (plugins/jobset/builder.go Trainer); image, command and args
+    # reach the launcher only.
+    big = Resources(cpu=16, memory="128Gi", gpu=8)
+    rt_def = runtime(nodes=3, mpi=RuntimeMPI(launcher_as_node=True))
+    rt, tj, pj = rendered(rt_def, trainjob(resources=big, env={"JOB": "2"}))
+    assert tj["spec"]["trainer"]["resourcesPerNode"]["limits"][GPU] == "8"
+    ej = effective_job(pj, tj, rt)
+    launcher, node = ej.pod_sets
+    assert launcher.gpus(GPU) == node.gpus(GPU) == 8
+    assert {e.name: e.value for e in node.env}["JOB"] == "2"
+    assert node.main["command"] == ["/usr/sbin/sshd", "-De"]
+    assert launcher.main["command"][0] == "mpirun"
+    assert ej.world_size == 3 * 8
+    command = tj["spec"]["trainer"]["command"]
+    assert command[command.index("-np") + 1] == "24"
+
+
 @pytest.mark.parametrize("field", ["image", "resources"])
 def test_image_and_resources_belong_to_the_runtime(field: str) -> None:
     value = "img:2" if field == "image" else Resources(cpu=1, memory="1Gi")
@@ -224,3 +244,33 @@ def test_mpi_runtimes_and_trainjobs_validate(
     if script:
         command = objs["TrainJob"]["spec"]["trainer"]["command"]
         assert command[command.index("-np") + 1] == str(ej.world_size)
+
+
+def test_an_mpi_runtime_starts_one_launcher_whatever_its_nodes() -> None:
+    # Trainer sets the count of the replicated job labelled as the trainer ancestor (the
+    # launcher) from mlPolicy.numNodes (pkg/runtime/core/trainingruntime.go newRuntimeInfo);
+    # the MPI plugin resizes only the node job from the TrainJob's numNodes (plugins/mpi/
+    # mpi.go EnforceMLPolicy). The runtime's nodes are the TrainJobs' default node count.
+    rt, tj, pj = rendered(runtime(nodes=3), trainjob())
+    assert rt["spec"]["mlPolicy"]["numNodes"] == 1
+    assert jobs_of(rt)["node"]["template"]["spec"]["parallelism"] == 3
+    assert tj["spec"]["trainer"]["numNodes"] == 3
+    ej = effective_job(pj, tj, rt)
+    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("launcher", 1), ("node", 3)]
+    assert ej.gang is not None and ej.gang.min_member == 4
+
+
+@pytest.mark.parametrize(("as_node", "nodes", "hosts"), [(False, 3, 3), (True, 2, 4)])
+def test_the_effective_pods_count_the_launchers_mlpolicy_asks_for(
+    as_node: bool, nodes: int, hosts: int
+) -> None:
+    # A runtime written elsewhere with numNodes 2 (as trainkit's were): two launchers, each
+    # running mpirun over the same nodes; with runLauncherAsNode both are in the hostfile.
+    rt, tj, pj = rendered(runtime(mpi=RuntimeMPI(launcher_as_node=as_node)), trainjob(nodes=3))
+    rt["spec"]["mlPolicy"]["numNodes"] = 2
+    ej = effective_job(pj, tj, rt)
+    launcher, node = ej.pod_sets
+    assert (launcher.count, node.count) == (2, nodes)
+    assert ej.world_size == hosts * 4
+    assert ej.gang is not None and ej.gang.min_member == 2 + nodes
+    assert any("2 launchers" in n for n in ej.notes)

@@ -75,15 +75,15 @@ HAND_EDITS = {
     "host network": (
         host_network,
         f"{MASTER}.hostNetwork",
-        "pod security: the host network is not allowed (the default: IPC_LOCK only, what an "
-        "RDMA network profile grants); remove hostNetwork, or ask the platform team for a "
-        "NetworkProfile with host_network=True",
+        # In the repository's tree the platform's profiles decide, as in `trainkit check`.
+        "pod security: the host network is not allowed (NetworkProfiles 'rdma'); remove "
+        "hostNetwork, or ask the platform team for a NetworkProfile with host_network=True",
     ),
     "capability SYS_ADMIN": (
         sys_admin,
         f"{WORKER}.containers[0].securityContext.capabilities.add[1]",
         "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
-        "'IPC_LOCK' (the default: IPC_LOCK only, what an RDMA network profile grants); remove it",
+        "'IPC_LOCK' (NetworkProfiles 'rdma'); remove it",
     ),
 }
 
@@ -271,3 +271,25 @@ def test_the_allowance_is_an_argument_of_check_object():
     granted = [format_path(f.path) for f in check_object(doc, hostnet)]
     assert f"{MASTER}.hostNetwork" not in granted
     assert all(p.endswith("capabilities.add[0]") for p in granted) and granted
+
+
+def test_validate_in_a_trainkit_repository_honours_the_platform_s_profiles(ws, cli, crds):
+    # `trainkit check` grants what the platform's NetworkProfiles grant; `trainkit validate`
+    # run inside the same repository must give the same verdict on the same manifest.
+    policy = ws.root / "jobs/platform/policy.py"
+    policy.write_text(
+        policy.read_text(encoding="utf-8")
+        + '\nhostnet = NetworkProfile(name="hostnet", host_network=True, clusters=["gpu-east"])\n',
+        encoding="utf-8",
+    )
+    doc = pytorchjob()
+    host_network(doc)
+    run = cli("validate", "--crds", str(crds), write(ws.root, [doc]))
+    assert run.code == 0, run.out
+    sys_admin(doc)
+    run = cli("validate", "--format", "json", "--crds", str(crds), write(ws.root, [doc]))
+    (problem,) = json.loads(run.out)
+    assert problem["message"] == (
+        "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
+        "'IPC_LOCK' (NetworkProfiles 'hostnet', 'rdma'); remove it"
+    )

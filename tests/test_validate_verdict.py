@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from trainkit.load import load_jobs
-from trainkit.plan import build_plan
+from trainkit.resolve import build_plan
 from trainkit.validate import (
     BASELINE,
     PodAllowance,

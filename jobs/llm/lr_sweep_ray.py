@@ -5,6 +5,7 @@ from trainkit import RayJob, Resources, RuntimeEnv, Script, WorkerGroup
 
 job = RayJob(
     name="lr-sweep-ray",
+    run=1,  # no TTL any more: on Kueue the GPUs would stay taken after the quota was freed
     image="registry.example.com/ml/ray:2.60.0-py311-cu124",
     script=Script.file("scripts/lr_sweep.py"),
     args=["--trials", "16", "--steps", "300"],
@@ -13,7 +14,6 @@ job = RayJob(
         WorkerGroup(name="gpu", nodes=2, resources=Resources(cpu=32, memory="256Gi", gpu=8)),
     ],
     runtime_env=RuntimeEnv(env_vars={"TOKENIZERS_PARALLELISM": "false"}),
-    ttl_seconds=600,  # keep the Ray cluster 10 minutes after the job ends, then free the GPUs
     queue="llm",  # a Volcano Queue on gpu-east, a Kueue ClusterQueue on h100-south
     clusters=["gpu-east", "h100-south"],
 )

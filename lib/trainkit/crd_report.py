@@ -15,7 +15,7 @@ from pathlib import Path
 from trainkit.errors import Problem, SetupError
 from trainkit.load import LoadOptions
 from trainkit.synth import render_objects
-from trainkit.upstream import Pin, fetch_crds, load_pins, pins_for_kinds
+from trainkit.upstream import Pin, fetch_crds, load_pins, pin_for
 from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_kind, load_crds
 
 __all__ = ["crd_report"]
@@ -33,13 +33,20 @@ def crd_report(
     started_in: Path | None = None,
 ) -> int:
     """Print the report; raise SetupError naming each missing CRD (after printing)."""
-    objects, notices = render_objects(jobs_dir, load_options=load_options)
+    objects, notices, operators = render_objects(jobs_dir, load_options=load_options)
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
     needs = crd_needs(objects)
     pins = load_pins()
+    # Each kind's file: the pin serving its group, version and kind, from a release whose
+    # controller the clusters needing it run (Cluster.operators).
+    pinned = {
+        n.key: pin_for(pins, *n.key, {o for c in n.clusters for o in operators.get(c, ())})
+        for n in needs
+    }
     if fetch is not None:
-        chosen = pins if everything else pins_for_kinds(pins, {(n.group, n.kind) for n in needs})
+        wanted = {p for p in pinned.values() if p is not None}
+        chosen = pins if everything else [p for p in pins if p in wanted]
         fetched = fetch_crds(chosen, fetch, mirror=mirror)
         new = sum(1 for f in fetched if f.source != "already there")
         print(
@@ -54,8 +61,7 @@ def crd_report(
     else:
         source = crds_dir(None, base=started_in)
     crds = load_crds(source) if source is not None else None
-    pinned = {(p.group, p.kind): p for p in reversed(pins)}  # the first pin of a kind wins
-    rows = [(n, _found(n, crds, source), pinned.get((n.group, n.kind))) for n in needs]
+    rows = [(n, _found(n, crds, source), pinned[n.key]) for n in needs]
     if json_output:
         print(_json(rows, source))
     else:
@@ -63,7 +69,8 @@ def crd_report(
     missing = [
         Problem(
             file=str(source),
-            message=f"no CRD for {describe_kind(n.key)} (needed {_where(n)}); " + _how_to_get(pin),
+            message=f"no CRD for {describe_kind(n.key)} (needed {_where(n)}); "
+            + _how_to_get(pin, n, pins),
         )
         for n, found, pin in rows
         if source is not None and found is None
@@ -93,9 +100,15 @@ def _where(need: NeededCrd) -> str:
     return ", ".join(places)
 
 
-def _how_to_get(pin: Pin | None) -> str:
+def _how_to_get(pin: Pin | None, need: NeededCrd, pins: list[Pin]) -> str:
     cluster = "add your cluster's (kubectl get crd -o yaml)"
     if pin is None:
+        other = [p for p in pins if (p.group, p.kind) == (need.group, need.kind)]
+        if other:
+            served = ", ".join(
+                f"{p.release} {p.version} serves {'/'.join(p.served)}" for p in other
+            )
+            return f"no pinned file serves {need.version} ({served}): " + cluster
         return cluster
     return (
         f"fetch the pinned {pin.release} {pin.version} one (trainkit crds --fetch DIR), or "

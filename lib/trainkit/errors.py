@@ -14,10 +14,12 @@ allowed to show a traceback.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "UNSHOWABLE",
     "DefinitionError",
     "ManifestError",
     "Problem",
@@ -25,7 +27,36 @@ __all__ = [
     "SetupError",
     "StaleOutputError",
     "TrainkitError",
+    "escape_char",
+    "printable",
 ]
+
+UNSHOWABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+"""Unicode categories never shown raw: controls (terminal escapes, CR, NEL), format
+characters (bidirectional overrides), line and paragraph separators, and the lone
+surrogates an undecodable file name becomes."""
+
+
+def escape_char(ch: str) -> str:
+    """``\\n``, ``\\x1b``, ``\\u2028``: the character as a Python string literal writes it."""
+    code = ord(ch)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch)
+    if named is not None:
+        return named
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every character of the ``UNSHOWABLE`` categories escaped (but those in
+    ``keep``): what a definition controls never reaches a terminal or a log raw."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        escape_char(ch) if ch not in keep and unicodedata.category(ch) in UNSHOWABLE else ch
+        for ch in text
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -45,13 +76,15 @@ class Problem:
     line: int | None = None
 
     def __str__(self) -> str:
+        """The one-line form ``file:line: obj: field: message``, escaped for a terminal
+        (``printable``; a message keeps its line breaks and tabs)."""
         where = self.file if self.line is None else f"{self.file}:{self.line}"
-        parts = [where]
+        parts = [printable(where)]
         if self.obj:
-            parts.append(self.obj)
+            parts.append(printable(self.obj))
         if self.field:
-            parts.append(self.field)
-        parts.append(self.message)
+            parts.append(printable(self.field))
+        parts.append(printable(self.message, keep="\n\t"))
         return ": ".join(parts)
 
 

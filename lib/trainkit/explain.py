@@ -18,7 +18,7 @@ from typing import Any
 from .effective import RAY, EffectiveJob, PodSet
 from .errors import DefinitionError, Problem
 from .load import LoadOptions, load_jobs
-from .plan import build_plan
+from .resolve import build_plan
 
 __all__ = ["explain_jobs", "format_json", "format_text"]
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -232,11 +231,10 @@ class RunCache:
         return self.directory / f"{kind}-{out[:20]}.json"
 
 
-def check_inputs(crds: str) -> dict[str, object] | None:
+def check_inputs(crds: str, kubectl: str | None) -> dict[str, object] | None:
     """What a check's verdict depends on besides synth's inputs: the CRD files at ``crds``
-    (a directory or one file; path and SHA-256 of each) and the kubectl that builds the
-    kustomizations. None when either is missing (the full check says so)."""
-    kubectl = shutil.which("kubectl")
+    (a directory or one file; path and SHA-256 of each) and the ``kubectl`` that builds
+    the kustomizations. None when either is missing (the full check says so)."""
     top = Path(crds).resolve()
     if kubectl is None or not top.exists():
         return None

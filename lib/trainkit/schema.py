@@ -19,7 +19,7 @@ PLAN_SCHEMA = "plan.schema.json"
 def render_schemas() -> dict[str, bytes]:
     """``<Kind>.json`` for every definition kind and ``plan.schema.json`` for the plan's JSON;
     field docstrings are the descriptions."""
-    from .review import PlanReport  # only here: every other command would import it
+    from .plan import PlanReport  # only here: every other command would import it
 
     out = {}
     for kind in sorted(PLATFORM_KINDS + JOB_KINDS, key=lambda k: k.__name__):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .paddle_pods import effective_paddlejob

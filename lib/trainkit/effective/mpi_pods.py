@@ -14,8 +14,8 @@ import copy
 from typing import Any
 
 from ..injected_env import mpijob_env
-from ..plan import PlannedJob
 from ..render.mpi_operator import CONTAINER
+from ..resolve import PlannedJob
 from .admission import replica_workload
 from .operator_pods import run_policy_gang
 from .podsets import EffectiveJob, EnvVar, PodSet, env_source

@@ -20,8 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 from ..injected_env import PYTORCHJOB_MASTER_PORT, pytorchjob_elastic_env, pytorchjob_env
-from ..plan import PlannedJob
 from ..render.training_operator import CONTAINER, PORT_NAME
+from ..resolve import PlannedJob
 from .admission import container_amounts, replica_workload, resource_list
 from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, env_source
 

@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from ..injected_env import PADDLEJOB_PORT, paddle_operator_env, paddlejob_env
-from ..plan import PlannedJob
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API, PORT_NAME
+from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload, resource_list
 from .operator_pods import (
     BACKOFF_COUNTS,

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..kube.quantities import parse_quantity
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 
 __all__ = [
     "RAY",

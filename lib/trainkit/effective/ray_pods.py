@@ -16,8 +16,8 @@ from typing import Any
 
 from ..injected_env import rayjob_env
 from ..kube.quantities import parse_quantity
-from ..plan import PlannedJob
 from ..render.kuberay import HEAD_CONTAINER, QUEUE_LABEL, SUBMITTER, WORKER_CONTAINER
+from ..resolve import PlannedJob
 from .admission import pod_set_workload
 from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env import TFJOB_PORT, tf_config
-from ..plan import PlannedJob
 from ..render.tensorflow import CONTAINER
+from ..resolve import PlannedJob
 from .admission import replica_workload
 from .operator_pods import BACKOFF_COUNTS, container_port, role_pod_sets, run_policy_gang
 from .podsets import Completion, EffectiveJob, EnvVar

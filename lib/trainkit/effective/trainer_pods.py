@@ -19,9 +19,9 @@ from typing import Any
 
 from ..injected_env import TRAINER_MASTER_PORT
 from ..kube.quantities import parse_quantity
-from ..plan import PlannedJob
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
+from ..resolve import PlannedJob
 from .admission import pod_set_workload
 from .merge import strategic_merge
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
@@ -108,13 +108,18 @@ def _mpi_pods(
     runtime_name: str,
 ) -> tuple[list[PodSet], str, int, list[str]]:
     """Trainer v2.3.0 plugins/mpi/mpi.go: the launcher (the trainer job, where spec.trainer
-    goes) gets the hostfile and OMPI_*; ``node`` has numNodes pods, one less when the
-    launcher is a node, which then also gets spec.trainer's env."""
+    goes) gets the hostfile and OMPI_*; ``node`` has the TrainJob's numNodes pods, one less
+    when the launcher is a node, which then also gets spec.trainer's env. The launcher job
+    has mlPolicy.numNodes pods (pkg/runtime/core/trainingruntime.go newRuntimeInfo: the
+    count of the trainer ancestor), each running the command."""
     mpi = policy["mpi"]
     as_node = bool(mpi.get("runLauncherAsNode", False))
-    num_nodes = int((trainer or {}).get("numNodes") or policy.get("numNodes", 1))
-    nodes = max(num_nodes - 1, 1) if as_node else num_nodes
     by_name = {r["name"]: r for r in jobset["replicatedJobs"]}
+    launchers = int(policy.get("numNodes", 1))
+    nodes = int(by_name["node"]["template"]["spec"].get("parallelism", 1))
+    num_nodes = (trainer or {}).get("numNodes")
+    if num_nodes is not None:
+        nodes = max(int(num_nodes) - 1, 1) if as_node else int(num_nodes)
     node_pod = by_name["node"]["template"]["spec"]["template"]["spec"]
     slots = int((trainer or {}).get("numProcPerNode") or mpi.get("numProcPerNode", 1))
     if slots == 1:
@@ -123,7 +128,7 @@ def _mpi_pods(
         )
         slots = max(1, gpus_of(main.get("resources") or {}))
     pod_sets: list[PodSet] = []
-    for name, count in (("launcher", 1), ("node", nodes)):
+    for name, count in (("launcher", launchers), ("node", nodes)):
         pod = by_name[name]["template"]["spec"]["template"]["spec"]
         gets_trainer = name == "launcher" or as_node
         containers: list[dict[str, Any]] = []
@@ -132,7 +137,11 @@ def _mpi_pods(
             if c.get("name") != NODE:
                 containers.append(c)
                 continue
-            merged, found = apply_trainer(c, trainer if gets_trainer else None, runtime_name, pj)
+            # The launcher takes spec.trainer whole; a node (with the launcher as a node) its
+            # env and resourcesPerNode only (jobset/builder.go Trainer; trainingruntime.go).
+            merged, found = apply_trainer(
+                c, trainer if gets_trainer else None, runtime_name, pj, program=name == "launcher"
+            )
             if name == "launcher":
                 found += [
                     EnvVar(k, v, _TRAINER)
@@ -148,12 +157,19 @@ def _mpi_pods(
             env = tuple(found)
         runs = name == "node" or as_node
         pod_sets.append(PodSet(name, count, 0, {**pod, "containers": containers}, NODE, env, runs))
-    hosts = nodes + (1 if as_node else 0)
+    # The hostfile lists every node pod, and every launcher pod when it is a node (mpi.go
+    # buildHostFileConfigMap, isNode).
+    hosts = nodes + (launchers if as_node else 0)
     command = pod_sets[0].main.get("command") or ["the image's ENTRYPOINT"]
     notes = [
         f"MPI runtime: {hosts} hosts × {slots} slots = {hosts * slots} ranks, started by the "
         f"launcher's {command[0]}; the nodes run sshd"
     ]
+    if launchers > 1:
+        notes.append(
+            f"the runtime's mlPolicy.numNodes is {launchers}: Trainer starts {launchers} "
+            "launchers, each running the command over the same hosts"
+        )
     return pod_sets, str(slots), hosts * slots, notes
 
 
@@ -197,15 +213,21 @@ def _trainer_pod(
 
 
 def apply_trainer(
-    container: dict[str, Any], trainer: dict[str, Any] | None, runtime_name: str, pj: PlannedJob
+    container: dict[str, Any],
+    trainer: dict[str, Any] | None,
+    runtime_name: str,
+    pj: PlannedJob,
+    *,
+    program: bool = True,
 ) -> tuple[dict[str, Any], list[EnvVar]]:
     """Container ``node`` of the trainer job with ``spec.trainer`` written into it: image,
-    command and args replaced, env upserted by name, resourcesPerNode merged key by key."""
+    command and args replaced (unless not ``program``), env upserted by name,
+    resourcesPerNode merged key by key."""
     c = dict(container)
     env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
     if trainer is None:
         return c, env
-    for key in ("image", "command", "args"):
+    for key in ("image", "command", "args") if program else ():
         if key in trainer:
             c[key] = trainer[key]
     for e in trainer.get("env") or []:

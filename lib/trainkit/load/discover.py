@@ -5,19 +5,29 @@ a link that leads out of it (``/etc``, ``.git``, another checkout) is refused
 with the path it resolves to, never skipped, because a team directory that
 silently vanished from the output would make Argo CD prune its running jobs.
 A file reachable by two paths is refused too: it would belong to two teams.
+
+A name holding a line break (``\\r``, ``\\n``, NEL, LS, PS) or any other control, format
+or separator character (Unicode categories Cc, Cf, Zl, Zp) is refused, shown escaped:
+paths reach comments, messages and terminals, where such a character ends a line, hides
+text or reorders it (a path once closed the comment header of its generated file and
+added objects after it).
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Problem
+from ..errors import Problem, printable
 
 __all__ = ["PLATFORM_DIR", "DefinitionFile", "find_definitions", "inside", "shown"]
 
 PLATFORM_DIR = "platform"
+# Line breaks, controls, format characters (bidi overrides), separators; and the lone
+# surrogates that an undecodable name becomes.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # Training code and data live next to definitions but are never imported.
 _SKIP_DIRS = frozenset({"scripts", "__pycache__"})
 
@@ -58,7 +68,7 @@ def find_definitions(jobs_dir: Path, root: Path) -> tuple[list[DefinitionFile], 
     seen: dict[Path, str] = {}  # real path → the path it was first reached by
 
     def refuse(path: Path, message: str) -> None:
-        problems.append(Problem(file=shown(path, root), message=message))
+        problems.append(Problem(file=printable(shown(path, root)), message=message))
 
     def walk(
         directory: Path, real_dir: Path, parts: tuple[str, ...], above: frozenset[Path]
@@ -70,6 +80,15 @@ def find_definitions(jobs_dir: Path, root: Path) -> tuple[list[DefinitionFile], 
             return
         for entry in entries:
             path = directory / entry.name
+            if not entry.name.isprintable() and _unsafe(entry.name):
+                refuse(
+                    path,
+                    "the name holds a line break or control character "
+                    f"({', '.join(sorted({_describe(c) for c in entry.name if _bad(c)}))}); "
+                    "paths reach YAML comments, messages and terminals, where it would end "
+                    "the line or hide text: rename it with printable characters only",
+                )
+                continue
             is_dir = entry.is_dir(follow_symlinks=True)
             is_py = not is_dir and entry.name.endswith(".py")
             if is_dir and (entry.name in _SKIP_DIRS or entry.name.startswith(("_", "."))):
@@ -117,3 +136,17 @@ def find_definitions(jobs_dir: Path, root: Path) -> tuple[list[DefinitionFile], 
 
     walk(jobs_dir, jobs_dir, (), frozenset({jobs_dir}))
     return found, problems
+
+
+def _bad(ch: str) -> bool:
+    return unicodedata.category(ch) in _REFUSED_CATEGORIES
+
+
+def _unsafe(name: str) -> bool:
+    return any(_bad(ch) for ch in name)
+
+
+def _describe(ch: str) -> str:
+    name = unicodedata.name(ch, "") or {"\n": "LINE FEED", "\r": "CARRIAGE RETURN"}.get(ch, "")
+    code = printable(ch)
+    return f"{code} {name}".rstrip() if name else code

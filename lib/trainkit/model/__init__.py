@@ -7,6 +7,7 @@ from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
 from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
+from .patches import PatchOp, PlatformPatch
 from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
@@ -36,6 +37,8 @@ __all__ = [
     "NodeLabel",
     "OperatorJobs",
     "PaddleJob",
+    "PatchOp",
+    "PlatformPatch",
     "Policy",
     "PyTorchJob",
     "Queue",
@@ -65,6 +68,7 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     ClusterQueue,
     ClusterTrainingRuntime,
     NetworkProfile,
+    PlatformPatch,
     Policy,
     Queue,
     ResourceFlavor,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
@@ -94,6 +95,12 @@ class Resources(TrainkitModel):
                     "be lower"
                 )
         return self
+
+    @property
+    def requested_cpus(self) -> int:
+        """Whole CPUs of the request (``cpu_request``, else ``cpu``), rounded up as Kubernetes'
+        ``Quantity.Value()`` does: what Trainer's ``auto`` counts without GPUs."""
+        return math.ceil(parse_quantity(str(self.cpu_request or self.cpu)) or 0)
 
 
 class Script(TrainkitModel):

@@ -11,14 +11,11 @@ import re
 import types
 import typing
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import DefinitionError, Problem
-
-if TYPE_CHECKING:
-    from .base import TrainkitModel
 
 __all__ = ["ModelError"]
 
@@ -35,7 +32,7 @@ class ModelError(DefinitionError):
         kind: str,
         name: object,
         error: ValidationError,
-        model: type[TrainkitModel] | None = None,
+        model: type[BaseModel] | None = None,
     ) -> None:
         self.kind = kind
         self.name = name if isinstance(name, str) else None
@@ -44,7 +41,7 @@ class ModelError(DefinitionError):
         super().__init__(_problems(obj, self.errors, model))
 
 
-def _problems(obj: str, errors: list[Any], model: type[TrainkitModel] | None) -> Iterator[Problem]:
+def _problems(obj: str, errors: list[Any], model: type[BaseModel] | None) -> Iterator[Problem]:
     # A union field (procs_per_node: int | "auto") fails once per member, each under a
     # tag pydantic adds to the path: say it once, listing what each member wanted.
     merged: dict[str, list[str]] = {}
@@ -121,7 +118,7 @@ _PLAIN = {
 }
 
 
-def _msg(err: Any, model: type[TrainkitModel] | None) -> str:
+def _msg(err: Any, model: type[BaseModel] | None) -> str:
     kind, ctx = str(err["type"]), err.get("ctx") or {}
     if kind == "value_error":
         # pydantic prefixes messages from our validators with "Value error, ".
@@ -133,7 +130,11 @@ def _msg(err: Any, model: type[TrainkitModel] | None) -> str:
                 "unknown field; jobs and runtimes live in their team's namespace "
                 "(Team.namespace in jobs/platform/)"
             )
-        close = difflib.get_close_matches(str(field), sorted(_fields_at(model, err["loc"])), n=1)
+        known = _fields_at(model, err["loc"])
+        top = len(err["loc"]) == 1
+        if top and _TTL.match(str(field)) and not any(_TTL.match(k) for k in known):
+            return f"unknown field; {_no_ttl(model)}"
+        close = difflib.get_close_matches(str(field), sorted(known), n=1)
         hint = f"did you mean {close[0]!r}?" if close else "see schemas/ for the allowed fields"
         return f"unknown field; {hint}"
     if kind in _PLAIN:
@@ -156,7 +157,21 @@ def _msg(err: Any, model: type[TrainkitModel] | None) -> str:
     return str(err["msg"])
 
 
-def _fields_at(model: type[TrainkitModel] | None, loc: tuple[int | str, ...]) -> set[str]:
+# difflib's closest field to ttl_seconds is deadline_seconds, whose meaning is the opposite
+# (it fails a job that runs too long): kinds without a TTL say why instead.
+_TTL = re.compile(r"(ttl|ttl_.*|.*_ttl|.*_after_finish(ed)?)\Z")
+
+
+def _no_ttl(model: type[Any] | None) -> str:
+    kind = f"{model.__name__}s" if model is not None else "jobs of this kind"
+    return (
+        f"{kind} have no TTL: a finished job stays until its file is removed, since Argo CD's "
+        "self-heal would create a job deleted by a TTL again and run it a second time "
+        "(deadline_seconds is another thing: it fails a job that runs too long)"
+    )
+
+
+def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> set[str]:
     """The field names of the model at ``loc``'s parent (nested models followed)."""
     current: type[Any] | None = model
     for part in loc[:-1]:

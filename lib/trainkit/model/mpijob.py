@@ -58,8 +58,9 @@ class MPIJob(OperatorJob):
     """Where the operator mounts the generated ssh keys (``sshAuthMountPath``): the home
     ``.ssh`` of the user the image runs as."""
     wait_for_workers: bool = False
-    """Create the launcher only once every worker is ready (``launcherCreationPolicy:
-    WaitForWorkersReady``), instead of at once with the launcher retrying ssh."""
+    """Refused when True (``launcherCreationPolicy: WaitForWorkersReady``): a worker pod that
+    fails before the launcher exists is never recreated, so nothing would ever end the job.
+    The launcher is created at once and waits for the workers itself, for a bounded time."""
     restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
     """What happens when a pod fails: ``OnFailure`` restarts it (the launcher counts against
     ``backoff_limit``), ``Never`` fails it. mpi-operator accepts no other policy."""
@@ -77,6 +78,16 @@ class MPIJob(OperatorJob):
             raise ValueError(
                 "launcher.command and launcher.args are not used: the job's script or command "
                 "runs on the launcher; set command= or args= on the job"
+            )
+        if self.wait_for_workers:
+            # pkg/controller/mpi_job_controller.go: with WaitForWorkersReady the launcher Job
+            # (the only object with backoffLimit and activeDeadlineSeconds) is created once
+            # every worker is Ready, and getOrCreateWorker never recreates a failed worker pod.
+            raise ValueError(
+                "wait_for_workers=True could hold the workers' GPUs forever: mpi-operator "
+                "creates the launcher, which alone carries the backoff limit and deadline, only "
+                "once every worker is ready, and never recreates a failed worker; drop it (the "
+                "launcher waits for the workers itself, for a bounded time)"
             )
         if self.launch != "mpirun" and self.mpi != "OpenMPI":
             raise ValueError(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..errors import Problem
-from ..plan import Plan, PlannedRuntime
+from ..resolve import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .images import check_images
 from .qos import check_qos

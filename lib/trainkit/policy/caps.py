@@ -11,7 +11,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..model import RayJob, TrainJob
-from ..plan import Index, PlannedRuntime, problem
+from ..resolve import Index, PlannedRuntime, problem
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
 
@@ -22,8 +22,9 @@ def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
     if isinstance(job, TrainJob) and job.resources is None:
         return "runtime", " (from the runtime's resources)"
     if isinstance(job, RayJob):
-        # The pod set with the most GPUs: the head, or a worker group (in the job's order).
-        most = max(job.head.gpu, *(g.resources.gpu for g in job.workers))
+        # The pod set with the most GPUs: the head, or a worker group (in the job's order);
+        # a job without groups runs everything on the head.
+        most = max([job.head.gpu, *(g.resources.gpu for g in job.workers)])
         if job.head.gpu == most:
             return "head.gpu", ""
         i = next(i for i, g in enumerate(job.workers) if g.resources.gpu == most)

@@ -11,8 +11,8 @@ from ..errors import Problem
 from ..load import Definition
 from ..model import ACCELERATORS, Cluster
 from ..model.rules import image_allowed
-from ..plan import Index, PlannedRuntime, problem
-from ..plan.problems import known
+from ..resolve import Index, PlannedRuntime, problem
+from ..resolve.problems import known
 
 __all__ = ["check_images", "tag_accelerator"]
 

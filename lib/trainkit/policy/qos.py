@@ -13,7 +13,7 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
-from ..plan import Index, PlannedRuntime, problem
+from ..resolve import Index, PlannedRuntime, problem
 
 __all__ = ["check_qos"]
 

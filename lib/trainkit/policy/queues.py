@@ -16,7 +16,7 @@ from decimal import Decimal
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..plan import Index, problem, queue_path
+from ..resolve import Index, problem, queue_path
 
 __all__ = ["check_kueue_fit", "check_queue_fit"]
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from ..errors import Problem
 from ..load import Definition
 from ..model import JOB_KINDS, Cluster, Toleration
-from ..plan import Index, Plan, problem
-from ..plan.problems import known
+from ..resolve import Index, Plan, problem
+from ..resolve.problems import known
 
 __all__ = ["check_tolerations"]
 

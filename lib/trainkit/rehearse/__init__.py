@@ -16,10 +16,11 @@ to be installed for the interpreter running trainkit (``pip install -e
 
 from __future__ import annotations
 
-from .definitions import choose_job, plan_job, rehearse_file, targets_for
+from .definitions import choose_job, plan_job, rehearse_file, target_of, targets_for
 from .launch import NodeLaunch, RehearsalPlan, plan_rehearsal
-from .runner import RehearsalReport, rehearse, require_torch
-from .target import Target, target_of
+from .outcome import RehearsalReport
+from .runner import rehearse, require_torch
+from .target import Target
 from .workspace import Protection, ReadOnly, prepare_workspace
 
 __all__ = [

@@ -10,20 +10,24 @@ pods of the job's first cluster.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..effective import EffectiveJob
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
 from ..model import MPIJob, PyTorchJob, RayJob, Team, TrainJob
-from ..plan import PlannedJob, build_plan
+from ..resolve import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
+from .outcome import RehearsalReport
 from .ray import require_ray
-from .runner import RehearsalReport, rehearse, require_torch, say
-from .target import Target, target_of
+from .ray_target import ray_target
+from .runner import rehearse, require_torch
+from .stopping import say
+from .target import Target, rank_target
 
-__all__ = ["choose_job", "plan_job", "rehearse_file", "targets_for"]
+__all__ = ["choose_job", "plan_job", "rehearse_file", "target_of", "targets_for"]
 
 # The kinds a rehearsal runs (a TFJob's TensorFlow and a PaddleJob's Paddle are not rehearsed).
 _REHEARSED = (PyTorchJob, MPIJob, TrainJob, RayJob)
@@ -106,6 +110,17 @@ def plan_job(
     """
     platform = load_jobs(jobs_dir, root, only={PLATFORM_DIR}, options=options).definitions
     return targets_for(d, platform)
+
+
+def target_of(
+    ej: EffectiveJob, body: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
+) -> Target:
+    """The Target of ``ej``, from its rendered object ``body`` and the ConfigMaps of its
+    cluster (name → object), which hold the script files its pods mount: a Ray cluster for
+    a RayJob, ranks for every other kind."""
+    if isinstance(ej.planned.job, RayJob):
+        return ray_target(ej, body, configmaps)
+    return rank_target(ej, body, configmaps)
 
 
 def targets_for(d: Definition, platform: Sequence[Definition]) -> list[Target]:

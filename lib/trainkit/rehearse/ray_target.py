@@ -14,7 +14,7 @@ import yaml
 from ..effective import EffectiveJob, PodSet
 from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
 from ..injected_env import rayjob_env
-from .target import Target, _env_source, _from_definitions, _mounts, _str
+from .target import Target, env_source_name, from_definitions, pod_mounts, text_or_none
 
 __all__ = ["HEAD_GROUP", "RayGroup", "RayJobTarget", "ray_target"]
 
@@ -141,7 +141,7 @@ def ray_target(
     resources = main.get("resources") or {}
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     gpu_resource = pj.cluster.gpu_resource
-    files, shm, claims = _mounts(head, main, configmaps)
+    files, shm, claims = pod_mounts(head, main, configmaps)
     runtime_env = yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}
     entrypoint = str(spec["entrypoint"])
     return RayJobTarget(
@@ -156,12 +156,12 @@ def ray_target(
         # the head with a shell (dashboard/modules/job/job_supervisor.py _exec_entrypoint).
         command=tuple(shlex.split(entrypoint)),
         args=(),
-        env={e.name: e.value for e in head.env if _from_definitions(e.source) and not e.ref},
+        env={e.name: e.value for e in head.env if from_definitions(e.source) and not e.ref},
         cluster_env={e.name: e.ref for e in head.env if e.ref},
-        operator_env={e.name: e.value for e in head.env if not _from_definitions(e.source)},
+        operator_env={e.name: e.value for e in head.env if not from_definitions(e.source)},
         gpus=max(g.gpus for g in groups),
-        cpu=_str(amounts.get("cpu")),
-        memory=_str(amounts.get("memory")),
+        cpu=text_or_none(amounts.get("cpu")),
+        memory=text_or_none(amounts.get("memory")),
         extra_resources={
             str(k): str(v)
             for k, v in sorted(amounts.items())
@@ -170,7 +170,7 @@ def ray_target(
         files=files,
         shm_size=shm,
         claims=claims,
-        env_sources=tuple(_env_source(s) for s in main.get("envFrom") or []),
+        env_sources=tuple(env_source_name(s) for s in main.get("envFrom") or []),
         entrypoint=entrypoint,
         groups=groups,
         runtime_env_vars={str(k): str(v) for k, v in (runtime_env.get("env_vars") or {}).items()},

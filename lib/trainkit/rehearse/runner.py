@@ -8,20 +8,17 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from types import FrameType
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
 from .launch import RehearsalPlan, plan_rehearsal
 from .mpi import plan_mpi_rehearsal
+from .outcome import RehearsalReport
 from .output import (
     Follower,
     LauncherTracebacks,
@@ -34,48 +31,28 @@ from .output import (
 from .ports import free_port
 from .procs import descendants, kill_groups, live_in_groups, process_table
 from .ray_target import RayJobTarget
+from .stopping import (
+    KILLED_WAIT_SECONDS,
+    POLL_SECONDS,
+    SCAN_SECONDS,
+    TAIL_LINES,
+    run_stopping,
+    say,
+)
 from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
 
-__all__ = ["RehearsalReport", "rehearse", "require_torch", "run_stopping", "say"]
+__all__ = ["rehearse", "require_torch"]
 
-POLL_SECONDS = 0.05
-SCAN_SECONDS = 0.25
 FAILURE_GRACE_SECONDS = 2.0
 """After a node fails, how long the others get to exit and report their own failures."""
 STOP_GRACE_SECONDS = 3.0
 """Between SIGTERM (torchrun then stops its workers) and SIGKILL."""
-KILLED_WAIT_SECONDS = 30.0
-"""How long SIGKILLed processes may take to be gone (each is gone once scheduled)."""
-TAIL_LINES = 15
 # The line that says why a native crash happened (a C++ exception that ends the process, a
 # signal report); its backtrace follows and fills the tail. Python tracebacks are shortened
 # and shown whole already.
 _CAUSE = re.compile(r"terminate called|what\(\):|Process received signal")
 _SIGNALLED = {-int(signal.SIGTERM), -int(signal.SIGKILL)}
-
-
-@dataclass(frozen=True)
-class RehearsalReport:
-    """A rehearsal that succeeded: its size, what was changed for it and how long it took."""
-
-    job: str
-    file: str
-    nodes: int
-    procs_per_node: int
-    changes: tuple[str, ...]
-    commands: tuple[str, ...]
-    """The command line of each node, node 0 first."""
-    seconds: float
-    kind: str = "PyTorchJob"
-    cluster: str = ""
-    """The cluster whose pods were rehearsed."""
-    runtime: str | None = None
-    """For a TrainJob: the runtime used and the cluster it was taken from."""
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.procs_per_node
 
 
 def require_torch() -> None:
@@ -184,12 +161,6 @@ def rehearse(
     )
 
 
-def say(out: TextIO, line: str) -> None:
-    """Write one line of the rehearsal's own (``[rehearse]``) to ``out``."""
-    out.write(f"[rehearse] {line}\n")
-    out.flush()
-
-
 def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
     t = plan.target
     say(
@@ -211,58 +182,6 @@ def _header(plan: RehearsalPlan, file: str, out: TextIO) -> None:
             out,
             f"node {launch.node_rank} ({t.pod(launch.node_rank)}): {launch.command_line}",
         )
-
-
-def run_stopping(
-    start: Callable[[], None],
-    wait: Callable[[], bool],
-    stop: Callable[[], None],
-    problem: Callable[[str], Problem],
-    out: TextIO,
-) -> bool:
-    """``start()`` the rehearsal's processes and ``wait()`` for them (True: timed out). On
-    SIGTERM/SIGHUP, Ctrl-C or an error, ``stop()`` every process first: a signal becomes a
-    RehearsalError, the rest is re-raised."""
-    try:
-        with _signals_raise():
-            start()
-            return wait()
-    except _Terminated as e:
-        stop()
-        raise RehearsalError(
-            [problem(f"stopped by {e}; every process of the rehearsal was stopped")]
-        ) from None
-    except KeyboardInterrupt:
-        stop()
-        say(out, "interrupted; every process of the rehearsal was stopped")
-        raise
-    except BaseException:
-        stop()
-        raise
-
-
-class _Terminated(Exception):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGTERM/SIGHUP raise _Terminated so the nodes are stopped (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated(signum)
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 @dataclass(frozen=True)

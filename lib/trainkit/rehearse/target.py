@@ -30,7 +30,7 @@ from ..injected_env import (
     trainjob_env,
     trainjob_reserved_env_reason,
 )
-from ..model import WORKSPACE, MPIJob, PyTorchJob, RayJob, TrainJob
+from ..model import WORKSPACE, MPIJob, PyTorchJob, TrainJob
 from ..render.kubeflow_trainer import NODE
 from ..render.pod import forwarded
 
@@ -40,8 +40,12 @@ __all__ = [
     "PyTorchJobTarget",
     "Target",
     "TrainJobTarget",
+    "env_source_name",
+    "from_definitions",
+    "pod_mounts",
     "pod_name",
-    "target_of",
+    "rank_target",
+    "text_or_none",
 ]
 
 # Who set a variable of the pod (EnvVar.source): the definitions' sources. Every
@@ -54,7 +58,7 @@ def pod_name(job: str, node_rank: int) -> str:
     return f"{job}-master-0" if node_rank == 0 else f"{job}-worker-{node_rank - 1}"
 
 
-def _from_definitions(source: str) -> bool:
+def from_definitions(source: str) -> bool:
     """Whether a variable with this ``EnvVar.source`` comes from a definition, not an operator."""
     return source == "job" or source.startswith(_DEFINITION_SOURCES)
 
@@ -246,17 +250,13 @@ class TrainJobTarget(Target):
         return trainjob_reserved_env_reason(name) is not None
 
 
-def target_of(
+def rank_target(
     ej: EffectiveJob, body: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
 ) -> Target:
-    """The Target of ``ej``, from its rendered object ``body`` and the ConfigMaps of its
-    cluster (name → object), which hold the script files its pods mount."""
+    """The Target of ``ej``, a job of ranks (not a RayJob: ``ray_target``), from its rendered
+    object ``body`` and the ConfigMaps of its cluster (name → object), which hold the script
+    files its pods mount."""
     pj = ej.planned
-    if isinstance(pj.job, RayJob):
-        # A Ray cluster, not ranks: its own module, which builds on this one's helpers.
-        from .ray_target import ray_target
-
-        return ray_target(ej, body, configmaps)
     if isinstance(pj.job, PyTorchJob) and pj.job.elastic is not None:
         raise RehearsalError(
             [
@@ -295,7 +295,7 @@ def target_of(
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     gpu_resource = pj.cluster.gpu_resource
     gpus = ej.gpus_per_node()
-    files, shm, claims = _mounts(pods[0], pods[0].main, configmaps)
+    files, shm, claims = pod_mounts(pods[0], pods[0].main, configmaps)
     fields: dict[str, Any] = {
         "effective": ej,
         "nodes": sum(ps.count for ps in pods),
@@ -304,12 +304,12 @@ def target_of(
         "image": str(main.get("image") or ""),
         "command": tuple(main["command"]) if main.get("command") else None,
         "args": tuple(main.get("args") or ()),
-        "env": {e.name: e.value for e in first.env if _from_definitions(e.source) and not e.ref},
+        "env": {e.name: e.value for e in first.env if from_definitions(e.source) and not e.ref},
         "cluster_env": {e.name: e.ref for e in first.env if e.ref},
-        "operator_env": {e.name: e.value for e in first.env if not _from_definitions(e.source)},
+        "operator_env": {e.name: e.value for e in first.env if not from_definitions(e.source)},
         "gpus": gpus,
-        "cpu": _str(amounts.get("cpu")),
-        "memory": _str(amounts.get("memory")),
+        "cpu": text_or_none(amounts.get("cpu")),
+        "memory": text_or_none(amounts.get("memory")),
         "extra_resources": {
             str(k): str(v)
             for k, v in sorted(amounts.items())
@@ -318,7 +318,7 @@ def target_of(
         "files": files,
         "shm_size": shm,
         "claims": claims,
-        "env_sources": tuple(_env_source(s) for s in main.get("envFrom") or []),
+        "env_sources": tuple(env_source_name(s) for s in main.get("envFrom") or []),
     }
     job = pj.job
     if isinstance(job, MPIJob):
@@ -382,7 +382,7 @@ def _training_pods(ej: EffectiveJob) -> list[PodSet]:
     return list(ej.pod_sets)
 
 
-def _mounts(
+def pod_mounts(
     pod: PodSet, main: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
 ) -> tuple[dict[str, str], str | None, tuple[Claim, ...]]:
     """Script files at ``/workspace/<name>``, the ``/dev/shm`` size and the other volumes."""
@@ -404,11 +404,11 @@ def _mounts(
     return files, shm, tuple(claims)
 
 
-def _str(value: object) -> str | None:
+def text_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _env_source(entry: Mapping[str, Any]) -> str:
+def env_source_name(entry: Mapping[str, Any]) -> str:
     for ref, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
         if ref in entry:
             return f"{kind} {entry[ref].get('name')!r}"

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan import Plan
+from ..resolve import Plan
 from .meta import MANAGED_BY, SYNC_WAVE
 
 __all__ = [

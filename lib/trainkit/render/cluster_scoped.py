@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Capacity, Cluster, Resources
-from ..plan import PlannedQueue
+from ..resolve import PlannedQueue
 from .argocd import NAMESPACE_ANNOTATIONS
 from .meta import metadata
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..injected_env import TRAINER_MASTER_PORT
 from ..model import Resources, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
-from ..plan import PlannedJob, PlannedRuntime
+from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
 from .pod import (
@@ -196,7 +196,11 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
             _replicated_job(LAUNCHER, launcher, trainer=True, depends_on=depends),
         ],
     }
-    return {"mlPolicy": {"numNodes": rt.nodes, "mpi": policy}}, jobset
+    # mlPolicy.numNodes is the launcher's count: Trainer sizes the job labelled as the trainer
+    # ancestor from it (pkg/runtime/core/trainingruntime.go newRuntimeInfo), while the MPI
+    # plugin sizes only `node`, from the TrainJob's numNodes (plugins/mpi/mpi.go). The
+    # runtime's nodes are the node job's parallelism and what trainkit's TrainJobs default to.
+    return {"mlPolicy": {"numNodes": 1, "mpi": policy}}, jobset
 
 
 def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
@@ -248,8 +252,8 @@ def mpi_slots(pj: PlannedJob) -> int:
     job, runtime = pj.job, pj.runtime
     if not isinstance(job, TrainJob) or runtime is None or runtime.runtime.mpi is None:
         raise TypeError("not a TrainJob on an MPI runtime")
-    if job.procs_per_node is not None:
-        return job.procs_per_node
+    if job.procs_per_node is not None or job.resources is not None:
+        return pj.trainer_procs()  # what spec.trainer.numProcPerNode then says
     slots = runtime.runtime.mpi.procs_per_node
     gpu = runtime.runtime.resources.gpu if runtime.runtime.resources else 0
     return gpu if slots == 1 and gpu > 1 else slots

@@ -24,7 +24,7 @@ import yaml
 
 from ..model import WORKSPACE, Resources
 from ..model.rayjob import RayJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
 from .operator_pod import role_template

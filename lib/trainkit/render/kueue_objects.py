@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Capacity, Cluster, ClusterQueue, ResourceFlavor
-from ..plan import Declared
+from ..resolve import Declared
 from .meta import metadata
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 from ..injected_env import MPI_HOSTFILE
 from ..model import WORKSPACE
 from ..model.mpijob import MPIJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .operator_pod import role_template, run_policy
 from .pod import env_only, forwarded
 from .script import job_metadata, script_configmap_name
@@ -38,12 +38,13 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
     if job.launch == "deepspeed":
         # DeepSpeed's openmpi launcher builds `mpirun -n <slots> -hostfile <file>` itself
         # (deepspeed/launcher/multinode_runner.py OpenMPIRunner) and forwards only a few
-        # prefixes of the env; the rest goes through --launcher_args. No ssh check: mpirun
-        # retries the connection (OMPI_MCA_plm_rsh_args) while workers start.
+        # prefixes of the env; the rest goes through --launcher_args. --force_multi: with one
+        # host in the hostfile the runner would start every slot on the launcher itself
+        # (deepspeed/launcher/runner.py main, multi_node_exec). No ssh check of its own.
         extra = ["--allow-run-as-root", *forward, *job.launcher_args]
         return [
             "deepspeed", "--hostfile", MPI_HOSTFILE, "--launcher", "openmpi",
-            "--launcher_args", shlex.join(extra), "--no_ssh_check",
+            "--launcher_args", shlex.join(extra), "--no_ssh_check", "--force_multi",
             "--master_addr", _first_host(pj, job), job.script.mount_path,
         ]  # fmt: skip
     if job.launch == "horovodrun":
@@ -104,14 +105,15 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
             "template": role_template(pj, job, worker, configmap=cm, resources=job.resources),
         },
     }  # fmt: skip
-    # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1. A launcher
-    # created only once the workers are ready cannot be part of the gang that starts them.
-    policy, annotations = run_policy(pj, job, job.nodes + (0 if job.wait_for_workers else 1))
+    # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1.
+    policy, annotations = run_policy(pj, job, job.nodes + 1)
     spec: dict[str, Any] = {
         "slotsPerWorker": job.slots,
         "runLauncherAsWorker": job.launcher_as_worker,
         "sshAuthMountPath": job.ssh_dir,
-        "launcherCreationPolicy": "WaitForWorkersReady" if job.wait_for_workers else "AtStartup",
+        # Never WaitForWorkersReady (the model refuses it): a failed worker would hold the
+        # others' GPUs forever, no launcher Job existing to fail.
+        "launcherCreationPolicy": "AtStartup",
         "mpiImplementation": job.mpi,
         "runPolicy": policy,
         "mpiReplicaSpecs": replicas,

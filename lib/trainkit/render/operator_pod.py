@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ..model import WORKSPACE, NetworkProfile, Resources
 from ..model.operator_job import OperatorJob, PodJob, RoleJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
 from .pod import (

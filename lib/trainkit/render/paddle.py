@@ -14,7 +14,7 @@ from typing import Any
 
 from ..injected_env import PADDLEJOB_PORT
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy, scheduling_policy
 from .script import job_metadata
 

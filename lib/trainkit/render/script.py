@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .meta import DEFINITION_ANNOTATION, JOB_LABEL, KUEUE_QUEUE_LABEL, definition_hash, metadata
 
 __all__ = [

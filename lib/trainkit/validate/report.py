@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from trainkit.errors import Problem
+from trainkit.errors import Problem, printable
 
 __all__ = ["format_github", "format_json", "format_text"]
 
@@ -21,10 +21,10 @@ def format_text(problems: Iterable[Problem]) -> str:
     for p in sorted(problems, key=_key):
         if p.file != current:
             current = p.file
-            lines.append(p.file)
+            lines.append(printable(p.file))
         parts = [f"line {p.line}"] if p.line is not None else []
-        parts += [x for x in (p.obj, p.field) if x]
-        parts.append(p.message)
+        parts += [printable(x) for x in (p.obj, p.field) if x]
+        parts.append(printable(p.message, keep="\n\t"))
         lines.append("  " + ": ".join(parts))
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -58,7 +58,9 @@ def format_github(problems: Iterable[Problem], *, level: str = "error", title: s
 
 
 def _escape_data(text: str) -> str:
-    # actions/toolkit packages/core/src/command.ts: escapeData and escapeProperty.
+    # actions/toolkit packages/core/src/command.ts: escapeData and escapeProperty. Other
+    # controls (and bidi overrides) are escaped first, so an annotation shows them.
+    text = printable(text, keep="\r\n")
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

@@ -7,9 +7,12 @@ from pathlib import Path
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
-from trainkit.validate.build import start_build
+from trainkit.validate.applied import Planned, compare_build
+from trainkit.validate.argo_decode import DecodeError, decode_build
+from trainkit.validate.build import VersionProbe, origin_build, start_build
 from trainkit.validate.crds import CrdSet
-from trainkit.validate.files import validate_paths, validate_text
+from trainkit.validate.documents import InputLimitError
+from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["validate_tree"]
@@ -23,19 +26,26 @@ def validate_tree(
     *,
     allowance: PodAllowance = BASELINE,
     progress: Callable[[str], None] | None = None,
+    planned: Planned | None = None,
+    notes: list[Problem] | None = None,
 ) -> tuple[list[Problem], int]:
     """Problems of the files under ``out_dir`` and of each kustomize build; and the build count.
 
     ``baseline`` (the deployed tree) makes each changed file an update of its
-    deployed version, for the CRDs' transition rules. Build outputs are
-    checked as new objects only: an object's file is already compared.
+    deployed version, for the CRDs' transition rules. Each build is decoded as Argo CD
+    decodes it (``argo_decode``) and its objects validated as new objects (an object
+    identical to a file's was validated already). With ``planned`` (the objects each
+    file must give, see ``applied``), each build must hold exactly those objects.
     ``allowance`` is what pod templates may be granted. ``progress`` is told each step.
+    ``notes`` receives warnings (a kustomize other than the one Argo CD bundles).
     """
     step = progress or (lambda _text: None)
     builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
     builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
     # The builds run while the files are validated.
     running = [start_build(build) for build in builds]
+    probe = VersionProbe(running[0].kubectl) if running and notes is not None else None
+    shown_tree = _shown(out_dir, root)
     try:
         step(f"validating the manifests in {out_dir.as_posix()}/")
         seen: set[str] = set()
@@ -44,13 +54,45 @@ def validate_tree(
         )
         for build in running:
             step(f"kustomize build {build.directory.as_posix()}")
-            text, build_problems = build.result()
+            data, build_problems = build.output()
             problems.extend(build_problems)
+            if build_problems:
+                continue
+            shown = f"{build.directory.as_posix()} (kustomize build)"
+            try:
+                objects = decode_build(data)
+            except (DecodeError, InputLimitError) as err:
+                problems.append(
+                    Problem(
+                        file=shown,
+                        line=err.line,
+                        message=f"Argo CD cannot decode this build: {err.message}",
+                    )
+                )
+                continue
             # What Argo CD applies is the build output, so validate that too; an object
             # identical to one of a file was validated already.
-            shown = f"{build.directory.as_posix()} (kustomize build)"
-            problems.extend(validate_text(text, shown, crds, allowance=allowance, seen=seen))
+            problems.extend(validate_decoded(objects, shown, crds, allowance=allowance, seen=seen))
+            if planned is not None:
+                compared = compare_build(
+                    build.directory, out_dir, objects, planned,
+                    shown=shown_tree, origins=origin_build,
+                )  # fmt: skip
+                problems.extend(compared)
+        if probe is not None and notes is not None:
+            warning = probe.warning(f"{shown_tree}/")
+            if warning is not None:
+                notes.append(warning)
     finally:
         for build in running:
             build.stop()
+        if probe is not None:
+            probe.stop()
     return problems, len(builds)
+
+
+def _shown(out_dir: Path, root: Path) -> str:
+    try:
+        return out_dir.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return out_dir.as_posix()

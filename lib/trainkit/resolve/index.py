@@ -18,6 +18,7 @@ from ..model import (
     Cluster,
     ClusterQueue,
     NetworkProfile,
+    PlatformPatch,
     Policy,
     Queue,
     ResourceFlavor,
@@ -57,6 +58,8 @@ class Index:
     """Kueue's queues, by name."""
     flavors: dict[str, Declared[ResourceFlavor]] = field(default_factory=dict)
     """Kueue's ResourceFlavors, by name."""
+    patches: dict[str, Declared[PlatformPatch]] = field(default_factory=dict)
+    """The platform's JSON patches of planned objects, by name."""
 
     @property
     def rules(self) -> Policy:
@@ -134,4 +137,5 @@ def build_index(defs: Sequence[Definition], problems: list[Problem]) -> Index:
         children=children,
         cluster_queues=_by_name(defs, ClusterQueue, problems),
         flavors=_by_name(defs, ResourceFlavor, problems),
+        patches=_by_name(defs, PlatformPatch, problems),
     )

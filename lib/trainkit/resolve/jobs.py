@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import Problem
@@ -100,7 +99,8 @@ class PlannedJob:
 
     def trainer_procs(self) -> int:
         """``numProcPerNode`` as Trainer v2.3 resolves ``auto`` for these resources: one per
-        GPU, else one per (rounded-up) CPU (pkg/runtime/framework/plugins/torch/torch.go)."""
+        GPU, else one per CPU of the request (the limit without one), rounded up
+        (pkg/runtime/framework/plugins/torch/torch.go getNumCPUPerNode, Quantity.Value())."""
         job = self.job
         if isinstance(job, TrainJob) and job.procs_per_node is not None:
             return job.procs_per_node
@@ -109,9 +109,7 @@ class PlannedJob:
             return 1
         if res.gpu:
             return res.gpu
-        cpu = str(res.cpu)
-        cores = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
-        return max(1, math.ceil(cores))
+        return max(1, res.requested_cpus)
 
 
 def place(
@@ -226,11 +224,15 @@ def _runtime_env_from(
 
 
 def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:
-    """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer into the
-    trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
-    launcher, so an image or resources there would leave the nodes on the runtime's."""
+    """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer's image into
+    the trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
+    launcher, so the nodes would keep the runtime's. Its resourcesPerNode reach the node job
+    too when the launcher is a node (pkg/runtime/core/trainingruntime.go newRuntimeInfo,
+    isMPILauncherAsNode), and only then."""
     out = []
-    for field, what in (("image", "image"), ("resources", "resources")):
+    assert runtime.runtime.mpi is not None
+    fields = ["image"] if runtime.runtime.mpi.launcher_as_node else ["image", "resources"]
+    for field, what in ((f, f) for f in fields):
         if getattr(job, field) is not None:
             out.append(
                 problem(
@@ -416,8 +418,32 @@ def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
                     "sets with the head" + (" and the submitter)" if limit == 16 else ")"),
                 )
             )
-        if any(g.name == "head" for g in job.workers):
-            out.append(("workers", "a worker group named 'head' clashes with Kueue's head pod set"))
+        if job.ttl_seconds:
+            # Kueue finishes the workload, freeing its quota, once the job deployment is
+            # Complete or Failed (pkg/controller/jobs/rayjob/rayjob_controller.go Finished);
+            # KubeRay deletes the Ray cluster ttlSecondsAfterFinished later.
+            out.append(
+                (
+                    "ttl_seconds",
+                    "Kueue frees the job's quota when the Ray job ends, while its pods keep "
+                    f"their GPUs for ttl_seconds ({job.ttl_seconds} s) more, so other jobs "
+                    "would be admitted onto GPUs still taken; drop ttl_seconds here",
+                )
+            )
+        # Pod sets are keyed by name: the head's, each group's and, in K8sJobMode, Kueue's
+        # own "submitter" (rayjob_controller.go PodSets, addSubmitterPodSet).
+        taken = {"head": "head"}
+        if job.submission_mode == "K8sJobMode":
+            taken["submitter"] = "submitter"
+        for g in job.workers:
+            if g.name in taken:
+                out.append(
+                    (
+                        "workers",
+                        f"a worker group named {g.name!r} clashes with Kueue's {taken[g.name]} "
+                        "pod set, so the workload would never be admitted; rename the group",
+                    )
+                )
     return out
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
 from ..model import Cluster, Job, MPIJob, PaddleJob, PyTorchJob, RayJob, TFJob, TrainJob
-from ..plan import PlannedJob
 from ..render.meta import SOURCE_ANNOTATION
+from ..resolve import PlannedJob
 from .trees import JOB_KINDS, Key, Obj
 
 __all__ = ["deployed_effective", "gpu_resource_of"]

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 
 from ..effective.podsets import RAY
+from ..errors import printable
 from .facts import (
     Amounts,
     ClusterReport,
@@ -246,11 +247,18 @@ def _text_cluster(c: ClusterReport) -> Iterator[str]:
 
 
 def _code(text: str) -> str:
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+    """An inline code span that nothing inside closes: a backtick becomes ``'``, and line
+    breaks and controls are escaped (a span cannot leave its table row)."""
+    return "`" + printable(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text of a table cell or a quote: no line break, control character or HTML tag of
+    the definition's (GitHub renders some HTML in comments) can reshape the comment."""
+    escaped = printable(text.replace("\n", " "))
+    return (
+        escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    )
 
 
 def format_markdown(report: PlanReport, *, limit: int = COMMENT_LIMIT) -> str:

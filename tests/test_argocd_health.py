@@ -28,6 +28,8 @@ PYTORCHJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PyTorchJob"
 MPIJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_MPIJob"
 TFJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_TFJob"
 PADDLEJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_PaddleJob"
+XGBOOSTJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_XGBoostJob"
+JAXJOB_KEY = HEALTH_KEY_PREFIX + "kubeflow.org_JAXJob"
 PADDLE_OPERATOR_KEY = HEALTH_KEY_PREFIX + "batch.paddlepaddle.org_PaddleJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
@@ -120,7 +122,7 @@ def test_converter_makes_one_based_lists() -> None:
 
 
 def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
-    shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY, LOCAL_QUEUE_KEY)
+    shared = (MPIJOB_KEY, TFJOB_KEY, PADDLEJOB_KEY, XGBOOSTJOB_KEY, JAXJOB_KEY, LOCAL_QUEUE_KEY)
     own = (
         PADDLE_OPERATOR_KEY,
         PYTORCHJOB_KEY,
@@ -134,7 +136,7 @@ def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
     # mpi-operator and the TFJob and PaddleJob controllers report the PyTorchJob's six
     # conditions (training-operator v1.9 common JobStatus): one script. Kueue's two queues
     # report the same Active condition: another.
-    assert all(checks[key] == checks[PYTORCHJOB_KEY] for key in shared[:3])
+    assert all(checks[key] == checks[PYTORCHJOB_KEY] for key in shared[:5])
     assert checks[LOCAL_QUEUE_KEY] == checks[CLUSTER_QUEUE_KEY]
     for key, source in checks.items():
         if key in shared:

@@ -42,8 +42,8 @@ POLICY = "jobs/platform/policy.py"
 GEN = "generated/clusters/gpu-east"
 PYTORCHJOB_YAML = f"{GEN}/vision/pytorchjob-resnet50-ddp.yaml"
 TRAINJOB_YAML = f"{GEN}/vision/trainjob-resnet50-r1.yaml"
-RUNTIME_YAML = f"{GEN}/runtimes/torch-2-5.yaml"
-QUEUE_YAML = f"{GEN}/queues/vision.yaml"
+RUNTIME_YAML = f"{GEN}/platform/runtimes/torch-2-5.yaml"
+QUEUE_YAML = f"{GEN}/platform/queues/vision.yaml"
 
 # Where a runtime's pod spec lives in a ClusterTrainingRuntime.
 RT_POD = "spec.template.spec.replicatedJobs[0].template.spec.template.spec"
@@ -605,7 +605,8 @@ CASES = [
         field="runtime",
         says=(
             "unknown runtime 'torch-distributd' on cluster 'gpu-east'; runtimes there: "
-            "ClusterTrainingRuntime 'deepspeed-0-19', ClusterTrainingRuntime 'torch-2-5' "
+            "ClusterTrainingRuntime 'deepspeed-0-19', ClusterTrainingRuntime 'jax-0-10', "
+            "ClusterTrainingRuntime 'torch-2-5' "
             "(declare runtimes in jobs/platform/)",
         ),
         problems=2,  # one per cluster
@@ -1196,6 +1197,8 @@ TRAINKIT_CRDS = (
     "training-operator/kubeflow.org_pytorchjobs.yaml",
     "training-operator/kubeflow.org_tfjobs.yaml",
     "training-operator/kubeflow.org_paddlejobs.yaml",
+    "training-operator/kubeflow.org_xgboostjobs.yaml",
+    "training-operator/kubeflow.org_jaxjobs.yaml",
     "paddle-operator/batch.paddlepaddle.org_paddlejobs.yaml",
     "mpi-operator/kubeflow.org_mpijobs.yaml",
     "kuberay/ray.io_rayjobs.yaml",

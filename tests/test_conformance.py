@@ -72,16 +72,16 @@ def test_check_command_validates_and_builds(bare, bare_cli, crds):
     assert bare_cli("synth").code == 0
     run = bare_cli("check", "--crds", str(crds))
     assert run.code == 0, run.err
-    assert "valid against the CRDs" in run.out and "4 kustomize builds" in run.out
+    assert "valid against the CRDs" in run.out and "6 kustomize builds" in run.out
 
 
 def test_check_fails_on_a_hand_edited_manifest(bare, bare_cli, crds):
     assert bare_cli("synth").code == 0
-    path = bare.out / "clusters/east/queues/research.yaml"
+    path = bare.out / "clusters/east/platform/queues/research.yaml"
     path.write_text(path.read_text().replace("weight: 1", "weight: 0"))
     run = bare_cli("check", "--crds", str(crds))
     assert run.code == 1
-    assert "clusters/east/queues/research.yaml: is out of date" in run.err
+    assert "clusters/east/platform/queues/research.yaml: is out of date" in run.err
 
 
 def test_validate_command_formats(bare, bare_cli, crds):

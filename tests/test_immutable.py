@@ -70,6 +70,7 @@ def test_kinds_with_rules() -> None:
     assert frozenset(
         {
             "ClusterTrainingRuntime",
+            "JAXJob",
             "MPIJob",
             "PaddleJob",
             "PyTorchJob",
@@ -77,6 +78,7 @@ def test_kinds_with_rules() -> None:
             "TFJob",
             "TrainJob",
             "TrainingRuntime",
+            "XGBoostJob",
         }
     ) == (IMMUTABLE_KINDS)
 

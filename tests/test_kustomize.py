@@ -27,23 +27,61 @@ def generated(bare):
     return bare
 
 
+def app_dirs(out) -> list:
+    """Every Application's directory, from the Applications of generated/argocd/."""
+    found = []
+    for path in sorted((out / "argocd").glob("application-*.yaml")):
+        app = yaml.safe_load(path.read_text())
+        source = app["spec"]["source"]["path"].removeprefix("generated/")
+        if source.count("/") > 1:  # not a retired per-cluster Application
+            found.append(out / source)
+    return found
+
+
 def test_every_cluster_directory_builds(generated):
     clusters = sorted((generated.out / "clusters").iterdir())
     assert [c.name for c in clusters] == ["east", "plain", "west"]
+    apps = app_dirs(generated.out)
     for cluster in clusters:
         docs = kustomize(cluster)
         listed = yaml.safe_load((cluster / "kustomization.yaml").read_text())["resources"]
-        assert len(docs) == len(listed)
+        # The cluster's kustomization is its Applications' together.
+        assert sorted(cluster / d for d in listed) == [a for a in apps if cluster in a.parents]
+        mine = [
+            yaml.safe_load((cluster / d / "kustomization.yaml").read_text())["resources"]
+            for d in listed
+        ]
+        assert len(docs) == sum(len(m) for m in mine)
         for d in docs:
             has_ns = "namespace" in d["metadata"]
             assert has_ns == (d["kind"] not in CLUSTER_SCOPED), d["metadata"]
 
 
+def test_every_application_directory_builds_alone(generated):
+    apps = app_dirs(generated.out)
+    names = [a.relative_to(generated.out).as_posix() for a in apps]
+    assert names == [
+        "clusters/east/platform",
+        "clusters/east/vision",
+        "clusters/plain/platform",
+        "clusters/west/platform",
+        "clusters/west/vision",
+    ]
+    for app in apps:
+        docs = kustomize(app)
+        listed = yaml.safe_load((app / "kustomization.yaml").read_text())["resources"]
+        assert len(docs) == len(listed), app
+        if app.name != "platform":
+            assert {d["metadata"]["namespace"] for d in docs} == {"vision"}
+            assert {d["kind"] for d in docs} == {"ConfigMap", "PyTorchJob"}
+
+
 def test_argocd_directory_builds(generated):
     docs = kustomize(generated.out / "argocd")
     kinds = sorted(d["kind"] for d in docs)
-    # The root, one Application per cluster, two projects; argocd-cm is not among them.
-    assert kinds == ["AppProject"] * 2 + ["Application"] * 4
+    # The root, a platform Application per cluster, one per team and cluster with jobs, the
+    # root's, the platform's and the team's projects; argocd-cm is not among them.
+    assert kinds == ["AppProject"] * 3 + ["Application"] * 6
     assert {d["metadata"]["namespace"] for d in docs} == {"argocd"}
 
 
@@ -211,7 +249,7 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     original = yaml.safe_load(cm)
     checks = health_checks()
     assert built["data"] == {**original["data"], **checks}
-    assert len(built["data"]) == len(original["data"]) + 10  # one health check per kind
+    assert len(built["data"]) == len(original["data"]) + 12  # one health check per kind
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}

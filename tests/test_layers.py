@@ -81,6 +81,7 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
         "explain",
         "load",
+        "model",
         "progress",
         "rehearse",
         "repo_root",

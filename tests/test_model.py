@@ -152,7 +152,9 @@ def test_a_misspelt_field_gets_the_closest_real_one():
 
 
 @pytest.mark.parametrize("field", ["ttl_seconds", "ttl_seconds_after_finished", "ttl"])
-@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "TrainJob"])
+@pytest.mark.parametrize(
+    "kind", ["PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "TrainJob"]
+)
 def test_a_ttl_is_not_mistaken_for_the_deadline(kind, field):
     # difflib's closest field to ttl_seconds is deadline_seconds, which fails a running job:
     # the opposite of keeping a finished one a while. These kinds have no TTL on purpose.

@@ -165,14 +165,15 @@ def test_a_trainjobs_node_rules_keep_its_runtimes(ws, cli, crds):
     )
     run = cli("synth")
     assert run.code == 0, run.err
-    base = ws.out / "clusters/a800-north/llm-training"
+    base = ws.out / "clusters/a800-north/platform/llm-training"
     runtime = yaml.safe_load((base / "trainingruntime-fsdp-a800.yaml").read_text())
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     terms = rjob["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     assert terms["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
         {"matchExpressions": [{"key": "ib", "operator": "Exists"}]}
     ]
-    trainjob = yaml.safe_load((base / "trainjob-llama-sft-r1.yaml").read_text())
+    jobs = ws.out / "clusters/a800-north/llm-training"
+    trainjob = yaml.safe_load((jobs / "trainjob-llama-sft-r1.yaml").read_text())
     (patch,) = trainjob["spec"]["runtimePatches"]
     (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     node = node_job["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]

@@ -500,9 +500,9 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
         (c["cluster"], r["name"]): r["before"]
         for c in plan(cli)["clusters"]
         for r in c["changes"]
-        if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "TrainJob")
+        if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "JAXJob", "TrainJob")
     }
-    assert len(gone) == 9
+    assert len(gone) == 12
     assert gone == {k: v for k, v in new.items() if k in gone}
 
 

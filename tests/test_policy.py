@@ -462,7 +462,7 @@ def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
         assert c["resources"]["limits"]["rdma/hca"] == "1"
         assert c["resources"]["requests"]["rdma/hca"] == "1"
         assert "hostNetwork" not in pod and "dnsPolicy" not in pod
-    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (runtime,) = _docs(base.parent / "platform/llm-training/trainingruntime-fsdp-a800.yaml")
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
     assert node["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
@@ -484,7 +484,7 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws
             "NCCL_IB_DISABLE",  # the profile's
         ]
         assert c["env"][-1] == {"name": "NCCL_IB_DISABLE", "value": "0"}
-    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (runtime,) = _docs(base.parent / "platform/llm-training/trainingruntime-fsdp-a800.yaml")
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
     assert node["env"] == [
@@ -523,7 +523,9 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     )
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
-    (runtime,) = _docs(ws.out / "clusters/a800-north/llm-training/trainingruntime-fsdp-a800.yaml")
+    (runtime,) = _docs(
+        ws.out / "clusters/a800-north/platform/llm-training/trainingruntime-fsdp-a800.yaml"
+    )
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     assert rjob["template"]["spec"]["template"]["spec"]["hostNetwork"] is True
 
@@ -590,7 +592,7 @@ def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):
         "trainer",
         [{"name": "regcred"}],
     )
-    (runtime,) = _docs(base / "trainingruntime-fsdp-a800.yaml")
+    (runtime,) = _docs(base.parent / "platform/llm-training/trainingruntime-fsdp-a800.yaml")
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
     assert node["imagePullPolicy"] == "IfNotPresent"
@@ -800,7 +802,7 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
     )
     run = cli("synth")
     assert run.code == 0, run.err
-    (rt,) = _docs(ws.out / "clusters/gpu-east/runtimes/deepspeed-0-19.yaml")
+    (rt,) = _docs(ws.out / "clusters/gpu-east/platform/runtimes/deepspeed-0-19.yaml")
     for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]

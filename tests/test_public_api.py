@@ -14,6 +14,7 @@ def test_all_is_pinned_and_sorted():
         "DeletionRule",
         "Elastic",
         "FlavorQuota",
+        "JAXJob",
         "MPIJob",
         "ManifestError",
         "ModelError",
@@ -47,6 +48,7 @@ def test_all_is_pinned_and_sorted():
         "TrainkitError",
         "Volume",
         "WorkerGroup",
+        "XGBoostJob",
         "__version__",
     ]
     public = sorted(n for n in dir(trainkit) if not n.startswith("_") and n[0].isupper())

@@ -858,7 +858,10 @@ def test_choosing_the_job_in_a_file(tmp_path: Path) -> None:
         match=r"no job named 'c' here; the file defines PyTorchJob 'a', TrainJob 'b'$",
     ):
         rehearse_file(team / "two.py", job_name="c")
-    with pytest.raises(RehearsalError, match="no PyTorchJob, MPIJob or TrainJob in this file"):
+    with pytest.raises(
+        RehearsalError,
+        match="no PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob or RayJob in this file",
+    ):
         rehearse_file(REPO / "jobs/platform/teams.py")
     loaded = load_file(team / "two.py").definitions
     assert choose_job(loaded, "b", "two.py").obj.describe() == "TrainJob 'b'"

@@ -23,25 +23,32 @@ def test_layout_headers_and_kustomization(bare):
     out = synth(bare)
     files = sorted(out.files)
     assert "clusters/east/vision/pytorchjob-ddp.yaml" in files
-    assert "clusters/east/queues/research.yaml" in files
-    assert "clusters/plain/namespaces/vision.yaml" in files
-    assert "argocd/application-west.yaml" in files
+    assert "clusters/east/platform/queues/research.yaml" in files
+    assert "clusters/plain/platform/namespaces/vision.yaml" in files
+    assert "argocd/application-west-platform.yaml" in files
+    assert "argocd/application-west-vision.yaml" in files
+    assert "argocd/appproject-team-vision.yaml" in files
     for rel, data in out.files.items():
         assert data.startswith(HEADER_PREFIX), rel
         assert b"Do not edit" in data.splitlines()[0]
         # Outside trainkit's own repository the header names the trainkit command.
         assert data.splitlines()[1] == b"# Regenerate with: trainkit synth"
     kust = yaml.safe_load(out.files["clusters/east/kustomization.yaml"])
-    east = sorted(
-        f.removeprefix("clusters/east/")
-        for f in files
-        if f.startswith("clusters/east/")
-        and f.split("/")[-1]
-        not in ("kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml")
-    )
-    assert kust["resources"] == east
-    assert kust["configurations"] == ["kustomizeconfig.yaml"]
-    assert "namespace" not in kust  # it would land on cluster-scoped Queues
+    assert kust["resources"] == ["platform", "vision"]
+    assert kust["components"] == ["kustomize"]
+    for app, base in (("platform", "clusters/east/platform/"), ("vision", "clusters/east/vision/")):
+        own = yaml.safe_load(out.files[f"{base}kustomization.yaml"])
+        assert own["components"] == ["../kustomize"]
+        assert own["resources"] == sorted(
+            f.removeprefix(base)
+            for f in files
+            if f.startswith(base) and not f.endswith("/kustomization.yaml")
+        ), app
+        assert "namespace" not in own  # it would land on cluster-scoped Queues
+    component = yaml.safe_load(out.files["clusters/east/kustomize/kustomization.yaml"])
+    assert component["kind"] == "Component"
+    assert component["configurations"] == ["kustomizeconfig.yaml"]
+    assert component["openapi"] == {"path": "kustomize-openapi.yaml"}
 
 
 def test_every_manifest_round_trips_to_its_rendered_dict(bare):
@@ -90,8 +97,28 @@ def test_deleting_a_job_prunes_its_files(bare):
     (bare.root / "jobs/vision/ddp.py").unlink()
     out = synth(bare)
     assert not any("ddp" in f for f in bare.snapshot())
-    assert sorted(out.changes.removed) == sorted(f for f in out.changes.removed if "ddp" in f)
-    assert len(out.changes.removed) == 4
+    # Its files, and with them the team's only Applications, their kustomizations and the
+    # team's AppProject.
+    assert sorted(out.changes.removed) == [
+        "argocd/application-east-vision.yaml",
+        "argocd/application-west-vision.yaml",
+        "argocd/appproject-team-vision.yaml",
+        "clusters/east/vision/configmap-ddp-script-" + _script_hash(out, "east"),
+        "clusters/east/vision/kustomization.yaml",
+        "clusters/east/vision/pytorchjob-ddp.yaml",
+        "clusters/west/vision/configmap-ddp-script-" + _script_hash(out, "west"),
+        "clusters/west/vision/kustomization.yaml",
+        "clusters/west/vision/pytorchjob-ddp.yaml",
+    ]
+
+
+def _script_hash(out, cluster: str) -> str:
+    (name,) = [
+        f.rsplit("-", 1)[1]
+        for f in out.changes.removed
+        if f.startswith(f"clusters/{cluster}/vision/configmap-")
+    ]
+    return name
 
 
 def test_check_mode_writes_nothing(bare):

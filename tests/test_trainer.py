@@ -68,7 +68,7 @@ def test_trainjob_renders_what_the_controller_expects(tw):
 
 def test_runtime_renders_the_trainer_job_with_gang_scheduling(tw):
     synthesize(tw.jobs, tw.out)
-    rt = docs(tw, "clusters/east/runtimes/torch.yaml")
+    rt = docs(tw, "clusters/east/platform/runtimes/torch.yaml")
     assert "namespace" not in rt["metadata"]
     assert rt["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "torch"
     assert rt["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-10"
@@ -88,14 +88,14 @@ def test_runtime_renders_the_trainer_job_with_gang_scheduling(tw):
     assert node["env"] == [{"name": "NCCL_DEBUG", "value": "WARN"}]
     assert {"mountPath": "/dev/shm", "name": "dshm"} in node["volumeMounts"]
     # Without Volcano there is no PodGroup and no scheduler name.
-    plain = docs(tw, "clusters/plain/runtimes/torch.yaml")["spec"]
+    plain = docs(tw, "clusters/plain/platform/runtimes/torch.yaml")["spec"]
     assert "podGroupPolicy" not in plain
     assert "schedulerName" not in str(plain)
 
 
 def test_training_runtime_lives_in_the_team_namespace(tw):
     synthesize(tw.jobs, tw.out)
-    rt = docs(tw, "clusters/west/vision/trainingruntime-own.yaml")
+    rt = docs(tw, "clusters/west/platform/vision/trainingruntime-own.yaml")
     assert rt["kind"] == "TrainingRuntime"
     assert rt["metadata"]["namespace"] == "vision"
     assert rt["spec"]["mlPolicy"]["numNodes"] == 3

@@ -27,7 +27,8 @@ PATCH_POD = (
 
 
 def load(name: str) -> dict[str, Any]:
-    doc = yaml.safe_load((LLM / name).read_text(encoding="utf-8"))
+    where = LLM.parent / "platform" / LLM.name if name.startswith("trainingruntime-") else LLM
+    doc = yaml.safe_load((where / name).read_text(encoding="utf-8"))
     assert isinstance(doc, dict)
     return doc
 

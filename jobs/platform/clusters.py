@@ -2,7 +2,13 @@
 
 from trainkit import ArgoCD, Cluster, Toleration
 
-argocd = ArgoCD(repo_url="https://git.example.com/ml/trainkit-jobs.git", revision="main")
+argocd = ArgoCD(
+    repo_url="https://git.example.com/ml/trainkit-jobs.git",
+    revision="main",
+    # Step 1 of moving from one Application per cluster to one per team: the old ones stay,
+    # without their finalizer, until the new ones track every object (`trainkit plan`).
+    retire_cluster_applications=True,
+)
 
 gpu_east = Cluster(
     name="gpu-east",

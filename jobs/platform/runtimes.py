@@ -45,3 +45,14 @@ deepspeed = ClusterTrainingRuntime(
     mpi=RuntimeMPI(),  # the launcher: 1 CPU, 2Gi, no GPU
     clusters=["gpu-east"],
 )
+
+# JAX on the Trainer path: one process per node, Trainer's JAX plugin sets the coordinator.
+jax_runtime = ClusterTrainingRuntime(
+    name="jax-0-10",
+    image="registry.example.com/ml/jax:0.10.2-cuda12",
+    framework="jax",
+    nodes=2,
+    resources=Resources(cpu=32, memory="256Gi", gpu=8),  # one process drives all 8 GPUs
+    shm_size="16Gi",
+    clusters=["gpu-east"],
+)

@@ -33,6 +33,7 @@ if typing.TYPE_CHECKING:
         DeletionRule,
         Elastic,
         FlavorQuota,
+        JAXJob,
         ModelError,
         MPIJob,
         NetworkProfile,
@@ -60,6 +61,7 @@ if typing.TYPE_CHECKING:
         TrainJob,
         Volume,
         WorkerGroup,
+        XGBoostJob,
     )
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "DeletionRule",
     "Elastic",
     "FlavorQuota",
+    "JAXJob",
     "MPIJob",
     "ManifestError",
     "ModelError",
@@ -107,6 +110,7 @@ __all__ = [
     "TrainkitError",
     "Volume",
     "WorkerGroup",
+    "XGBoostJob",
     "__version__",
 ]
 

@@ -11,6 +11,7 @@ import json
 
 __all__ = [
     "DEVICE_ENV",
+    "JAXJOB_PORT",
     "MPI_HOSTFILE",
     "PADDLEJOB_PORT",
     "PYTORCHJOB_MASTER_PORT",
@@ -18,8 +19,11 @@ __all__ = [
     "RESERVED_ENV",
     "RESERVED_ENV_PREFIXES",
     "TFJOB_PORT",
+    "TRAINER_FRAMEWORK_ENV",
     "TRAINER_MASTER_PORT",
     "TRAINJOB_RESERVED_ENV",
+    "XGBOOSTJOB_PORT",
+    "jaxjob_env",
     "mpijob_env",
     "mpijob_reserved_env_reason",
     "paddle_operator_env",
@@ -30,8 +34,10 @@ __all__ = [
     "refused_env_reason",
     "reserved_env_reason",
     "tf_config",
+    "trainer_framework_env",
     "trainjob_env",
     "trainjob_reserved_env_reason",
+    "xgboostjob_env",
 ]
 
 # training-operator v1.9 default port (name "pytorchjob-port") on container "pytorch".
@@ -97,6 +103,10 @@ def refused_env_reason(name: str, kind: str) -> str | None:
         return _PADDLEJOB_RESERVED.get(name)
     if kind == "RayJob":
         return _RAYJOB_RESERVED.get(name)
+    if kind == "XGBoostJob":
+        return _XGBOOSTJOB_RESERVED.get(name)
+    if kind == "JAXJob":
+        return _JAXJOB_RESERVED.get(name)
     return trainjob_reserved_env_reason(name)
 
 
@@ -201,10 +211,51 @@ TRAINJOB_RESERVED_ENV: dict[str, str] = {
 }
 
 
+# Kubeflow Trainer v2.3.0 plugins/jax/jax.go and plugins/xgboost/xgboost.go EnforceMLPolicy:
+# on container "node" of the trainer job, when spec.trainer is set; the XGBoost names are
+# refused by its webhook (pkg/constants/constants.go XGBoostReservedEnvNames), the JAX ones
+# would be overwritten (apply.UpsertEnvVars).
+_TRAINER_JAX = "Kubeflow Trainer's JAX plugin sets it on a jax runtime's nodes"
+_TRAINER_XGB = "Kubeflow Trainer's XGBoost plugin sets it on an xgboost runtime's nodes"
+TRAINER_FRAMEWORK_ENV: dict[str, str] = {
+    "JAX_NUM_PROCESSES": f"{_TRAINER_JAX} to the number of nodes",
+    "JAX_PROCESS_ID": f"{_TRAINER_JAX} to the pod's completion index",
+    "JAX_COORDINATOR_ADDRESS": f"{_TRAINER_JAX} to the first node's address",
+    "DMLC_TRACKER_URI": f"{_TRAINER_XGB} to the first node's address",
+    "DMLC_TRACKER_PORT": f"{_TRAINER_XGB} to 29500",
+    "DMLC_TASK_ID": f"{_TRAINER_XGB} to the pod's completion index",
+    "DMLC_NUM_WORKER": f"{_TRAINER_XGB} to nodes × GPUs per node (or nodes)",
+}
+
+
+def trainer_framework_env(
+    *, framework: str, trainjob: str, nodes: int, gpus: int
+) -> dict[str, str]:
+    """What Trainer's jax or xgboost plugin gives container ``node`` of the first pod (the
+    completion index is 0 there); empty for torch. ``gpus`` is each node's GPU count."""
+    first = f"{trainjob}-node-0-0.{trainjob}"
+    if framework == "jax":
+        return {
+            "JAX_NUM_PROCESSES": str(nodes),
+            "JAX_PROCESS_ID": "0",
+            "JAX_COORDINATOR_ADDRESS": f"{first}:{TRAINER_MASTER_PORT}",
+        }
+    if framework == "xgboost":
+        return {
+            "DMLC_TRACKER_URI": first,
+            "DMLC_TRACKER_PORT": str(TRAINER_MASTER_PORT),
+            "DMLC_TASK_ID": "0",
+            "DMLC_NUM_WORKER": str(nodes * max(1, gpus)),
+        }
+    return {}
+
+
 def trainjob_reserved_env_reason(name: str) -> str | None:
     """Why ``name`` may not be set in a TrainJob or runtime, or None when it may."""
     if name in TRAINJOB_RESERVED_ENV:
         return TRAINJOB_RESERVED_ENV[name]
+    if name in TRAINER_FRAMEWORK_ENV:
+        return TRAINER_FRAMEWORK_ENV[name]
     if name.startswith("PET_"):
         return "PET_* variables are torchrun's settings; set nodes and procs_per_node instead"
     if name.startswith("OMPI_"):
@@ -444,6 +495,66 @@ def paddle_operator_env(
             "PADDLE_GLOO_HTTP_ENDPOINT": "<the first server, its port + 18>",
         }
     return env
+
+
+# Training Operator v1.9 XGBoostJob (pkg/controller.v1/xgboost/xgboost.go SetPodEnv): on every
+# container of every pod; the port is the one named "xgboostjob-port" on container "xgboost"
+# (pkg/apis/kubeflow.org/v1/xgboost_types.go), read from the Master's and the Workers' specs.
+XGBOOSTJOB_PORT = 9999
+_XGB_SETS = "the Training Operator sets it"
+_XGBOOSTJOB_RESERVED = {
+    "MASTER_ADDR": f"{_XGB_SETS} to the Master pod's Service, where the tracker listens",
+    "MASTER_PORT": f"{_XGB_SETS} to the Master's xgboostjob-port",
+    "WORLD_SIZE": f"{_XGB_SETS} to the number of pods",
+    "RANK": f"{_XGB_SETS} to the pod's rank (the Master 0, Worker i i + 1)",
+    "PYTHONUNBUFFERED": "the Training Operator always appends PYTHONUNBUFFERED=1",
+    "WORKER_PORT": f"{_XGB_SETS} to the Workers' xgboostjob-port (LightGBM reads it)",
+    "WORKER_ADDRS": f"{_XGB_SETS} to the Workers' Services (LightGBM reads it)",
+}
+
+
+def xgboostjob_env(*, job: str, counts: dict[str, int], role: str, index: int) -> dict[str, str]:
+    """What the operator appends for pod ``index`` of replica type ``role`` (``Master`` or
+    ``Worker``): a Worker's rank is its index plus the Master's replicas; ``WORKER_PORT`` and
+    ``WORKER_ADDRS`` (``total - 1`` Worker Services) only when the job has more than one pod."""
+    total = sum(counts.values())
+    rank = index + (counts.get("Master", 0) if role == "Worker" else 0)
+    env = {
+        "MASTER_PORT": str(XGBOOSTJOB_PORT),
+        "MASTER_ADDR": f"{job}-master-0",
+        "WORLD_SIZE": str(total),
+        "RANK": str(rank),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if total > 1:
+        env["WORKER_PORT"] = str(XGBOOSTJOB_PORT)
+        env["WORKER_ADDRS"] = ",".join(f"{job}-worker-{i}" for i in range(total - 1))
+    return env
+
+
+# Training Operator v1.9 JAXJob (pkg/controller.v1/jax/envvar.go setPodEnv): on every container
+# of every Worker; the coordinator is Worker 0 at the port named "jaxjob-port" on container
+# "jax" (pkg/apis/kubeflow.org/v1/jax_types.go), which jax.distributed.initialize() reads.
+JAXJOB_PORT = 6666
+_JAX_SETS = "the Training Operator sets it"
+_JAXJOB_RESERVED = {
+    "PYTHONUNBUFFERED": "the Training Operator always appends PYTHONUNBUFFERED=1",
+    "COORDINATOR_PORT": f"{_JAX_SETS} to the first Worker's jaxjob-port",
+    "COORDINATOR_ADDRESS": f"{_JAX_SETS} to the first Worker's Service",
+    "NUM_PROCESSES": f"{_JAX_SETS} to the number of Workers",
+    "PROCESS_ID": f"{_JAX_SETS} to the Worker's index",
+}
+
+
+def jaxjob_env(*, job: str, workers: int, index: int) -> dict[str, str]:
+    """What the operator appends for Worker ``index`` of ``workers``."""
+    return {
+        "PYTHONUNBUFFERED": "1",
+        "COORDINATOR_PORT": str(JAXJOB_PORT),
+        "COORDINATOR_ADDRESS": f"{job}-worker-0",
+        "NUM_PROCESSES": str(workers),
+        "PROCESS_ID": str(index),
+    }
 
 
 # KubeRay v1.7.0 sets these on the Ray container of every pod (ray-operator/controllers/ray/

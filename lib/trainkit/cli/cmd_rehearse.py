@@ -33,6 +33,8 @@ def add(sub: Any) -> None:
         "cluster of this machine, a head and each worker group's nodes with KubeRay's env, "
         "and its entrypoint runs against it (needs ray: pip install -e '.[ray]'); there "
         "--nodes caps each group's workers and --procs-per-node each node's Ray CPUs. "
+        "An XGBoostJob or JAXJob runs one process per simulated pod with the operator's env "
+        "(needs xgboost or jax: pip install -e '.[xgboost]' or '.[jax]'). "
         "GPU-only settings are downgraded and reported. Fails, naming the node and rank, if "
         "any process exits non-zero; stops every process at --timeout. Needs torch: pip "
         "install -e '.[rehearse]'.",

@@ -12,6 +12,7 @@ the revision, then one ``ls-tree`` and one ``cat-file --batch`` for all bytes.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -44,23 +45,23 @@ class _GitTree:
     commit: str
     prefix: str  # the directory relative to ``top`` with a trailing "/", or "" for ``top`` itself
 
-    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
-        wanted = set(paths)
-        if not wanted:
-            return {}
+    def paths(self) -> list[str]:
+        """Every file below ``prefix`` in ``commit``, relative to it (one ``ls-tree``)."""
         pathspec = ["--", self.prefix] if self.prefix else []
         listed = _run(
             self.git, self.top, "--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z",
             self.commit, *pathspec,
         )  # fmt: skip
         names = (raw.decode("utf-8", "surrogateescape") for raw in listed.split(b"\0") if raw)
+        return [name.removeprefix(self.prefix) for name in names]
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        wanted = set(paths)
+        if not wanted:
+            return {}
         # cat-file --batch reads one object name per line, so a name holding a
         # newline cannot be asked for (and is no manifest trainkit writes).
-        present = sorted(
-            rel
-            for name in names
-            if (rel := name.removeprefix(self.prefix)) in wanted and "\n" not in rel
-        )
+        present = sorted(rel for rel in self.paths() if rel in wanted and "\n" not in rel)
         if not present:
             return {}
         request = "".join(f"{self.commit}:{self.prefix}{rel}\n" for rel in present)
@@ -104,6 +105,20 @@ class Baseline:
     git: _GitTree | None = field(default=None, repr=False)
     nothing: bool = False
     """Nothing is known to be deployed (no git): every object is new."""
+
+    def paths(self) -> list[str]:
+        """Every file of the baseline (POSIX, relative to ``directory``), in no set order."""
+        if self.nothing:
+            return []
+        if self.git is not None:
+            return self.git.paths()
+        top = str(self.directory)
+        found: list[str] = []
+        for here, dirs, names in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = os.path.relpath(here, top)
+            found.extend(n if rel == "." else f"{rel}/{n}".replace(os.sep, "/") for n in names)
+        return found
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         """Bytes of those ``paths`` (POSIX, relative to ``directory``) that exist in the baseline."""

@@ -100,6 +100,8 @@ _RULES: dict[tuple[str, str], _Rule] = {
     (_KUBEFLOW, "MPIJob"): _operator_job,
     (_KUBEFLOW, "TFJob"): _operator_job,
     (_KUBEFLOW, "PaddleJob"): _operator_job,
+    (_KUBEFLOW, "XGBoostJob"): _operator_job,
+    (_KUBEFLOW, "JAXJob"): _operator_job,
     # paddle-operator creates each pod once from the template it reads then
     # (controllers/paddlejob_controller.go): an edit would mix pods of two templates.
     ("batch.paddlepaddle.org", "PaddleJob"): _operator_job,

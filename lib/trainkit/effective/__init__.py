@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..resolve import PlannedJob
+from .jax_pods import effective_jaxjob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .paddle_pods import effective_paddlejob
@@ -18,6 +19,7 @@ from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet
 from .ray_pods import effective_rayjob
 from .tf_pods import effective_tfjob
 from .trainer_pods import effective_trainjob
+from .xgboost_pods import effective_xgboostjob
 
 __all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "effective_job"]
 
@@ -36,6 +38,10 @@ def effective_job(
         return effective_tfjob(pj, body)
     if pj.kind == "PaddleJob":
         return effective_paddlejob(pj, body)
+    if pj.kind == "XGBoostJob":
+        return effective_xgboostjob(pj, body)
+    if pj.kind == "JAXJob":
+        return effective_jaxjob(pj, body)
     if pj.kind == "RayJob":
         return effective_rayjob(pj, body)
     return effective_pytorchjob(pj, body)

@@ -17,7 +17,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import TRAINER_MASTER_PORT
+from ..injected_env import TRAINER_MASTER_PORT, trainer_framework_env
 from ..kube.quantities import parse_quantity
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
@@ -55,14 +55,21 @@ def effective_trainjob(
     notes: list[str] = []
     procs = "1"
     world = 0
+    framework = next((f for f in ("jax", "xgboost") if f in rt_spec["mlPolicy"]), "torch")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
         count = 1
         if labels.get(ANCESTOR_LABEL) == "trainer":
             count = int((trainer or {}).get("numNodes") or rt_spec["mlPolicy"].get("numNodes", 1))
-            pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
-            world = count * _procs(procs, pod)
+            if framework == "torch":
+                pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
+                world = count * _procs(procs, pod)
+            else:
+                pod, env, procs = _framework_pod(
+                    pod, runtime_name, trainer, pj, count, framework, notes
+                )
+                world = count * int(procs)
         else:
             env = ()
         pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
@@ -207,6 +214,60 @@ def _trainer_pod(
             notes.append(
                 "spec.trainer is not set: Trainer injects no PET_* variables, torchrun runs alone"
             )
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env), procs
+
+
+def _framework_pod(
+    pod: dict[str, Any],
+    runtime_name: str,
+    trainer: dict[str, Any] | None,
+    pj: PlannedJob,
+    count: int,
+    framework: str,
+    notes: list[str],
+) -> tuple[dict[str, Any], tuple[EnvVar, ...], str]:
+    """Container ``node`` of a jax or xgboost runtime's trainer job (trainer v2.3.0
+    plugins/jax/jax.go, plugins/xgboost/xgboost.go EnforceMLPolicy): the plugin's variables
+    upserted when spec.trainer is set; one process per node, XGBoost's tracker expecting one
+    worker per GPU (resourcesPerNode, else the runtime's)."""
+    containers = []
+    env: list[EnvVar] = []
+    procs = "1"
+    names = {"jax": "JAX_*", "xgboost": "DMLC_*"}
+    for c in pod.get("containers") or []:
+        if c.get("name") != NODE:
+            containers.append(c)
+            continue
+        c, env = apply_trainer(c, trainer, runtime_name, pj)
+        if trainer is None:
+            notes.append(
+                f"spec.trainer is not set: Trainer injects no {names[framework]} variables"
+            )
+        else:
+            gpus = gpus_of(c.get("resources") or {})
+            injected = trainer_framework_env(
+                framework=framework, trainjob=pj.object_name, nodes=count, gpus=gpus
+            )
+            env = [x for x in env if x.name not in injected]
+            per_pod = {"JAX_PROCESS_ID", "DMLC_TASK_ID"}
+            env += [
+                EnvVar(k, v, _TRAINER, "the pod's completion index" if k in per_pod else "")
+                for k, v in injected.items()
+            ]
+            if framework == "xgboost":
+                procs = str(max(1, gpus))
+                notes.append(
+                    f"the tracker on the first node waits for DMLC_NUM_WORKER="
+                    f"{injected['DMLC_NUM_WORKER']} workers: one per node, or with GPUs one per "
+                    "GPU, which the script starts itself"
+                )
+            else:
+                notes.append(
+                    "one JAX process per node; jax.distributed.initialize() meets the others "
+                    "at JAX_COORDINATOR_ADDRESS"
+                )
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs

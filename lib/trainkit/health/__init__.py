@@ -23,6 +23,8 @@ _SHARED = {
     "kubeflow.org_MPIJob": "kubeflow.org_PyTorchJob",
     "kubeflow.org_TFJob": "kubeflow.org_PyTorchJob",
     "kubeflow.org_PaddleJob": "kubeflow.org_PyTorchJob",
+    "kubeflow.org_XGBoostJob": "kubeflow.org_PyTorchJob",
+    "kubeflow.org_JAXJob": "kubeflow.org_PyTorchJob",
     "kueue.x-k8s.io_LocalQueue": "kueue.x-k8s.io_ClusterQueue",
 }
 

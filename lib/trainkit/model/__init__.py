@@ -2,6 +2,7 @@
 
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
+from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
 from .mpijob import MPIJob
@@ -15,6 +16,7 @@ from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
+from .xgboostjob import XGBoostJob
 
 __all__ = [
     "ACCELERATORS",
@@ -30,6 +32,7 @@ __all__ = [
     "DeletionRule",
     "Elastic",
     "FlavorQuota",
+    "JAXJob",
     "Job",
     "MPIJob",
     "ModelError",
@@ -60,6 +63,7 @@ __all__ = [
     "TrainkitModel",
     "Volume",
     "WorkerGroup",
+    "XGBoostJob",
 ]
 
 PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
@@ -75,9 +79,9 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     Team,
     TrainingRuntime,
 )
-JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, RayJob, TrainJob)
+JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob, TrainJob)
 
-Job = PyTorchJob | MPIJob | TFJob | PaddleJob | RayJob | TrainJob
+Job = PyTorchJob | MPIJob | TFJob | PaddleJob | XGBoostJob | JAXJob | RayJob | TrainJob
 """Every job kind a definition may declare."""
-OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob, RayJob)
+OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob)
 """The kinds an operator runs from their own pod templates (not through a runtime)."""

@@ -24,6 +24,7 @@ from ..kube.quantities import QUANTITY, parse_quantity
 from ..kube.text import text_value_problem
 
 __all__ = [
+    "AnnotationValue",
     "Arg",
     "ClusterRef",
     "CpuQuantity",
@@ -195,4 +196,7 @@ ResourceName = Annotated[str, AfterValidator(_resource_name), WithJsonSchema({**
 LabelKey = Annotated[str, AfterValidator(_label_key), WithJsonSchema({**_STR, "maxLength": 317})]
 """A node label key, ``[prefix/]name`` (the API server refuses pods naming another)."""
 LabelValue = Annotated[str, AfterValidator(_label_value), WithJsonSchema({**_STR, "maxLength": 63})]
+AnnotationValue = Annotated[
+    str, AfterValidator(_text("annotation value ")), WithJsonSchema({**_STR})
+]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]

@@ -24,6 +24,8 @@ KUEUE_FRAMEWORKS = {
     "PyTorchJob": "kubeflow.org/pytorchjob",
     "TFJob": "kubeflow.org/tfjob",
     "PaddleJob": "kubeflow.org/paddlejob",
+    "XGBoostJob": "kubeflow.org/xgboostjob",
+    "JAXJob": "kubeflow.org/jaxjob",
     "MPIJob": "kubeflow.org/mpijob",
     "RayJob": "ray.io/rayjob",
     "TrainJob": "trainer.kubeflow.org/trainjob",

@@ -1,4 +1,4 @@
-"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob, PaddleJob) says the same way.
+"""What every operator-run job kind (PyTorchJob, MPIJob, TFJob, PaddleJob, …) says the same way.
 
 The kinds differ in their roles and launchers; the pod settings, the run policy and
 the placement are one set of fields, declared once here so every kind reads them alike.
@@ -14,6 +14,7 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .env import EnvRef, EnvSource, check_env_refs, env_from_validator
 from .fields import (
+    AnnotationValue,
     Arg,
     ClusterRef,
     DNS1035Name,
@@ -27,6 +28,7 @@ from .fields import (
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
+from .pod_metadata import own_keys_refused
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -128,6 +130,18 @@ class PodJob(TrainkitModel):
     priority_class: ObjectName | None = None
     """PriorityClass of the pods and of Volcano's PodGroup, one the Team lists in
     ``priority_classes``."""
+    pod_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of every pod, e.g. ``{"example.com/cost-center": "vision"}``. A key under a
+    prefix a controller acts on (``kueue.x-k8s.io/``, ``volcano.sh/``, ``kubernetes.io/``, …)
+    needs the Team's grant (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
+    pod_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of every pod, e.g. ``{"example.com/owner": "ml-infra"}``; the same keys
+    as ``pod_labels`` need a grant."""
+
+    @field_validator("pod_labels", "pod_annotations")
+    @classmethod
+    def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
+        return own_keys_refused(meta)
 
     @field_validator("env")
     @classmethod
@@ -187,7 +201,7 @@ class OperatorJob(PodJob):
 
 
 class RoleJob(OperatorJob):
-    """An operator job of Workers and named roles (TFJob, PaddleJob), not a kind itself: each
+    """An operator job of Workers and named roles (TFJob, PaddleJob, XGBoostJob, JAXJob), not a kind itself: each
     role is a ``Role`` whose settings left out are the job's."""
 
     nodes: int = Field(default=1, ge=1, le=10000)

@@ -50,6 +50,8 @@ class Cluster(TrainkitModel):
                 "kubeflow.org/pytorchjob",
                 "kubeflow.org/tfjob",
                 "kubeflow.org/paddlejob",
+                "kubeflow.org/xgboostjob",
+                "kubeflow.org/jaxjob",
                 "kubeflow.org/mpijob",
                 "ray.io/rayjob",
                 "trainer.kubeflow.org/trainjob",
@@ -69,7 +71,7 @@ class Cluster(TrainkitModel):
         "trainer",
     ]
     """Controllers the cluster runs, which decide the kinds its jobs may be:
-    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob, TFJob, PaddleJob),
+    ``training-operator`` (Kubeflow Training Operator v1.9: PyTorchJob, TFJob, PaddleJob, XGBoostJob, JAXJob),
     ``mpi-operator``
     (kubeflow/mpi-operator v0.8: MPIJob ``kubeflow.org/v2beta1``) and ``trainer`` (Kubeflow
     Trainer v2.3: TrainJob and runtimes). The Training Operator's own MPIJob (``v1``) has the
@@ -225,6 +227,11 @@ class Team(TrainkitModel):
     priority_classes: list[ObjectName] = []
     """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
     preempt other teams' pods, so none is allowed unless listed."""
+    pod_metadata_keys: list[str] = []
+    """Pod label and annotation keys under a prefix a controller acts on (``kueue.x-k8s.io/``,
+    ``volcano.sh/``, ``k8s.v1.cni.cncf.io/``, ``kubernetes.io/``, …) that the team's jobs may
+    set (``pod_labels``, ``pod_annotations``): a whole key, or a prefix ending in ``/``
+    (``"example.kubernetes.io/"``). Keys under other prefixes need no grant."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:
@@ -254,4 +261,11 @@ class ArgoCD(TrainkitModel):
     namespace: DNS1123Label = "argocd"
     """Namespace Argo CD runs in."""
     project: DNS1123Label = "trainkit"
-    """Name of the AppProject that confines the generated Applications."""
+    """Names the AppProjects and Applications: the platform's AppProject ``<project>``, each
+    team's ``<project>-team-<team>``, the Applications ``<project>-<cluster>-platform`` and
+    ``<project>-<cluster>-<team>``."""
+    retire_cluster_applications: bool = False
+    """Step 1 of moving from trainkit's one Application per cluster (``trainkit-<cluster>``,
+    up to 0.2) to one per team: keep those Applications, without their resources
+    finalizer and automated sync, while the new ones take every object over; set it back
+    to False once they have (``trainkit plan`` shows each step)."""

@@ -116,7 +116,7 @@ class NetworkProfile(TrainkitModel):
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         # Every kind's pods may use a profile: what any operator or launcher sets is refused.
-        kinds = ("PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "TrainJob")
+        kinds = ("PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "TrainJob")
         bad = [
             (k, why)
             for k in env

@@ -15,6 +15,7 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .env import EnvRef, EnvSource, env_from_validator, env_refs_validator
 from .fields import (
+    AnnotationValue,
     Arg,
     ClusterRef,
     DNS1035Name,
@@ -29,6 +30,7 @@ from .fields import (
 )
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
+from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 
 __all__ = [
@@ -117,6 +119,22 @@ class _TorchRuntime(TrainkitModel):
     mpi: RuntimeMPI | None = None
     """An MPI runtime instead of a torch one (``RuntimeMPI()``): DeepSpeed or Horovod on the
     Trainer path; its TrainJobs run ``mpirun`` on the launcher."""
+    framework: Literal["torch", "jax", "xgboost"] = "torch"
+    """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
+    ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+    ``JAX_PROCESS_ID``) or ``xgboost`` (one process per node, XGBoost's tracker on the first
+    node: ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``, ``DMLC_TASK_ID``,
+    ``DMLC_NUM_WORKER``). A TrainJob's script runs with ``torchrun``, else ``python3``."""
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> _TorchRuntime:
+        if self.mpi is not None and self.framework != "torch":
+            # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
+            raise ValueError(
+                f"framework={self.framework!r} and mpi= are two ML policies; Trainer takes one: "
+                "drop mpi= or framework="
+            )
+        return self
 
     @field_validator("env")
     @classmethod
@@ -208,11 +226,23 @@ class TrainJob(TrainkitModel):
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
     env_from: list[EnvSource] = []
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
+    pod_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the nodes' pods (in the runtime patch's pod template), e.g.
+    ``{"example.com/cost-center": "vision"}``. A key under a prefix a controller acts on
+    (``kueue.x-k8s.io/``, ``volcano.sh/``, ``kubernetes.io/``, …) needs the Team's grant
+    (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
+    pod_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
 
     @field_validator("env")
     @classmethod
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
+
+    @field_validator("pod_labels", "pod_annotations")
+    @classmethod
+    def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
+        return own_keys_refused(meta)
 
     @field_validator("topology")
     @classmethod

@@ -27,6 +27,7 @@ from ..load import LoadOptions, load_jobs
 from ..model import Cluster
 from ..resolve import build_plan
 from ..synth import Rendered, check_cluster_truth, render_groups
+from ..synth.migration import check_migration, migration_steps
 from .deployed_pods import deployed_effective, gpu_resource_of
 from .facts import ClusterReport, PlanReport
 from .rows import object_changes
@@ -61,10 +62,11 @@ def build_review(
     root = root or jobs_dir.resolve().parent
     loaded = load_jobs(jobs_dir, root, options=load_options)
     plan = build_plan(loaded.definitions)
-    groups = render_groups(plan)
-    effective = check_cluster_truth(plan, groups)
     revision = plan.argocd.revision if plan.argocd else "main"
     baseline, note = _baseline(root, out_dir, against, revision)
+    groups = render_groups(plan, deployed=baseline.paths())
+    effective = check_cluster_truth(plan, groups)
+    notices = check_migration(plan, baseline)
     origins = {r.path: r for _, items in groups for r in items if r.definition is not None}
     models = {cp.cluster.name: cp.cluster for cp in plan.clusters}
     before, read = deployed_side(baseline, models, also=origins)
@@ -96,8 +98,9 @@ def build_review(
         note=note,
         clusters=clusters,
         argocd=object_changes(None, before.argocd, after.argocd, {}, {}),
+        migration=migration_steps(plan, read),
     )
-    return Review(report, loaded.notices, plan.warnings)
+    return Review(report, [*loaded.notices, *notices], plan.warnings)
 
 
 def _cluster(

@@ -16,7 +16,18 @@ from typing import Any
 
 from ..effective import EffectiveJob, effective_job
 from ..load import Definition
-from ..model import Cluster, Job, MPIJob, PaddleJob, PyTorchJob, RayJob, TFJob, TrainJob
+from ..model import (
+    Cluster,
+    JAXJob,
+    Job,
+    MPIJob,
+    PaddleJob,
+    PyTorchJob,
+    RayJob,
+    TFJob,
+    TrainJob,
+    XGBoostJob,
+)
 from ..render.meta import SOURCE_ANNOTATION
 from ..resolve import PlannedJob
 from .trees import JOB_KINDS, Key, Obj
@@ -67,6 +78,10 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
             job = TFJob.model_construct(**fields)
         elif obj.kind == "PaddleJob":
             job = PaddleJob.model_construct(**fields)
+        elif obj.kind == "XGBoostJob":
+            job = XGBoostJob.model_construct(**fields)
+        elif obj.kind == "JAXJob":
+            job = JAXJob.model_construct(**fields)
         elif obj.kind == "RayJob":
             job = RayJob.model_construct(**fields)
         else:

@@ -202,3 +202,6 @@ class PlanReport(_Fact):
     """Every cluster either side (deployed or new), by name."""
     argocd: list[ObjectChange] = []
     """Changes of Argo CD's own objects (the Applications and AppProjects trainkit writes)."""
+    migration: list[str] = []
+    """While moving from one Application per cluster to one per team: each step, with
+    what it does and where this change stands."""

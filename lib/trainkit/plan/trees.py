@@ -31,7 +31,9 @@ __all__ = [
     "new_side",
 ]
 
-JOB_KINDS = frozenset({"PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "RayJob", "TrainJob"})
+JOB_KINDS = frozenset(
+    {"PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "RayJob", "TrainJob"}
+)
 
 Key = tuple[str, str, str]
 """(kind, namespace or "", name): what identifies an object in one cluster."""
@@ -148,7 +150,7 @@ def deployed_side(
     argo = "argocd/kustomization.yaml"
     asked = {argo, *(_kustomization(c) for c in names)}
     files = baseline.read_many(asked)
-    wanted = _listed(files, names)
+    wanted = _listed(files, names, baseline, asked)
     wanted.update({p: "" for p in also if p not in wanted})
     wanted.update({f"argocd/{r}": "" for r in _resources(files.get(argo))})
     asked |= set(wanted)
@@ -162,7 +164,7 @@ def deployed_side(
         more = {_kustomization(c) for c in gone}
         asked |= more
         files.update(baseline.read_many(more))
-        extra = _listed(files, gone)
+        extra = _listed(files, gone, baseline, asked)
         asked |= set(extra)
         files.update(baseline.read_many(extra))
         wanted.update(extra)
@@ -186,12 +188,26 @@ def _kustomization(cluster: str) -> str:
     return f"clusters/{cluster}/kustomization.yaml"
 
 
-def _listed(files: Mapping[str, bytes], clusters: Iterable[str]) -> dict[str, str]:
-    """Path → cluster of every file the clusters' kustomizations list."""
+def _listed(
+    files: dict[str, bytes], clusters: Iterable[str], baseline: Baseline, asked: set[str]
+) -> dict[str, str]:
+    """Path → cluster of every file the clusters' kustomizations list, through the
+    kustomizations of the directories they list (each Application's); read as needed."""
     out: dict[str, str] = {}
-    for cluster in sorted(clusters):
-        for rel in _resources(files.get(_kustomization(cluster))):
-            out[f"clusters/{cluster}/{rel}"] = cluster
+    pending = [(cluster, f"clusters/{cluster}") for cluster in sorted(clusters)]
+    while pending:
+        need = {f"{d}/kustomization.yaml" for _, d in pending} - set(files)
+        if need:
+            asked |= need
+            files.update(baseline.read_many(need))
+        deeper = []
+        for cluster, directory in pending:
+            for rel in _resources(files.get(f"{directory}/kustomization.yaml")):
+                if rel.endswith((".yaml", ".yml")):
+                    out[f"{directory}/{rel}"] = cluster
+                else:
+                    deeper.append((cluster, f"{directory}/{rel}"))
+        pending = deeper
     return out
 
 
@@ -202,7 +218,7 @@ def _add_parsed(objects: dict[Key, Obj], path: str, data: bytes) -> None:
 
 
 def application_cluster(obj: Obj) -> str | None:
-    """The cluster directory an Argo CD Application syncs (``<path>/clusters/<name>``)."""
+    """The cluster an Argo CD Application syncs to (``<path>/clusters/<name>[/...]``)."""
     if obj.kind != "Application":
         return None
     spec = obj.body.get("spec")
@@ -210,8 +226,9 @@ def application_cluster(obj: Obj) -> str | None:
     path = source.get("path") if isinstance(source, dict) else None
     if not isinstance(path, str):
         return None
-    parent, name = posixpath.split(posixpath.normpath(path))
-    return name if posixpath.basename(parent) == "clusters" and name else None
+    parts = posixpath.normpath(path).split("/")
+    found = [i for i, part in enumerate(parts[:-1]) if part == "clusters"]
+    return parts[found[0] + 1] if found else None
 
 
 def _resources(data: bytes | None) -> list[str]:

@@ -205,6 +205,9 @@ def format_text(report: PlanReport) -> str:
     if report.argocd:
         lines += ["", f"Argo CD: {_counts(report.argocd)}"]
         lines += _text_rows(report.argocd)
+    if report.migration:
+        lines += ["", "Moving to one Application per team (keeping every job):"]
+        lines += [f"  {step}" for step in report.migration]
     return "\n".join(lines) + "\n"
 
 
@@ -285,6 +288,9 @@ def _markdown(report: PlanReport, *, details: bool) -> str:
     out.append(f"{against} " + (" · ".join(summary) if summary else "No cluster."))
     if report.note:
         out += ["", f"> **Note**: {_cell(report.note)}"]
+    if report.migration:
+        out += ["", "**Moving to one Application per team** (keeping every job):", ""]
+        out += [f"- {_cell(step)}" for step in report.migration]
     for c in _changed_clusters(report):
         out += ["", f"#### {c.cluster}: {_counts(c.changes)}", ""]
         out += _md_rows(c.changes)

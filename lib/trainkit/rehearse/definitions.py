@@ -17,20 +17,20 @@ from typing import Any, TextIO
 from ..effective import EffectiveJob
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
-from ..model import MPIJob, PyTorchJob, RayJob, Team, TrainJob
+from ..model import JAXJob, MPIJob, PyTorchJob, RayJob, Team, TrainJob, XGBoostJob
 from ..resolve import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
 from .outcome import RehearsalReport
 from .ray import require_ray
 from .ray_target import ray_target
-from .runner import rehearse, require_torch
+from .runner import rehearse, require_framework
 from .stopping import say
 from .target import Target, rank_target
 
 __all__ = ["choose_job", "plan_job", "rehearse_file", "target_of", "targets_for"]
 
 # The kinds a rehearsal runs (a TFJob's TensorFlow and a PaddleJob's Paddle are not rehearsed).
-_REHEARSED = (PyTorchJob, MPIJob, TrainJob, RayJob)
+_REHEARSED = (PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob, RayJob)
 
 
 def rehearse_file(
@@ -55,11 +55,12 @@ def rehearse_file(
     loaded = load_file(path, root, jobs_dir=jobs_dir, options=load_options).definitions
     rel = loaded[0].file if loaded else path.as_posix()
     d = choose_job(loaded, job_name, rel)
-    # Before planning: a RayJob runs on Ray, the others with torchrun (or mpirun).
+    # Before planning: a RayJob runs on Ray, XGBoost and JAX jobs on their framework, the
+    # others with torchrun (or mpirun).
     if isinstance(d.obj, RayJob):
         require_ray(d.file, d.obj.describe())
     else:
-        require_torch()
+        require_framework(type(d.obj).__name__, d.file, d.obj.describe())
     targets = plan_job(d, jobs_dir or _jobs_dir(path), root, load_options)
     target = targets[0]
     if len(targets) > 1:
@@ -82,7 +83,8 @@ def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Def
 
     if not defs:
         raise refuse(
-            "no PyTorchJob, MPIJob or TrainJob in this file, nor a RayJob; rehearse runs those"
+            "no PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob or RayJob in this file; "
+            "rehearse runs those"
         )
     if job_name is None:
         if len(defs) > 1:

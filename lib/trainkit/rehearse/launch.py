@@ -124,6 +124,17 @@ def plan_rehearsal(
     file = file or t.file
     read_only = read_only or ReadOnly()
     changes: list[str] = []
+    if t.one_process_per_pod and procs_per_node not in (None, 1):
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=t.describe(),
+                    message=f"--procs-per-node: each pod of a {t.kind} runs one process (the "
+                    "operator starts no launcher); rehearse more processes with --nodes",
+                )
+            ]
+        )
     n = sized(file, t, t.nodes_label, t.nodes, nodes, "--nodes", DEFAULT_MAX_NODES, changes)
     p = sized(
         file,
@@ -245,6 +256,7 @@ def shell_env(
         # only the other operator would have given it.
         if (
             reserved_env_reason(k)
+            or t.sets(k)
             or k in _LAUNCHER_ENV
             or k.startswith(_LAUNCHER_PREFIXES)
             or k == "CUDA_VISIBLE_DEVICES"

@@ -42,7 +42,7 @@ from .stopping import (
 from .target import MPIJobTarget, Target
 from .workspace import prepare_workspace
 
-__all__ = ["rehearse", "require_torch"]
+__all__ = ["rehearse", "require_framework", "require_torch"]
 
 FAILURE_GRACE_SECONDS = 2.0
 """After a node fails, how long the others get to exit and report their own failures."""
@@ -66,6 +66,37 @@ def require_torch() -> None:
                     f"not installed for {sys.executable}; install the optional extra with "
                     "pip install -e '.[rehearse]' (in a checkout) or "
                     "pip install 'trainkit-gitops[rehearse]' (the CPU build of torch is enough)",
+                )
+            ]
+        )
+    if os.name != "posix":
+        raise SetupError("rehearse needs Linux or macOS (it runs each node in its own session)")
+
+
+# Kinds whose pods run one framework process each, not torchrun: (module, extra, what).
+_FRAMEWORKS = {
+    "XGBoostJob": ("xgboost", "xgboost", "XGBoost with its collective tracker"),
+    "JAXJob": ("jax", "jax", "JAX (CPU) with jax.distributed"),
+}
+
+
+def require_framework(kind: str, file: str = "trainkit", obj: str = "") -> None:
+    """Raise SetupError unless this interpreter can run a ``kind`` rehearsal: torch for the
+    kinds torchrun or mpirun start, the job's framework for an XGBoostJob or a JAXJob (never
+    imports it)."""
+    if kind not in _FRAMEWORKS:
+        require_torch()
+        return
+    module, extra, what = _FRAMEWORKS[kind]
+    if find_spec(module) is None:
+        raise SetupError(
+            [
+                Problem(
+                    file=file,
+                    obj=obj,
+                    message=f"a {kind} is rehearsed with {what}, but {module} is not "
+                    f"installed for {sys.executable}; install the extra: pip install -e "
+                    f"'.[{extra}]' (in a checkout) or pip install 'trainkit-gitops[{extra}]'",
                 )
             ]
         )
@@ -103,7 +134,7 @@ def rehearse(
         return rehearse_ray(
             target, file=file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout, out=out
         )
-    require_torch()
+    require_framework(target.kind, file, target.describe())
     if timeout <= 0:
         raise RehearsalError(
             [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]

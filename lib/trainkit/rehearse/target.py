@@ -7,7 +7,7 @@ merge the operator does, so a TrainJob's runtime, a runtime patch or a network
 profile count exactly as on the cluster. The definition is read only for
 wording (which field a value came from) and to name the job in messages.
 
-What differs between a PyTorchJob (Training Operator v1.9), a TrainJob
+What differs between a PyTorchJob, XGBoostJob or JAXJob (Training Operator v1.9), a TrainJob
 (Kubeflow Trainer v2.3), an MPIJob (mpi-operator) and a RayJob (KubeRay v1.7) —
 pod names, the env each operator injects, the variables it owns — is decided
 here once, in the Target classes (a RayJob's in ``ray_target``).
@@ -23,23 +23,27 @@ from typing import Any, ClassVar
 from ..effective import EffectiveJob, PodSet
 from ..errors import Problem, RehearsalError
 from ..injected_env import (
+    jaxjob_env,
     mpijob_env,
     mpijob_reserved_env_reason,
     pytorchjob_env,
     reserved_env_reason,
     trainjob_env,
     trainjob_reserved_env_reason,
+    xgboostjob_env,
 )
-from ..model import WORKSPACE, MPIJob, PyTorchJob, TrainJob
+from ..model import WORKSPACE, JAXJob, MPIJob, PyTorchJob, TrainJob, XGBoostJob
 from ..render.kubeflow_trainer import NODE
 from ..render.pod import forwarded
 
 __all__ = [
     "Claim",
+    "JAXJobTarget",
     "MPIJobTarget",
     "PyTorchJobTarget",
     "Target",
     "TrainJobTarget",
+    "XGBoostJobTarget",
     "env_source_name",
     "from_definitions",
     "pod_mounts",
@@ -114,6 +118,8 @@ class Target(ABC):
     """Who runs the job, as said in messages."""
     master_vars: ClassVar[tuple[str, str]]
     """The injected variables holding the rendezvous address and port."""
+    one_process_per_pod: ClassVar[bool] = False
+    """The pod runs one framework process, not a launcher of ``procs_per_node``."""
 
     @property
     def name(self) -> str:
@@ -250,6 +256,58 @@ class TrainJobTarget(Target):
         return trainjob_reserved_env_reason(name) is not None
 
 
+@dataclass(frozen=True)
+class XGBoostJobTarget(Target):
+    """An XGBoostJob: the Master (node 0) and Workers, one process each, which meet at the
+    tracker the Master's script starts at MASTER_ADDR:MASTER_PORT."""
+
+    operator: ClassVar[str] = "the operator"
+    master_vars: ClassVar[tuple[str, str]] = ("MASTER_ADDR", "MASTER_PORT")
+    one_process_per_pod: ClassVar[bool] = True
+
+    def pod(self, node_rank: int) -> str:
+        return pod_name(self.name, node_rank)
+
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        # kubeflow/trainer v1.9.4 pkg/controller.v1/xgboost/xgboost.go SetPodEnv, every
+        # Service name mapped to this machine.
+        counts = {"Master": 1} | ({"Worker": nodes - 1} if nodes > 1 else {})
+        role, index = ("Master", 0) if node_rank == 0 else ("Worker", node_rank - 1)
+        env = xgboostjob_env(job=self.name, counts=counts, role=role, index=index)
+        env |= {"MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port)}
+        if "WORKER_ADDRS" in env:
+            env["WORKER_ADDRS"] = ",".join([master_addr] * (nodes - 1))
+            env["WORKER_PORT"] = str(master_port)
+        return env
+
+    def sets(self, name: str) -> bool:
+        return name in self.operator_env or name in ("WORKER_ADDRS", "WORKER_PORT")
+
+
+@dataclass(frozen=True)
+class JAXJobTarget(Target):
+    """A JAXJob: Workers, one JAX process each, which meet at Worker 0's coordinator."""
+
+    operator: ClassVar[str] = "the operator"
+    master_vars: ClassVar[tuple[str, str]] = ("COORDINATOR_ADDRESS", "COORDINATOR_PORT")
+    one_process_per_pod: ClassVar[bool] = True
+
+    def pod(self, node_rank: int) -> str:
+        return f"{self.name}-worker-{node_rank}"
+
+    def injected_env(
+        self, *, nodes: int, procs_per_node: int, node_rank: int, master_addr: str, master_port: int
+    ) -> dict[str, str]:
+        # kubeflow/trainer v1.9.4 pkg/controller.v1/jax/envvar.go setPodEnv.
+        env = jaxjob_env(job=self.name, workers=nodes, index=node_rank)
+        return env | {"COORDINATOR_ADDRESS": master_addr, "COORDINATOR_PORT": str(master_port)}
+
+    def sets(self, name: str) -> bool:
+        return name in self.operator_env
+
+
 def rank_target(
     ej: EffectiveJob, body: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
 ) -> Target:
@@ -282,6 +340,21 @@ def rank_target(
                     message=f"runtime {pj.runtime.runtime.name!r} is an MPI runtime, whose "
                     "launcher starts the ranks over ssh; rehearsing it is not available yet "
                     "(trainkit explain shows its pods)",
+                )
+            ]
+        )
+    if pj.runtime is not None and pj.runtime.runtime.framework != "torch":
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("runtime"),
+                    obj=pj.job.describe(),
+                    field="runtime",
+                    message=f"runtime {pj.runtime.runtime.name!r} is a "
+                    f"{pj.runtime.runtime.framework} runtime; rehearsing TrainJobs on it is not "
+                    "available yet (trainkit explain shows its pods; an XGBoostJob or JAXJob "
+                    "with the same script is rehearsed)",
                 )
             ]
         )
@@ -346,6 +419,14 @@ def rank_target(
             launcher_as_worker=job.launcher_as_worker,
             launcher_args=tuple(job.launcher_args),
             forwarded=tuple(forwarded([*job.env, *job.env_refs, *pj.env_from_keys], pj.network)),
+        )
+    if isinstance(job, (XGBoostJob, JAXJob)):
+        cls = XGBoostJobTarget if isinstance(job, XGBoostJob) else JAXJobTarget
+        return cls(
+            **fields,
+            nodes_label="nodes",
+            procs_label="processes per pod (one, the operator's)",
+            restart_policy=job.restart_policy,
         )
     if isinstance(job, PyTorchJob):
         procs_label = "procs_per_node"

@@ -17,7 +17,7 @@ from ..model import Resources, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
-from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .pod import (
     env_list,
     env_only,
@@ -106,7 +106,9 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     spec: dict[str, Any]
     if rt.mpi is None:
-        spec = {"mlPolicy": {"numNodes": rt.nodes, "torch": {}}}
+        # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
+        # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
+        spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
         jobset: dict[str, Any] = {
             "replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]
         }
@@ -131,7 +133,7 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: "torch" if rt.mpi is None else "mpi"},
+            labels={FRAMEWORK_LABEL: rt.framework if rt.mpi is None else "mpi"},
         ),
         "spec": spec,
     }
@@ -215,8 +217,12 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if pj.image is not None:
         trainer["image"] = pj.image
     mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    framework = pj.runtime.runtime.framework if pj.runtime is not None else "torch"
     if job.script is not None and mpi is not None:
         trainer["command"] = mpi_command(pj, job)
+    elif job.script is not None and framework != "torch":
+        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables.
+        trainer["command"] = ["python3", job.script.mount_path]
     elif job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
         # address from the PET_* variables Trainer injects.
@@ -236,7 +242,10 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # (pkg/runtime/runtime.go GetNumGPUPerNode): with MIG or Gaudi names it would
     # start one process per CPU, so the number is written out there.
     odd_gpu = "gpu" not in pj.cluster.gpu_resource.lower() and res is not None and res.gpu > 0
-    if job.procs_per_node is not None or job.resources is not None or odd_gpu:
+    # Only the torch plugin reads numProcPerNode (jax and xgboost run one process per node).
+    if framework == "torch" and (
+        job.procs_per_node is not None or job.resources is not None or odd_gpu
+    ):
         trainer["numProcPerNode"] = pj.trainer_procs()
     if job.resources is not None:
         # Trainer merges resourcesPerNode onto the runtime's container key by key
@@ -323,7 +332,10 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
             # Copied, not shared, so YAML dumpers never emit anchors for it.
             "template": {
                 "spec": {
-                    "template": {"metadata": {"labels": dict(labels)}, "spec": copy.deepcopy(pod)}
+                    "template": {
+                        "metadata": pod_metadata(pj.definition.team, job.name, job),
+                        "spec": copy.deepcopy(pod),
+                    }
                 }
             },
         }

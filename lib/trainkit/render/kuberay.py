@@ -26,7 +26,7 @@ from ..model import WORKSPACE, Resources
 from ..model.rayjob import RayJob
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
-from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
 from .pod import pod_access, tolerations
 from .script import job_metadata, script_configmap_name
@@ -166,4 +166,4 @@ def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
         pull_secrets=job.image_pull_secrets,
         priority_class=job.priority_class,
     )
-    return {"metadata": {"labels": pod_labels(pj.definition.team, job.name)}, "spec": spec}
+    return {"metadata": pod_metadata(pj.definition.team, job.name, job), "spec": spec}

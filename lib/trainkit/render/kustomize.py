@@ -3,15 +3,20 @@
 Kustomize treats every kind it has no schema for as namespaced and knows no
 name references inside CRD pod templates. Two small files fix that for the
 kinds trainkit writes, so overlays (``namespace:``, ``namePrefix:``,
-``images:``, generators) behave as they do for built-in kinds.
+``images:``, generators) behave as they do for built-in kinds. They are one
+kustomize Component per cluster, which every Application's kustomization and the
+cluster's own (all its Applications together) include: kustomize refuses a file
+outside a kustomization's directory, but not a directory.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..model.jaxjob import JAX_ROLES
 from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
+from ..model.xgboostjob import XGBOOST_ROLES
 from .kuberay import QUEUE_LABEL
 from .meta import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
 
@@ -21,6 +26,7 @@ __all__ = [
     "KUSTOMIZE_OPENAPI",
     "cluster_scoped_openapi",
     "kustomization",
+    "kustomize_component",
     "kustomize_config",
 ]
 
@@ -65,6 +71,8 @@ _POD_SPECS = (
     ("MPIJob", "spec/mpiReplicaSpecs/Worker/template/spec"),
     *(("TFJob", f"spec/tfReplicaSpecs/{role}/template/spec") for role in TF_ROLES),
     *(("PaddleJob", f"spec/paddleReplicaSpecs/{role}/template/spec") for role in PADDLE_ROLES),
+    *(("XGBoostJob", f"spec/xgbReplicaSpecs/{role}/template/spec") for role in XGBOOST_ROLES),
+    *(("JAXJob", f"spec/jaxReplicaSpecs/{role}/template/spec") for role in JAX_ROLES),
     # paddle-operator's PaddleJob (batch.paddlepaddle.org): the same kind name, other paths.
     ("PaddleJob", "spec/ps/template/spec"),
     ("PaddleJob", "spec/worker/template/spec"),
@@ -77,13 +85,26 @@ _POD_SPECS = (
 )
 
 
-def kustomization(paths: list[str], *, cluster: bool) -> dict[str, Any]:
+def kustomization(resources: list[str], *, component: str | None) -> dict[str, Any]:
+    """A kustomization of ``resources`` (files, or directories of other kustomizations),
+    including the cluster's Component at ``component`` (a relative directory)."""
     k: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
-    if cluster:
-        k["configurations"] = [KUSTOMIZE_CONFIG]
-        k["openapi"] = {"path": KUSTOMIZE_OPENAPI}
-    k["resources"] = paths
+    if component is not None:
+        k["components"] = [component]
+    k["resources"] = resources
     return k
+
+
+def kustomize_component() -> dict[str, Any]:
+    """The Component carrying ``KUSTOMIZE_CONFIG`` and ``KUSTOMIZE_OPENAPI``: a
+    kustomization including it, and any overlay above that, know the CRD fields (a
+    parent build merges its resources' configurations)."""
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+        "kind": "Component",
+        "configurations": [KUSTOMIZE_CONFIG],
+        "openapi": {"path": KUSTOMIZE_OPENAPI},
+    }
 
 
 def kustomize_config() -> dict[str, Any]:
@@ -120,6 +141,10 @@ def kustomize_config() -> dict[str, Any]:
                 {"kind": "PaddleJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
                 {"kind": "PaddleJob", "path": f"metadata/{queue_annotation}"},
                 {"kind": "PaddleJob", "path": "spec/schedulingPolicy/queue"},
+                {"kind": "XGBoostJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "XGBoostJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "JAXJob", "path": "spec/runPolicy/schedulingPolicy/queue"},
+                {"kind": "JAXJob", "path": f"metadata/{queue_annotation}"},
                 # KubeRay reads a RayJob's queue from this label (volcano_scheduler.go).
                 {"kind": "RayJob", "path": f"metadata/labels/{ray_queue_label}"},
                 {"kind": "RayJob", "path": f"metadata/{queue_annotation}"},

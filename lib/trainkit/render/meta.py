@@ -18,6 +18,7 @@ __all__ = [
     "definition_hash",
     "metadata",
     "pod_labels",
+    "pod_metadata",
     "wave",
 ]
 
@@ -51,6 +52,8 @@ _WAVES = {
     "MPIJob": 0,
     "TFJob": 0,
     "PaddleJob": 0,
+    "XGBoostJob": 0,
+    "JAXJob": 0,
     "RayJob": 0,
     "TrainJob": 0,
 }
@@ -92,6 +95,16 @@ def metadata(
         SYNC_WAVE: wave(kind, depth),
         **(annotations or {}),
     }
+    return meta
+
+
+def pod_metadata(team: str, job: str, obj: object) -> dict[str, Any]:
+    """A job's pod template metadata: the job's ``pod_labels`` and ``pod_annotations`` with
+    trainkit's labels (the job's cannot take trainkit's keys: the models refuse them)."""
+    meta: dict[str, Any] = {"labels": {**getattr(obj, "pod_labels", {}), **pod_labels(team, job)}}
+    annotations = getattr(obj, "pod_annotations", {})
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return meta
 
 

@@ -14,7 +14,7 @@ from ..model import WORKSPACE, NetworkProfile, Resources
 from ..model.operator_job import OperatorJob, PodJob, RoleJob
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
-from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels
+from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
 from .pod import (
     env_list,
     env_sources,
@@ -87,7 +87,7 @@ def role_template(
         pull_secrets=job.image_pull_secrets,
         priority_class=job.priority_class,
     )
-    return {"metadata": {"labels": labels}, "spec": spec}
+    return {"metadata": pod_metadata(pj.definition.team, job.name, job), "spec": spec}
 
 
 def run_policy(

@@ -15,6 +15,7 @@ from ..errors import Problem
 from ..load import Definition
 from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from ..model.env import EnvSource, source_key_refused
+from ..model.pod_metadata import steering_domain
 from .index import Declared
 from .problems import known, problem
 
@@ -77,6 +78,35 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
     own = {*getattr(d.obj, "env", {}), *refs}
     sources = getattr(d.obj, "env_from", [])
     problems.extend(check_env_from(d, team, sources, own, kind, lambda i: f"env_from[{i}]"))
+    problems.extend(_pod_metadata(d, team))
+    return problems
+
+
+def _pod_metadata(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A problem per pod label or annotation key under a controller's prefix that ``team``
+    does not grant (``Team.pod_metadata_keys``): such a key changes how a controller treats
+    the pod (another Kueue queue, a Multus network, an Argo CD sync option)."""
+    granted = team.obj.pod_metadata_keys
+    problems = []
+    for field in ("pod_labels", "pod_annotations"):
+        for key in sorted(getattr(d.obj, field, {})):
+            domain = steering_domain(key)
+            if (
+                domain is None
+                or key in granted
+                or any(g.endswith("/") and key.startswith(g) for g in granted)
+            ):
+                continue
+            problems.append(
+                problem(
+                    d,
+                    f"{key!r} is under {domain}/, which a controller acts on; team "
+                    f"{team.obj.name!r} may set it only where Team.pod_metadata_keys in "
+                    f"{team.file} grants it (allows {known(granted)}); use a key of your "
+                    "organisation's domain, or ask the platform team",
+                    f"{field}.{key}",
+                )
+            )
     return problems
 
 

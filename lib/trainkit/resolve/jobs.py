@@ -39,6 +39,8 @@ _OPERATOR = {
     "PyTorchJob": "training-operator",
     "TFJob": "training-operator",
     "PaddleJob": "training-operator",  # or paddle-operator, whose API wins where it runs
+    "XGBoostJob": "training-operator",
+    "JAXJob": "training-operator",
     "MPIJob": "mpi-operator",
     "RayJob": "kuberay",
     "TrainJob": "trainer",
@@ -192,6 +194,17 @@ def place(
             runtime, network = found, found.network
             if found.runtime.mpi is not None:
                 problems.extend(_mpi_trainjob(d, job, found))
+            if found.runtime.framework != "torch" and job.procs_per_node is not None:
+                # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
+                # numProcPerNode; each node runs one process.
+                problems.append(
+                    problem(
+                        d,
+                        f"runtime {found.runtime.name!r} is a {found.runtime.framework} runtime, "
+                        "which runs one process per node and reads no procs_per_node: drop it",
+                        "procs_per_node",
+                    )
+                )
             if isinstance(found.runtime, ClusterTrainingRuntime):
                 # Its sources are read in this team's namespace, whose keys the team
                 # controls (a TrainingRuntime's were checked against its team already).

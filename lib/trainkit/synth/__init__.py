@@ -3,21 +3,27 @@
 The layout (relative to the output directory)::
 
     argocd/                      the root Application (applied once by an admin, then syncing
-                                 this directory), the AppProjects, one Application per cluster;
+                                 this directory), the AppProjects, the Applications below;
                                  the argocd-cm health checks (see render/argocd.py)
     clusters/<cluster>/          what Argo CD syncs to <cluster>
-        kustomization.yaml       lists every file below; teaches kustomize the CRD fields
-        kustomizeconfig.yaml
-        kustomize-openapi.yaml   tells kustomize which CRD kinds are cluster-scoped
-        namespaces/<ns>.yaml
-        queues/<queue>.yaml
-        runtimes/<name>.yaml     ClusterTrainingRuntimes
-        <namespace>/pytorchjob-<name>.yaml, trainjob-<name>-r<run>.yaml,
-                    trainingruntime-<name>.yaml, configmap-<job>-script-<hash>.yaml
+        kustomization.yaml       all of the cluster's Applications (for overlays; Argo CD
+                                 builds each Application's directory alone)
+        kustomize/               a Component every kustomization includes:
+            kustomizeconfig.yaml     the CRD fields kustomize must know (name references,
+            kustomize-openapi.yaml   images), and which CRD kinds are cluster-scoped
+        platform/                the platform's Application
+            namespaces/<ns>.yaml, queues/<queue>.yaml, runtimes/<name>.yaml (Cluster-
+            TrainingRuntimes), kueue/*.yaml, <ns>/trainingruntime-<name>.yaml,
+            <ns>/localqueue-<queue>.yaml
+        <namespace>/             a team's Application (part 1): pytorchjob-<name>.yaml,
+                                 trainjob-<name>-r<run>.yaml, configmap-<job>-script-<hash>.yaml
+            part-<k>/            its further parts (``parts``), at most PART_OBJECTS each
 
 ``synthesize`` runs the pipeline and writes: one pipeline, with or without caches;
-``layout`` turns a plan into these files; ``delta`` reads the last run's record to decide
-which unchanged job files the pipeline may skip (their files are kept).
+``layout`` turns a plan into these files; ``parts`` places each team's jobs in its
+Applications; ``delta`` reads the last run's record to decide which unchanged job files the
+pipeline may skip (their files are kept); ``migration`` guards the move from one Application
+per cluster.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from ..write import Changes, compare_tree, write_tree
 from .delta import NOTHING, Skipped, file_facts, what_to_skip
 from .layout import (
     Groups,
+    KeptMoved,
     Rendered,
     check_cluster_truth,
     effective_jobs,
@@ -50,9 +57,12 @@ from .layout import (
     render_groups,
     rendered_runtimes,
 )
+from .migration import check_migration
+from .parts import PLATFORM_DIR, logical_path, team_file
 
 __all__ = [
     "Groups",
+    "KeptMoved",
     "Output",
     "Rendered",
     "check_cluster_truth",
@@ -193,8 +203,18 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
             while_loading=None if skipped.anything else prewarm, cache=i.definitions,
         )  # fmt: skip
         plan = build_plan(loaded.definitions)
-        groups = render_groups(plan)
+        revision = plan.argocd.revision if plan.argocd else "main"
+        # The parts of the deployed tree are kept (synth.parts).
+        baseline = _read_once(
+            resolve_baseline(i.root, i.out_dir, i.against, revision, require=i.require_baseline)
+        )
+        if skipped.last is not None and baseline_id(baseline) != skipped.last.baseline:
+            raise _NotReused
+        groups = render_groups(plan, deployed=baseline.paths(), kept=skipped.kept)
         effective = check_cluster_truth(plan, groups)
+        notices = [*loaded.notices, *check_migration(plan, baseline)]
+    except KeptMoved:
+        raise _NotReused from None  # a kept file would move: only with a skip
     except DefinitionError:
         if skipped.anything:
             raise _NotReused from None
@@ -212,16 +232,10 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
     cache = YamlCache(i.directory / "yaml.json" if i.directory is not None and use_yaml else None)
     origins: dict[str, Definition] = {}
     files = render_files(plan, cache, origins, groups, synth_command(i.root), skipped.kept)
-    revision = plan.argocd.revision if plan.argocd else "main"
-    baseline = _read_once(
-        resolve_baseline(i.root, i.out_dir, i.against, revision, require=i.require_baseline)
-    )
     last = skipped.last or (i.runs.last("synth") if i.runs else None)
     rendered = {path: _sha(files[path]) for path in origins}
     compare = _to_compare(origins, rendered, baseline, last)
     try:
-        if skipped.last is not None and baseline_id(baseline) != skipped.last.baseline:
-            raise _NotReused
         kept_deployed = keep_deployed(files, compare, baseline)
         refuse_in_place_changes(files, compare, baseline)
     except DefinitionError:
@@ -259,7 +273,7 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
         i.runs.save("synth", record)
     objects = {r.path: r.body for _, items in groups for r in items if not r.plain}
     return Output(
-        files, plan, changes, baseline, loaded.notices, effective, i.runs, record,
+        files, plan, changes, baseline, notices, effective, i.runs, record,
         len(skipped.kept), objects, frozenset(kept_deployed),
     )  # fmt: skip
 
@@ -299,17 +313,47 @@ def _to_compare(
 @dataclass(frozen=True)
 class _ReadOnce(Baseline):
     """A git baseline whose files are read once per run: keeping deployed bytes, refusing
-    in-place changes and validating transition rules all ask for the same files."""
+    in-place changes and validating transition rules all ask for the same files.
+
+    A file the deployed tree holds at its path before the parts (``platform/`` and
+    ``part-<k>/`` came with them: ``synth.parts``) is read from there: the same object,
+    compared with its deployed version during the migration too.
+    """
 
     read: dict[str, bytes | None] = field(default_factory=dict, repr=False, compare=False)
+    listed: list[list[str]] = field(default_factory=list, repr=False, compare=False)
+
+    def paths(self) -> list[str]:
+        if not self.listed:
+            self.listed.append(super().paths())
+        return self.listed[0]
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         wanted = list(paths)
-        unknown = [p for p in wanted if p not in self.read]
+        before = {p: _before_parts(p) for p in wanted}
+        asked = set(wanted) | {b for b in before.values() if b is not None}
+        unknown = [p for p in asked if p not in self.read]
         if unknown:
             got = super().read_many(unknown)
             self.read.update((p, got.get(p)) for p in unknown)
-        return {p: data for p in wanted if (data := self.read[p]) is not None}
+        out = {}
+        for p in wanted:
+            data = self.read[p]
+            if data is None and (old := before[p]) is not None:
+                data = self.read[old]
+            if data is not None:
+                out[p] = data
+        return out
+
+
+def _before_parts(path: str) -> str | None:
+    """Where the layout before parts kept this file, when elsewhere."""
+    parts = path.split("/")
+    if len(parts) > 3 and parts[0] == "clusters" and parts[2] == PLATFORM_DIR:
+        return "/".join(parts[:2] + parts[3:])
+    if team_file(path) is not None and (old := logical_path(path)) != path:
+        return old
+    return None
 
 
 def _read_once(baseline: Baseline) -> Baseline:

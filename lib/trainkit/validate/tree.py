@@ -1,21 +1,32 @@
-"""A whole generated tree: every manifest, and every kustomization as Argo CD will build it."""
+"""A whole generated tree: every manifest, and every kustomization as Argo CD will build it.
+
+The kustomizations built are those Argo CD builds: each directory whose kustomization
+lists only files (an Application's). One that lists other kustomizations' directories
+(a cluster's, for overlays) would build the same objects again, in one build whose cost
+grows with the square of its objects; a Component builds only inside another. The builds
+run beside the validation of the files, as many at once as there are cores.
+"""
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+
+import yaml
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
 from trainkit.validate.applied import Planned, compare_build
 from trainkit.validate.argo_decode import DecodeError, decode_build
-from trainkit.validate.build import VersionProbe, origin_build, start_build
+from trainkit.validate.build import Build, VersionProbe, origin_build, start_build
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError
 from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["validate_tree"]
+__all__ = ["build_directories", "validate_tree"]
 
 
 def validate_tree(
@@ -40,10 +51,17 @@ def validate_tree(
     ``notes`` receives warnings (a kustomize other than the one Argo CD bundles).
     """
     step = progress or (lambda _text: None)
-    builds = sorted(p.parent for p in out_dir.glob("*/*/kustomization.yaml"))
-    builds += sorted(p.parent for p in out_dir.glob("argocd/kustomization.yaml"))
-    # The builds run while the files are validated.
-    running = [start_build(build) for build in builds]
+    builds = build_directories(out_dir)
+    # The first builds run while the files are validated, the rest as those end.
+    waiting = deque(builds)
+    running: deque[Build] = deque()
+    cores = _cores()
+
+    def fill() -> None:
+        while waiting and len(running) < cores:
+            running.append(start_build(waiting.popleft()))
+
+    fill()
     probe = VersionProbe(running[0].kubectl) if running and notes is not None else None
     shown_tree = _shown(out_dir, root)
     try:
@@ -52,9 +70,13 @@ def validate_tree(
         problems = validate_paths(
             [out_dir], crds, root=root, allowance=allowance, baseline=baseline, seen=seen
         )
-        for build in running:
+        while running:
+            build = running[0]
             step(f"kustomize build {build.directory.as_posix()}")
             data, build_problems = build.output()
+            build.stop()
+            running.popleft()
+            fill()
             problems.extend(build_problems)
             if build_problems:
                 continue
@@ -96,3 +118,33 @@ def _shown(out_dir: Path, root: Path) -> str:
         return out_dir.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return out_dir.as_posix()
+
+
+def build_directories(out_dir: Path) -> list[Path]:
+    """Every directory below ``out_dir`` whose kustomization Argo CD builds: a Kustomization
+    (not a Component) listing no directory (see the module docstring)."""
+    found = []
+    for path in sorted(out_dir.rglob("kustomization.yaml")):
+        if any(part.startswith(".") for part in path.relative_to(out_dir).parts):
+            continue
+        try:
+            doc = yaml.safe_load(path.read_bytes())
+        except (OSError, yaml.YAMLError):
+            found.append(path.parent)  # the build says what is wrong with it
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") == "Component":
+            continue
+        listed = doc.get("resources") or []
+        if isinstance(listed, list) and any(
+            isinstance(r, str) and (path.parent / r).is_dir() for r in listed
+        ):
+            continue
+        found.append(path.parent)
+    return found
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

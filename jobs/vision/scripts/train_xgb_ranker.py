@@ -1,0 +1,61 @@
+"""Distributed XGBoost on image-embedding features: is a photo good enough to label?
+
+The Training Operator gives every pod MASTER_ADDR and MASTER_PORT (the Master's Service),
+WORLD_SIZE and RANK. The Master (rank 0) runs XGBoost's tracker there; every pod, the Master
+included, joins the collective through it and trains on its own shard of the rows; the
+histograms are all-reduced, so each pod ends with the same model. The Master saves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+import xgboost as xgb
+from xgboost import collective
+from xgboost.tracker import RabitTracker
+
+
+def shard(rank: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
+    """This pod's rows (synthetic embeddings standing in for the feature store's shard)."""
+    rng = np.random.default_rng(rank)
+    x = rng.normal(size=(rows, features)).astype(np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.float32)
+    return x, y
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--rows", type=int, default=2000, help="per pod")
+    p.add_argument("--features", type=int, default=16)
+    p.add_argument("--output", default="model.ubj")
+    args = p.parse_args()
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    tracker = None
+    if rank == 0:
+        # The Master's Service resolves to the Master pod itself: listen on every address.
+        tracker = RabitTracker(host_ip="0.0.0.0", n_workers=world, port=port, sortby="task")
+        tracker.start()
+    ctx = {"dmlc_tracker_uri": host, "dmlc_tracker_port": port, "dmlc_task_id": str(rank)}
+    with collective.CommunicatorContext(**ctx):
+        x, y = shard(rank, args.rows, args.features)
+        booster = xgb.train(
+            {"objective": "binary:logistic", "tree_method": "hist", "eval_metric": "logloss"},
+            xgb.DMatrix(x, y),
+            num_boost_round=args.rounds,
+            evals=[(xgb.DMatrix(x, y), f"rank{rank}")],
+            verbose_eval=5,
+        )
+        if collective.get_rank() == 0:
+            booster.save_model(args.output)
+            print(f"saved {args.output} after {booster.num_boosted_rounds()} rounds", flush=True)
+    if tracker is not None:
+        tracker.wait_for()
+
+
+if __name__ == "__main__":
+    main()

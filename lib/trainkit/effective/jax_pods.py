@@ -1,0 +1,39 @@
+"""The pods Training Operator v1.9 creates for a JAXJob.
+
+Sources (kubeflow/trainer v1.9.4): the env on every container (pkg/controller.v1/jax/envvar.go
+setPodEnv), success when every Worker has exited 0 (jaxjob_controller.go UpdateJobStatus), the
+PodGroup like every v1 kind (pkg/controller.v1/common/job.go).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..injected_env import jaxjob_env
+from ..render.jax import CONTAINER
+from ..resolve import PlannedJob
+from .operator_pods import role_pod_sets, run_policy_gang
+from .podsets import EffectiveJob, EnvVar
+
+__all__ = ["effective_jaxjob"]
+
+_OPERATOR = "Training Operator"
+_PER_POD = {"PROCESS_ID": "the Worker's index"}
+
+
+def effective_jaxjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    spec = body["spec"]
+
+    def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
+        env = jaxjob_env(job=pj.object_name, workers=sum(counts.values()), index=0)
+        return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
+
+    pod_sets = role_pod_sets(pj, spec["jaxReplicaSpecs"], CONTAINER, injected)
+    total = sum(ps.count for ps in pod_sets)
+    gang = run_policy_gang(pj, spec, pod_sets, total)
+    notes = (
+        "the job succeeds when every Worker exits 0; one JAX process per pod "
+        f"(NUM_PROCESSES={total}), which jax.distributed.initialize() connects through the "
+        "coordinator on Worker 0; each process uses its pod's GPUs as local devices",
+    )
+    return EffectiveJob(pj, tuple(pod_sets), "1", total, None, gang, notes)

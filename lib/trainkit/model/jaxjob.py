@@ -1,0 +1,49 @@
+"""The JAXJob (``kubeflow.org/v1``, Training Operator v1.9) definition.
+
+Rules cite kubeflow/trainer at v1.9.4: pkg/webhooks/jax/jaxjob_webhook.go (Workers only,
+container ``jax``), pkg/controller.v1/jax/envvar.go (the coordinator is Worker 0) and
+jaxjob_controller.go (the job succeeds when every Worker has exited 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .operator_job import Role, RoleJob, refuse_always
+
+__all__ = ["JAX_ROLES", "JAXJob"]
+
+JAX_ROLES = ("Worker",)
+"""The one replica type the webhook allows."""
+
+
+class JAXJob(RoleJob):
+    """A multi-process JAX job: ``nodes`` Workers, one JAX process each, that meet at the first
+    Worker (``jax.distributed.initialize()`` reads ``COORDINATOR_ADDRESS``,
+    ``NUM_PROCESSES`` and ``PROCESS_ID``); each process drives its pod's GPUs."""
+
+    nodes: int = Field(default=1, ge=1, le=10000)
+    """Worker pods, one JAX process each; Worker 0 is also the coordinator."""
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "Never"
+    """What the operator does when a pod fails. ``Never`` (the operator's default): a failed
+    pod fails the job. A restarted pod starts over and must meet every other process at the
+    coordinator again, which the running ones do not do."""
+
+    @field_validator("restart_policy", mode="before")
+    @classmethod
+    def _not_always(cls, value: Any) -> Any:
+        return refuse_always(value, "a Worker")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> JAXJob:
+        self._check_role_names()
+        return self
+
+    def role(self, name: str) -> Role | None:
+        """A JAXJob has no role beside its Workers."""
+        return None
+
+    def replica_counts(self) -> dict[str, int]:
+        return {"Worker": self.nodes}

@@ -1,0 +1,196 @@
+"""Moving the example tree as it stood on main before this layout (one Application per
+cluster, each with Argo CD's resources finalizer) to one Application per team, keeping every
+job: a model of what Argo CD does at each step (synth.migration) over the real trees.
+
+The deployed tree is the commit that last had the old layout (git history: the parent of the
+commit that moved ``clusters/<cluster>/queues/`` below ``platform/``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from trainkit.errors import DefinitionError
+from trainkit.render.argocd import RESOURCES_FINALIZER, retired_application_name
+from trainkit.synth import synthesize
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTERS = ("a800-north", "gpu-east", "h100-south", "rocm-west")
+MOVED = "generated/clusters/gpu-east/queues/vision.yaml"
+
+
+def git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, input=input)
+    assert out.returncode == 0, out.stderr.decode()
+    return out.stdout
+
+
+def old_commit() -> str:
+    found = git(REPO, "log", "-1", "--format=%H", "--diff-filter=D", "--", MOVED).decode().strip()
+    if not found:
+        pytest.fail(
+            f"no commit removed {MOVED} in this clone's history: the test needs the tree "
+            "before one Application per team (a full clone, not a shallow one)",
+            pytrace=False,
+        )
+    return found + "^"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose main is the example tree before this layout, as deployed."""
+    for name in list(os.environ):
+        if name.startswith("GIT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
+    monkeypatch.delenv("CI", raising=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    archive = git(REPO, "archive", old_commit(), "jobs", "generated", "pyproject.toml")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "the layout up to trainkit 0.2")
+    return root
+
+
+def commit(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def set_retire(root: Path, value: bool) -> None:
+    path = root / "jobs/platform/clusters.py"
+    text = path.read_text()
+    text = text.replace(",\n    retire_cluster_applications=True", "")
+    if value:
+        text = text.replace(
+            'revision="main"', 'revision="main",\n    retire_cluster_applications=True', 1
+        )
+    path.write_text(text)
+
+
+def synth(root: Path) -> Any:
+    return synthesize(root / "jobs", root / "generated", root=root, use_cache=False, against="main")
+
+
+def kustomize(path: Path) -> list[dict[str, Any]]:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.fail("kubectl is required for these tests (it carries kustomize); install it")
+    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def applications(argocd: Path) -> dict[str, dict[str, Any]]:
+    listed = yaml.safe_load((argocd / "kustomization.yaml").read_text())["resources"]
+    apps = {}
+    for rel in listed:
+        doc = yaml.safe_load((argocd / rel).read_text())
+        if doc["kind"] == "Application":
+            apps[doc["metadata"]["name"]] = doc
+    return apps
+
+
+def tracked(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str, str], str]:
+    """What each syncing Application applies: object identity → the Application (its
+    tracking annotation, once it has synced)."""
+    out: dict[tuple[str, str, str, str], str] = {}
+    for name, app in apps.items():
+        if (
+            "automated" not in app["spec"].get("syncPolicy", {})
+            or app["spec"]["source"]["path"] == "generated/argocd"
+        ):
+            continue
+        for d in kustomize(root / app["spec"]["source"]["path"]):
+            key = (str(app["spec"]["destination"].get("server") or app["spec"]["destination"]["name"]),
+                   d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # fmt: skip
+            assert key not in out, f"{key} synced by {out.get(key)} and {name}"
+            out[key] = name
+    return out
+
+
+def bodies(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str], str]:
+    found = {}
+    for app in apps.values():
+        path = app["spec"]["source"]["path"]
+        if path == "generated/argocd" or "automated" not in app["spec"].get("syncPolicy", {}):
+            continue
+        for d in kustomize(root / path):
+            key = (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+            found[key] = json.dumps(d, sort_keys=True)
+    return found
+
+
+def test_the_switch_keeps_every_job(repo: Path) -> None:
+    before = applications(repo / "generated/argocd")
+    assert sorted(before) == sorted(["trainkit", *(retired_application_name(c) for c in CLUSTERS)])
+    old_tracked = tracked(repo, before)
+    old_bodies = bodies(repo, before)
+    jobs = [k for k in old_tracked if k[1] in ("PyTorchJob", "TrainJob", "MPIJob", "RayJob",
+                                               "TFJob", "PaddleJob")]  # fmt: skip
+    assert len(jobs) > 10
+
+    # The naive switch: the root would prune every old Application, finalizer and all.
+    with pytest.raises(DefinitionError) as refused:
+        synth(repo)
+    messages = [p.message for p in refused.value.problems]
+    assert len(messages) == len(CLUSTERS)
+    assert all("carries Argo CD's resources finalizer" in m and "retire_cluster_applications=True" in m
+               for m in messages)  # fmt: skip
+
+    # Step 1: retire the old Applications, add the new ones.
+    set_retire(repo, True)
+    synth(repo)
+    step1 = applications(repo / "generated/argocd")
+    # Nothing is pruned by the root: every old Application is still listed...
+    assert set(before) <= set(step1)
+    for c in CLUSTERS:
+        old = step1[retired_application_name(c)]
+        # ...and can no longer delete, prune or apply anything.
+        assert RESOURCES_FINALIZER not in old["metadata"].get("finalizers", [])
+        assert "automated" not in old["spec"]["syncPolicy"]
+        assert "Delete=false" in old["spec"]["syncPolicy"]["syncOptions"]
+    new_tracked = tracked(repo, step1)
+    # The new Applications apply exactly the objects the old ones synced, unchanged: each
+    # apply only moves the tracking annotation; no job is deleted, created or changed.
+    assert set(new_tracked) == set(old_tracked)
+    assert bodies(repo, step1) == old_bodies
+    for key in jobs:
+        assert new_tracked[key] != old_tracked[key]
+        assert new_tracked[key].startswith("trainkit-") and "platform" not in new_tracked[key]
+    commit(repo, "step 1")
+
+    # Step 2 is Argo CD's (the root applies step 1); a second synth changes nothing.
+    assert not synth(repo).changes.any
+
+    # Step 3: the root prunes the old Applications, which no longer carry the finalizer:
+    # finalizeApplicationDeletion deletes nothing (controller/appcontroller.go: only with
+    # the finalizer, app.CascadedDeletion()).
+    set_retire(repo, False)
+    synth(repo)
+    step3 = applications(repo / "generated/argocd")
+    pruned = set(step1) - set(step3)
+    assert pruned == {retired_application_name(c) for c in CLUSTERS}
+    for name in pruned:
+        deployed = step1[name]  # what the root prunes: the live object applied in step 1
+        assert RESOURCES_FINALIZER not in deployed["metadata"].get("finalizers", [])
+    assert tracked(repo, step3) == new_tracked
+    commit(repo, "step 3")
+    assert not synth(repo).changes.any

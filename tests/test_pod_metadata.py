@@ -1,0 +1,114 @@
+"""Pod labels and annotations: on every pod a job makes, never trainkit's own keys, and keys a
+controller acts on only where the platform grants them."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from trainkit import ModelError, PyTorchJob, Team
+from trainkit.model.pod_metadata import STEERING_DOMAINS, steering_domain
+
+RESNET = "jobs/vision/resnet50_ddp.py"
+TEAMS = "jobs/platform/teams.py"
+SFT = "jobs/llm/llama_sft_trainjob.py"
+
+
+def edit(ws, rel: str, old: str, new: str) -> None:
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} not once in {rel}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _obj(ws, rel: str) -> dict:
+    return yaml.safe_load((ws.out / rel).read_text(encoding="utf-8"))
+
+
+def test_labels_and_annotations_reach_every_pod_of_the_job(ws, cli) -> None:
+    edit(
+        ws, RESNET, 'queue="vision",',
+        'queue="vision",\n    pod_labels={"example.com/cost-center": "vision", '
+        '"app.kubernetes.io/name": "resnet"},\n'
+        '    pod_annotations={"example.com/owner": "ml-infra: vision team"},',
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 0, run.err
+    job = _obj(ws, "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    for role in ("Master", "Worker"):
+        meta = job["spec"]["pytorchReplicaSpecs"][role]["template"]["metadata"]
+        assert meta["labels"]["example.com/cost-center"] == "vision"
+        assert meta["labels"]["app.kubernetes.io/name"] == "resnet"
+        assert meta["labels"]["trainkit.dev/job"] == "resnet50-ddp"  # trainkit's stay
+        assert meta["annotations"] == {"example.com/owner": "ml-infra: vision team"}
+    assert cli("check").code == 0
+
+
+def test_a_trainjob_carries_them_in_its_runtime_patch(ws, cli) -> None:
+    edit(
+        ws, SFT, 'name="llama-sft",', 'name="llama-sft",\n    pod_labels={"example.com/tier": "a"},'
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (path,) = [p for p in ws.out.rglob("trainjob-llama-sft-*.yaml") if "a800" in str(p)][:1]
+    job = yaml.safe_load(path.read_text(encoding="utf-8"))
+    (patch,) = job["spec"]["runtimePatches"]
+    for rj in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+        labels = rj["template"]["spec"]["template"]["metadata"]["labels"]
+        assert labels["example.com/tier"] == "a"
+        assert labels["trainkit.dev/team"] == "llm"
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["trainkit.dev/team", "x.trainkit.dev/job", "app.kubernetes.io/managed-by"],
+)
+def test_trainkits_own_keys_are_refused(key: str) -> None:
+    with pytest.raises(ModelError) as e:
+        PyTorchJob(name="j", image="i:1", command=["true"], pod_labels={key: "x"})
+    assert f"{key!r}: keys under trainkit.dev/ are trainkit's own" in str(e.value)
+
+
+def test_a_key_a_controller_acts_on_needs_the_teams_grant(ws, cli) -> None:
+    edit(
+        ws, RESNET, 'queue="vision",',
+        'queue="vision",\n    pod_labels={"kueue.x-k8s.io/queue-name": "other"},\n'
+        '    pod_annotations={"k8s.v1.cni.cncf.io/networks": "host-fabric", '
+        '"app.kubernetes.io/instance": "other-app"},',
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 1
+    for field, key, domain in (
+        ("pod_labels", "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io"),
+        ("pod_annotations", "k8s.v1.cni.cncf.io/networks", "k8s.v1.cni.cncf.io"),
+        ("pod_annotations", "app.kubernetes.io/instance", "argocd.argoproj.io"),
+    ):
+        assert (
+            f"PyTorchJob 'resnet50-ddp': {field}.{key}: {key!r} is under {domain}/, which a "
+            "controller acts on; team 'vision' may set it only where Team.pod_metadata_keys "
+            f"in {TEAMS} grants it (allows none)"
+        ) in run.err, run.err
+    assert not ws.out.exists()
+    # Granted: the exact key, or a prefix ending in '/'.
+    edit(
+        ws, TEAMS, 'vision = Team(name="vision",',
+        'vision = Team(pod_metadata_keys=["kueue.x-k8s.io/queue-name", "k8s.v1.cni.cncf.io/", '
+        '"app.kubernetes.io/instance"], name="vision",',
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 0, run.err
+
+
+@pytest.mark.parametrize("domain", STEERING_DOMAINS)
+def test_every_steering_domain_and_its_subdomains_are_recognised(domain: str) -> None:
+    assert steering_domain(f"{domain}/x") == domain
+    assert steering_domain(f"sub.{domain}/x") == domain
+    # A look-alike domain is not the controller's.
+    assert steering_domain(f"{domain}x/x") is None
+    assert steering_domain(f"{domain}.example.com/x") is None
+
+
+def test_keys_no_controller_reads_are_free() -> None:
+    for key in ("example.com/x", "team", "app.kubernetes.io/name", "app.kubernetes.io/version"):
+        assert steering_domain(key) is None
+    Team(name="t", pod_metadata_keys=["volcano.sh/"])  # a grant is plain data

@@ -74,13 +74,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING = {
-    "mpi-defaults-launcher-and-worker": "MPIJob pod names and restart policies",
-    "mpi-launcher-as-worker": "MPIJob pod names",
-    "mpi-overrides": "MPIJob pod names",
-    "mpi-definition": "MPIJob pod names",
-    "mpi-podgroup-fewer-members-than-pods": "mpi-operator's minResources: launcher + minMember - 1 workers",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:
@@ -342,7 +336,7 @@ def _category(check: Any) -> str:
     raise AssertionError(check)
 
 
-KINDS = ("PyTorchJob", "TFJob", "PaddleJob", "PaddleJob (paddle-operator)")
+KINDS = ("PyTorchJob", "TFJob", "PaddleJob", "PaddleJob (paddle-operator)", "MPIJob")
 
 
 def test_the_table_covers_every_kind_trainkit_generates() -> None:

@@ -23,6 +23,8 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 
 SCAFFOLD = [
+    ".github/workflows/plan-comment.yml",
+    ".github/workflows/plan.yml",
     ".github/workflows/trainkit.yml",
     ".gitignore",
     ".pre-commit-config.yaml",
@@ -101,8 +103,14 @@ def test_init_writes_a_repository_that_synthesizes_and_checks(
     assert "cd ml-jobs && trainkit synth && trainkit check" in out
     root = tmp_path / "ml-jobs"
     assert (
-        sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == SCAFFOLD
+        sorted(
+            p.relative_to(root).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(root).parts
+        )
+        == SCAFFOLD
     )
+    assert (root / ".git").is_dir()  # git init: not a repository before
     gitignore = (root / ".gitignore").read_text().splitlines()
     assert ".trainkit/" in gitignore and ".*.trainkit-*" in gitignore
 
@@ -167,7 +175,7 @@ def test_the_scaffolded_ci_pins_this_release_and_requires_the_crds() -> None:
     assert checkout["with"]["fetch-depth"] == 0  # origin/main is required when CI is set
     runs = [s["run"] for s in steps if "run" in s]
     assert runs == [
-        f"pip install 'trainkit-gitops=={__version__}'",
+        f"python -m pip install trainkit-gitops=={__version__}",
         'trainkit crds --fetch "$TRAINKIT_CRDS"',
         "trainkit check --require-crds --format github",
     ]
@@ -179,7 +187,111 @@ def test_the_scaffolded_ci_pins_this_release_and_requires_the_crds() -> None:
         ("trainkit-synth", "trainkit synth"),
         ("trainkit-check", "trainkit check"),
     ]
-    assert __version__ in files[".pre-commit-config.yaml"]
+    assert (
+        f"python -m pip install trainkit-gitops=={__version__}"
+        in (files[".pre-commit-config.yaml"])
+    )
+
+
+PINNED_USES = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
+
+
+def installs(files: dict[str, str]) -> set[str]:
+    """The pip install lines of every workflow (and the pre-commit advice), as written."""
+    lines = {
+        line.strip().removeprefix("- run: ").removeprefix("#").strip()
+        for text in files.values()
+        for line in text.splitlines()
+        if "pip install" in line
+    }
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [
+        ({}, f"python -m pip install trainkit-gitops=={__version__}"),
+        (
+            {"index_url": "https://pypi.internal.example/simple"},
+            "python -m pip install --index-url https://pypi.internal.example/simple "
+            f"trainkit-gitops=={__version__}",
+        ),
+        (
+            {"git": "https://github.com/acme/trainkit@0123456789abcdef0123456789abcdef01234567"},
+            "python -m pip install 'trainkit-gitops @ git+https://github.com/acme/trainkit"
+            "@0123456789abcdef0123456789abcdef01234567'",
+        ),
+    ],
+)
+def test_every_scaffolded_workflow_installs_the_same_pin(
+    options: dict[str, str], line: str
+) -> None:
+    from trainkit.scaffold import trainkit_install
+
+    files = scaffold_files(install=trainkit_install(__version__, **options))
+    assert installs(files) == {line}
+    workflows = {k: v for k, v in files.items() if k.startswith(".github/workflows/")}
+    assert sorted(workflows) == [
+        ".github/workflows/plan-comment.yml",
+        ".github/workflows/plan.yml",
+        ".github/workflows/trainkit.yml",
+    ]
+    for path, text in workflows.items():
+        steps = [s for job in yaml.safe_load(text)["jobs"].values() for s in job["steps"]]
+        for uses in (s["uses"] for s in steps if "uses" in s):
+            assert PINNED_USES.match(uses), f"{path}: {uses} is not pinned by commit SHA"
+        runs = [s["run"] for s in steps if "run" in s]
+        assert "pip install ." not in "\n".join(runs), path
+        if path != ".github/workflows/plan-comment.yml":
+            assert runs[0] == line, path  # installed before any job file runs
+    plan = yaml.safe_load(workflows[".github/workflows/plan.yml"])
+    assert plan["permissions"] == {"contents": "read"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--git", "https://github.com/acme/trainkit"],
+            "error: --git: 'https://github.com/acme/trainkit' is not URL@REF: give the "
+            "repository and a tag or commit",
+        ),
+        (
+            ["--git", "https://github.com/acme/trainkit@v1;curl x|sh"],
+            "is not URL@REF",
+        ),
+        (
+            ["--index-url", "https://pypi.example/${{ github.token }}"],
+            "error: --index-url: 'https://pypi.example/${{ github.token }}' is not a URL "
+            "trainkit writes into a workflow",
+        ),
+    ],
+)
+def test_init_refuses_a_pin_it_cannot_write_safely(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "init", "repo", *argv)
+    assert code == 1 and message in err
+    assert not (tmp_path / "repo").exists()
+
+
+def test_init_in_a_repository_does_not_init_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, _ = run(capsys, "init", "sub")
+    assert code == 0 and "initialized a git repository" not in out
+    assert not (tmp_path / "repo/sub/.git").exists()
+    code, out, _ = run(capsys, "init", str(tmp_path / "fresh"))
+    assert "initialized a git repository (branch main)" in out
+    head = (tmp_path / "fresh/.git/HEAD").read_text()
+    assert head == "ref: refs/heads/main\n"
 
 
 # --- the command that regenerates -----------------------------------------------------------

@@ -182,9 +182,10 @@ def test_an_edited_pytorchjob_is_refused_in_place_and_runs_again_with_run(bare: 
     job.write_text(job.read_text().replace("nodes=2,", "nodes=2,\n    args=['--lr', '0.1'],"))
     found = problems(bare)
     assert found[0].startswith(
-        "jobs/vision/ddp.py:3: PyTorchJob 'ddp': run: PyTorchJob 'ddp' on cluster 'east' is "
-        "deployed from origin/main"
+        "jobs/vision/ddp.py:3: PyTorchJob 'ddp': run: PyTorchJob 'ddp' on clusters 'east', "
+        "'west' is deployed from origin/main"
     )
+    assert len(found) == 1  # one message for the job, not one per cluster
     assert "set run=1 to start the edited job as ddp-r1 (Argo CD prunes 'ddp')" in found[0]
     job.write_text(job.read_text().replace("nodes=2,", "nodes=2,\n    run=1,"))
     files = synth(bare)

@@ -392,3 +392,43 @@ def test_the_repositorys_tree_fetches_mpi_operators_mpijob_and_check_passes(
         "Operator",
         "v0.8.0",
     ]
+
+
+def test_fetched_files_are_readable_by_others(tmp_path: Path, crds: Path) -> None:
+    import os
+    import stat
+
+    pins = pins_for_kinds(load_pins(), {("scheduling.volcano.sh", "v1beta1", "Queue")})
+    old = os.umask(0o022)
+    try:
+        (done,) = fetch_crds(pins, tmp_path / "dest", mirror=str(crds))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(done.path.stat().st_mode) == 0o644
+
+
+def test_a_failed_upstream_fetch_names_the_offline_routes(tmp_path: Path) -> None:
+    pins = load_pins(
+        """
+[[release]]
+dir = "x"
+name = "X"
+version = "v1"
+url = "file:///nonexistent/crds/"
+
+[[release.file]]
+name = "x.yaml"
+kind = "x.example.com/X"
+served = ["v1"]
+sha256 = "00"
+"""
+    )
+    with pytest.raises(SetupError) as err:
+        fetch_crds(pins, tmp_path / "dest")
+    (problem,) = err.value.problems
+    assert "offline, read the same files from a mirror (--mirror DIR_OR_URL, or " in (
+        problem.message
+    )
+    assert "$TRAINKIT_CRDS_MIRROR) or validate against your clusters' CRDs (kubectl get crd " in (
+        problem.message
+    )

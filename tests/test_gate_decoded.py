@@ -221,3 +221,53 @@ def test_a_file_that_lists_more_than_trainkit_wrote_is_named(
     )  # fmt: skip
     assert [(p.file, p.obj) for p in found] == [(f"generated/{rel}", "Secret 'stolen'")]
     assert "trainkit did not render it" in found[0].message
+
+
+@given(
+    st.lists(st.sampled_from(["---", "--- #c", "a: 1", "", " ---", "----x", "---\t", "x---"]))
+    .map("\n".join)
+    .flatmap(lambda s: st.sampled_from([s, s + "\n"]))
+)
+def test_the_fast_cut_is_the_line_by_line_cut(text: str) -> None:
+    """Without a CR, documents are cut at separator lines found at once (kustomize's output
+    has none): the same cut as reading line by line, errors included."""
+    from trainkit.validate.argo_decode import _split_lines
+
+    def cut(split: object) -> object:
+        try:
+            return list(split(text.encode()))  # type: ignore[operator]
+        except DecodeError as err:
+            return (err.line, err.message)
+
+    assert cut(split_documents) == cut(_split_lines)
+
+
+def test_another_kustomize_than_argo_cds_is_a_warning_naming_both(
+    bare: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import Workspace
+    from trainkit.validate import build, validate_tree
+
+    ws = bare
+    assert isinstance(ws, Workspace)
+    real = build.find_kubectl()
+    assert real is not None
+    fake = tmp_path / "kubectl"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = version ]; then echo \'{"kustomizeVersion": "v5.5.0"}\'; exit 0; fi\n'
+        f'exec "{real}" "$@"\n'
+    )
+    fake.chmod(0o755)
+    synthesize(ws.jobs, ws.out, root=ws.root, use_cache=False)
+    monkeypatch.setattr(build, "find_kubectl", lambda: str(fake))
+    notes: list = []
+    problems, _ = validate_tree(ws.out, None, ws.root, notes=notes)
+    assert not problems
+    (warning,) = notes
+    assert "kustomize v5.5.0" in warning.message and "kustomize v5.8.1" in warning.message
+    assert "Argo CD v3.5.1" in warning.message
+    monkeypatch.setattr(build, "find_kubectl", lambda: real)
+    notes.clear()
+    validate_tree(ws.out, None, ws.root, notes=notes)
+    assert notes == []  # trainkit's own kubectl carries Argo CD's kustomize

@@ -52,7 +52,35 @@ def test_an_edited_script_is_a_new_run_too(tw, bare_cli):
     tw.write("jobs/vision/scripts/train.py", "print('training harder')\n")
     r = bare_cli("synth", "--against", "disk")
     assert r.code == 1
-    assert "would change in place (spec.runtimePatches)" in r.err
+    assert "would change in place (spec.runtimePatches; its script changed: train.py)" in r.err
+
+
+def test_an_edited_pytorchjob_script_is_named_once_for_all_its_clusters(bare, bare_cli):
+    assert bare_cli("synth").code == 0
+    bare.write("jobs/vision/scripts/train.py", "print('training harder')\n")
+    r = bare_cli("synth", "--against", "disk")
+    assert r.code == 1
+    (line,) = [x for x in r.err.splitlines() if x.startswith("error:")]
+    assert (
+        "error: jobs/vision/ddp.py:3: PyTorchJob 'ddp': run: PyTorchJob 'ddp' on clusters "
+        "'east', 'west' is deployed from generated/ on disk and would change in place "
+    ) in line
+    assert "its script changed: train.py)" in line
+    assert line.count("set run=") == 1
+
+
+def test_a_job_over_a_cap_that_also_changes_in_place_gets_both_errors_in_one_run(bare, bare_cli):
+    bare.write(
+        "jobs/platform/policy.py",
+        "from trainkit import Policy\npolicy = Policy(max_gpus_per_job=8)\n",
+    )
+    assert bare_cli("synth").code == 0
+    job = (bare.jobs / "vision/ddp.py").read_text()
+    bare.write("jobs/vision/ddp.py", job.replace("nodes=2,", "nodes=3,"))
+    r = bare_cli("synth", "--against", "disk")
+    assert r.code == 1
+    assert "exceed the per-job cap of 8" in r.err
+    assert "would change in place" in r.err and "set run=1" in r.err
 
 
 def test_runtime_edits_are_not_in_place_changes(tw, bare_cli):
@@ -79,7 +107,8 @@ def test_a_pytorchjob_is_never_changed_in_place(bare, bare_cli):
     bare.write("jobs/vision/ddp.py", job.replace("nodes=2,", "nodes=2, queue='other',"))
     r = bare_cli("synth", "--against", "disk")
     assert r.code == 1
-    assert "PyTorchJob 'ddp' on cluster 'east' is deployed from" in r.err
+    assert "PyTorchJob 'ddp' on clusters 'east', 'west' is deployed from" in r.err
+    assert r.err.count("set run=1") == 1  # one edit of the job, whatever its clusters
     assert "(spec.runPolicy.schedulingPolicy)" in r.err
     assert "set run=1 to start the edited job as ddp-r1 (Argo CD prunes 'ddp')" in r.err
 

@@ -1,6 +1,5 @@
 """Every cluster directory builds with kubectl kustomize, and overlays work on the CRD kinds."""
 
-import shutil
 import subprocess
 
 import pytest
@@ -8,17 +7,21 @@ import yaml
 
 from trainkit.health import health_checks
 from trainkit.synth import synthesize
+from trainkit.validate.argo_decode import decode_build
+from trainkit.validate.build import find_kubectl
 
 CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime"}
 
 
 def kustomize(path) -> list[dict]:
-    kubectl = shutil.which("kubectl")
+    """The objects Argo CD applies from the build: trainkit's kubectl (the kustomize Argo CD
+    bundles), its output decoded as Argo CD decodes it."""
+    kubectl = find_kubectl()
     if kubectl is None:
         pytest.fail("kubectl is required for these tests (it carries kustomize); install it")
-    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True)
+    assert out.returncode == 0, out.stderr.decode()
+    return [d.body for d in decode_build(out.stdout)]
 
 
 @pytest.fixture

@@ -1,3 +1,5 @@
+import contextlib
+
 import pytest
 
 from trainkit import (
@@ -11,6 +13,7 @@ from trainkit import (
     Toleration,
     Volume,
 )
+from trainkit.errors import TrainkitError
 from trainkit.render.training_operator import nproc_per_node
 
 RES = Resources(cpu=8, memory="32Gi", gpu=4)
@@ -173,3 +176,49 @@ def test_a_ttl_is_not_mistaken_for_the_deadline(kind, field):
         "removed, since Argo CD's self-heal would create a job deleted by a TTL again and run "
         "it a second time (deadline_seconds is another thing: it fails a job that runs too long)"
     )
+
+
+# --- what IPython and Jupyter complete ------------------------------------------------------
+
+
+def _public_models() -> list[type]:
+    import trainkit
+    from trainkit.model.base import TrainkitModel
+
+    found = [getattr(trainkit, n) for n in trainkit.__all__]
+    return [c for c in found if isinstance(c, type) and issubclass(c, TrainkitModel)]
+
+
+def test_constructors_show_their_fields_as_keyword_arguments() -> None:
+    """IPython's call tips are inspect.signature: the fields, not (**data)."""
+    import inspect
+
+    models = _public_models()
+    assert len(models) >= 20
+    for cls in models:
+        for used in (False, True):  # before and after a first object (pydantic's build)
+            if used:
+                with contextlib.suppress(TrainkitError):  # required fields missing
+                    cls()
+            sig = inspect.signature(cls)
+            params = list(sig.parameters.values())
+            assert [p.name for p in params] == [
+                f.alias or n for n, f in cls.model_fields.items()
+            ], cls
+            assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), cls
+            assert "Annotated" not in str(sig) and "Validator" not in str(sig), (cls, str(sig))
+    sig = inspect.signature(models[0].__mro__[0])
+    assert "data" not in sig.parameters
+
+
+def test_jedi_completes_the_fields_of_a_job() -> None:
+    """jedi (IPython's and Jupyter's completer) reads the class: no private attribute."""
+    import jedi
+
+    source = "from trainkit import PyTorchJob\nPyTorchJob("
+    (signature,) = jedi.Script(source).get_signatures(2, 11)
+    names = [p.name for p in signature.params]
+    assert names[:3] == ["name", "run", "image"]
+    assert "_defined_at" not in names and "data" not in names
+    completions = [c.name for c in jedi.Script(source + "scr").complete(2, 14)]
+    assert "script=" in completions

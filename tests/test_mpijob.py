@@ -396,3 +396,25 @@ def test_deepspeed_on_one_worker_still_runs_the_ranks_on_the_workers(as_worker: 
     body, _ = render(job(launch="deepspeed", nodes=1, launcher_as_worker=as_worker))
     cmd = container(body, "Launcher")["command"]
     assert cmd.index("--force_multi") < cmd.index("/workspace/train.py")
+
+
+def test_the_launcher_waits_for_the_workers_names_bounded() -> None:
+    # mpi-operator creates the launcher at once (AtStartup) and publishes the workers' names
+    # only once they are Ready (the Service's publishNotReadyAddresses is runLauncherAsWorker;
+    # pkg/controller/mpi_job_controller.go newJobService); ssh fails at once on an unknown
+    # name (ConnectionAttempts retries refused connections only), so mpirun would fail and the
+    # launcher burn its backoff while the workers pull their image.
+    body, _ = render(job(ssh_dir="/home/mpi/.ssh"))
+    pod = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    (wait,) = pod["initContainers"]
+    assert wait["name"] == "wait-for-hosts"
+    assert wait["image"] == "img:1"
+    assert wait["volumeMounts"] == [
+        {"mountPath": "/etc/mpi", "name": "mpi-job-config", "readOnly": True},
+        {"mountPath": "/home/mpi/.ssh", "name": "ssh-auth", "readOnly": True},
+    ]
+    assert wait["command"][:2] == ["sh", "-c"]
+    assert wait["command"][3:] == ["wait-for-hosts", "/etc/mpi/hostfile", "900"]
+    assert "ssh -o BatchMode=yes" in wait["command"][2]
+    assert wait["resources"] == container(body, "Launcher")["resources"]
+    assert "initContainers" not in body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]

@@ -554,7 +554,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     """On h100-south the RayJob's new run is admitted by ClusterQueue llm: the plan adds its
     pods' requests (head, workers, submitter) and shows the queue's nominal quota."""
     deploy(ws, cli)
-    edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=1,", "    run=2,")
+    edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]

@@ -506,7 +506,8 @@ def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
         if any(j in path.name for j in ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed")):
             continue
         text = path.read_text(encoding="utf-8")
-        for word in ("securityContext", "hostNetwork", "rdma/hca", "dnsPolicy"):
+        # A runtime's own run_as_user/fs_group is a securityContext, but no capability.
+        for word in ("capabilities", "IPC_LOCK", "hostNetwork", "rdma/hca", "dnsPolicy"):
             assert word not in text, f"{word} in {path}"
 
 
@@ -741,7 +742,7 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     run = cli("synth")
     assert run.code == 0, run.err
     (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r5.yaml"
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r6.yaml"
     )
     for role in ("Launcher", "Worker"):
         (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
@@ -784,8 +785,8 @@ def test_env_from_needs_every_key_granted_and_allowed(ws, cli, grant, says):
 def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, cli, crds):
     edit(ws, RUNTIMES, "from trainkit import", "from trainkit import SecretEnv,")
     edit(
-        ws, RUNTIMES, "    mpi=RuntimeMPI(),",
-        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(),',
+        ws, RUNTIMES, "    mpi=RuntimeMPI(",
+        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
     )  # fmt: skip
     # The Secret is read in each TrainJob's namespace, whose keys its team controls.
     run = cli("synth")

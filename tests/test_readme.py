@@ -61,6 +61,16 @@ def test_error_example_is_what_synth_prints(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "generated").exists()
 
 
+def test_every_command_is_in_the_table():
+    import argparse
+
+    from trainkit.cli import parser
+
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    table = re.findall(r"^\| `trainkit (\w+)", README, flags=re.M)
+    assert sorted(table) == sorted(sub.choices)
+
+
 def test_commands_in_the_table_exist(capsys):
     for command in re.findall(r"^\| `trainkit (\w+)", README, flags=re.M):
         try:

@@ -817,7 +817,14 @@ def test_a_trainjob_run_gets_trainers_env_and_the_pods_layout_and_names_the_fail
 
 def test_missing_torch_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "find_spec", lambda name: None)
-    with pytest.raises(SetupError, match=re.escape("pip install -e '.[rehearse]'")):
+    with pytest.raises(
+        SetupError,
+        match=re.escape(
+            "install PyTorch's CPU build first (pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu), then the extra: "
+            "pip install 'trainkit-gitops[rehearse]'"
+        ),
+    ):
         rehearse(_target(_job("env_dump.py")))
     with pytest.raises(SetupError, match="PyTorch is not installed"):
         rehearse_file(REPO / "jobs/vision/resnet50_ddp.py")
@@ -863,6 +870,18 @@ def test_choosing_the_job_in_a_file(tmp_path: Path) -> None:
         match="no PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob or RayJob in this file",
     ):
         rehearse_file(REPO / "jobs/platform/teams.py")
+    # A job of a kind rehearse does not run is named, with its kind, not "no job here".
+    for path, kind, name in (
+        ("jobs/vision/wide_deep_ps.py", "PaddleJob", "wide-deep-ps"),
+        ("jobs/vision/mobilenet_ps.py", "TFJob", "mobilenet-ps"),
+    ):
+        with pytest.raises(RehearsalError) as e:
+            rehearse_file(REPO / path)
+        assert (
+            f"{kind} '{name}': trainkit cannot rehearse a {kind} (its framework's launcher is "
+            "not run here); rehearse runs PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob and RayJob. "
+            f"`trainkit explain {name}` shows what its pods get"
+        ) in str(e.value)
     loaded = load_file(team / "two.py").definitions
     assert choose_job(loaded, "b", "two.py").obj.describe() == "TrainJob 'b'"
     # Every job is planned with the platform, and there is none here.

@@ -229,9 +229,11 @@ def test_a_deepspeed_rehearsal_without_deepspeed_says_which_extra_to_install(
     assert "jobs/team/mpi.py: MPIJob 'mpi': a deepspeed job is rehearsed with DeepSpeed's own " in (
         str(e.value)
     )
-    assert "mpi4py is not installed here; install the extra: pip install -e '.[deepspeed]'" in (
-        str(e.value)
-    )
+    assert (
+        "mpi4py is not installed here; install the extra: pip install 'trainkit-gitops[deepspeed]' "
+        "(with PyTorch's CPU build first: pip install torch --index-url "
+        "https://download.pytorch.org/whl/cpu)"
+    ) in str(e.value)
 
 
 def test_a_rendezvous_port_is_free_and_below_the_ephemeral_range() -> None:

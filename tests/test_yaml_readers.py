@@ -5,7 +5,6 @@ YAML 1.2 mode (standing in for kyaml's 1.2 core schema), and the real kustomize.
 """
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,8 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from trainkit.serialize import YamlCache, reads_as_non_string, to_yaml
+from trainkit.validate.argo_decode import decode_build
+from trainkit.validate.build import find_kubectl
 from trainkit.validate.documents import K8sLoader, iter_documents
 
 # Pieces that make scalars some reader resolves: numbers in every base and spelling,
@@ -146,7 +147,7 @@ def kustomize(resource: str, tmp: Path, tests: list[dict]) -> str:
     (tmp / "kustomization.yaml").write_text(
         "resources: [pod.yaml]\npatches:\n- path: test.json\n  target: {kind: Pod, name: p}\n"
     )
-    kubectl = shutil.which("kubectl")
+    kubectl = find_kubectl()
     if kubectl is None:
         pytest.fail("kubectl is required for this test (it carries kustomize); install it")
     out = subprocess.run([kubectl, "kustomize", str(tmp)], capture_output=True, text=True)
@@ -193,6 +194,10 @@ def test_kustomize_reads_every_string_back_as_a_string(tmp_path):
     del body["spec"]["nodeSelector"]["<<"]
     assert back["spec"] == body["spec"]
     assert back["metadata"]["annotations"] == body["metadata"]["annotations"]
+    # ...and Argo CD's own decoding (gitops-engine SplitYAML, see validate.argo_decode) too.
+    (argo,) = decode_build(built.encode())
+    assert argo.body["spec"] == body["spec"]
+    assert argo.body["metadata"]["annotations"] == body["metadata"]["annotations"]
     # ...and sigs.k8s.io/yaml (go-yaml v2) does too: its extra words (y, on, ...) stay quoted.
     plain = {n.value for n in scalars(yaml.compose(built, Loader=yaml.CSafeLoader)) if not n.style}
     assert plain & set(RESOLVED) == {"=", "<<"}

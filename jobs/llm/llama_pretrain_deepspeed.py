@@ -4,7 +4,7 @@ from trainkit import MPIJob, Resources, Script, Toleration, Volume
 
 job = MPIJob(
     name="llama-pretrain-deepspeed",
-    run=5,  # the launcher's command changed: a deployed MPIJob is never edited in place
+    run=6,  # the launcher's pod changed: a deployed MPIJob is never edited in place
     image="registry.example.com/ml/deepspeed:0.19.8-cuda12.4",
     script=Script.file("scripts/pretrain_deepspeed.py"),
     args=["--steps", "1000", "--zero-stage", "2"],

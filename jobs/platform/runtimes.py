@@ -36,13 +36,21 @@ llm_fsdp = TrainingRuntime(
 )
 
 # DeepSpeed on the Trainer path: a launcher runs mpirun against two sshd nodes (seed 001).
+# The image is built on Kubeflow's deepspeed-runtime (mpi-operator's base): user mpiuser
+# (uid 1000), sshd and ssh on port 2222.
 deepspeed = ClusterTrainingRuntime(
     name="deepspeed-0-19",
     image="registry.example.com/ml/deepspeed:0.19.8-cuda12.4",
-    nodes=2,
+    nodes=2,  # each TrainJob's default numNodes; one launcher besides
     resources=Resources(cpu=32, memory="256Gi", gpu=8),  # each node; 8 slots (one per GPU)
     shm_size="16Gi",
-    mpi=RuntimeMPI(),  # the launcher: 1 CPU, 2Gi, no GPU
+    mpi=RuntimeMPI(  # the launcher: 1 CPU, 2Gi, no GPU
+        ssh_dir="/home/mpiuser/.ssh",
+        sshd=["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"],
+        ssh_port=2222,
+    ),
+    run_as_user=1000,  # the ssh key is mounted 0640: not root, and readable through fs_group
+    fs_group=1000,
     clusters=["gpu-east"],
 )
 

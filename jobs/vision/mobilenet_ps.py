@@ -4,6 +4,7 @@ from trainkit import Resources, Role, Script, TFJob
 
 job = TFJob(
     name="mobilenet-ps",
+    run=1,  # the GPU-less roles hide the node's GPUs: a deployed TFJob is never edited in place
     image="registry.example.com/ml/tensorflow:2.18.0-gpu",
     script=Script.file("scripts/train_mobilenet_ps.py"),  # reads TF_CONFIG
     args=["--epochs", "5"],

@@ -4,6 +4,7 @@ from trainkit import Resources, Role, Script, XGBoostJob
 
 job = XGBoostJob(
     name="photo-quality-xgb",
+    run=1,  # the CPU pods hide the node's GPUs: a deployed job is never edited in place
     image="registry.example.com/ml/xgboost:3.2.0",
     script=Script.file("scripts/train_xgb_ranker.py"),  # the Master runs the tracker
     args=["--rounds", "200", "--rows", "2000000"],

@@ -232,7 +232,7 @@ def _tarball(package: str) -> Path:
             Problem(
                 file=package,
                 message=f"the Python package {package!r} or its JavaScript bundle is missing; "
-                "reinstall trainkit (pip install -e .)",
+                "reinstall trainkit (pip install --force-reinstall trainkit-gitops)",
             )
         ]
     )

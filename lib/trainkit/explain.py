@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .effective import RAY, EffectiveJob, PodSet
-from .errors import DefinitionError, Problem
+from .errors import DefinitionError, Problem, printable
 from .load import LoadOptions, load_jobs
 from .resolve import build_plan
 
@@ -117,6 +117,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size": ej.world_size,
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
+        "deadline": ej.deadline,
         "kueue_queue": ej.workload.queue if ej.workload is not None else None,
         "kueue_pod_sets": None
         if ej.workload is None
@@ -162,6 +163,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
                 "service_account": ps.spec.get("serviceAccountName"),
                 "priority_class": ps.spec.get("priorityClassName"),
+                "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "resources": ps.main.get("resources") or {},
@@ -214,6 +216,7 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             world += f"; WORLD_SIZE in each pod: {d['world_size_env']}"
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
+        lines.append(f"  deadline: {d['deadline']}")
         pg = d["podgroup"]
         if d["kueue_queue"] is not None:
             sets = ", ".join(f"{w['name']} × {w['count']}" for w in d["kueue_pod_sets"])
@@ -273,6 +276,7 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             limits = ", ".join(f"{k} {v}" for k, v in (res.get("limits") or {}).items())
             same = res.get("limits") == res.get("requests")
             lines.append(f"    resources  {'requests = limits' if same else 'limits'}: {limits}")
+            lines.append(f"    sees GPUs  {pod['gpus_seen']}")
             for v in pod["volumes"]:
                 ro = " (read-only)" if v["read_only"] else ""
                 lines.append(f"    volume     {v['path']} ← {v['source']}{ro}")
@@ -288,7 +292,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append("")
     for p in problems:
         lines.append(f"problem: {p}")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Env values and arguments are the definition's: no control character reaches the
+    # terminal raw.
+    return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
 
 
 def _completion(c: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from ..errors import TrainkitError
 from ..repo_root import find_root, rebase
 from . import (
     cmd_check,
+    cmd_completion,
     cmd_crds,
     cmd_explain,
     cmd_init,
@@ -43,6 +44,7 @@ COMMANDS = (
     cmd_explain,
     cmd_plan,
     cmd_schema,
+    cmd_completion,
 )
 """In the order ``trainkit --help`` lists them."""
 
@@ -55,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
         "manifests Argo CD syncs (generated/). Commands run from any directory of the "
         "repository (the nearest one upwards holding jobs/, else the top of the git work tree).",
     )
-    p.add_argument("--version", action="version", version=f"trainkit {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"trainkit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add(sub)

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         "against": against,
         "builds": builds,
         "deployed": out.baseline.description,
+        "nothing_deployed": out.baseline.nothing,
     }
     if out.runs is not None and out.record is not None and tools is not None:
         key = out.runs.key("check", out.record.imports, tools)
@@ -103,9 +104,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checked(args: argparse.Namespace, files: int, facts: dict[str, object]) -> None:
+    if facts.get("nothing_deployed"):
+        # "nothing known to be deployed (not a git repository)": every object is new.
+        deployed = f"{facts['deployed']}, so every object is new"
+    else:
+        deployed = f"no in-place change of what {facts['deployed']} deploys"
     say(
         args,
         f"{args.out}/ is up to date ({files} files); valid against {facts['against']}; "
-        f"{facts['builds']} kustomize builds; no in-place change of what {facts['deployed']} "
-        "deploys",
+        f"{facts['builds']} kustomize builds; {deployed}",
     )

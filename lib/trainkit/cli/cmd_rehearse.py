@@ -31,13 +31,14 @@ def add(sub: Any) -> None:
         "the cluster. An MPIJob runs its launcher's mpirun against a hostfile of this "
         "machine with mpi-operator's env (needs Open MPI's mpirun). A RayJob gets a Ray "
         "cluster of this machine, a head and each worker group's nodes with KubeRay's env, "
-        "and its entrypoint runs against it (needs ray: pip install -e '.[ray]'); there "
+        "and its entrypoint runs against it (needs ray: pip install 'trainkit-gitops[ray]'); there "
         "--nodes caps each group's workers and --procs-per-node each node's Ray CPUs. "
         "An XGBoostJob or JAXJob runs one process per simulated pod with the operator's env "
         "(needs xgboost or jax: pip install -e '.[xgboost]' or '.[jax]'). "
         "GPU-only settings are downgraded and reported. Fails, naming the node and rank, if "
         "any process exits non-zero; stops every process at --timeout. Needs torch: pip "
-        "install -e '.[rehearse]'.",
+        "install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build), then "
+        "pip install 'trainkit-gitops[rehearse]'.",
     )
     p.add_argument("file", help="definition file, e.g. jobs/vision/resnet50_ddp.py")
     p.add_argument(

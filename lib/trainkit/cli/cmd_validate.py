@@ -75,16 +75,13 @@ def _allowance(args: argparse.Namespace) -> PodAllowance:
     root), the platform's NetworkProfiles, as ``trainkit check`` grants them; elsewhere the
     baseline."""
     from ..load import PLATFORM_DIR, load_jobs
-    from ..model import NetworkProfile
     from ..validate import BASELINE, PodAllowance
 
     jobs = Path("jobs")
     if not (jobs / PLATFORM_DIR).is_dir():
         return BASELINE
     loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args))
-    return PodAllowance.from_profiles(
-        d.obj for d in loaded.definitions if isinstance(d.obj, NetworkProfile)
-    )
+    return PodAllowance.from_platform(d.obj for d in loaded.definitions)
 
 
 def _read(path: Path) -> bytes:

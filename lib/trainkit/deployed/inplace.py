@@ -11,6 +11,7 @@ written, and the error says how to make the change a new object instead.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -64,7 +65,9 @@ def refuse_in_place_changes(
     ``origins`` maps the path of each job and runtime file to its definition.
     """
     deployed = baseline.read_many(sorted(origins))
-    problems = []
+    # One message per definition, naming every cluster where it would change: the advice
+    # (run=N) is one edit of the job, not one per cluster.
+    found: dict[int, _Change] = {}
     for path, old_bytes in deployed.items():
         new_bytes = files.get(path)
         if new_bytes is None or new_bytes == old_bytes or _same_definition(old_bytes, new_bytes):
@@ -76,9 +79,61 @@ def refuse_in_place_changes(
             continue  # an unreadable deployed file is the validator's to report
         changed = in_place_changes(old, new)
         if changed:
-            problems.append(_problem(origins[path], path, new, changed, baseline))
-    if problems:
-        raise DefinitionError(problems)
+            d = origins[path]
+            change = found.setdefault(id(d), _Change(d, new, [], [], set()))
+            change.clusters.append(path.split("/")[1] if path.startswith("clusters/") else "?")
+            change.fields.extend(f for f in changed if f not in change.fields)
+            change.scripts |= _changed_scripts(old, new, path, files, baseline)
+    if found:
+        raise DefinitionError([_problem(c, baseline) for c in found.values()])
+
+
+@dataclass
+class _Change:
+    definition: Definition
+    new: dict[str, Any]
+    clusters: list[str]
+    fields: list[str]
+    scripts: set[str] = field(default_factory=set)
+    """Script files whose content changed (the ConfigMap the pods mount was renamed)."""
+
+
+def _config_maps(doc: Any) -> set[str]:
+    """Names of the ConfigMaps an object's pod templates mount."""
+    names: set[str] = set()
+    if isinstance(doc, dict):
+        ref = doc.get("configMap")
+        if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+            names.add(ref["name"])
+        for value in doc.values():
+            names |= _config_maps(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            names |= _config_maps(value)
+    return names
+
+
+def _changed_scripts(
+    old: dict[str, Any], new: dict[str, Any], path: str, files: dict[str, bytes], baseline: Baseline
+) -> set[str]:
+    """The script files that differ between the mounted ConfigMaps (named by content hash)."""
+    gone, added = _config_maps(old) - _config_maps(new), _config_maps(new) - _config_maps(old)
+    if not gone or not added:
+        return set()
+    folder = path.rsplit("/", 1)[0]
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    for name in gone:
+        data = baseline.read_many([f"{folder}/configmap-{name}.yaml"]).get(
+            f"{folder}/configmap-{name}.yaml"
+        )
+        doc = _load(data) if data is not None else None
+        before.update((doc or {}).get("data") or {})
+    for name in added:
+        doc = _load(files.get(f"{folder}/configmap-{name}.yaml", b""))
+        after.update((doc or {}).get("data") or {})
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    return changed or {"(the mounted ConfigMap)"}
 
 
 def _load(data: bytes) -> dict[str, Any] | None:
@@ -89,14 +144,20 @@ def _load(data: bytes) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _problem(
-    d: Definition, path: str, new: dict[str, Any], changed: list[str], baseline: Baseline
-) -> Problem:
+def _problem(c: _Change, baseline: Baseline) -> Problem:
+    d, new = c.definition, c.new
     kind, name = new.get("kind", ""), new.get("metadata", {}).get("name", "")
-    cluster = path.split("/")[1] if path.startswith("clusters/") else "?"
+    where = (
+        f"cluster {c.clusters[0]!r}"
+        if len(c.clusters) == 1
+        else "clusters " + ", ".join(repr(x) for x in c.clusters)
+    )
+    changed = ", ".join(c.fields)
+    if c.scripts:
+        changed += f"; its script changed: {', '.join(sorted(c.scripts))}"
     what = (
-        f"{kind} {name!r} on cluster {cluster!r} is deployed from {baseline.description} "
-        f"and would change in place ({', '.join(changed)})"
+        f"{kind} {name!r} on {where} is deployed from {baseline.description} "
+        f"and would change in place ({changed})"
     )
     obj = d.obj
     if isinstance(obj, JOB_KINDS):

@@ -8,9 +8,11 @@ runtime keeps is counted, an env variable a runtime patch adds is seen.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..resolve import PlannedJob
+from .deadlines import deadline
 from .jax_pods import effective_jaxjob
 from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
@@ -28,6 +30,12 @@ def effective_job(
     pj: PlannedJob, body: dict[str, Any], runtime: dict[str, Any] | None = None
 ) -> EffectiveJob:
     """The pods of ``pj`` from its rendered object (and, for a TrainJob, its runtime's)."""
+    return dataclasses.replace(_pods(pj, body, runtime), deadline=deadline(pj, body))
+
+
+def _pods(
+    pj: PlannedJob, body: dict[str, Any], runtime: dict[str, Any] | None = None
+) -> EffectiveJob:
     if pj.kind == "TrainJob":
         if runtime is None:
             raise ValueError("a TrainJob's pods need its runtime's rendered object")

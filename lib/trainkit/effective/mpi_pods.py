@@ -20,7 +20,7 @@ from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload
 from .operator_pods import pod_restart_policy, run_policy_gang
-from .podsets import EffectiveJob, EnvVar, PodSet, env_source
+from .podsets import EffectiveJob, EnvVar, PodSet, env_source, waits_for_hosts
 
 __all__ = ["effective_mpijob"]
 
@@ -102,6 +102,9 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     ]
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
+    wait = waits_for_hosts(pod_sets[0].spec)
+    if wait is not None:
+        notes.append(wait)
     # kueue v0.19.2 pkg/controller/jobs/mpijob/mpijob_controller.go: launcher, then worker.
     workload = replica_workload(body, replicas, ("Launcher", "Worker"), scheduling)
     return EffectiveJob(

@@ -21,6 +21,7 @@ __all__ = [
     "WorkloadPodSet",
     "env_source",
     "pod_requests",
+    "waits_for_hosts",
 ]
 
 RAY = "ray"
@@ -69,6 +70,19 @@ def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:
     if pj.network is not None and name in pj.network.env:
         return f"network profile {pj.network.name!r}"
     return otherwise
+
+
+def waits_for_hosts(spec: dict[str, Any]) -> str | None:
+    """What a launcher pod's ``wait-for-hosts`` init container (render/mpi_wait.py) does,
+    or None without one."""
+    for c in spec.get("initContainers") or []:
+        if c.get("name") == "wait-for-hosts":
+            seconds = (c.get("command") or ["?"])[-1]
+            return (
+                f"the launcher first waits, up to {seconds} s per attempt, until every host of "
+                "the hostfile accepts its ssh (init container wait-for-hosts); then mpirun runs"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -131,6 +145,23 @@ class PodSet:
     def gpus(self, resource: str) -> int:
         """GPUs of ``resource`` in each pod's training container."""
         return int(parse_quantity(self.limits().get(resource, "0")) or 0)
+
+    def sees_gpus(self, gpu_resource: str, accelerator: str | None) -> str:
+        """Which GPUs the training container sees: those it requests; without any, none
+        when the NVIDIA variables are blank (or on ROCm), else every GPU of the node, which
+        the NVIDIA runtime exposes after the image's NVIDIA_VISIBLE_DEVICES."""
+        n = self.gpus(gpu_resource)
+        if n:
+            return f"its {n} {gpu_resource}"
+        if accelerator == "rocm":
+            return "none (ROCm exposes only the devices a pod requests)"
+        value = None
+        for e in self.env:  # the last of a name wins
+            if e.name == "NVIDIA_VISIBLE_DEVICES" and e.value_from is None:
+                value = e.value
+        if value is not None and value.strip() in ("", "void", "none"):
+            return "none (NVIDIA_VISIBLE_DEVICES is blank)"
+        return "every GPU of its node (the image's NVIDIA_VISIBLE_DEVICES)"
 
     def images(self) -> list[tuple[str, str]]:
         """``(container, image)`` of every container of the pod."""
@@ -252,6 +283,8 @@ class EffectiveJob:
     gang: Gang | None
     notes: tuple[str, ...] = field(default=())
     """Facts worth telling (how a default was resolved)."""
+    deadline: str = "none"
+    """The job's deadline and when the controller starts counting it (``effective.deadlines``)."""
     workload: Workload | None = None
     """The Kueue Workload of a job on a Kueue cluster (its queue label), else None."""
     completion: Completion | None = None

@@ -184,7 +184,9 @@ def _submitter(pj: PlannedJob, spec: dict[str, Any]) -> PodSet | None:
     if spec.get("submissionMode") != "K8sJobMode":
         return None
     pod = dict(spec["submitterPodTemplate"]["spec"])
+    own = next(c for c in pod["containers"] if c["name"] == SUBMITTER)
     env = (
+        *(EnvVar.of(e, "job") for e in own.get("env") or []),
         EnvVar("PYTHONUNBUFFERED", "1", _KUBERAY),
         EnvVar("RAY_DASHBOARD_ADDRESS", "<the head's dashboard, port 8265>", _KUBERAY),
         EnvVar("RAY_JOB_SUBMISSION_ID", "<the RayJob's name and 5 random characters>", _KUBERAY),

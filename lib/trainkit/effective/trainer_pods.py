@@ -24,7 +24,7 @@ from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..resolve import PlannedJob
 from .admission import pod_set_workload
 from .merge import strategic_merge
-from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source
+from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source, waits_for_hosts
 
 __all__ = ["effective_trainjob"]
 
@@ -172,6 +172,17 @@ def _mpi_pods(
         f"MPI runtime: {hosts} hosts × {slots} slots = {hosts * slots} ranks, started by the "
         f"launcher's {command[0]}; the nodes run sshd"
     ]
+    depends = by_name["launcher"].get("dependsOn") or []
+    wait = waits_for_hosts(by_name["launcher"]["template"]["spec"]["template"]["spec"])
+    if any(d.get("name") == "node" and d.get("status") == "Ready" for d in depends):
+        notes.append("the launcher job starts once every node pod is ready (JobSet dependsOn)")
+    elif wait is not None:
+        notes.append(wait)
+    else:
+        notes.append(
+            "nothing makes the launcher wait for the nodes: mpirun may start before their sshd "
+            "listens, and fail"
+        )
     if launchers > 1:
         notes.append(
             f"the runtime's mlPolicy.numNodes is {launchers}: Trainer starts {launchers} "

@@ -7,9 +7,12 @@ object's name, so the loader can say *which* object in a file is wrong.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import sys
-from typing import Any, ClassVar
+import types
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
@@ -27,6 +30,45 @@ def _schema_description(schema: dict[str, Any], cls: type[Any]) -> None:
         schema["description"] = cls._plain_doc
 
 
+def _plain(tp: Any) -> Any:
+    """``tp`` without ``Annotated`` metadata (validators, schema hints), for a readable hint."""
+    if isinstance(tp, str):
+        return tp
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated or hasattr(tp, "__metadata__"):
+        return _plain(getattr(tp, "__origin__", args[0] if args else tp))
+    if not args or origin is Literal:
+        return tp
+    parts = [_plain(a) for a in args]
+    if origin in (Union, types.UnionType):
+        return functools.reduce(operator.or_, parts)
+    try:
+        return origin[tuple(parts)]
+    except TypeError:
+        return tp
+
+
+def _signature(cls: type[BaseModel]) -> inspect.Signature:
+    params = []
+    for name, field in cls.model_fields.items():
+        if field.is_required():
+            default: Any = inspect.Parameter.empty
+        elif field.default_factory is not None:
+            default = field.get_default(call_default_factory=True, validated_data={})
+        else:
+            default = field.default
+        annotation = field.annotation if field.annotation is not None else Any
+        params.append(
+            inspect.Parameter(
+                field.alias or name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=_plain(annotation),
+            )
+        )
+    return inspect.Signature(params, return_annotation=None)
+
+
 class TrainkitModel(BaseModel):
     """Base of all trainkit definition objects."""
 
@@ -42,7 +84,9 @@ class TrainkitModel(BaseModel):
 
     kind: ClassVar[str] = ""
     _plain_doc: ClassVar[str] = ""
-    _defined_at: tuple[str, int] | None = PrivateAttr(default=None)
+    # Not annotated: editors that read fields from annotations (jedi, behind IPython and
+    # Jupyter) would offer it as a constructor argument.
+    _defined_at = PrivateAttr(default=None)
 
     def __init__(self, /, **data: Any) -> None:
         try:
@@ -69,6 +113,16 @@ class TrainkitModel(BaseModel):
         ]
         if lines and cls.__doc__:
             cls.__doc__ = cls._plain_doc + "\n\nFields:\n" + "\n".join(lines) + "\n"
+        # IPython and Jupyter show inspect.signature(PyTorchJob): the fields as keyword
+        # arguments with their types and defaults, not the (**data) of __init__.
+        cls.__signature__ = _signature(cls)
+
+    @classmethod
+    def __pydantic_on_complete__(cls) -> None:
+        super().__pydantic_on_complete__()
+        # pydantic sets its own signature when the (deferred) build completes; its types
+        # carry every validator. Ours again, the fields' plain types.
+        cls.__signature__ = _signature(cls)
 
     @property
     def defined_at(self) -> tuple[str, int] | None:

@@ -61,6 +61,10 @@ class MPIJob(OperatorJob):
     """Refused when True (``launcherCreationPolicy: WaitForWorkersReady``): a worker pod that
     fails before the launcher exists is never recreated, so nothing would ever end the job.
     The launcher is created at once and waits for the workers itself, for a bounded time."""
+    deadline_seconds: int | None = Field(default=None, ge=1)
+    """Fail the job when its launcher has existed this long: mpi-operator gives the deadline to
+    the launcher's Job only, created with the MPIJob, so time queued in Volcano counts (on
+    Kueue the clock starts at admission)."""
     restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
     """What happens when a pod fails: ``OnFailure`` restarts it (the launcher counts against
     ``backoff_limit``), ``Never`` fails it. mpi-operator accepts no other policy."""

@@ -196,8 +196,9 @@ class OperatorJob(PodJob):
     """Pods deleted when the job ends: ``Running`` (the default) stops hung workers so they
     release their GPUs; ``All`` also removes finished pods; ``None`` keeps them for debugging."""
     deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long, counted from when its pods start running
-    (``status.startTime``; time queued in Volcano does not count)."""
+    """Fail the job when it has run this long, counted from when the operator creates its pods
+    (``status.startTime``: once Volcano admits the gang, or Kueue the job, so time queued does
+    not count; an MPIJob's is its launcher's, see there)."""
 
 
 class RoleJob(OperatorJob):

@@ -178,7 +178,9 @@ class RayJob(PodJob):
     backoff_limit: int = Field(default=0, ge=0)
     """Times KubeRay runs the job again after it fails, each time on a new Ray cluster."""
     deadline_seconds: int | None = Field(default=None, ge=1)
-    """Fail the job when it has run this long (``activeDeadlineSeconds``)."""
+    """Fail the job when it has run this long (``activeDeadlineSeconds``), counted from when
+    KubeRay starts it (Initializing): at creation on Volcano, so time queued there counts; at
+    admission on Kueue; anew for each retry."""
 
     @field_validator("name")
     @classmethod

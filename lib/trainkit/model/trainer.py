@@ -118,7 +118,14 @@ class _TorchRuntime(TrainkitModel):
     """PriorityClass of every node and of Volcano's PodGroup."""
     mpi: RuntimeMPI | None = None
     """An MPI runtime instead of a torch one (``RuntimeMPI()``): DeepSpeed or Horovod on the
-    Trainer path; its TrainJobs run ``mpirun`` on the launcher."""
+    Trainer path; its TrainJobs run ``mpirun`` on the launcher. It needs ``run_as_user`` and
+    ``fs_group``."""
+    run_as_user: int | None = Field(default=None, ge=0, le=2147483647)
+    """User id every container of the pods runs as (``securityContext.runAsUser``), e.g.
+    ``1000``; default: the image's. An MPI runtime needs one other than 0."""
+    fs_group: int | None = Field(default=None, ge=0, le=2147483647)
+    """Group id that owns the pods' volumes and is added to their processes
+    (``securityContext.fsGroup``), e.g. ``1000``. An MPI runtime needs one."""
     framework: Literal["torch", "jax", "xgboost"] = "torch"
     """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
     ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
@@ -143,6 +150,32 @@ class _TorchRuntime(TrainkitModel):
 
     _refs = env_refs_validator("TrainJob")
     _sources = env_from_validator()
+
+    @model_validator(mode="after")
+    def _ssh_key_readable(self) -> _TorchRuntime:
+        # Trainer mounts the MPI ssh private key with mode 0640 (trainer v2.3.0
+        # pkg/constants/constants.go MPISSHPrivateKeyFileMode, plugins/mpi/mpi.go): OpenSSH
+        # (authfile.c sshkey_perm_ok) refuses a key its own uid owns with any group or other
+        # bit, and the Secret's files belong to root; another uid reads it only through the
+        # fsGroup the kubelet gives the volume.
+        if self.mpi is None:
+            return self
+        wrong = []
+        if self.run_as_user is None:
+            wrong.append("run_as_user is not set (the image's user, root in most images)")
+        elif self.run_as_user == 0:
+            wrong.append("run_as_user is 0 (root)")
+        if self.fs_group is None:
+            wrong.append("fs_group is not set")
+        if wrong:
+            raise ValueError(
+                f"{' and '.join(wrong)}: Trainer mounts the ssh private key with mode 0640, "
+                "which OpenSSH refuses to use as root (the file's owner), and which another "
+                "user can read only through fs_group; run the pods as the image's non-root "
+                "MPI user, e.g. run_as_user=1000, fs_group=1000, with ssh_dir at that user's "
+                "~/.ssh"
+            )
+        return self
 
 
 class ClusterTrainingRuntime(_TorchRuntime):
@@ -200,7 +233,7 @@ class TrainJob(TrainkitModel):
     """PersistentVolumeClaims mounted on every node."""
     deadline_seconds: int | None = Field(default=None, ge=1)
     """Fail the job when it has existed this long, counted from its creation (Trainer's clock:
-    time queued in Volcano counts, unlike a PyTorchJob's deadline)."""
+    time queued in Volcano counts, unlike a PyTorchJob's deadline; on Kueue from admission)."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from ..effective import EffectiveJob
 from ..errors import Problem, RehearsalError
 from ..load import PLATFORM_DIR, Definition, LoadOptions, load_file, load_jobs
-from ..model import JAXJob, MPIJob, PyTorchJob, RayJob, Team, TrainJob, XGBoostJob
+from ..model import JOB_KINDS, JAXJob, MPIJob, PyTorchJob, RayJob, Team, TrainJob, XGBoostJob
 from ..resolve import PlannedJob, build_plan
 from ..synth import effective_jobs, render_groups
 from .outcome import RehearsalReport
@@ -81,6 +81,19 @@ def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Def
     def refuse(message: str) -> RehearsalError:
         return RehearsalError([Problem(file=file, message=message)])
 
+    others = [d for d in loaded if isinstance(d.obj, JOB_KINDS) and d not in defs]
+    if job_name is not None:
+        others = [d for d in others if job_name in (_any_name(d), f"{_kind(d)}/{_any_name(d)}")]
+    if others and (not defs or (job_name is not None and not _named(defs, job_name))):
+        # Name the kind: "no job here" about a file holding a TFJob reads as a loading bug.
+        kinds = sorted({_kind(d) for d in others})
+        first = others[0].obj
+        assert isinstance(first, JOB_KINDS)
+        raise refuse(
+            f"{_list(others)}: trainkit cannot rehearse a {' or '.join(kinds)} (its framework's "
+            f"launcher is not run here); rehearse runs {_rehearsed()}. "
+            f"`trainkit explain {first.name}` shows what its pods get"
+        )
     if not defs:
         raise refuse(
             "no PyTorchJob, MPIJob, TrainJob, XGBoostJob, JAXJob or RayJob in this file; "
@@ -154,6 +167,20 @@ def targets_for(d: Definition, platform: Sequence[Definition]) -> list[Target]:
 def _jobs_dir(path: Path) -> Path:
     # The rule load_file uses: the nearest enclosing directory named jobs.
     return next(p for p in path.resolve().parents if p.name == "jobs")
+
+
+def _rehearsed() -> str:
+    names = [k.__name__ for k in _REHEARSED]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _any_name(d: Definition) -> str:
+    assert isinstance(d.obj, JOB_KINDS)
+    return d.obj.name
+
+
+def _named(defs: list[Definition], job_name: str) -> bool:
+    return any(job_name in (_name(d), f"{_kind(d)}/{_name(d)}") for d in defs)
 
 
 def _name(d: Definition) -> str:

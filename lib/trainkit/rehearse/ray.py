@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
+from .extras import install_extra
 from .launch import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PROCS,
@@ -62,8 +63,8 @@ def require_ray(file: str = "trainkit", obj: str = "") -> None:
                     file=file,
                     obj=obj,
                     message=f"a RayJob is rehearsed on a local Ray cluster, but ray is not "
-                    f"installed for {sys.executable}; install the extra: pip install -e "
-                    "'.[ray]' (in a checkout) or pip install 'trainkit-gitops[ray]'",
+                    f"installed for {sys.executable}; install the extra: "
+                    f"{install_extra('ray')}",
                 )
             ]
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
+from .extras import CPU_TORCH, install_extra
 from .launch import RehearsalPlan, plan_rehearsal
 from .mpi import plan_mpi_rehearsal
 from .outcome import RehearsalReport
@@ -63,9 +64,8 @@ def require_torch() -> None:
                 Problem(
                     file="trainkit",
                     message=f"rehearse runs the training script with torchrun, but PyTorch is "
-                    f"not installed for {sys.executable}; install the optional extra with "
-                    "pip install -e '.[rehearse]' (in a checkout) or "
-                    "pip install 'trainkit-gitops[rehearse]' (the CPU build of torch is enough)",
+                    f"not installed for {sys.executable}; install PyTorch's CPU build first "
+                    f"({CPU_TORCH}), then the extra: {install_extra('rehearse')}",
                 )
             ]
         )

@@ -18,11 +18,15 @@ from ..model.trainer import RuntimeMPI
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
+from .mpi_wait import wait_for_hosts
 from .pod import (
+    GPU_HIDING_ENV,
     env_list,
     env_only,
     env_sources,
     forwarded,
+    hide_gpus,
+    hides_gpus,
     network_container,
     network_pod,
     placement,
@@ -78,6 +82,9 @@ def _runtime_pod(
         profile = env_only(profile)
     network_container(container, profile)
     pod: dict[str, Any] = {"containers": [container]}
+    identity = {"runAsUser": rt.run_as_user, "fsGroup": rt.fs_group}
+    if any(v is not None for v in identity.values()):
+        pod["securityContext"] = {k: v for k, v in identity.items() if v is not None}
     network_pod(pod, profile)
     volumes, mounts = pod_volumes(shm_size=rt.shm_size if devices else None)
     if mounts:
@@ -182,12 +189,27 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
         devices=mpi.launcher_as_node,
     )  # fmt: skip
-    # A launcher that fails to reach a node that is not listening yet restarts.
+    if not mpi.launcher_as_node:
+        # Resources the TrainJob cannot change (it may set them only with the launcher as a
+        # node, Trainer merging them into both jobs): the GPU-less pods say so themselves.
+        hide_gpus(node["containers"][0], pr.cluster)
+        hide_gpus(launcher["containers"][0], pr.cluster)
+    # A launcher that fails to reach a node restarts, counted against the Job's backoff.
     launcher["restartPolicy"] = "OnFailure"
-    # With Volcano the launcher may not wait for the nodes: the PodGroup counts every pod
-    # (plugins/volcano/volcano.go), so nodes waiting for a launcher that waits for them
-    # would never be admitted. It retries ssh instead (OMPI_MCA_plm_rsh_args).
+    # Without a gang the launcher job waits for the nodes to be Ready (JobSet dependsOn, as
+    # Kubeflow's deepspeed-distributed runtime does). With Volcano it may not: the PodGroup
+    # counts every pod (plugins/volcano/volcano.go Build), so nodes waiting for a launcher
+    # that waits for them would never be admitted. The launcher then waits itself, bounded,
+    # for the hostfile's hosts to accept ssh (the MPI plugin's volumes: plugins/mpi/mpi.go).
     depends = None if volcano else NODE
+    if volcano:
+        launcher["initContainers"] = [
+            wait_for_hosts(
+                rt.image, hostfile_volume="mpi-hostfile", ssh_volume="mpi-ssh-auth",
+                ssh_dir=mpi.ssh_dir, resources=launcher["containers"][0]["resources"],
+                pull_policy=rt.image_pull_policy,
+            )
+        ]  # fmt: skip
     jobset = {
         # Hostnames resolve before the pods are ready, as mpirun needs (Kubeflow's
         # deepspeed-distributed runtime does the same).
@@ -231,8 +253,15 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["command"] = list(job.command)
     if job.args:
         trainer["args"] = list(job.args)
-    if job.env or job.env_refs:
-        trainer["env"] = env_list(job.env, job.env_refs)
+    env = env_list(job.env, job.env_refs)
+    gpus = pj.resources.gpu if pj.resources is not None else 0
+    if (mpi is None or mpi.launcher_as_node) and hides_gpus(pj.cluster, gpus):
+        # The TrainJob decides its nodes' GPUs (resourcesPerNode), so it blanks the NVIDIA
+        # variables itself when they have none; spec.trainer.env reaches the nodes (and the
+        # launcher as a node: jobset/builder.go Trainer).
+        env += env_list(GPU_HIDING_ENV)
+    if env:
+        trainer["env"] = env
     if job.nodes is not None or mpi is not None:
         # The MPI plugin sizes the node job from spec.trainer.numNodes only (plugins/mpi/
         # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it.

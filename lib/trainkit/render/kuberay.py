@@ -28,7 +28,7 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
-from .pod import pod_access, tolerations
+from .pod import hide_gpus, pod_access, tolerations
 from .script import job_metadata, script_configmap_name
 
 __all__ = [
@@ -79,7 +79,13 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     cluster: dict[str, Any] = {}
     if job.autoscaled:
         cluster["enableInTreeAutoscaling"] = True
-    cluster["headGroupSpec"] = {"template": template(HEAD_CONTAINER, job.head)}
+    head: dict[str, Any] = {}
+    if job.head.gpu == 0:
+        # KubeRay passes rayStartParams to `ray start` (common/pod.go generateRayStartCommand);
+        # a head without GPUs says so rather than let Ray count what it detects.
+        head["rayStartParams"] = {"num-gpus": "0"}
+    head["template"] = template(HEAD_CONTAINER, job.head)
+    cluster["headGroupSpec"] = head
     groups = []
     for g in job.workers:
         low, high = g.scaling
@@ -157,6 +163,7 @@ def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
     }
     if job.image_pull_policy is not None:
         container["imagePullPolicy"] = job.image_pull_policy
+    hide_gpus(container, pj.cluster)  # the head's image, on a GPU node maybe
     spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
     if job.tolerations:
         spec["tolerations"] = tolerations(job.tolerations)

@@ -17,6 +17,7 @@ from ..injected_env import MPI_HOSTFILE
 from ..model import WORKSPACE
 from ..model.mpijob import MPIJob
 from ..resolve import PlannedJob
+from .mpi_wait import wait_for_hosts
 from .operator_pod import role_template, run_policy
 from .pod import env_only, forwarded
 from .script import job_metadata, script_configmap_name
@@ -40,7 +41,8 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
         # (deepspeed/launcher/multinode_runner.py OpenMPIRunner) and forwards only a few
         # prefixes of the env; the rest goes through --launcher_args. --force_multi: with one
         # host in the hostfile the runner would start every slot on the launcher itself
-        # (deepspeed/launcher/runner.py main, multi_node_exec). No ssh check of its own.
+        # (deepspeed/launcher/runner.py main, multi_node_exec). No ssh check of its own: the
+        # launcher's wait-for-hosts made it (render/mpi_wait.py).
         extra = ["--allow-run-as-root", *forward, *job.launcher_args]
         return [
             "deepspeed", "--hostfile", MPI_HOSTFILE, "--launcher", "openmpi",
@@ -87,17 +89,30 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     worker: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
     if job.script is not None:
         worker["workingDir"] = WORKSPACE
+    launcher_template = role_template(
+        pj, job, launcher, configmap=cm, resources=job.launcher_resources,
+        node_selector=job.launcher.node_selector,
+        # A launcher that runs no ranks only starts them over ssh.
+        network=pj.network if job.launcher_as_worker else env_only(pj.network),
+        runs_training=job.launcher_as_worker,
+        # mpi-operator blanks the NVIDIA variables of a launcher that is no worker itself.
+        gpu_env=job.launcher_as_worker,
+    )  # fmt: skip
+    # Created at once (AtStartup), the launcher waits for the workers' names, which the
+    # operator publishes once they are Ready (mpi_job_controller.go newJobService), before
+    # mpirun runs: the operator's volumes hold the hostfile and the ssh key.
+    launcher_template["spec"]["initContainers"] = [
+        wait_for_hosts(
+            pj.image or "", hostfile_volume="mpi-job-config", ssh_volume="ssh-auth",
+            ssh_dir=job.ssh_dir, resources=launcher_template["spec"]["containers"][0]["resources"],
+            pull_policy=job.image_pull_policy,
+        )
+    ]  # fmt: skip
     replicas = {
         "Launcher": {
             "replicas": 1,
             "restartPolicy": job.restart_policy,
-            "template": role_template(
-                pj, job, launcher, configmap=cm, resources=job.launcher_resources,
-                node_selector=job.launcher.node_selector,
-                # A launcher that runs no ranks only starts them over ssh.
-                network=pj.network if job.launcher_as_worker else env_only(pj.network),
-                runs_training=job.launcher_as_worker,
-            ),
+            "template": launcher_template,
         },
         "Worker": {
             "replicas": job.nodes,

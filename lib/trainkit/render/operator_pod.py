@@ -18,6 +18,7 @@ from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
 from .pod import (
     env_list,
     env_sources,
+    hide_gpus,
     network_container,
     network_pod,
     placement,
@@ -40,12 +41,15 @@ def role_template(
     node_selector: Mapping[str, str] | None = None,
     network: NetworkProfile | Literal["job"] | None = "job",
     runs_training: bool = True,
+    gpu_env: bool = True,
 ) -> dict[str, Any]:
     """The pod template of one role. ``container`` holds the role's ``name``, ``image`` and,
     when it has them, ``command``, ``workingDir``, ``args`` and ``ports``; the job's env, the
     resources and the mounts are added in the order the API server would show them.
     ``network`` replaces the job's network profile for this role; a role that does not run
-    training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims."""
+    training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims.
+    Without GPUs the container's NVIDIA variables are blanked (``pod.hide_gpus``) unless not
+    ``gpu_env`` (the operator does it itself)."""
     profile = pj.network if network == "job" else network
     volumes, mounts = pod_volumes(
         configmap=configmap, scripts=list(pj.definition.files),
@@ -66,6 +70,8 @@ def role_template(
         c["ports"] = container["ports"]
     c["resources"] = resource_requirements(resources, pj.cluster)
     network_container(c, profile)
+    if gpu_env:
+        hide_gpus(c, pj.cluster)
     if mounts:
         c["volumeMounts"] = mounts
     spec: dict[str, Any] = {"containers": [c]}

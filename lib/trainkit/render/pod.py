@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..model import WORKSPACE, NetworkProfile, SecretKey, Toleration, Volume
+from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, Volume
 from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
 
 __all__ = [
+    "GPU_HIDING_ENV",
     "SCRIPT_VOLUME",
     "SHM_VOLUME",
     "claim_mounts",
@@ -19,6 +20,8 @@ __all__ = [
     "env_only",
     "env_sources",
     "forwarded",
+    "hide_gpus",
+    "hides_gpus",
     "network_container",
     "network_pod",
     "placement",
@@ -66,6 +69,29 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
     if profile.capabilities:
         container["securityContext"] = {"capabilities": {"add": sorted(set(profile.capabilities))}}
+
+
+# The NVIDIA container runtime exposes the GPUs the image's NVIDIA_VISIBLE_DEVICES names (CUDA
+# images say "all") to a container that requests none, unless the pod's env blanks it:
+# mpi-operator does so for its launcher (pkg/controller/mpi_job_controller.go
+# nvidiaDisableEnvVars), trainkit for every container without a GPU. After the device
+# plugin's variables, the container's own win, so a container with GPUs must not get them.
+GPU_HIDING_ENV = {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+
+
+def hides_gpus(cluster: Cluster, gpus: int) -> bool:
+    """Whether a container with ``gpus`` GPUs on ``cluster`` gets the blank NVIDIA variables:
+    without GPUs, except where the stack is ROCm (which exposes only requested devices)."""
+    return gpus == 0 and cluster.accelerator != "rocm"
+
+
+def hide_gpus(container: dict[str, Any], cluster: Cluster) -> None:
+    """Blank the NVIDIA variables of ``container`` when its limits hold no GPU of the
+    cluster's resource (see ``GPU_HIDING_ENV``)."""
+    limits = (container.get("resources") or {}).get("limits") or {}
+    gpus = str(limits.get(cluster.gpu_resource, "0"))
+    if hides_gpus(cluster, 0 if gpus in ("0", "") else 1):
+        container["env"] = [*container.get("env", []), *env_list(GPU_HIDING_ENV)]
 
 
 def env_only(profile: NetworkProfile | None) -> NetworkProfile | None:

@@ -2,21 +2,27 @@
 
 The files are package data below ``template/``: ``.tmpl`` is dropped from each
 name, a ``dot-`` prefix of any path part becomes ``.`` (package data and linters
-then see no dotfiles and no Python modules), and ``@VERSION@`` becomes the
-running trainkit's version, so the CI workflow pins the release that wrote it.
+then see no dotfiles and no Python modules), ``@VERSION@`` becomes the running
+trainkit's version and ``@PIP_INSTALL@`` the one pinned install command
+(``install.py``), so every workflow installs the same trainkit: by default the
+release that wrote it. A directory that is no git repository yet becomes one
+(branch ``main``, which the workflows and Argo CD's ``revision`` name).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+import subprocess
+from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from trainkit import __version__
 from trainkit.errors import Problem, SetupError
+from trainkit.scaffold.install import TrainkitInstall, trainkit_install
 
-__all__ = ["Scaffolded", "scaffold", "scaffold_files"]
+__all__ = ["Scaffolded", "TrainkitInstall", "scaffold", "scaffold_files", "trainkit_install"]
 
 # Files a repository often has already: kept as they are (README) or completed (.gitignore).
 _KEEP = frozenset({"README.md"})
@@ -30,17 +36,22 @@ class Scaffolded:
     """Files that existed and were left as they were."""
     extended: list[str]
     """Files that existed and got the lines trainkit needs appended."""
+    notes: list[str] = field(default_factory=list)
+    """What else was done (``git init``), or could not be."""
 
 
-def scaffold_files(version: str = __version__) -> dict[str, str]:
+def scaffold_files(
+    version: str = __version__, install: TrainkitInstall | None = None
+) -> dict[str, str]:
     """Every file of a new repository, by POSIX path relative to its root."""
+    install = install or trainkit_install(version)
     root = resources.files(__package__).joinpath("template")
     files: dict[str, str] = {}
     for rel, node in _walk(root, ()):
         path = "/".join("." + p.removeprefix("dot-") if p.startswith("dot-") else p for p in rel)
-        files[path.removesuffix(".tmpl")] = node.read_text(encoding="utf-8").replace(
-            "@VERSION@", version
-        )
+        text = node.read_text(encoding="utf-8")
+        text = text.replace("@PIP_INSTALL@", install.pip_command).replace("@VERSION@", version)
+        files[path.removesuffix(".tmpl")] = text
     return dict(sorted(files.items()))
 
 
@@ -54,12 +65,12 @@ def _walk(node: Traversable, rel: tuple[str, ...]) -> list[tuple[tuple[str, ...]
     return found
 
 
-def scaffold(dest: Path) -> Scaffolded:
+def scaffold(dest: Path, install: TrainkitInstall | None = None) -> Scaffolded:
     """Write a new repository into ``dest`` (created if missing); nothing is overwritten.
 
     Raises ``SetupError`` listing every file that is in the way, before writing any.
     """
-    files = scaffold_files()
+    files = scaffold_files(install=install)
     if dest.exists() and not dest.is_dir():
         raise SetupError([Problem(file=str(dest), message="exists and is not a directory")])
     if (dest / "jobs" / "platform").exists():
@@ -97,7 +108,28 @@ def scaffold(dest: Path) -> Scaffolded:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         result.created.append(rel)
+    result.notes.extend(_git_init(dest))
     return result
+
+
+def _git_init(dest: Path) -> list[str]:
+    """``git init`` on branch main unless ``dest`` is inside a work tree already."""
+    git = shutil.which("git")
+    if git is None:
+        return ["git is not installed: run `git init -b main` here before the first commit"]
+    inside = subprocess.run(
+        [git, "-C", str(dest), "rev-parse", "--is-inside-work-tree"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if inside.returncode == 0:
+        return []
+    done = subprocess.run(
+        [git, "-C", str(dest), "init", "-q", "--initial-branch=main"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return [f"git init failed ({done.stderr.strip()}): run `git init -b main` here"]
+    return ["initialized a git repository (branch main): commit jobs/ and generated/ there"]
 
 
 def _append_missing_lines(path: Path, text: str) -> bool:

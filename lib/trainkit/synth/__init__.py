@@ -39,7 +39,7 @@ from ..cache_dir import cache_enabled, repo_cache_dir
 from ..deployed.baseline import Baseline, resolve_baseline
 from ..deployed.inplace import keep_deployed, refuse_in_place_changes
 from ..effective import EffectiveJob
-from ..errors import DefinitionError
+from ..errors import DefinitionError, Problem, TrainkitError
 from ..load import Definition, DefinitionCache, LoadOptions, load_jobs
 from ..repo_root import synth_command
 from ..resolve import Plan, build_plan
@@ -211,7 +211,16 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
         if skipped.last is not None and baseline_id(baseline) != skipped.last.baseline:
             raise _NotReused
         groups = render_groups(plan, deployed=baseline.paths(), kept=skipped.kept)
-        effective = check_cluster_truth(plan, groups)
+        try:
+            effective = check_cluster_truth(plan, groups)
+        except DefinitionError as policy:
+            if skipped.anything:
+                raise
+            # Every error in one run: a job over a cap may also change in place, and the
+            # user should not fix one to be told of the other.
+            raise DefinitionError(
+                [*policy.problems, *_in_place_problems(i, plan, groups, baseline)]
+            ) from None
         notices = [*loaded.notices, *check_migration(plan, baseline)]
     except KeptMoved:
         raise _NotReused from None  # a kept file would move: only with a skip
@@ -286,6 +295,17 @@ class _NotReused(Exception):
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _in_place_problems(i: _Inputs, plan: Plan, groups: Groups, baseline: Baseline) -> list[Problem]:
+    """The in-place changes the render would make, for a run failing on other problems."""
+    origins: dict[str, Definition] = {}
+    files = render_files(plan, YamlCache(None), origins, groups, synth_command(i.root))
+    try:
+        refuse_in_place_changes(files, origins, baseline)
+    except TrainkitError as e:
+        return e.problems
+    return []
 
 
 def _to_compare(

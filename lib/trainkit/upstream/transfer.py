@@ -61,7 +61,14 @@ def fetch_crds(pins: Iterable[Pin], dest: Path, *, mirror: str | None = None) ->
         try:
             data = _download(url)
         except _FetchError as err:
-            problems.append(Problem(file=url, message=f"cannot fetch {pin.path}: {err}"))
+            offline = (
+                ""
+                if base
+                else "; offline, read the same files from a mirror (--mirror DIR_OR_URL, or "
+                f"${MIRROR_ENV}) or validate against your clusters' CRDs "
+                "(kubectl get crd -o yaml > crds.yaml, then --crds crds.yaml)"
+            )
+            problems.append(Problem(file=url, message=f"cannot fetch {pin.path}: {err}{offline}"))
             continue
         digest = hashlib.sha256(data).hexdigest()
         if digest != pin.sha256:
@@ -133,6 +140,11 @@ def _write(target: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        # mkstemp makes it 0600: a CRD is no secret, and CI or a colleague reads it as
+        # another user (0644, less what the umask takes away).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o644 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -215,8 +215,10 @@ def _listed(
             "overlays outside the generated tree",
         )
         for key in data
-        if key not in _INERT
+        if key not in _INERT and key != "components"
     ]
+    for entry in data.get("components") or []:
+        problems += _inert_component(directory, entry, out_dir, shown, where)
     files: list[str] = []
     for entry in data.get("resources") or []:
         if not isinstance(entry, str):
@@ -240,6 +242,53 @@ def _listed(
         else:
             files.append(rel)
     return files, problems
+
+
+def _inert_component(
+    directory: Path, entry: object, out_dir: Path, shown: str, where: str
+) -> list[Problem]:
+    """Problems of a component a kustomization lists: trainkit's own teach kustomize the CRD
+    fields (``configurations``, ``openapi``) and change no object; anything else may."""
+    if not isinstance(entry, str):
+        return [Problem(file=where, field="components", message=f"{entry!r} is no path")]
+    path = Path(os.path.normpath(directory / entry))
+    if _rel(path, out_dir) is None:
+        return [
+            Problem(
+                file=where,
+                field="components",
+                message=f"{entry!r} lies outside {shown}/: not compared; the generated "
+                "tree may list only its own files",
+            )
+        ]
+    kustomization = next((path / n for n in _KUSTOMIZATIONS if (path / n).is_file()), None)
+    shown_path = f"{shown}/{_rel(path, out_dir)}"
+    if kustomization is None:
+        return [
+            Problem(
+                file=shown_path, message="is listed as a component but has no kustomization file"
+            )
+        ]
+    try:
+        docs = [value for _, _, value in decode_documents(kustomization.read_bytes())]
+    except (OSError, DecodeError, InputLimitError) as err:
+        return [Problem(file=shown_path, message=f"cannot be read: {err}")]
+    data = docs[0] if len(docs) == 1 else None
+    if not isinstance(data, dict) or data.get("kind") != "Component":
+        return [
+            Problem(file=shown_path, message="is listed as a component but is not one Component")
+        ]
+    return [
+        Problem(
+            file=f"{shown}/{_rel(kustomization, out_dir)}",
+            field=str(key),
+            message="may change the objects kustomize builds, so the build cannot be "
+            "compared with what trainkit rendered (trainkit's components only teach kustomize "
+            "the CRD fields); put overlays outside the generated tree",
+        )
+        for key in data
+        if key not in _INERT or key == "resources"
+    ]
 
 
 def _origins(

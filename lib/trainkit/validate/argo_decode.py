@@ -454,8 +454,31 @@ class _GoBuilder(Builder):
 # --- documents ------------------------------------------------------------------------
 
 
+_SEPARATOR = re.compile(rb"^---([^\n]*)(?:\n|\Z)", re.MULTILINE)
+
+
 def split_documents(data: bytes) -> Iterator[tuple[int, bytes]]:
     """``(first line, document)`` as apimachinery's ``YAMLReader`` cuts the stream."""
+    if b"\r" in data:
+        yield from _split_lines(data)
+        return
+    # Without CR every line is as read: cut at the separator lines only (kustomize's output).
+    pos, line = 0, 1
+    for match in _SEPARATOR.finditer(data):
+        chunk = data[pos : match.start()]
+        here = line + chunk.count(b"\n")
+        rest = match[1].decode("utf-8", "replace").strip(_GO_SPACE)
+        if rest and not rest.startswith("#"):
+            raise DecodeError(f"invalid Yaml document separator: {rest}", here)
+        if chunk:
+            yield line, chunk
+        pos, line = match.end(), here + 1
+    if pos < len(data):
+        chunk = data[pos:]
+        yield line, chunk if chunk.endswith(b"\n") else chunk + b"\n"
+
+
+def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     lines = data.split(b"\n")
     ended = lines[-1] == b""
     if ended:

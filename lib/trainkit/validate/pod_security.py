@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from trainkit.kube.pods import containers
 from trainkit.validate.findings import Finding, JsonPath
@@ -27,6 +27,7 @@ _NEVER = {
 }
 
 
+@runtime_checkable
 class GrantsPods(Protocol):
     """What a network profile grants (``trainkit.NetworkProfile`` is one)."""
 
@@ -57,6 +58,12 @@ class PodAllowance:
             host_network=any(p.host_network for p in profiles),
             source=f"NetworkProfiles {names}" if profiles else "no NetworkProfile is declared",
         )
+
+    @classmethod
+    def from_platform(cls, objects: Iterable[object]) -> PodAllowance:
+        """What the platform's objects grant (those that grant pods anything: its
+        NetworkProfiles), as ``trainkit check`` takes them from the plan."""
+        return cls.from_profiles(o for o in objects if isinstance(o, GrantsPods))
 
 
 BASELINE = PodAllowance(

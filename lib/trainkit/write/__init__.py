@@ -221,7 +221,8 @@ def _refuse_foreign(old: Mapping[str, bytes], changes: Changes, display: str) ->
                     file=display,
                     message=(
                         f"holds files trainkit did not generate ({shown}); refusing to replace the "
-                        "directory. Move them elsewhere or choose another --out"
+                        "directory. Move them elsewhere (or delete them) and run this again, or "
+                        "choose another --out"
                     ),
                 )
             ]

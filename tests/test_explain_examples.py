@@ -1,0 +1,127 @@
+"""What `trainkit explain` shows for each example job in jobs/: its pods (role, count, whether
+they run ranks), the GPUs each pod sees, the world size and the deadline. A controller
+reading that changes one of these changes a line here, on purpose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainkit.explain import as_data
+from trainkit.load import load_jobs
+from trainkit.resolve import build_plan
+from trainkit.synth.layout import effective_jobs, render_groups
+
+REPO = Path(__file__).resolve().parents[1]
+BLANK = "none (NVIDIA_VISIBLE_DEVICES is blank)"
+ROCM_NONE = "none (ROCm exposes only the devices a pod requests)"
+A800 = "its 8 baidu.com/a800_80g_cgpu"
+NV8 = "its 8 nvidia.com/gpu"
+AMD8 = "its 8 amd.com/gpu"
+CREATION_VOLCANO = "from the TrainJob's creation: time queued in Volcano counts"
+
+# (kind object-name, cluster) -> (world size, [(role, pods, runs ranks, GPUs seen)], deadline)
+EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str]] = {
+    ("MPIJob llama-pretrain-deepspeed-r6", "a800-north"): (
+        16,
+        [("Launcher", 1, False, BLANK), ("Worker", 2, True, A800)],
+        "none",
+    ),
+    ("PyTorchJob llama-finetune-fsdp-r1", "a800-north"): (
+        32,
+        [("Master", 1, True, A800), ("Worker", 3, True, A800)],
+        "604800 s, from when the operator creates the pods, once Volcano admits the gang: time "
+        "queued does not count",
+    ),
+    ("TrainJob llama-sft-r1", "a800-north"): (
+        32,
+        [("node", 4, True, A800)],
+        f"604800 s, {CREATION_VOLCANO}",
+    ),
+    ("TrainJob llama-pretrain-ds-r5", "gpu-east"): (
+        16,
+        # One launcher (mlPolicy.numNodes 1), two sshd nodes of 8 slots.
+        [("launcher", 1, False, BLANK), ("node", 2, True, NV8)],
+        "none",
+    ),
+    ("RayJob lr-sweep-ray-r2", "gpu-east"): (
+        3,
+        [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
+        "none",
+    ),
+    ("RayJob lr-sweep-ray-r2", "h100-south"): (
+        3,
+        [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
+        "none",
+    ),
+    ("PaddleJob resnet-paddle", "gpu-east"): (
+        2,
+        [("Worker", 2, True, "its 1 nvidia.com/gpu")],
+        "none",
+    ),
+    ("PyTorchJob resnet50-ddp", "gpu-east"): (
+        16,
+        [("Master", 1, True, NV8), ("Worker", 1, True, NV8)],
+        "none",
+    ),
+    ("PyTorchJob resnet50-ddp", "rocm-west"): (
+        16,
+        [("Master", 1, True, AMD8), ("Worker", 1, True, AMD8)],
+        "none",
+    ),
+    ("TFJob mobilenet-ps-r1", "gpu-east"): (
+        5,
+        [
+            ("Chief", 1, True, BLANK),
+            ("PS", 2, True, BLANK),
+            ("Worker", 2, True, "its 2 nvidia.com/gpu"),
+        ],
+        "none",
+    ),
+    ("TrainJob resnet50-r1", "gpu-east"): (16, [("node", 2, True, NV8)], "none"),
+    ("JAXJob bigram-jax", "gpu-east"): (2, [("Worker", 2, True, NV8)], "none"),
+    ("TrainJob bigram-jax-tj-r1", "gpu-east"): (2, [("node", 2, True, NV8)], "none"),
+    ("XGBoostJob photo-quality-xgb-r1", "gpu-east"): (
+        3,
+        [("Master", 1, True, BLANK), ("Worker", 2, True, BLANK)],
+        "21600 s, from when the operator creates the pods, once Volcano admits the gang: time "
+        "queued does not count",
+    ),
+    ("TrainJob resnet50-r1", "rocm-west"): (16, [("node", 2, True, AMD8)], "none"),
+    ("PaddleJob wide-deep-ps", "rocm-west"): (
+        4,
+        [("ps", 2, True, ROCM_NONE), ("worker", 2, True, ROCM_NONE)],
+        "none",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def shown() -> dict[tuple[str, str], dict[str, Any]]:
+    plan = build_plan(load_jobs(REPO / "jobs").definitions)
+    out = {}
+    for ej in effective_jobs(render_groups(plan)):
+        d = as_data(ej)
+        out[(f"{d['kind']} {d['name']}", d["cluster"])] = d
+    return out
+
+
+def test_every_example_job_is_listed(shown: dict[tuple[str, str], dict[str, Any]]) -> None:
+    assert sorted(shown) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: f"{k[0]}@{k[1]}")
+def test_explain_shows_the_example_s_pods(
+    shown: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str]
+) -> None:
+    world, pods, deadline = EXPECTED[key]
+    d = shown[key]
+    assert d["world_size"] == world
+    got = [(p["role"], p["count"], p["runs_ranks"], p["gpus_seen"]) for p in d["pods"]]
+    assert got == pods
+    assert d["deadline"] == deadline
+    # An MPI job (an MPIJob, a TrainJob on an MPI runtime) has exactly one launcher pod.
+    launchers = [p["count"] for p in d["pods"] if p["role"].lower() == "launcher"]
+    assert launchers in ([], [1])

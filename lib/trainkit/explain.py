@@ -118,7 +118,13 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
         "deadline": ej.deadline,
-        "kueue_queue": pj.local_queue,
+        "kueue_queue": ej.workload.queue if ej.workload is not None else None,
+        "kueue_pod_sets": None
+        if ej.workload is None
+        else [
+            {"name": w.name, "count": w.count, "requests": _quantities(w.requests)}
+            for w in ej.workload.pod_sets
+        ],
         "podgroup": None
         if ej.gang is None
         else {
@@ -126,6 +132,15 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
             "queue": ej.gang.queue,
             "min_member": ej.gang.min_member,
             "requests": _quantities(ej.gang.requests),
+            "priority_class": ej.gang.priority_class,
+        },
+        "completion": None
+        if ej.completion is None
+        else {
+            "succeeds": list(ej.completion.succeeds),
+            "needs": ej.completion.needs,
+            "backoff_limit": ej.completion.backoff_limit,
+            "counts": ej.completion.counts,
         },
         "pods": [
             {
@@ -135,6 +150,14 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "runs_ranks": ps.runs_ranks,
                 "duty": ps.duty or None,
                 "container": ps.container,
+                "names": None
+                if ps.name_format is None
+                else [ps.pod_name(0), ps.pod_name(ps.count - 1)],
+                "restart_policy": ps.restart_policy,
+                "added_init_containers": [
+                    {"name": c.get("name"), "image": c.get("image")}
+                    for c in ps.added_init_containers
+                ],
                 "image": ps.main.get("image"),
                 "image_pull_policy": ps.main.get("imagePullPolicy"),
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
@@ -196,10 +219,11 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append(f"  deadline: {d['deadline']}")
         pg = d["podgroup"]
         if d["kueue_queue"] is not None:
+            sets = ", ".join(f"{w['name']} × {w['count']}" for w in d["kueue_pod_sets"])
             lines.append(
-                f"  Kueue admits all {sum(p['count'] for p in d['pods'])} pods as one workload "
-                f"(LocalQueue {d['kueue_queue']} → ClusterQueue {d['kueue_queue']}); until then "
-                "the job stays suspended"
+                f"  Kueue admits all {sum(w['count'] for w in d['kueue_pod_sets'])} pods as one "
+                f"workload (LocalQueue {d['kueue_queue']} → ClusterQueue {d['kueue_queue']}): "
+                f"pod sets {sets}; until then the job stays suspended"
             )
         elif pg is None:
             lines.append("  no gang: the default scheduler places each pod on its own")
@@ -209,6 +233,8 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 f"  PodGroup {pg['name']} in queue {pg['queue']}: {pg['min_member']} pods at once, "
                 f"requesting {req}"
             )
+        if d["completion"] is not None:
+            lines.append(f"  {_completion(d['completion'])}")
         for note in d["notes"]:
             lines.append(f"  note: {note}")
         for pod in d["pods"]:
@@ -226,9 +252,18 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             )
             pull = [f"pull policy {pod['image_pull_policy']}"] if pod["image_pull_policy"] else []
             pull += [f"pull secret {name}" for name in pod["image_pull_secrets"]]
+            if pod["names"] is not None:
+                first, last = pod["names"]
+                lines.append(f"    pods       {first}" + (f" … {last}" if last != first else ""))
             lines.append(
                 f"    image      {pod['image']}" + (f" ({', '.join(pull)})" if pull else "")
             )
+            for init in pod["added_init_containers"]:
+                lines.append(
+                    f"    init       {init['name']} ({init['image']}), added by the operator"
+                )
+            if pod["restart_policy"]:
+                lines.append(f"    restart    {pod['restart_policy']}")
             if pod["service_account"]:
                 lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
             if pod["priority_class"]:
@@ -260,6 +295,19 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
     # Env values and arguments are the definition's: no control character reaches the
     # terminal raw.
     return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
+
+
+def _completion(c: dict[str, Any]) -> str:
+    """``succeeds when …; fails …`` of a job's completion."""
+    roles = " and ".join(c["succeeds"])
+    which = {"all": f"every {roles} pod", "first": f"{roles} 0", "any": f"any {roles} pod"}
+    text = f"succeeds when {which.get(c['needs'], roles)} exits 0"
+    limit = c["backoff_limit"]
+    if limit is None:
+        return text + "; no backoff limit: failing pods restart without bound"
+    if limit == 0:
+        return text + f"; the first failure fails the job ({c['counts']})"
+    return text + f"; fails once {limit} restarts are counted ({c['counts']})"
 
 
 def _source(entry: dict[str, Any]) -> str:

@@ -154,28 +154,40 @@ def pytorchjob_elastic_env(
     job_name: str,
     min_nodes: int,
     max_nodes: int,
-    max_restarts: int,
+    max_restarts: int | None,
     procs_per_node: str | None,
     port: int = PYTORCHJOB_MASTER_PORT,
+    host: str | None = None,
+    rdzv_id: str | None = None,
+    rdzv_conf: list[tuple[str, str]] | None = None,
+    standalone: bool = False,
+    backend: str = "c10d",
 ) -> dict[str, str]:
     """The env Training Operator v1.9 gives every Worker of an elastic PyTorchJob.
 
     With no Master there is no MASTER_ADDR, RANK or WORLD_SIZE: torchrun takes its settings
     from PET_* and the rendezvous assigns ranks (pkg/controller.v1/pytorch/envvar.go setPodEnv;
-    pkg/controller.v1/pytorch/elastic.go: the endpoint is the first Worker's Service and its
-    pytorchjob-port, PET_NNODES is ``min:max``).
+    pkg/controller.v1/pytorch/elastic.go: the endpoint is ``rdzvHost`` else the first Worker's
+    Service, at ``rdzvPort`` else its pytorchjob-port; PET_NNODES is ``min:max``).
     """
     env = {"PYTHONUNBUFFERED": "1"}
     if procs_per_node is not None:
         env["PET_NPROC_PER_NODE"] = procs_per_node
     env.update(
         {
-            "PET_RDZV_ENDPOINT": f"{job_name}-worker-0:{port}",
-            "PET_RDZV_BACKEND": "c10d",
+            "PET_RDZV_ENDPOINT": f"{host or f'{job_name}-worker-0'}:{port}",
+            "PET_RDZV_BACKEND": backend,
             "PET_NNODES": f"{min_nodes}:{max_nodes}",
-            "PET_MAX_RESTARTS": str(max_restarts),
         }
     )
+    if max_restarts is not None:
+        env["PET_MAX_RESTARTS"] = str(max_restarts)
+    if rdzv_id is not None:
+        env["PET_RDZV_ID"] = rdzv_id
+    if rdzv_conf:
+        env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in rdzv_conf)
+    if standalone:
+        env["PET_STANDALONE"] = ""
     return env
 
 
@@ -350,16 +362,24 @@ _TFJOB_RESERVED = {
 
 
 def tf_config(
-    *, job: str, namespace: str, counts: dict[str, int], role: str, index: int
+    *,
+    job: str,
+    namespace: str,
+    counts: dict[str, int],
+    role: str,
+    index: int,
+    ports: dict[str, int] | None = None,
 ) -> str | None:
     """TF_CONFIG as the operator writes it for pod ``index`` of replica type ``role``, or None
-    when the job is not distributed (one pod in all). Go's encoding/json sorts map keys and
-    writes no spaces."""
+    when the job is not distributed (one pod in all); each type's addresses use its own
+    ``tfjob-port`` (``ports``, default 2222). Go's encoding/json sorts map keys and writes no
+    spaces."""
     if sum(counts.values()) == 1:
         return None
     cluster = {
         rtype.lower(): [
-            f"{job}-{rtype.lower()}-{i}.{namespace}.svc:{TFJOB_PORT}" for i in range(count)
+            f"{job}-{rtype.lower()}-{i}.{namespace}.svc:{(ports or {}).get(rtype, TFJOB_PORT)}"
+            for i in range(count)
         ]
         for rtype, count in counts.items()
     }
@@ -403,10 +423,13 @@ _PADDLEJOB_RESERVED = {
 }
 
 
-def paddlejob_env(*, job: str, counts: dict[str, int], role: str, index: int) -> dict[str, str]:
+def paddlejob_env(
+    *, job: str, counts: dict[str, int], role: str, index: int, port: int = PADDLEJOB_PORT
+) -> dict[str, str]:
     """What the operator appends for pod ``index`` of replica type ``role``: the rendezvous is
     the first Master (parameter server) when there is one, else Worker 0, which reaches itself
-    through its own pod IP (``$(POD_IP_DUMMY)``, a fieldRef of status.podIP)."""
+    through its own pod IP (``$(POD_IP_DUMMY)``, a fieldRef of status.podIP), at the
+    rendezvous role's port named ``master`` (``port``)."""
     first = "Master" if "Master" in counts else "Worker"
     env = {
         "PYTHONUNBUFFERED": "1",
@@ -415,9 +438,9 @@ def paddlejob_env(*, job: str, counts: dict[str, int], role: str, index: int) ->
     }
     if role == first and index == 0:
         env["POD_IP_DUMMY"] = "<the pod's IP>"
-        env["PADDLE_MASTER"] = f"$(POD_IP_DUMMY):{PADDLEJOB_PORT}"
+        env["PADDLE_MASTER"] = f"$(POD_IP_DUMMY):{port}"
     else:
-        env["PADDLE_MASTER"] = f"{job}-{first.lower()}-0:{PADDLEJOB_PORT}"
+        env["PADDLE_MASTER"] = f"{job}-{first.lower()}-0:{port}"
     if "Master" in counts:
         env["PADDLE_SERVER_NUM" if role == "Master" else "PADDLE_TRAINER_NUM"] = "1"
     return env
@@ -430,11 +453,13 @@ def paddle_operator_env(
     role: str,
     intranet: str | None = None,
     with_gloo: int | None = None,
+    index: int = 0,
 ) -> dict[str, str]:
-    """What paddle-operator gives the first pod of ``role`` (``ps`` or ``worker``): its own
-    variables, then its ConfigMap ``<job>``'s keys, whose endpoints it knows only once every
-    pod has an IP (a random port in 36000-55999), or, with ``intranet="Service"``, each pod's
-    Service at port 36000 (controllers/paddlejob_helper.go constructConfigMap)."""
+    """What paddle-operator gives pod ``index`` of ``role`` (``ps``, ``worker`` or ``heter``):
+    its own variables (POD_IP is the pod's name behind Services, else its IP), then its
+    ConfigMap ``<job>``'s keys, whose endpoints it knows only once every pod has an IP (a
+    random port in 36000-55999), or, with ``intranet="Service"``, each pod's Service at port
+    36000 (controllers/paddlejob_helper.go constructPod, constructConfigMap)."""
     later = "<once every pod has an IP>"
 
     def endpoints(r: str) -> str:
@@ -443,8 +468,8 @@ def paddle_operator_env(
         return ",".join(f"{job}-{r}-{i}:36000" for i in range(counts.get(r, 0)))
 
     env = {
-        "POD_IP": "<the pod's IP>",
-        "PADDLE_TRAINER_ID": "0",
+        "POD_IP": f"{job}-{role}-{index}" if intranet == "Service" else "<the pod's IP>",
+        "PADDLE_TRAINER_ID": str(index),
         # api/v1/paddlejob_types.go TrainingRole.
         "TRAINING_ROLE": {"ps": "PSERVER", "heter": "HETER"}.get(role, "TRAINER"),
     }

@@ -12,8 +12,9 @@ from typing import Any
 from ..injected_env import jaxjob_env
 from ..render.jax import CONTAINER
 from ..resolve import PlannedJob
-from .operator_pods import role_pod_sets, run_policy_gang
-from .podsets import EffectiveJob, EnvVar
+from .admission import replica_workload
+from .operator_pods import BACKOFF_COUNTS, role_pod_sets, run_policy_gang
+from .podsets import Completion, EffectiveJob, EnvVar
 
 __all__ = ["effective_jaxjob"]
 
@@ -24,11 +25,14 @@ _PER_POD = {"PROCESS_ID": "the Worker's index"}
 def effective_jaxjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
 
-    def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
-        env = jaxjob_env(job=pj.object_name, workers=sum(counts.values()), index=0)
+    def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
+        env = jaxjob_env(job=pj.object_name, workers=sum(counts.values()), index=index)
         return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
 
-    pod_sets = role_pod_sets(pj, spec["jaxReplicaSpecs"], CONTAINER, injected)
+    # jax_types.go JAXJobDefaultRestartPolicy: Never.
+    pod_sets = role_pod_sets(
+        pj, spec["jaxReplicaSpecs"], CONTAINER, injected, default_restart="Never"
+    )
     total = sum(ps.count for ps in pod_sets)
     gang = run_policy_gang(pj, spec, pod_sets, total)
     notes = (
@@ -36,4 +40,25 @@ def effective_jaxjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         f"(NUM_PROCESSES={total}), which jax.distributed.initialize() connects through the "
         "coordinator on Worker 0; each process uses its pod's GPUs as local devices",
     )
-    return EffectiveJob(pj, tuple(pod_sets), "1", total, None, gang, notes)
+    limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+    completion = Completion(
+        ("Worker",), "all", None if limit is None else int(limit), BACKOFF_COUNTS
+    )
+    # kueue v0.19.2 pkg/controller/jobs/kubeflow/jobs/jaxjob: one pod set, worker.
+    workload = replica_workload(
+        body,
+        spec["jaxReplicaSpecs"],
+        ("Worker",),
+        (spec.get("runPolicy") or {}).get("schedulingPolicy"),
+    )
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        "1",
+        total,
+        None,
+        gang,
+        notes,
+        workload=workload,
+        completion=completion,
+    )

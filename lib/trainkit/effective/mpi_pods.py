@@ -11,12 +11,15 @@ minMember = schedulingPolicy.minAvailable, else workers + 1.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from ..injected_env import mpijob_env
 from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
-from .operator_pods import run_policy_gang
+from .admission import min_resources, replica_workload
+from .operator_pods import pod_restart_policy, run_policy_gang
 from .podsets import EffectiveJob, EnvVar, PodSet, env_source, waits_for_hosts
 
 __all__ = ["effective_mpijob"]
@@ -57,7 +60,24 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             own["command"] = ["/usr/sbin/sshd", "-De"]
         first_rank = 0 if role == "Launcher" else (1 if as_worker else 0)
         ranks = role == "Worker" or as_worker
-        pod_sets.append(PodSet(role, count, first_rank, template, CONTAINER, tuple(env), ranks))
+        # newLauncherJob/newWorker: the launcher Job's pod is <job>-launcher (its hostname),
+        # worker i is <job>-worker-i; setRestartPolicy turns ExitCode into Never; the v2beta1
+        # defaults are OnFailure for the launcher, Never for workers.
+        pod_sets.append(
+            PodSet(
+                role,
+                count,
+                first_rank,
+                template,
+                CONTAINER,
+                tuple(env),
+                ranks,
+                restart_policy=pod_restart_policy(
+                    replicas[role], "OnFailure" if role == "Launcher" else "Never"
+                ),
+                name_format=f"{name}-launcher" if role == "Launcher" else f"{name}-worker-{{i}}",
+            )
+        )
     workers = pod_sets[1].count
     hosts = workers + (1 if as_worker else 0)
     world = slots * hosts
@@ -66,6 +86,12 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     launcher_in = int(scheduling.get("minAvailable", workers + 1)) > workers
     order = pod_sets if launcher_in else [pod_sets[1], pod_sets[0]]
     gang = run_policy_gang(pj, spec, order, workers + 1)
+    if gang is not None and "minResources" not in scheduling:
+        gang = replace(
+            gang,
+            requests=_min_resources(replicas, gang.min_member),
+            placed=gang.requests,
+        )
     command = pod_sets[0].main.get("command")
     starter = f"the launcher's {command[0]}" if command else "the launcher's ENTRYPOINT"
     notes = [
@@ -79,4 +105,29 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     wait = waits_for_hosts(pod_sets[0].spec)
     if wait is not None:
         notes.append(wait)
-    return EffectiveJob(pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes))
+    # kueue v0.19.2 pkg/controller/jobs/mpijob/mpijob_controller.go: launcher, then worker.
+    workload = replica_workload(body, replicas, ("Launcher", "Worker"), scheduling)
+    return EffectiveJob(
+        pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes), workload=workload
+    )
+
+
+def _min_resources(replicas: dict[str, Any], members: int) -> dict[str, Decimal]:
+    """The PodGroup's minResources as mpi-operator computes it (pkg/controller/podgroup.go
+    calPGMinResource): the launcher and every worker, but when minMember is fewer pods, the
+    launcher and ``minMember - 1`` workers (with equal priorities the workers give way); each
+    container's requests, its limits standing in for the names it does not request."""
+    launcher = replicas["Launcher"]["template"]["spec"].get("containers") or []
+    worker = replicas["Worker"]["template"]["spec"].get("containers") or []
+    workers = int(replicas["Worker"].get("replicas", 1))
+    if 1 + workers > members:
+        workers = members - 1
+    pods = [([_merged(c) for c in launcher], 1), ([_merged(c) for c in worker], workers)]
+    return min_resources(pods)
+
+
+def _merged(container: dict[str, Any]) -> dict[str, Any]:
+    """podgroup.go addResources: requests, and limits for the names without a request."""
+    res = container.get("resources") or {}
+    amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    return {"resources": {"requests": amounts}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -9,7 +10,19 @@ from typing import Any
 from ..kube.quantities import parse_quantity
 from ..resolve import PlannedJob
 
-__all__ = ["RAY", "EffectiveJob", "EnvVar", "Gang", "PodSet", "env_source", "waits_for_hosts"]
+__all__ = [
+    "RAY",
+    "Completion",
+    "EffectiveJob",
+    "EnvVar",
+    "Gang",
+    "PodSet",
+    "Workload",
+    "WorkloadPodSet",
+    "env_source",
+    "pod_requests",
+    "waits_for_hosts",
+]
 
 RAY = "ray"
 """``procs_per_node`` of a Ray job: Ray places tasks and actors, no fixed process count."""
@@ -90,6 +103,16 @@ class PodSet:
     """False for a role that only starts the others' processes (an MPI launcher)."""
     duty: str = ""
     """What the role's pods do, where node ranks do not say it (a Ray head)."""
+    restart_policy: str | None = None
+    """The pods' ``restartPolicy`` as the controller sets it; None where it keeps the
+    template's (Kubernetes' default is ``Always``)."""
+    name_format: str | None = None
+    """Pod ``i``'s name and hostname, ``{i}`` standing for its index (``job-worker-{i}``);
+    None where the controller picks names of its own (a random suffix)."""
+    added_init_containers: tuple[dict[str, Any], ...] = ()
+    """Init containers the controller adds to the template (not the job's own)."""
+    vary: Callable[[int], Sequence[EnvVar]] | None = field(default=None, compare=False, repr=False)
+    """The training container's env on pod ``i`` when it differs from pod to pod."""
 
     @property
     def main(self) -> dict[str, Any]:
@@ -102,18 +125,22 @@ class PodSet:
         res = self.main.get("resources") or {}
         return {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
 
+    def pod_name(self, index: int) -> str | None:
+        """The name (and hostname) of pod ``index``, when the controller fixes it."""
+        return None if self.name_format is None else self.name_format.format(i=index)
+
+    def env_of(self, index: int) -> tuple[EnvVar, ...]:
+        """The training container's env on pod ``index`` of the role."""
+        if index == 0 or self.vary is None:
+            return self.env
+        return tuple(self.vary(index))
+
     def requests(self) -> dict[str, Decimal]:
-        """Requests of the whole pod, as the scheduler counts them: the sum over containers
-        (a limit stands for a missing request)."""
-        total: dict[str, Decimal] = {}
-        for c in self.spec.get("containers") or []:
-            res = c.get("resources") or {}
-            amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-            for name, value in amounts.items():
-                parsed = parse_quantity(str(value))
-                if parsed is not None:
-                    total[name] = total.get(name, Decimal(0)) + parsed
-        return total
+        """Requests of the whole pod, as the scheduler counts them (a limit stands for a
+        missing request; init containers, the controller's included, count by their
+        largest)."""
+        init = [*(self.spec.get("initContainers") or []), *self.added_init_containers]
+        return pod_requests(self.spec.get("containers") or [], init)
 
     def gpus(self, resource: str) -> int:
         """GPUs of ``resource`` in each pod's training container."""
@@ -145,6 +172,32 @@ class PodSet:
         return out
 
 
+def pod_requests(
+    containers: Sequence[Mapping[str, Any]], init: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Decimal]:
+    """A pod's requests as the scheduler (and Kueue) counts them: per resource the sum over
+    its containers, or the largest init container's if that is more (k8s.io/component-helpers
+    resource.PodRequests); a limit stands for a missing request (the API server's default)."""
+
+    def amounts(c: Mapping[str, Any]) -> dict[str, Decimal]:
+        res = c.get("resources") or {}
+        out = {}
+        for name, value in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            parsed = parse_quantity(str(value))
+            if parsed is not None:
+                out[str(name)] = parsed
+        return out
+
+    total: dict[str, Decimal] = {}
+    for c in containers:
+        for name, value in amounts(c).items():
+            total[name] = total.get(name, Decimal(0)) + value
+    for c in init:
+        for name, value in amounts(c).items():
+            total[name] = max(total.get(name, Decimal(0)), value)
+    return total
+
+
 @dataclass(frozen=True)
 class Gang:
     """The Volcano PodGroup the scheduler must admit as a whole."""
@@ -153,7 +206,68 @@ class Gang:
     queue: str | None
     min_member: int
     requests: dict[str, Decimal]
-    """What ``min_member`` pods request together."""
+    """The PodGroup's ``minResources`` as the controller computes it: what Volcano's enqueue
+    checks against the queue."""
+    priority_class: str | None = None
+    """The PodGroup's ``priorityClassName``, by which Volcano orders and preempts gangs."""
+    placed: dict[str, Decimal] | None = None
+    """What the ``min_member`` pods Volcano places together request, where that differs
+    from ``requests`` (an MPI launcher created later; a member-less submitter)."""
+
+    def needs(self) -> dict[str, Decimal]:
+        """Per resource the larger of ``requests`` and ``placed``: a queue must hold both
+        to admit the gang and then start it."""
+        out = dict(self.requests)
+        for name, value in (self.placed or {}).items():
+            out[name] = max(out.get(name, Decimal(0)), value)
+        return out
+
+
+@dataclass(frozen=True)
+class WorkloadPodSet:
+    """One pod set of a Kueue Workload: ``count`` pods of one template."""
+
+    name: str
+    count: int
+    requests: dict[str, Decimal]
+    """What each pod requests."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The Kueue Workload a job becomes: admitted whole, every pod set at once."""
+
+    queue: str
+    """The LocalQueue the job's ``kueue.x-k8s.io/queue-name`` label names."""
+    pod_sets: tuple[WorkloadPodSet, ...]
+    priority_class: str | None = None
+
+    def requests(self) -> dict[str, Decimal]:
+        """What the whole workload requests (what Kueue checks against the quota)."""
+        total: dict[str, Decimal] = {}
+        for ps in self.pod_sets:
+            for name, value in ps.requests.items():
+                total[name] = total.get(name, Decimal(0)) + value * ps.count
+        return total
+
+    @property
+    def pods(self) -> int:
+        return sum(ps.count for ps in self.pod_sets)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """When the controller ends the job, and how far it retries."""
+
+    succeeds: tuple[str, ...]
+    """The roles whose pods decide success."""
+    needs: str
+    """``all``: every pod of those roles exits 0; ``first``: their first pod does."""
+    backoff_limit: int | None
+    """Failures (restarts) the controller counts before it fails the job; None: no bound
+    (a pod restarted in place restarts forever)."""
+    counts: str = ""
+    """What the backoff limit counts, in the controller's terms."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +285,10 @@ class EffectiveJob:
     """Facts worth telling (how a default was resolved)."""
     deadline: str = "none"
     """The job's deadline and when the controller starts counting it (``effective.deadlines``)."""
+    workload: Workload | None = None
+    """The Kueue Workload of a job on a Kueue cluster (its queue label), else None."""
+    completion: Completion | None = None
+    """When the job succeeds or fails, as its controller decides."""
 
     @property
     def kind(self) -> str:
@@ -186,7 +304,7 @@ class EffectiveJob:
         return sum(ps.count for ps in self.pod_sets if ps.runs_ranks)
 
     def requests(self) -> dict[str, Decimal]:
-        """What every pod of the job requests together (a workload Kueue admits whole)."""
+        """What every pod of the job requests together."""
         total: dict[str, Decimal] = {}
         for ps in self.pod_sets:
             for name, value in ps.requests().items():

@@ -18,7 +18,8 @@ from ..injected_env import rayjob_env
 from ..kube.quantities import parse_quantity
 from ..render.kuberay import HEAD_CONTAINER, QUEUE_LABEL, SUBMITTER, WORKER_CONTAINER
 from ..resolve import PlannedJob
-from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, env_source
+from .admission import pod_set_workload
+from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source
 
 __all__ = ["HEAD_GROUP", "effective_rayjob", "ray_start_resources"]
 
@@ -72,7 +73,49 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             f"the Ray cluster is deleted {ttl} s after the job ends; the RayJob and its "
             "submitter's logs stay"
         )
-    return EffectiveJob(pj, tuple(pod_sets), RAY, ray_nodes, None, gang, tuple(notes))
+    return EffectiveJob(
+        pj, tuple(pod_sets), RAY, ray_nodes, None, gang, tuple(notes), workload=_workload(body)
+    )
+
+
+# kueue v0.19.2 pkg/controller/jobs/raycluster/common.go (autoscalerContainer) and
+# rayjob/rayjob_controller.go (defaultSubmitterResources): what Kueue counts for KubeRay's own
+# containers.
+_AUTOSCALER = {
+    "requests": {"cpu": "500m", "memory": "512Mi"},
+    "limits": {"cpu": "500m", "memory": "512Mi"},
+}
+_SUBMITTER = {
+    "requests": {"cpu": "500m", "memory": "200Mi"},
+    "limits": {"cpu": "1", "memory": "1Gi"},
+}
+
+
+def _workload(body: dict[str, Any]) -> Workload | None:
+    """Kueue v0.19.2's pod sets of a RayJob (pkg/controller/jobs/raycluster/common.go
+    BuildPodSets, rayjob/rayjob_controller.go PodSets): ``head`` (with the autoscaler
+    container when autoscaling, with a submitter container in SidecarMode), one per worker
+    group named after it counting replicas × numOfHosts, ``submitter`` in K8sJobMode."""
+    spec = body["spec"]
+    cluster = spec["rayClusterSpec"]
+    head = dict(cluster["headGroupSpec"]["template"]["spec"])
+    extra = []
+    if cluster.get("enableInTreeAutoscaling"):
+        options = cluster.get("autoscalerOptions") or {}
+        extra.append({"name": "autoscaler", "resources": options.get("resources") or _AUTOSCALER})
+    if spec.get("submissionMode") == "SidecarMode":
+        extra.append({"name": "ray-job-submitter", "resources": _SUBMITTER})
+    head["containers"] = [*head.get("containers", []), *extra]
+    sets: list[tuple[str, int, dict[str, Any]]] = [("head", 1, head)]
+    for g in cluster.get("workerGroupSpecs") or []:
+        count = int(g.get("replicas", 1)) * max(1, int(g.get("numOfHosts", 1)))
+        sets.append((str(g["groupName"]), count, g["template"]["spec"]))
+    if spec.get("submissionMode") == "K8sJobMode":
+        template = (spec.get("submitterPodTemplate") or {}).get("spec") or {
+            "containers": [{"name": "ray-job-submitter", "resources": _SUBMITTER}]
+        }
+        sets.append(("submitter", 1, template))
+    return pod_set_workload(body, sets)
 
 
 def _pod_set(

@@ -22,6 +22,7 @@ from ..kube.quantities import parse_quantity
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..resolve import PlannedJob
+from .admission import pod_set_workload
 from .merge import strategic_merge
 from .podsets import EffectiveJob, EnvVar, Gang, PodSet, env_source, waits_for_hosts
 
@@ -47,7 +48,9 @@ def effective_trainjob(
     if "mpi" in rt_spec["mlPolicy"]:
         sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], trainer, runtime_name)
         gang = _gang(pj, rt_spec, sets, annotations)
-        return EffectiveJob(pj, tuple(sets), slots, ranks, None, gang, tuple(told))
+        return EffectiveJob(
+            pj, tuple(sets), slots, ranks, None, gang, tuple(told), workload=_workload(body, sets)
+        )
     pod_sets: list[PodSet] = []
     notes: list[str] = []
     procs = "1"
@@ -71,7 +74,23 @@ def effective_trainjob(
             env = ()
         pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
     gang = _gang(pj, rt_spec, pod_sets, annotations)
-    return EffectiveJob(pj, tuple(pod_sets), procs, world, None, gang, tuple(notes))
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        procs,
+        world,
+        None,
+        gang,
+        tuple(notes),
+        workload=_workload(body, pod_sets),
+    )
+
+
+def _workload(body: dict[str, Any], pod_sets: list[PodSet]) -> Any:
+    """Kueue v0.19.2 makes a TrainJob's pod sets from its JobSet, one per replicated job
+    counting its pods (pkg/controller/jobs/trainjob/trainjob_controller.go podSets,
+    jobset/jobset_controller.go PodSets)."""
+    return pod_set_workload(body, [(ps.role, ps.count, ps.spec) for ps in pod_sets])
 
 
 def _gang(

@@ -14,8 +14,9 @@ from typing import Any
 from ..injected_env import xgboostjob_env
 from ..render.xgboost import CONTAINER
 from ..resolve import PlannedJob
-from .operator_pods import role_pod_sets, run_policy_gang
-from .podsets import EffectiveJob, EnvVar
+from .admission import replica_workload
+from .operator_pods import BACKOFF_COUNTS, role_pod_sets, run_policy_gang
+from .podsets import Completion, EffectiveJob, EnvVar
 
 __all__ = ["effective_xgboostjob"]
 
@@ -26,11 +27,14 @@ _PER_POD = {"RANK": "the pod's rank; Worker i has i + 1"}
 def effective_xgboostjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
 
-    def injected(rtype: str, counts: dict[str, int]) -> list[EnvVar]:
-        env = xgboostjob_env(job=pj.object_name, counts=counts, role=rtype, index=0)
+    def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
+        env = xgboostjob_env(job=pj.object_name, counts=counts, role=rtype, index=index)
         return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
 
-    pod_sets = role_pod_sets(pj, spec["xgbReplicaSpecs"], CONTAINER, injected)
+    # xgboost_types.go XGBoostJobDefaultRestartPolicy: Never.
+    pod_sets = role_pod_sets(
+        pj, spec["xgbReplicaSpecs"], CONTAINER, injected, default_restart="Never"
+    )
     # Worker i is rank i + 1 (xgboost.go adds the Master's replicas to a Worker's index).
     pod_sets = [ps if ps.role == "Master" else replace(ps, first_rank=1) for ps in pod_sets]
     total = sum(ps.count for ps in pod_sets)
@@ -40,4 +44,25 @@ def effective_xgboostjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         "when a pod fails without a restart; one process per pod, ranks 0 to "
         f"{total - 1}, which meet at the tracker the Master runs at MASTER_ADDR:MASTER_PORT",
     )
-    return EffectiveJob(pj, tuple(pod_sets), "1", total, str(total), gang, notes)
+    limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+    completion = Completion(
+        ("Master",), "all", None if limit is None else int(limit), BACKOFF_COUNTS
+    )
+    # kueue v0.19.2 pkg/controller/jobs/kubeflow/jobs/xgboostjob: master, then worker.
+    workload = replica_workload(
+        body,
+        spec["xgbReplicaSpecs"],
+        ("Master", "Worker"),
+        (spec.get("runPolicy") or {}).get("schedulingPolicy"),
+    )
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        "1",
+        total,
+        str(total),
+        gang,
+        notes,
+        workload=workload,
+        completion=completion,
+    )

@@ -21,7 +21,6 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..kube.quantities import parse_quantity
-from ..render.meta import KUEUE_QUEUE_LABEL
 from .facts import Amounts, QueueSide, QueueUse, Resource, TeamUse
 from .trees import Obj
 
@@ -58,7 +57,7 @@ def queue_usage(before: ClusterJobs, after: ClusterJobs, gpu_resource: str) -> l
 def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
     """Per queue: what the gangs using it or any queue below it request together."""
     totals: dict[str, dict[str, Decimal]] = defaultdict(dict)
-    for obj, ej in side.jobs:
+    for _, ej in side.jobs:
         gang = ej.gang
         if gang is not None and gang.queue:
             for queue in _lineage(gang.queue, side.queues):
@@ -68,10 +67,9 @@ def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
             continue
         # Kueue admits the whole workload through the LocalQueue its label names, which
         # trainkit names after its ClusterQueue.
-        local = _dict(_dict(obj.body.get("metadata")).get("labels")).get(KUEUE_QUEUE_LABEL)
-        if isinstance(local, str) and local:
-            bucket = totals[local]
-            for resource, amount in ej.requests().items():
+        if ej.workload is not None:
+            bucket = totals[ej.workload.queue]
+            for resource, amount in ej.workload.requests().items():
                 bucket[resource] = bucket.get(resource, Decimal(0)) + amount
     return dict(totals)
 

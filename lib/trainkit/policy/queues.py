@@ -27,24 +27,25 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
         if gang is None or gang.queue is None or gang.queue not in index.queues:
             continue
         cluster = ej.planned.cluster
+        needs = gang.needs()
         for queue in queue_path(index, gang.queue):
             if queue.capability is None:
                 continue
             over = []
             for name, limit in queue.capability.amounts(cluster.gpu_resource).items():
                 cap = parse_quantity(limit)
-                need = gang.requests.get(name, Decimal(0))
+                need = needs.get(name, Decimal(0))
                 if cap is not None and need > cap:
                     over.append((name, need, limit))
             if not over:
                 continue
             via = "" if queue.name == gang.queue else f" (an ancestor of {gang.queue!r})"
-            needs = ", ".join(f"{_amount(need)} {name}" for name, need, _ in over)
+            wanted = ", ".join(f"{_amount(need)} {name}" for name, need, _ in over)
             caps = ", ".join(f"{limit} {name}" for name, _, limit in over)
             problems.append(
                 problem(
                     ej.planned.definition,
-                    f"the gang of {gang.min_member} pods needs {needs} on cluster "
+                    f"the gang of {gang.min_member} pods needs {wanted} on cluster "
                     f"{cluster.name!r}, but queue {queue.name!r}{via} can hold at most {caps} "
                     f"(Queue.capability in {index.queues[queue.name].file}): Volcano would never "
                     "admit it and the job would stay Pending; use fewer nodes or resources, or "
@@ -71,12 +72,13 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
     pending forever (kubernetes-sigs/kueue v0.19.2 pkg/scheduler/flavorassigner/
     flavorassigner.go; pkg/cache/scheduler/resource_node.go potentialAvailable)."""
     for ej in jobs:
-        pj = ej.planned
-        if pj.local_queue is None or pj.local_queue not in index.cluster_queues:
+        pj, workload = ej.planned, ej.workload
+        # trainkit names each LocalQueue after the ClusterQueue it points to.
+        if workload is None or workload.queue not in index.cluster_queues:
             continue
-        declared = index.cluster_queues[pj.local_queue]
+        declared = index.cluster_queues[workload.queue]
         cq, cluster = declared.obj, pj.cluster
-        need = ej.requests()
+        need = workload.requests()
         field = "queue" if pj.job.queue else "clusters"
         where = f"ClusterQueue {cq.name!r} ({declared.file})"
         covered = set(cq.covered(cluster.gpu_resource))

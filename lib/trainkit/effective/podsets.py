@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..kube.quantities import parse_quantity
+from ..render.pod import GPU_HIDING_ENV
 from ..resolve import PlannedJob
 
 __all__ = [
@@ -69,6 +70,10 @@ def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:
     (the plan refuses a job or runtime that sets the same name), else ``otherwise``."""
     if pj.network is not None and name in pj.network.env:
         return f"network profile {pj.network.name!r}"
+    if name in GPU_HIDING_ENV:
+        # Definitions may not set these (model.env refuses device-runtime variables): the
+        # renderer blanks them on a pod that requests no GPU (render.pod.hide_gpus).
+        return "trainkit: the pod requests no GPU"
     return otherwise
 
 

@@ -304,7 +304,7 @@ def apply_trainer(
             c[key] = trainer[key]
     for e in trainer.get("env") or []:
         env = [x for x in env if x.name != e["name"]]
-        env.append(EnvVar.of(e, "job"))
+        env.append(EnvVar.of(e, env_source(pj, e["name"], "job")))
     if "resourcesPerNode" in trainer:
         base = c.get("resources") or {}
         override = trainer["resourcesPerNode"]

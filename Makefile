@@ -18,6 +18,9 @@ SYNTH_FLAGS ?=
 # Jobs in the benchmark's tree (make bench N=10000); several sizes show the growth.
 N      ?= 1000
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
+# DeepSpeed's compiled ops live in the venv, not in ~/.cache/torch_extensions: a build that
+# was killed there leaves a lock every later build (of any checkout) waits on forever.
+export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch-extensions
 
 .PHONY: setup synth check crds lint test schemas bench help
 
@@ -37,7 +40,7 @@ $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray,mpi,xgboost,jax]'
 	@# DeepSpeed compiles its CPU collective op on first use (about 25 s), cached in
-	@# ~/.cache/torch_extensions; built here once, with the venv's ninja a rehearsal also uses.
+	@# $$TORCH_EXTENSIONS_DIR; built here once, with the venv's ninja a rehearsal also uses.
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c \
 	  'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null 2>&1
 	@touch $@

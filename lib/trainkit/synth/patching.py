@@ -8,7 +8,6 @@ team or cluster, or fails on an object is an error naming the patch.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -81,6 +80,7 @@ def _apply(
     p = declared.obj
     ops = [op.as_rfc6902() for op in p.ops]
     try:
+        # A new document (in_place=False copies it first): the rendered body stays as it was.
         body = jsonpatch.apply_patch(r.body, ops)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as e:
         meta = r.body.get("metadata") or {}
@@ -94,7 +94,6 @@ def _apply(
             )
         )
         return r
-    body = copy.deepcopy(body)
     meta = body.setdefault("metadata", {})
     annotations = meta.setdefault("annotations", {})
     before = annotations.get(PATCHED_BY_ANNOTATION)

@@ -14,7 +14,7 @@ from kind_fixtures import planned, render
 from trainkit import ModelError, PaddleJob, Resources, Role, Script
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
-from trainkit.injected_env import paddlejob_env
+from trainkit.injected_env.paddle_env import paddlejob_env
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set

@@ -40,7 +40,8 @@ from trainkit import (
 )
 from trainkit.cli import main
 from trainkit.effective import EnvVar
-from trainkit.injected_env import pytorchjob_env, trainjob_env
+from trainkit.injected_env.kubeflow_trainer_env import trainjob_env
+from trainkit.injected_env.training_operator_env import pytorchjob_env
 from trainkit.load import Definition, load_file
 from trainkit.model import TrainkitModel
 from trainkit.rehearse import (

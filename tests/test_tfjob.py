@@ -14,7 +14,7 @@ from kind_fixtures import planned, render
 from trainkit import ModelError, Resources, Role, Script, TFJob
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
-from trainkit.injected_env import tf_config
+from trainkit.injected_env.tensorflow_env import tf_config
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set

@@ -26,7 +26,7 @@ from trainkit import (
     TrainJob,
 )
 from trainkit.errors import DefinitionError, RehearsalError
-from trainkit.injected_env import trainer_framework_env
+from trainkit.injected_env.kubeflow_trainer_env import trainer_framework_env
 from trainkit.load import Definition
 from trainkit.rehearse.definitions import targets_for
 from trainkit.resolve import build_plan

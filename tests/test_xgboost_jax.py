@@ -38,7 +38,8 @@ from trainkit import (
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError, RehearsalError
 from trainkit.health import HEALTH_KEY_PREFIX, health_checks
-from trainkit.injected_env import jaxjob_env, xgboostjob_env
+from trainkit.injected_env.jax_env import jaxjob_env
+from trainkit.injected_env.xgboost_env import xgboostjob_env
 from trainkit.load import Definition
 from trainkit.policy import check_policy
 from trainkit.rehearse import rehearse

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import jaxjob_env
+from ..injected_env.jax_env import jaxjob_env
 from ..render.jax import CONTAINER
 from ..resolve import PlannedJob
 from .admission import replica_workload

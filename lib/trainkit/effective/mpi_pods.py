@@ -15,7 +15,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import mpijob_env
+from ..injected_env.mpi_operator_env import mpijob_env
 from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload

@@ -19,7 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import PYTORCHJOB_MASTER_PORT, pytorchjob_elastic_env, pytorchjob_env
+from ..injected_env.training_operator_env import (
+    PYTORCHJOB_MASTER_PORT,
+    pytorchjob_elastic_env,
+    pytorchjob_env,
+)
 from ..render.training_operator import CONTAINER, PORT_NAME
 from ..resolve import PlannedJob
 from .admission import container_amounts, replica_workload, resource_list

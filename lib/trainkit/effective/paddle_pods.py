@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import PADDLEJOB_PORT, paddle_operator_env, paddlejob_env
+from ..injected_env.paddle_env import PADDLEJOB_PORT, paddle_operator_env, paddlejob_env
 from ..render.paddle import CONTAINER, PADDLE_OPERATOR_API, PORT_NAME
 from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload, resource_list

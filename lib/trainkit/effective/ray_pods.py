@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from ..injected_env import rayjob_env
+from ..injected_env.kuberay_env import rayjob_env
 from ..kube.quantities import parse_quantity
 from ..render.kuberay import HEAD_CONTAINER, QUEUE_LABEL, SUBMITTER, WORKER_CONTAINER
 from ..resolve import PlannedJob

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import TFJOB_PORT, tf_config
+from ..injected_env.tensorflow_env import TFJOB_PORT, tf_config
 from ..render.tensorflow import CONTAINER
 from ..resolve import PlannedJob
 from .admission import replica_workload

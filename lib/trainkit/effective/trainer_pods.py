@@ -17,7 +17,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from ..injected_env import TRAINER_MASTER_PORT, trainer_framework_env
+from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT, trainer_framework_env
 from ..kube.quantities import parse_quantity
 from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION

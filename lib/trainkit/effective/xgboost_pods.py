@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..injected_env import xgboostjob_env
+from ..injected_env.xgboost_env import xgboostjob_env
 from ..render.xgboost import CONTAINER
 from ..resolve import PlannedJob
 from .admission import replica_workload

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Problem, RehearsalError
-from ..injected_env import reserved_env_reason
+from ..injected_env.training_operator_env import PYTORCHJOB
 from ..model import WORKSPACE
 from .target import Target, pod_name
 from .workspace import Protection, ReadOnly
@@ -255,7 +255,7 @@ def shell_env(
         # Either operator's names, so a script never gets from this shell what
         # only the other operator would have given it.
         if (
-            reserved_env_reason(k)
+            PYTORCHJOB.reason(k)
             or t.sets(k)
             or k in _LAUNCHER_ENV
             or k.startswith(_LAUNCHER_PREFIXES)
@@ -266,7 +266,7 @@ def shell_env(
             env[k] = v
     # The Training Operator sets PYTHONUNBUFFERED=1 itself: dropping it changes nothing.
     dropped = [k for k in dropped if k != "PYTHONUNBUFFERED" or k not in t.operator_env]
-    unset = sorted(k for k in dropped if reserved_env_reason(k) and not t.sets(k))
+    unset = sorted(k for k in dropped if PYTORCHJOB.reason(k) and not t.sets(k))
     dropped = sorted(k for k in dropped if k not in unset)
     if dropped:
         changes.append(

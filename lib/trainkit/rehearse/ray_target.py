@@ -13,7 +13,7 @@ import yaml
 
 from ..effective import EffectiveJob, PodSet
 from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
-from ..injected_env import rayjob_env
+from ..injected_env.kuberay_env import rayjob_env
 from .target import Target, env_source_name, from_definitions, pod_mounts, text_or_none
 
 __all__ = ["HEAD_GROUP", "RayGroup", "RayJobTarget", "ray_target"]

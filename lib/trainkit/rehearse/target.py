@@ -22,16 +22,11 @@ from typing import Any, ClassVar
 
 from ..effective import EffectiveJob, PodSet
 from ..errors import Problem, RehearsalError
-from ..injected_env import (
-    jaxjob_env,
-    mpijob_env,
-    mpijob_reserved_env_reason,
-    pytorchjob_env,
-    reserved_env_reason,
-    trainjob_env,
-    trainjob_reserved_env_reason,
-    xgboostjob_env,
-)
+from ..injected_env.jax_env import jaxjob_env
+from ..injected_env.kubeflow_trainer_env import TRAINJOB, trainjob_env
+from ..injected_env.mpi_operator_env import MPIJOB, mpijob_env
+from ..injected_env.training_operator_env import PYTORCHJOB, pytorchjob_env
+from ..injected_env.xgboost_env import xgboostjob_env
 from ..model import WORKSPACE, JAXJob, MPIJob, PyTorchJob, TrainJob, XGBoostJob
 from ..render.kubeflow_trainer import NODE
 from ..render.pod import forwarded
@@ -189,7 +184,7 @@ class PyTorchJobTarget(Target):
         return env
 
     def sets(self, name: str) -> bool:
-        return reserved_env_reason(name) is not None
+        return PYTORCHJOB.reason(name) is not None
 
 
 @dataclass(frozen=True)
@@ -225,7 +220,7 @@ class MPIJobTarget(Target):
         )
 
     def sets(self, name: str) -> bool:
-        return mpijob_reserved_env_reason(name) is not None or name in self.operator_env
+        return MPIJOB.reason(name) is not None or name in self.operator_env
 
 
 @dataclass(frozen=True)
@@ -253,7 +248,7 @@ class TrainJobTarget(Target):
         )
 
     def sets(self, name: str) -> bool:
-        return trainjob_reserved_env_reason(name) is not None
+        return TRAINJOB.reason(name) is not None
 
 
 @dataclass(frozen=True)

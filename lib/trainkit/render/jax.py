@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import JAXJOB_PORT
+from ..injected_env.jax_env import JAXJOB_PORT
 from ..model.jaxjob import JAXJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..injected_env import TRAINER_MASTER_PORT
+from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT
 from ..model import Resources, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
 from ..resolve import PlannedJob, PlannedRuntime

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..injected_env import MPI_HOSTFILE
+from ..injected_env.mpi_operator_env import MPI_HOSTFILE
 from ..model import WORKSPACE
 from ..model.mpijob import MPIJob
 from ..resolve import PlannedJob

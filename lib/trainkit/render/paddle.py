@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import PADDLEJOB_PORT
+from ..injected_env.paddle_env import PADDLEJOB_PORT
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy, scheduling_policy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import TFJOB_PORT
+from ..injected_env.tensorflow_env import TFJOB_PORT
 from ..model.tfjob import TFJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import PYTORCHJOB_MASTER_PORT
+from ..injected_env.training_operator_env import PYTORCHJOB_MASTER_PORT
 from ..model import WORKSPACE, PyTorchJob
 from ..resolve import PlannedJob
 from .operator_pod import role_template, run_policy

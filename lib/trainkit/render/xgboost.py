@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env import XGBOOSTJOB_PORT
+from ..injected_env.xgboost_env import XGBOOSTJOB_PORT
 from ..model.xgboostjob import XGBoostJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy

@@ -433,7 +433,8 @@ def test_codeowners_cover_everything_ci_runs_and_the_platform() -> None:
     )
     for path in [*tracked, "new-script.sh", "tests/planted.py", "jobs/planted.py"]:
         assert bool(owners(text, path)) != bool(team.fullmatch(path)), path
-    for path in (".ci/run", "Makefile", "README.md", "lib/trainkit/load/sandbox.py",
+    for path in (".ci/run", "Makefile", "README.md", "docs/platform.md", "mkdocs.yml",
+                 "tools/gen_reference.py", "lib/trainkit/load/sandbox.py",
                  "tests/conftest.py", "jobs/platform/policy.py", "generated/argocd/appproject.yaml",
                  "generated/clusters/gpu-east/kustomization.yaml", "CODEOWNERS"):  # fmt: skip
         assert owners(text, path) == ["@trainkit-gitops/maintainers"], path

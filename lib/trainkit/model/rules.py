@@ -103,11 +103,6 @@ class Policy(TrainkitModel):
     """Whether jobs and runtimes may request less CPU or memory than their limit
     (``cpu_request``, ``memory_request``). Off: every pod is Guaranteed, never throttled or
     evicted for another pod's burst."""
-    ray_autoscaling: bool = False
-    """Whether RayJobs may autoscale a worker group (``min_nodes``/``max_nodes``). KubeRay then
-    runs the head, and so the job's own code, as its autoscaler's ServiceAccount, which may
-    patch the job's RayCluster and its pods: the code could change its own pod templates after
-    every check here. Off: a group keeps its node count."""
 
 
 class NetworkProfile(TrainkitModel):

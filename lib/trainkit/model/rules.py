@@ -43,6 +43,35 @@ def _registry(v: str) -> str:
 Registry = Annotated[str, Field(min_length=1, pattern=r"^\S+$"), AfterValidator(_registry)]
 
 
+def _package_index(v: str) -> str:
+    if not re.fullmatch(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/([A-Za-z0-9._~+-]+/)*", v):
+        raise ValueError(
+            f"{v!r} is not a package index URL: https://, a host without user or password, a "
+            "path of plain segments ending in '/', no query (e.g. "
+            "'https://pypi.example.com/simple/')"
+        )
+    return v
+
+
+def _package_source(v: str) -> str:
+    if not re.fullmatch(
+        r"(https|git\+https)://[A-Za-z0-9.-]+(:[0-9]+)?/([A-Za-z0-9._~+-]+/)*|file:///([A-Za-z0-9._~+-]+/)+",
+        v,
+    ):
+        raise ValueError(
+            f"{v!r} is not a source prefix: https://, git+https:// or file:///, a host "
+            "without user or password, plain path segments, ending in '/' (e.g. "
+            "'https://files.example.com/wheels/')"
+        )
+    if "/../" in v or "/./" in v:
+        raise ValueError(f"{v!r} has a '.' or '..' segment; write the path plainly")
+    return v
+
+
+PackageIndex = Annotated[str, AfterValidator(_package_index)]
+PackageSource = Annotated[str, AfterValidator(_package_source)]
+
+
 # The grammar of an image reference, as container runtimes parse it (distribution/reference
 # regexp.go): an optional domain, path components of lowercase letters and digits joined by
 # one ".", "_", "__" or dashes, then a tag and/or a digest. No "..", no empty component.
@@ -103,6 +132,17 @@ class Policy(TrainkitModel):
     """Whether jobs and runtimes may request less CPU or memory than their limit
     (``cpu_request``, ``memory_request``). Off: every pod is Guaranteed, never throttled or
     evicted for another pod's burst."""
+    package_indexes: list[PackageIndex] = []
+    """Package indexes a RayJob's ``runtime_env.pip`` installs from, e.g.
+    ``["https://pypi.example.com/simple/"]``: trainkit passes the first to pip as
+    ``--index-url`` and the others as ``--extra-index-url`` in every RayJob that installs
+    packages, so the job cannot choose another. Empty: the image's own pip configuration
+    decides (PyPI unless it says otherwise)."""
+    package_sources: list[PackageSource] = []
+    """URL prefixes a ``runtime_env.pip`` requirement may name directly
+    (``"name @ https://files.example.com/wheels/name-1.0-py3-none-any.whl"``,
+    ``"name @ git+https://git.example.com/ml/name.git@v1"``), each ending in ``/``. Empty:
+    packages come by name from the indexes only."""
 
 
 class NetworkProfile(TrainkitModel):

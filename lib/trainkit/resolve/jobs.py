@@ -72,6 +72,9 @@ class PlannedJob:
     team's grants list."""
     local_queue: str | None = None
     """Kueue's LocalQueue (named after its ClusterQueue) on a Kueue cluster, else None."""
+    package_indexes: tuple[str, ...] = ()
+    """The platform's package indexes (``Policy.package_indexes``) a RayJob's
+    ``runtime_env.pip`` installs from; empty for other kinds."""
 
     @property
     def kind(self) -> str:
@@ -214,9 +217,10 @@ def place(
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
+        indexes = tuple(index.rules.package_indexes) if isinstance(job, RayJob) else ()
         pj = PlannedJob(
             job, d, cluster, team.target_namespace, queue, runtime, network, image,
-            granted_keys(sources, team), local_queue,
+            granted_keys(sources, team), local_queue, indexes,
         )  # fmt: skip
         _check_hostnames(pj, problems)
         out.append(pj)

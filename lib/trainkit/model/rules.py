@@ -68,6 +68,24 @@ def _package_source(v: str) -> str:
     return v
 
 
+def _repo_path(v: str) -> str:
+    parts = v.split("/")
+    if v.startswith("/") or "\\" in v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(
+            f"{v!r} is not a path from the repository root: plain segments joined by '/', "
+            "e.g. 'crds/gpu-east.yaml'"
+        )
+    return v
+
+
+def _sha256(v: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", v):
+        raise ValueError(f"{v!r} is not a SHA-256 (64 lowercase hex digits: sha256sum FILE)")
+    return v
+
+
+RepoPath = Annotated[str, AfterValidator(_repo_path)]
+Sha256 = Annotated[str, AfterValidator(_sha256)]
 PackageIndex = Annotated[str, AfterValidator(_package_index)]
 PackageSource = Annotated[str, AfterValidator(_package_source)]
 
@@ -143,6 +161,12 @@ class Policy(TrainkitModel):
     (``"name @ https://files.example.com/wheels/name-1.0-py3-none-any.whl"``,
     ``"name @ git+https://git.example.com/ml/name.git@v1"``), each ending in ``/``. Empty:
     packages come by name from the indexes only."""
+    crd_checksums: dict[RepoPath, Sha256] = {}
+    """CRD files inside the repository that ``trainkit check`` and ``validate`` may read
+    (``--crds``/``TRAINKIT_CRDS`` pointing into the work tree), by path from the root, each
+    with its SHA-256, e.g. ``{"crds/gpu-east.yaml": "9f86…"}``: a pull request can add or
+    change any file there, so a file not listed, or with another checksum, is an error
+    (files whose bytes are trainkit's pinned upstream CRDs need no entry)."""
 
 
 class NetworkProfile(TrainkitModel):

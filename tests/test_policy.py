@@ -343,7 +343,7 @@ VIOLATIONS = {
         ],
     ),
     "second policy": (
-        [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
+        [(POLICY, "\n\n# RDMA over", "\nother = Policy()\n\n# RDMA over")],
         [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
     ),
     "profile granting the GPU resource": (
@@ -800,7 +800,7 @@ def test_naming_the_default_service_account_needs_no_grant(ws, cli):
 
 
 def test_burstable_requests_where_the_policy_allows_them(ws, cli):
-    edit(ws, POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64, burstable=True)")
+    edit(ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, burstable=True,")
     edit(
         ws,
         RESNET,

@@ -304,6 +304,9 @@ def _entries(draw: st.DrawFn) -> str:
 @example(entry="x-y.z_w @ git+https:numpy//g.example/x.git@v1")  # pip's packaging refuses it
 @example(entry="numpy @ https://[files.example.com/w/x.whl")  # pip's urlsplit refuses these
 @example(entry="numpy @ https://[cuda]files.example.com/w/x.whl")
+@example(entry="numpy[cuda] @ git+https:///g.example/x.git@v1")  # no host: pip refuses it
+@example(entry="x[a]====1.0https://files.example.com/w/x.whl")  # pip: a file to install
+@example(entry="0_")  # not a PEP 508 name; newer packaging takes it, pip's does not
 def test_an_accepted_entry_is_one_requirement_to_pip(entry: str) -> None:
     if requirement_problem(entry) is not None:
         return

@@ -18,9 +18,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..load import Definition
-    from ..model import Policy
-    from ..resolve import Declared
-    from ..validate import PodAllowance
+    from ..validate import PodAllowance, TreeCrds
 
 __all__ = ["add", "run"]
 
@@ -55,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     platform = _platform(args)
     # Outside a trainkit repository there is no work tree to guard, nor a platform to list.
-    crds, against = load_crds(args, tree_crds(_policy(platform)) if platform is not None else None)
+    crds, against = load_crds(args, _tree(platform) if platform is not None else None)
     paths = [Path(p) for p in args.paths]
     if crds is None:
         files = [f for p in paths for f in (sorted(p.rglob("*.y*ml")) if p.is_dir() else [p])]
@@ -86,15 +84,14 @@ def _platform(args: argparse.Namespace) -> list[Definition] | None:
     return load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args)).definitions
 
 
-def _policy(platform: list[Definition] | None) -> Declared[Policy] | None:
-    """The platform's Policy (which CRD files of the work tree count), if it declares one."""
+def _tree(platform: list[Definition]) -> TreeCrds:
+    """Which CRD files of the work tree count: those the platform's Policy lists."""
     from ..model import Policy
-    from ..resolve import Declared
 
-    for d in platform or ():
+    for d in platform:
         if isinstance(d.obj, Policy):
-            return Declared(d.obj, d)
-    return None
+            return tree_crds(d.obj, d.file)
+    return tree_crds(None, None)
 
 
 def _allowance(platform: list[Definition] | None) -> PodAllowance:

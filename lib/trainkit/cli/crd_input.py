@@ -13,7 +13,6 @@ from .printing import notices
 
 if TYPE_CHECKING:
     from ..model import Policy
-    from ..resolve import Declared
     from ..validate import CrdSet, NeededCrd, TreeCrds
 
 __all__ = ["crds_path", "load_crds", "tree_crds", "unverified"]
@@ -38,21 +37,21 @@ def _fetched() -> Path | None:
     return path if path.is_dir() and any(path.rglob("*.yaml")) else None
 
 
-def tree_crds(policy: Declared[Policy] | None) -> TreeCrds:
+def tree_crds(policy: Policy | None, file: str | None) -> TreeCrds:
     """Which CRD files in this repository's work tree (the command runs from its root) count:
-    those ``Policy.crd_checksums`` lists, and trainkit's pinned upstream files."""
+    those the platform's ``Policy.crd_checksums`` (declared in ``file``) lists, and trainkit's
+    pinned upstream files."""
+    from ..crd_report import pinned_checksums
     from ..load import PLATFORM_DIR
-    from ..upstream import load_pins
     from ..validate import TreeCrds
 
     where = (
-        f"Policy.crd_checksums in {policy.file}"
+        f"Policy.crd_checksums in {file}"
         if policy is not None
         else f"Policy.crd_checksums in jobs/{PLATFORM_DIR}/, where no Policy is declared"
     )
-    listed = dict(policy.obj.crd_checksums) if policy is not None else {}
-    pinned = frozenset(p.sha256 for p in load_pins())
-    return TreeCrds(Path.cwd(), listed, where, pinned)
+    listed = dict(policy.crd_checksums) if policy is not None else {}
+    return TreeCrds(Path.cwd(), listed, where, pinned_checksums())
 
 
 def load_crds(args: argparse.Namespace, tree: TreeCrds | None) -> tuple[CrdSet | None, str]:

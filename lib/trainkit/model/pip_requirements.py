@@ -44,7 +44,8 @@ _ARCHIVES = (
     ".tar.lz", ".tar.lzma",
 )  # fmt: skip
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s@]+@)?[A-Za-z0-9.-]*(:[0-9]+)?(/|$)")
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s@]+@)?[A-Za-z0-9.-]+(:[0-9]+)?(/|$)|file:///")
 _URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^[./~]|/")
 
 PIP_STEERING_ENV = (
@@ -124,6 +125,14 @@ def requirement_problem(entry: str) -> str | None:
                 "platform allows (Policy.package_sources)"
             )
         return f"is not a requirement (PEP 508: name[extras] version ; markers): {e}"
+    names = [req.name, *sorted(req.extras)]
+    if not all(_NAME.fullmatch(n) for n in names):
+        # PEP 508's identifier, which pip's own (vendored, older) parser holds to and newer
+        # packaging relaxes.
+        return (
+            f"names {', '.join(repr(n) for n in names)}: a PEP 508 name starts and ends with a "
+            "letter or digit, with '.', '_' or '-' only inside"
+        )
     if req.url is not None and not _URL.match(req.url):
         # pip's own (vendored, older) PEP 508 parser refuses such a URL, packaging's newer one
         # takes it: say so here rather than at install time.
@@ -131,11 +140,11 @@ def requirement_problem(entry: str) -> str | None:
             f"has the URL {req.url!r}, which is not scheme://host/path (a host name, no brackets); write the URL out, "
             "e.g. 'name @ https://files.example.com/wheels/name-1.0-py3-none-any.whl'"
         )
-    if req.url is None and req.name.lower().endswith(_ARCHIVES):
-        return (
-            f"names a file ({req.name!r}), which pip would install from a path; give the "
-            "package by name"
-        )
+    # pip reads a line whose requirement part ends like an archive as a file to install
+    # (pip/_internal/req/constructors.py _get_url_from_path), whatever PEP 508 makes of it.
+    head = text.split(";", 1)[0].strip()
+    if req.url is None and head.lower().endswith(_ARCHIVES):
+        return f"names a file ({head!r}), which pip would install from a path; give the package by name"
     return None
 
 

@@ -90,7 +90,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "queued does not count",
     ),
     ("TrainJob resnet50-r1", "rocm-west"): (16, [("node", 2, True, AMD8)], "none"),
-    ("PaddleJob wide-deep-ps", "rocm-west"): (
+    ("PaddleJob wide-deep-ps-r1", "rocm-west"): (
         4,
         [("ps", 2, True, ROCM_NONE), ("worker", 2, True, ROCM_NONE)],
         "none",

@@ -163,6 +163,8 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
                 "service_account": ps.spec.get("serviceAccountName"),
                 "priority_class": ps.spec.get("priorityClassName"),
+                "security_context": ps.spec.get("securityContext"),
+                "container_security_context": ps.main.get("securityContext"),
                 "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
@@ -268,6 +270,12 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
             if pod["priority_class"]:
                 lines.append(f"    priority   PriorityClass {pod['priority_class']}")
+            for level in ("pod", "container"):
+                context = pod[
+                    "security_context" if level == "pod" else "container_security_context"
+                ]
+                if context:
+                    lines.append(f"    security   {level}: {_security(context)}")
             if pod["command"]:
                 lines.append(f"    command    {shlex.join(pod['command'])}")
             if pod["args"]:
@@ -295,6 +303,23 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
     # Env values and arguments are the definition's: no control character reaches the
     # terminal raw.
     return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
+
+
+def _security(context: dict[str, Any]) -> str:
+    """A securityContext on one line, in Kubernetes' words: ``runAsUser 1000, …``."""
+    parts = []
+    for key, value in context.items():
+        if key in ("seccompProfile", "appArmorProfile") and isinstance(value, dict):
+            value = value.get("localhostProfile") or value.get("type")
+        elif key == "capabilities" and isinstance(value, dict):
+            parts += [f"{k} capabilities {', '.join(v)}" for k, v in sorted(value.items())]
+            continue
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key} {value}")
+    return "; ".join(parts)
 
 
 def _completion(c: dict[str, Any]) -> str:

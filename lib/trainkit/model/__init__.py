@@ -14,6 +14,7 @@ from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
+from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
 from .xgboostjob import XGBoostJob
@@ -29,6 +30,7 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
+    "ContainerSecurityContext",
     "DeletionRule",
     "Elastic",
     "FlavorQuota",
@@ -54,6 +56,7 @@ __all__ = [
     "Script",
     "SecretEnv",
     "SecretKey",
+    "SecurityContext",
     "TFJob",
     "Team",
     "Toleration",

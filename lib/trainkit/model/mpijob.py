@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from .fields import Arg, Path
 from .job import Resources
 from .operator_job import OperatorJob, Role
+from .security import effective_user
 
 __all__ = ["LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
 
@@ -25,6 +26,7 @@ otherwise: it only starts the ranks over ssh."""
 # Volumes mpi-operator adds to the pods (configVolumeName, sshAuthVolume).
 MPI_RESERVED_VOLUMES = frozenset({"mpi-job-config", "ssh-auth"})
 _CONFIG_DIR = "/etc/mpi"
+_ROOT_SSH = "/root/.ssh"  # mpi_job_controller.go rootSSHPath
 
 
 class MPIJob(OperatorJob):
@@ -122,12 +124,36 @@ class MPIJob(OperatorJob):
                         f"{'hostfile' if taken == _CONFIG_DIR else 'ssh keys'} ({taken}); "
                         "choose another path"
                     )
+        self._check_ssh_user()
         # validation.go validateMPIJobName: "<name>-worker-<replicas-1>" must be a DNS-1035
         # label, or the operator creates no pods.
         self._check_longest_name(
             f"{self.object_name}-worker-{self.nodes - 1}", f"{self.nodes} nodes"
         )
         return self
+
+    def _check_ssh_user(self) -> None:
+        """The user the security contexts choose must be able to use the ssh key the operator
+        mounts: mode 0600 under ``/root/.ssh``, the Secret's default 0644 elsewhere, owned by
+        root either way (pkg/controller/mpi_job_controller.go setupSSHOnPod). OpenSSH
+        (authfile.c sshkey_perm_ok) refuses a private key its own uid owns with any group or
+        other bit, and another uid cannot read a 0600 file of root's."""
+        uid, non_root = effective_user(self.security_context, self.container_security_context)
+        root_dir = self.ssh_dir.rstrip("/") == _ROOT_SSH
+        if root_dir and (non_root or (uid is not None and uid != 0)):
+            who = f"run_as_user={uid}" if uid not in (None, 0) else "run_as_non_root=True"
+            raise ValueError(
+                f"{who} with ssh_dir {self.ssh_dir!r}: mpi-operator mounts the ssh key there "
+                "with mode 0600, owned by root, which another user cannot read; set ssh_dir to "
+                "the .ssh of the image's user, e.g. ssh_dir='/home/mpiuser/.ssh'"
+            )
+        if not root_dir and uid == 0:
+            raise ValueError(
+                f"run_as_user=0 (root) with ssh_dir {self.ssh_dir!r}: mpi-operator mounts the "
+                "ssh key there readable by everyone (0644), owned by root, and OpenSSH refuses "
+                "a key its own user owns that others can read; use ssh_dir='/root/.ssh' for "
+                "root, or the image's non-root user"
+            )
 
     @property
     def slots(self) -> int:

@@ -29,6 +29,7 @@ from .fields import (
 from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
+from .security import ContainerSecurityContext, SecurityContext, check_security
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -137,6 +138,14 @@ class PodJob(TrainkitModel):
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of every pod, e.g. ``{"example.com/owner": "ml-infra"}``; the same keys
     as ``pod_labels`` need a grant."""
+    security_context: SecurityContext | None = None
+    """Who every container of the pods runs as: ``SecurityContext(run_as_user=1000,
+    fs_group=1000, run_as_non_root=True)``, seccomp and AppArmor profiles (``"Unconfined"``
+    or a node's profile only where the Team grants it). Default: the image's user."""
+    container_security_context: ContainerSecurityContext | None = None
+    """The job's container's own settings over ``security_context``, e.g.
+    ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``;
+    it can only narrow what the container may do."""
 
     @field_validator("pod_labels", "pod_annotations")
     @classmethod
@@ -165,6 +174,7 @@ class PodJob(TrainkitModel):
     def _one_program(self) -> PodJob:
         check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
+        check_security(self.security_context, self.container_security_context)
         return self
 
     @property

@@ -17,6 +17,7 @@ from .fields import (
     ResourceName,
 )
 from .job import Toleration
+from .security import Profile
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
 
@@ -241,6 +242,14 @@ class Team(TrainkitModel):
     KubeRay then runs the head, and so the job's own code, as its autoscaler's ServiceAccount,
     which may patch the job's RayCluster and its pods: the code could change its own pod
     templates after every check here. Off: a group keeps its node count."""
+    seccomp_profiles: list[Profile] = []
+    """Seccomp profiles besides ``"RuntimeDefault"`` the team's jobs may give
+    (``security_context``, ``container_security_context``): ``"Unconfined"`` lifts the
+    system call filter; ``"localhost/<file>"`` names a profile the platform installs on the
+    nodes (a pod naming one the node lacks never starts)."""
+    app_armor_profiles: list[Profile] = []
+    """AppArmor profiles besides ``"RuntimeDefault"`` the team's jobs may give:
+    ``"Unconfined"``, or ``"localhost/<name>"`` of a profile loaded on the nodes."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

@@ -32,6 +32,7 @@ from .job import Image, Resources, Script, Toleration, Volume, check_program, ch
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
+from .security import ContainerSecurityContext, SecurityContext, check_security
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -266,6 +267,14 @@ class TrainJob(TrainkitModel):
     (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
+    security_context: SecurityContext | None = None
+    """Who every container of the nodes' pods runs as, over the runtime's (in the runtime
+    patch): ``SecurityContext(run_as_user=1000, fs_group=1000, run_as_non_root=True)``. On an
+    MPI runtime its ``run_as_user`` and ``fs_group`` are the runtime's, which its ssh keys
+    need."""
+    container_security_context: ContainerSecurityContext | None = None
+    """The node container's own settings over ``security_context``, e.g.
+    ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``."""
 
     @field_validator("env")
     @classmethod
@@ -309,6 +318,7 @@ class TrainJob(TrainkitModel):
     def _coherent(self) -> TrainJob:
         check_program(self.script, self.command, "the runtime's command runs")
         check_volumes(self.volumes)
+        check_security(self.security_context, self.container_security_context)
         return self
 
     @property

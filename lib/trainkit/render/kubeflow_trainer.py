@@ -21,6 +21,7 @@ from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .mpi_wait import wait_for_hosts
 from .pod import (
     GPU_HIDING_ENV,
+    container_security,
     env_list,
     env_only,
     env_sources,
@@ -31,6 +32,7 @@ from .pod import (
     network_pod,
     placement,
     pod_access,
+    pod_security,
     pod_volumes,
     tolerations,
 )
@@ -333,10 +335,17 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     volumes, mounts = pod_volumes(
         configmap=cm, scripts=list(pj.definition.files), claims=job.volumes
     )
+    node: dict[str, Any] = {"name": NODE}
+    container_security(node, job)
     if mounts:
-        pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
+        node["volumeMounts"] = mounts
+    if len(node) > 1:
+        pod["containers"] = [node]
     if volumes:
         pod["volumes"] = volumes
+    # A map: merged key by key into the runtime's (its run_as_user and fs_group stay unless
+    # the job gives its own, which the plan refuses on an MPI runtime).
+    pod_security(pod, job)
     if job.node_selector:
         pod["nodeSelector"] = dict(job.node_selector)  # a map: merged key by key
     if job.tolerations and pj.runtime is not None:

@@ -10,6 +10,7 @@ so the launcher forwards the job's variables (``-x NAME``) for Open MPI.
 
 from __future__ import annotations
 
+import copy
 import shlex
 from typing import Any
 
@@ -108,6 +109,11 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
             pull_policy=job.image_pull_policy,
         )
     ]  # fmt: skip
+    main = launcher_template["spec"]["containers"][0]
+    if "securityContext" in main:
+        # ssh as mpirun will: as the launcher container's user, or the key is not its own.
+        wait = launcher_template["spec"]["initContainers"][0]
+        wait["securityContext"] = copy.deepcopy(main["securityContext"])
     replicas = {
         "Launcher": {
             "replicas": 1,

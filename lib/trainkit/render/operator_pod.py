@@ -16,6 +16,7 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
 from .pod import (
+    container_security,
     env_list,
     env_sources,
     hide_gpus,
@@ -23,6 +24,7 @@ from .pod import (
     network_pod,
     placement,
     pod_access,
+    pod_security,
     pod_volumes,
     tolerations,
 )
@@ -69,6 +71,7 @@ def role_template(
     if container.get("ports"):
         c["ports"] = container["ports"]
     c["resources"] = resource_requirements(resources, pj.cluster)
+    container_security(c, job)
     network_container(c, profile)
     if gpu_env:
         hide_gpus(c, pj.cluster)
@@ -76,6 +79,7 @@ def role_template(
         c["volumeMounts"] = mounts
     spec: dict[str, Any] = {"containers": [c]}
     network_pod(spec, profile)
+    pod_security(spec, job)
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     if volumes:

@@ -9,6 +9,7 @@ from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, V
 from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
+from ..model.security import ContainerSecurityContext, SecurityContext
 
 __all__ = [
     "GPU_HIDING_ENV",
@@ -16,6 +17,7 @@ __all__ = [
     "SHM_VOLUME",
     "claim_mounts",
     "claim_volumes",
+    "container_security",
     "env_list",
     "env_only",
     "env_sources",
@@ -26,6 +28,7 @@ __all__ = [
     "network_pod",
     "placement",
     "pod_access",
+    "pod_security",
     "pod_volumes",
     "tolerations",
 ]
@@ -68,7 +71,24 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
             # Extended resources are never overcommitted: requests equal limits.
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
     if profile.capabilities:
-        container["securityContext"] = {"capabilities": {"add": sorted(set(profile.capabilities))}}
+        # Added after the job's dropped ones (a container may drop ALL and keep IPC_LOCK).
+        context = container.setdefault("securityContext", {})
+        context.setdefault("capabilities", {})["add"] = sorted(set(profile.capabilities))
+
+
+def container_security(container: dict[str, Any], job: object) -> None:
+    """The job's ``container_security_context`` on ``container`` (before a network profile
+    adds its capabilities)."""
+    context: ContainerSecurityContext | None = getattr(job, "container_security_context", None)
+    if context is not None and (rendered := context.render()):
+        container["securityContext"] = rendered
+
+
+def pod_security(spec: dict[str, Any], job: object) -> None:
+    """The job's ``security_context`` as the pod's."""
+    context: SecurityContext | None = getattr(job, "security_context", None)
+    if context is not None and (rendered := context.render()):
+        spec["securityContext"] = rendered
 
 
 # The NVIDIA container runtime exposes the GPUs the image's NVIDIA_VISIBLE_DEVICES names (CUDA

@@ -16,6 +16,7 @@ from ..load import Definition
 from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from ..model.env import EnvSource, source_key_refused
 from ..model.pod_metadata import steering_domain
+from ..model.security import RUNTIME_DEFAULT
 from .index import Declared
 from .problems import known, problem
 
@@ -79,6 +80,33 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
     sources = getattr(d.obj, "env_from", [])
     problems.extend(check_env_from(d, team, sources, own, kind, lambda i: f"env_from[{i}]"))
     problems.extend(_pod_metadata(d, team))
+    problems.extend(_profiles(d, team))
+    return problems
+
+
+def _profiles(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A problem per seccomp or AppArmor profile other than ``RuntimeDefault`` that ``team``
+    does not grant: ``Unconfined`` lifts a confinement of the kernel, and a node's own
+    profile may allow anything (or be missing, so the pod never starts)."""
+    problems = []
+    for field in ("security_context", "container_security_context"):
+        context = getattr(d.obj, field, None)
+        if context is None:
+            continue
+        for kind, grant in (("seccomp", "seccomp_profiles"), ("app_armor", "app_armor_profiles")):
+            profile = getattr(context, kind)
+            granted: list[str] = getattr(team.obj, grant)
+            if profile is None or profile == RUNTIME_DEFAULT or profile in granted:
+                continue
+            problems.append(
+                problem(
+                    d,
+                    f"team {team.obj.name!r} may not use the {kind} profile {profile!r}; "
+                    f"Team.{grant} in {team.file} allows {known(granted)} besides "
+                    f"{RUNTIME_DEFAULT!r}; use {RUNTIME_DEFAULT!r}, or ask the platform team",
+                    f"{field}.{kind}",
+                )
+            )
     return problems
 
 

@@ -25,6 +25,7 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.security import effective_user
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import check_network_grant, env_conflicts, resolve_network
@@ -284,6 +285,32 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     f"{what} would reach only the launcher, not the nodes that run the ranks; "
                     "set it on the runtime",
                     field,
+                )
+            )
+    # The runtime's user reads the ssh key, mode 0640, through its fs_group, at its own
+    # ~/.ssh (ssh_dir): another user or group would find no usable key (see the runtime's
+    # _ssh_key_readable).
+    rt, mpi = runtime.runtime, runtime.runtime.mpi
+    pod, own = job.security_context, job.container_security_context
+    uid, _ = effective_user(pod, own)
+    uid_field = (
+        "container_security_context"
+        if own is not None and own.run_as_user is not None
+        else "security_context"
+    )
+    fs_group = pod.fs_group if pod is not None else None
+    for what, field, mine, theirs in (
+        ("run_as_user", uid_field, uid, rt.run_as_user),
+        ("fs_group", "security_context", fs_group, rt.fs_group),
+    ):
+        if mine is not None and mine != theirs:
+            out.append(
+                problem(
+                    d,
+                    f"{what}={mine} differs from the {what} {theirs} of MPI runtime "
+                    f"{rt.name!r}, whose ssh keys (mode 0640 at {mpi.ssh_dir}) only that "
+                    f"user and group can use; leave {what} out",
+                    f"{field}.{what}",
                 )
             )
     return out

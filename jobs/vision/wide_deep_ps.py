@@ -1,6 +1,14 @@
 """Wide & Deep with parameter servers on paddle-operator (seed 004's PS mode)."""
 
-from trainkit import ContainerSecurityContext, PaddleJob, Resources, Role, Script, SecurityContext
+from trainkit import (
+    ContainerSecurityContext,
+    EmptyDir,
+    PaddleJob,
+    Resources,
+    Role,
+    Script,
+    SecurityContext,
+)
 
 job = PaddleJob(
     name="wide-deep-ps",
@@ -14,6 +22,7 @@ job = PaddleJob(
     ps=Role(replicas=2, resources=Resources(cpu=4, memory="32Gi")),  # the sparse tables
     queue="vision",
     clusters=["rocm-west"],  # paddle-operator runs there
+    volumes=[EmptyDir(name="scratch", path="/scratch", size="50Gi")],  # on the node's disk
     # Pod Security "restricted": a non-root user, the runtime's seccomp filter, no privilege
     # escalation and no capabilities (Unconfined would need the Team's seccomp_profiles).
     security_context=SecurityContext(

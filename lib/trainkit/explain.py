@@ -92,9 +92,22 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
             source = f"PersistentVolumeClaim {v['persistentVolumeClaim']['claimName']}"
         elif "emptyDir" in v:
             size = v["emptyDir"].get("sizeLimit")
-            source = "memory" + (f" ({size})" if size else "")
+            where = "memory" if v["emptyDir"].get("medium") == "Memory" else "the node's disk"
+            source = where + (f" ({size})" if size else "")
+        elif "secret" in v:
+            source = f"Secret {v['secret']['secretName']}"
+        elif "csi" in v:
+            source = f"CSI driver {v['csi']['driver']}"
+        elif "projected" in v:
+            tokens = [s["serviceAccountToken"] for s in v["projected"].get("sources") or []]
+            source = ", ".join(
+                f"ServiceAccount token for {t['audience']!r} ({t['path']})" for t in tokens
+            )
         else:
             source = m["name"]
+        items = (v.get("secret") or v.get("configMap") or {}).get("items")
+        if items:
+            source += " keys " + ", ".join(f"{i['key']}→{i['path']}" for i in items)
         if m.get("subPath"):
             source += f" [{m['subPath']}]"
         out.append({"path": m["mountPath"], "source": source, "read_only": bool(m.get("readOnly"))})

@@ -17,6 +17,7 @@ from .rules import NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
+from .volumes import ConfigMapVolume, CsiVolume, EmptyDir, SecretVolume, ServiceAccountToken
 from .xgboostjob import XGBoostJob
 
 __all__ = [
@@ -30,9 +31,12 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
+    "ConfigMapVolume",
     "ContainerSecurityContext",
+    "CsiVolume",
     "DeletionRule",
     "Elastic",
+    "EmptyDir",
     "FlavorQuota",
     "JAXJob",
     "Job",
@@ -56,7 +60,9 @@ __all__ = [
     "Script",
     "SecretEnv",
     "SecretKey",
+    "SecretVolume",
     "SecurityContext",
+    "ServiceAccountToken",
     "TFJob",
     "Team",
     "Toleration",

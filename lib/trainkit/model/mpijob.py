@@ -13,9 +13,10 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .fields import Arg, Path
-from .job import Resources
+from .job import Resources, Volume
 from .operator_job import OperatorJob, Role
 from .security import effective_user
+from .volumes import volume_name
 
 __all__ = ["LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
 
@@ -112,15 +113,17 @@ class MPIJob(OperatorJob):
                 "ranks and gets the job's resources; drop one of them"
             )
         for v in self.volumes:
-            if v.claim in MPI_RESERVED_VOLUMES:
+            name = volume_name(v)
+            if name in MPI_RESERVED_VOLUMES:
+                what = "claim" if isinstance(v, Volume) else "volume"
                 raise ValueError(
-                    f"claim {v.claim!r} has the name of a volume mpi-operator adds "
-                    f"({', '.join(sorted(MPI_RESERVED_VOLUMES))}); rename the claim"
+                    f"{what} {name!r} has the name of a volume mpi-operator adds "
+                    f"({', '.join(sorted(MPI_RESERVED_VOLUMES))}); rename the {what}"
                 )
             for taken in (_CONFIG_DIR, self.ssh_dir):
                 if v.path == taken or v.path.startswith(taken.rstrip("/") + "/"):
                     raise ValueError(
-                        f"volume {v.claim!r} mounts at {v.path}, where mpi-operator mounts the "
+                        f"volume {name!r} mounts at {v.path}, where mpi-operator mounts the "
                         f"{'hostfile' if taken == _CONFIG_DIR else 'ssh keys'} ({taken}); "
                         "choose another path"
                     )

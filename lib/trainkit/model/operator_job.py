@@ -26,10 +26,11 @@ from .fields import (
     MemoryQuantity,
     ObjectName,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
+from .job import Image, Resources, Script, Toleration, check_program
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .security import ContainerSecurityContext, SecurityContext, check_security
+from .volumes import AnyVolume, check_volumes
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -100,8 +101,10 @@ class PodJob(TrainkitModel):
     variable (a device-visibility one, say)."""
     shm_size: MemoryQuantity | None = None
     """Size of ``/dev/shm`` (memory-backed emptyDir), e.g. ``"20Gi"`` for data loaders, NCCL."""
-    volumes: list[Volume] = []
-    """PersistentVolumeClaims mounted on every node."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on every node: claims (``Volume(claim=…)``), scratch space
+    (``EmptyDir``), Secret and ConfigMap files (``SecretVolume``, ``ConfigMapVolume``),
+    tokens for other systems (``ServiceAccountToken``), CSI volumes (``CsiVolume``)."""
     node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
     tolerations: list[Toleration] = []

@@ -89,6 +89,10 @@ class Cluster(TrainkitModel):
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A
     toleration without key (``operator='Exists'``) tolerates every taint, control-plane and
     dedicated nodes included: declare it only on purpose."""
+    csi_drivers: list[ObjectName] = []
+    """CSI drivers installed on the cluster whose inline volumes jobs may mount
+    (``CsiVolume``), e.g. ``["secrets-store.csi.k8s.io"]``; a pod naming a driver the cluster
+    lacks never starts."""
 
     @model_validator(mode="after")
     def _one_destination(self) -> Cluster:

@@ -28,11 +28,12 @@ from .fields import (
     ObjectName,
     Path,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
+from .job import Image, Resources, Script, Toleration, check_program
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
+from .volumes import AnyVolume, check_volumes
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -230,8 +231,10 @@ class TrainJob(TrainkitModel):
     """Processes per node; defaults to the GPUs per node (Trainer's ``auto``)."""
     resources: Resources | None = None
     """CPU, memory and GPUs of each node; defaults to the runtime's."""
-    volumes: list[Volume] = []
-    """PersistentVolumeClaims mounted on every node."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on every node: claims (``Volume(claim=…)``), scratch space
+    (``EmptyDir``), Secret and ConfigMap files (``SecretVolume``, ``ConfigMapVolume``),
+    tokens for other systems (``ServiceAccountToken``), CSI volumes (``CsiVolume``)."""
     deadline_seconds: int | None = Field(default=None, ge=1)
     """Fail the job when it has existed this long, counted from its creation (Trainer's clock:
     time queued in Volcano counts, unlike a PyTorchJob's deadline; on Kueue from admission)."""

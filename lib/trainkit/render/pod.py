@@ -10,6 +10,14 @@ from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
 from ..model.security import ContainerSecurityContext, SecurityContext
+from ..model.volumes import (
+    AnyVolume,
+    ConfigMapVolume,
+    EmptyDir,
+    SecretVolume,
+    ServiceAccountToken,
+    volume_name,
+)
 
 __all__ = [
     "GPU_HIDING_ENV",
@@ -34,26 +42,68 @@ __all__ = [
 ]
 
 
-def claim_mounts(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
-    out = []
-    for v in volumes:
-        m: dict[str, Any] = {"mountPath": v.path, "name": v.claim}
-        if v.read_only:
-            m["readOnly"] = True
-        if v.sub_path:
-            m["subPath"] = v.sub_path
-        out.append(m)
-    return out
+def _mount(v: AnyVolume) -> dict[str, Any]:
+    m: dict[str, Any] = {"mountPath": v.path, "name": volume_name(v)}
+    # Secret, ConfigMap and projected volumes are read-only whatever the mount says
+    # (the kubelet's atomic writer); saying so shows it.
+    if getattr(v, "read_only", False) or isinstance(
+        v, SecretVolume | ConfigMapVolume | ServiceAccountToken
+    ):
+        m["readOnly"] = True
+    if v.sub_path:
+        m["subPath"] = v.sub_path
+    return m
 
 
-def claim_volumes(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
-    out = []
-    for v in volumes:
+def _items(items: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"key": k, "path": items[k]} for k in sorted(items)]
+
+
+def _source(v: AnyVolume) -> dict[str, Any]:
+    """The pod volume of ``v``."""
+    out: dict[str, Any] = {"name": volume_name(v)}
+    if isinstance(v, Volume):
         claim: dict[str, Any] = {"claimName": v.claim}
         if v.read_only:
             claim["readOnly"] = True
-        out.append({"name": v.claim, "persistentVolumeClaim": claim})
+        out["persistentVolumeClaim"] = claim
+    elif isinstance(v, EmptyDir):
+        empty: dict[str, Any] = {"medium": "Memory"} if v.memory else {}
+        out["emptyDir"] = {**empty, "sizeLimit": v.size}
+    elif isinstance(v, SecretVolume | ConfigMapVolume):
+        source: dict[str, Any]
+        if isinstance(v, SecretVolume):
+            key, source = "secret", {"secretName": v.secret}
+        else:
+            key, source = "configMap", {"name": v.config_map}
+        if v.items:
+            source["items"] = _items(v.items)
+        if v.optional:
+            source["optional"] = True
+        out[key] = source
+    elif isinstance(v, ServiceAccountToken):
+        token = {"audience": v.audience, "expirationSeconds": v.expiration_seconds, "path": v.file}
+        out["projected"] = {"sources": [{"serviceAccountToken": token}]}
+    else:
+        csi: dict[str, Any] = {"driver": v.driver}
+        if v.fs_type is not None:
+            csi["fsType"] = v.fs_type
+        if v.read_only:
+            csi["readOnly"] = True
+        if v.attributes:
+            csi["volumeAttributes"] = dict(sorted(v.attributes.items()))
+        out["csi"] = csi
     return out
+
+
+def claim_mounts(volumes: Sequence[AnyVolume]) -> list[dict[str, Any]]:
+    """The ``volumeMounts`` of a job's volumes, in the order given."""
+    return [_mount(v) for v in volumes]
+
+
+def claim_volumes(volumes: Sequence[AnyVolume]) -> list[dict[str, Any]]:
+    """The pod ``volumes`` of a job's volumes, in the order given."""
+    return [_source(v) for v in volumes]
 
 
 def network_container(container: dict[str, Any], profile: NetworkProfile | None) -> None:
@@ -230,7 +280,7 @@ def pod_volumes(
     configmap: str | None = None,
     scripts: Sequence[str] = (),
     shm_size: str | None = None,
-    claims: Sequence[Volume] = (),
+    claims: Sequence[AnyVolume] = (),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(volumes, volumeMounts)``: scripts, shared memory and claims, in that order.
 

@@ -26,6 +26,7 @@ from ..model.paddlejob import (
     training_operator_problems,
 )
 from ..model.security import effective_user
+from ..model.volumes import CsiVolume, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import check_network_grant, env_conflicts, resolve_network
@@ -224,6 +225,7 @@ def place(
             granted_keys(sources, team), local_queue, indexes,
         )  # fmt: skip
         _check_hostnames(pj, problems)
+        _check_csi(pj, problems)
         out.append(pj)
     return out
 
@@ -267,6 +269,9 @@ def _runtime_env_from(
     return check_env_from(d, team, rt.env_from, own, "TrainJob", lambda i: "runtime", via)
 
 
+TRAINER_MPI_VOLUMES = ("mpi-hostfile", "mpi-ssh-auth")
+
+
 def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:
     """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer's image into
     the trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
@@ -291,6 +296,19 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
     # ~/.ssh (ssh_dir): another user or group would find no usable key (see the runtime's
     # _ssh_key_readable).
     rt, mpi = runtime.runtime, runtime.runtime.mpi
+    for i, v in enumerate(job.volumes):
+        # Trainer's MPI plugin adds these volumes (trainer v2.3.0 pkg/constants/constants.go
+        # MPIHostfileVolumeName, MPISSHAuthVolumeName); a patch's of the same name would be
+        # merged into them.
+        if volume_name(v) in TRAINER_MPI_VOLUMES:
+            out.append(
+                problem(
+                    d,
+                    f"volume {volume_name(v)!r} has the name of a volume Trainer's MPI plugin "
+                    f"adds ({', '.join(TRAINER_MPI_VOLUMES)}); rename it",
+                    f"volumes[{i}]",
+                )
+            )
     pod, own = job.security_context, job.container_security_context
     uid, _ = effective_user(pod, own)
     uid_field = (
@@ -369,6 +387,23 @@ def _image(job: Job, d: Definition, cluster: Cluster, problems: list[Problem]) -
             )
         )
     return image
+
+
+def _check_csi(pj: PlannedJob, problems: list[Problem]) -> None:
+    """A problem per CSI volume whose driver the cluster does not list: the kubelet finds no
+    such driver and the pod never starts (and an unlisted driver may mount anything)."""
+    listed = pj.cluster.csi_drivers
+    for i, v in enumerate(getattr(pj.job, "volumes", [])):
+        if isinstance(v, CsiVolume) and v.driver not in listed:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"on cluster {pj.cluster.name!r}: CSI driver {v.driver!r} is not one the "
+                    f"cluster lists (Cluster.csi_drivers: {known(listed)}); use a listed "
+                    "driver, or ask the platform team",
+                    f"volumes[{i}]",
+                )
+            )
 
 
 def _check_hostnames(pj: PlannedJob, problems: list[Problem]) -> None:

@@ -320,3 +320,43 @@ def test_bad_volumes_are_refused_with_why(make, message: str) -> None:
     with pytest.raises(DefinitionError) as e:
         make()
     assert message in str(e.value), str(e.value)
+
+
+def test_ephemeral_storage_is_requested_and_counted_against_the_queue(ws, cli) -> None:
+    edit(ws, RESNET, "gpu=8)", 'gpu=8, ephemeral_storage="300Gi")')
+    edit(
+        ws, "jobs/llm/lr_sweep_ray.py", 'head=Resources(cpu=8, memory="32Gi")',
+        'head=Resources(cpu=8, memory="32Gi", ephemeral_storage="10Gi")',
+    )  # fmt: skip
+    # Volcano counts it (volcano v1.12 pkg/scheduler/api/resource_info.go NewResource): the
+    # vision queue may hold 500Gi, the gang of two nodes needs 600Gi.
+    edit(
+        ws,
+        TEAMS,
+        "capability=Capacity(cpu=256,",
+        'capability=Capacity(ephemeral_storage="500Gi", cpu=256,',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    for cluster in ("gpu-east", "rocm-west"):
+        assert (
+            f"PyTorchJob 'resnet50-ddp': queue: the gang of 2 pods needs 600Gi ephemeral-storage "
+            f"on cluster {cluster!r}, but queue 'vision' can hold at most 500Gi ephemeral-storage"
+        ) in run.err, run.err
+    # Kueue admits only what a ClusterQueue quotes: the RayJob on h100-south never would.
+    assert (
+        "RayJob 'lr-sweep-ray': queue: the job requests ephemeral-storage, which ClusterQueue "
+        "'llm' (jobs/platform/kueue.py) has no quota for"
+    ) in run.err, run.err
+    edit(ws, TEAMS, 'ephemeral_storage="500Gi"', 'ephemeral_storage="1Ti"')
+    edit(ws, "jobs/llm/lr_sweep_ray.py", ', ephemeral_storage="10Gi"', "")
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job, *_) = _docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    res = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert res["resources"]["limits"]["ephemeral-storage"] == "300Gi"
+    assert res["resources"]["requests"]["ephemeral-storage"] == "300Gi"
+    queue = yaml.safe_load(
+        (ws.out / "clusters/gpu-east/platform/queues/vision.yaml").read_text(encoding="utf-8")
+    )
+    assert queue["spec"]["capability"]["ephemeral-storage"] == "1Ti"

@@ -73,6 +73,11 @@ class Resources(TrainkitModel):
     ``memory_request`` says less)."""
     gpu: int = Field(default=0, ge=0)
     """GPUs per node, counted in the cluster's GPU resource (``nvidia.com/gpu``, …)."""
+    ephemeral_storage: MemoryQuantity | None = None
+    """Local disk per node (``ephemeral-storage``: the image's writable layer, logs and
+    ``EmptyDir`` volumes on disk), e.g. ``"200Gi"``, requested and the limit: the scheduler
+    places the pod where that much is free, and the kubelet evicts it beyond. Volcano and Kueue
+    count it against the queue."""
     cpu_request: CpuQuantity | None = None
     """A CPU request below ``cpu``, only where ``Policy.burstable`` allows it: the pod is then
     Burstable, not Guaranteed, and may be throttled or evicted before Guaranteed pods."""

@@ -132,6 +132,11 @@ class Capacity(TrainkitModel):
     """Memory with a unit, e.g. ``"256Gi"``."""
     gpu: int | None = Field(default=None, ge=0)
     """Number of GPUs (rendered as the cluster's ``gpu_resource``)."""
+    ephemeral_storage: MemoryQuantity | None = None
+    """Local disk of the nodes (``ephemeral-storage``), e.g. ``"2Ti"``: Volcano and Kueue
+    count the pods' requests of it like any other resource (volcano v1.12
+    pkg/scheduler/api/resource_info.go NewResource), so a queue that lists it caps it, and a
+    Kueue queue must list it for jobs that ask for it."""
 
     def amounts(self, gpu_resource: str, *, zero_gpu: bool = False) -> dict[str, str]:
         """The amounts in a cluster's words (``gpu`` → its GPU resource); no GPUs are left
@@ -141,6 +146,8 @@ class Capacity(TrainkitModel):
             out["cpu"] = str(self.cpu)
         if self.memory is not None:
             out["memory"] = self.memory
+        if self.ephemeral_storage is not None:
+            out["ephemeral-storage"] = self.ephemeral_storage
         if self.gpu or (zero_gpu and self.gpu is not None):
             out[gpu_resource] = str(self.gpu)
         return out

@@ -3,6 +3,7 @@
 from trainkit import (
     ContainerSecurityContext,
     EmptyDir,
+    InitContainer,
     PaddleJob,
     Resources,
     Role,
@@ -23,6 +24,16 @@ job = PaddleJob(
     queue="vision",
     clusters=["rocm-west"],  # paddle-operator runs there
     volumes=[EmptyDir(name="scratch", path="/scratch", size="50Gi")],  # on the node's disk
+    # Runs to completion before training starts, in the job's image, with the scratch volume;
+    # sidecar=True would run it beside the trainer instead (stopped when training ends).
+    init_containers=[
+        InitContainer(
+            name="unpack-vocab",
+            command=["sh", "-c", "tar -xzf /opt/vocab.tgz -C /scratch"],
+            mounts=["scratch"],
+            resources=Resources(cpu=1, memory="1Gi"),
+        )
+    ],
     # Pod Security "restricted": a non-root user, the runtime's seccomp filter, no privilege
     # escalation and no capabilities (Unconfined would need the Team's seccomp_profiles).
     security_context=SecurityContext(

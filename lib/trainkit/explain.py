@@ -171,6 +171,16 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                     {"name": c.get("name"), "image": c.get("image")}
                     for c in ps.added_init_containers
                 ],
+                "init_containers": [
+                    {
+                        "name": c.get("name"),
+                        "image": c.get("image"),
+                        "sidecar": c.get("restartPolicy") == "Always",
+                        "command": c.get("command"),
+                        "resources": c.get("resources") or {},
+                    }
+                    for c in ps.spec.get("initContainers") or []
+                ],
                 "image": ps.main.get("image"),
                 "image_pull_policy": ps.main.get("imagePullPolicy"),
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
@@ -273,6 +283,16 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             lines.append(
                 f"    image      {pod['image']}" + (f" ({', '.join(pull)})" if pull else "")
             )
+            for init in pod["init_containers"]:
+                limits = ", ".join(
+                    f"{k} {v}" for k, v in (init["resources"].get("limits") or {}).items()
+                )
+                role = "sidecar    " if init["sidecar"] else "init       "
+                when = "beside the job's container" if init["sidecar"] else "before it starts"
+                lines.append(
+                    f"    {role}{init['name']} ({init['image']}), {when}"
+                    + (f"; limits {limits}" if limits else "")
+                )
             for init in pod["added_init_containers"]:
                 lines.append(
                     f"    init       {init['name']} ({init['image']}), added by the operator"

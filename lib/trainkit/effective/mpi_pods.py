@@ -90,7 +90,8 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         gang = replace(
             gang,
             requests=_min_resources(replicas, gang.min_member),
-            placed=gang.requests,
+            # The first members as Volcano places them (init containers and sidecars too).
+            placed=gang.placed or gang.requests,
         )
     command = pod_sets[0].main.get("command")
     starter = f"the launcher's {command[0]}" if command else "the launcher's ENTRYPOINT"

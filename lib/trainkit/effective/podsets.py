@@ -181,8 +181,11 @@ def pod_requests(
     containers: Sequence[Mapping[str, Any]], init: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, Decimal]:
     """A pod's requests as the scheduler (and Kueue) counts them: per resource the sum over
-    its containers, or the largest init container's if that is more (k8s.io/component-helpers
-    resource.PodRequests); a limit stands for a missing request (the API server's default)."""
+    its containers and native sidecars (init containers with ``restartPolicy: Always``), or,
+    if that is more, what an init container needs while it runs beside the sidecars started
+    before it (k8s.io/component-helpers resource/helpers.go PodRequests; Volcano v1.12
+    pkg/scheduler/api/pod_info.go GetPodResourceRequest does the same). A limit stands for a
+    missing request (the API server's default)."""
 
     def amounts(c: Mapping[str, Any]) -> dict[str, Decimal]:
         res = c.get("resources") or {}
@@ -193,13 +196,28 @@ def pod_requests(
                 out[str(name)] = parsed
         return out
 
+    def add(into: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
+        for name, value in more.items():
+            into[name] = into.get(name, Decimal(0)) + value
+
     total: dict[str, Decimal] = {}
     for c in containers:
-        for name, value in amounts(c).items():
-            total[name] = total.get(name, Decimal(0)) + value
+        add(total, amounts(c))
+    sidecars: dict[str, Decimal] = {}
+    peak: dict[str, Decimal] = {}
     for c in init:
-        for name, value in amounts(c).items():
-            total[name] = max(total.get(name, Decimal(0)), value)
+        own = amounts(c)
+        if c.get("restartPolicy") == "Always":
+            add(total, own)  # runs for the pod's whole life
+            add(sidecars, own)
+            running = dict(sidecars)
+        else:
+            running = dict(sidecars)
+            add(running, own)
+        for name, value in running.items():
+            peak[name] = max(peak.get(name, Decimal(0)), value)
+    for name, value in peak.items():
+        total[name] = max(total.get(name, Decimal(0)), value)
     return total
 
 

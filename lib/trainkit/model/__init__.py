@@ -2,6 +2,7 @@
 
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
+from .init_containers import InitContainer
 from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
@@ -38,6 +39,7 @@ __all__ = [
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
+    "InitContainer",
     "JAXJob",
     "Job",
     "MPIJob",

@@ -26,11 +26,12 @@ from .fields import (
     MemoryQuantity,
     ObjectName,
 )
+from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .security import ContainerSecurityContext, SecurityContext, check_security
-from .volumes import AnyVolume, check_volumes
+from .volumes import AnyVolume, check_volumes, volume_name
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -149,6 +150,11 @@ class PodJob(TrainkitModel):
     """The job's container's own settings over ``security_context``, e.g.
     ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``;
     it can only narrow what the container may do."""
+    init_containers: list[InitContainer] = []
+    """Containers of every pod that runs the job's code besides the job's own:
+    ``InitContainer(...)`` runs to completion before it, ``InitContainer(sidecar=True, ...)``
+    beside it (a native sidecar, stopped when it ends). An MPI launcher that runs no ranks and
+    KubeRay's submitter get none."""
 
     @field_validator("pod_labels", "pod_annotations")
     @classmethod
@@ -177,7 +183,13 @@ class PodJob(TrainkitModel):
     def _one_program(self) -> PodJob:
         check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
+        return self
+
+    @model_validator(mode="after")
+    def _pod_rules(self) -> PodJob:
+        # A validator of its own: a kind's _one_program (RayJob's) replaces the one above.
         check_security(self.security_context, self.container_security_context)
+        check_init_containers(self.init_containers, [volume_name(v) for v in self.volumes])
         return self
 
     @property

@@ -103,6 +103,8 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     # operator publishes once they are Ready (mpi_job_controller.go newJobService), before
     # mpirun runs: the operator's volumes hold the hostfile and the ssh key.
     launcher_template["spec"]["initContainers"] = [
+        # After the job's own (a launcher that is a worker has them): its sidecars start first.
+        *launcher_template["spec"].get("initContainers", []),
         wait_for_hosts(
             pj.image or "", hostfile_volume="mpi-job-config", ssh_volume="ssh-auth",
             ssh_dir=job.ssh_dir, resources=launcher_template["spec"]["containers"][0]["resources"],
@@ -112,7 +114,7 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     main = launcher_template["spec"]["containers"][0]
     if "securityContext" in main:
         # ssh as mpirun will: as the launcher container's user, or the key is not its own.
-        wait = launcher_template["spec"]["initContainers"][0]
+        wait = launcher_template["spec"]["initContainers"][-1]
         wait["securityContext"] = copy.deepcopy(main["securityContext"])
     replicas = {
         "Launcher": {

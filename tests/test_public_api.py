@@ -18,6 +18,7 @@ def test_all_is_pinned_and_sorted():
         "Elastic",
         "EmptyDir",
         "FlavorQuota",
+        "HostPath",
         "InitContainer",
         "JAXJob",
         "MPIJob",

@@ -71,7 +71,7 @@ HAND_EDITS = {
         host_path,
         f"{WORKER}.volumes[4].hostPath",
         "pod security: volume 'node-root' mounts a directory of the node (hostPath), which is "
-        "never allowed; use a PersistentVolumeClaim or an emptyDir",
+        "never allowed without a Team.host_paths grant; use a PersistentVolumeClaim or an emptyDir",
     ),
     "host network": (
         host_network,
@@ -225,7 +225,7 @@ def test_builtin_workloads_are_checked(ws, cli, crds, with_crds):
             "Pod 'debug'",
             "spec.volumes[0].hostPath",
             "pod security: volume 'root' mounts a directory of the node (hostPath), which is "
-            "never allowed; use a PersistentVolumeClaim or an emptyDir",
+            "never allowed without a Team.host_paths grant; use a PersistentVolumeClaim or an emptyDir",
         ),
         (
             "CronJob 'clean'",

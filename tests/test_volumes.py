@@ -360,3 +360,79 @@ def test_ephemeral_storage_is_requested_and_counted_against_the_queue(ws, cli) -
         (ws.out / "clusters/gpu-east/platform/queues/vision.yaml").read_text(encoding="utf-8")
     )
     assert queue["spec"]["capability"]["ephemeral-storage"] == "1Ti"
+
+
+def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws, cli, crds):
+    edit(
+        ws, RESNET, 'queue="vision",',
+        "queue='vision', volumes=[__import__('trainkit').HostPath(name='nvme', "
+        "host_path='/mnt/nvme/cache', path='/cache')],",
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        "PyTorchJob 'resnet50-ddp': volumes[0]: team 'vision' may not mount the node's "
+        f"/mnt/nvme/cache; Team.host_paths in {TEAMS} allows none; use a claim or an EmptyDir, "
+        "or ask the platform team"
+    ) in run.err, run.err
+    # A look-alike directory is not below the grant.
+    edit(
+        ws,
+        TEAMS,
+        'vision = Team(name="vision",',
+        'vision = Team(host_paths=["/mnt/nvme/cache2"], name="vision",',
+    )
+    assert cli("synth").code == 1
+    edit(ws, TEAMS, '"/mnt/nvme/cache2"', '"/mnt/nvme"')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job, *_) = _docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert {"name": "nvme", "hostPath": {"path": "/mnt/nvme/cache", "type": "Directory"}} in spec[
+        "volumes"
+    ]
+    assert {"mountPath": "/cache", "name": "nvme", "readOnly": True} in spec["containers"][0][
+        "volumeMounts"
+    ]
+    # The gate grants what the platform's Teams grant, and nothing else.
+    assert cli("check", "--crds", str(crds)).code == 0
+    run = cli("validate", "--format", "json", "--crds", str(crds), str(ws.out / "clusters"))
+    assert run.code == 0, run.out
+
+
+@pytest.mark.parametrize(
+    ("path", "grant", "allowed"),
+    [
+        ("/mnt/nvme/cache", "/mnt/nvme", True),
+        ("/mnt/nvme", "/mnt/nvme", True),
+        ("/mnt/nvme2", "/mnt/nvme", False),
+        ("/mnt/nvme/../../etc", "/mnt/nvme", False),
+        ("/etc", "/mnt/nvme", False),
+        ("relative", "/mnt/nvme", False),
+    ],
+)
+def test_pod_security_allows_a_host_path_only_below_a_grant(path, grant, allowed) -> None:
+    from trainkit.validate.findings import Finding
+    from trainkit.validate.pod_security import PodAllowance, check_pod_security
+
+    allow = PodAllowance.from_profiles([], host_paths=[grant])
+    spec = {"containers": [], "volumes": [{"name": "n", "hostPath": {"path": path}}]}
+    out: list[Finding] = []
+    check_pod_security([(("spec",), spec)], out, allow)
+    assert (not out) is allowed
+    if out:
+        assert (
+            "mounts a directory of the node (hostPath), which is not below a directory the "
+            "platform grants (Team.host_paths: /mnt/nvme)"
+        ) in out[0].message
+
+
+def test_a_host_path_is_a_plain_absolute_path() -> None:
+    from trainkit import HostPath
+
+    with pytest.raises(
+        DefinitionError, match=re.escape("host_path '/mnt/../etc' must be a plain absolute")
+    ):
+        HostPath(name="h", host_path="/mnt/../etc", path="/h")
+    with pytest.raises(DefinitionError, match="host_path"):
+        HostPath(name="h", host_path="mnt", path="/h")

@@ -76,9 +76,12 @@ def run(args: argparse.Namespace) -> int:
         if crds is None:
             progress.clear()
             unverified(args, crd_needs(out.files.items()), f"{args.out}/")
-        # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
+        # Pods may have what the platform's NetworkProfiles and Teams grant; CEL transition rules
         # (oldSelf) run against the deployed version of each object.
-        allowance = PodAllowance.from_profiles(out.plan.network_profiles)
+        allowance = PodAllowance.from_profiles(
+            out.plan.network_profiles,
+            [p for team in out.plan.index.teams.values() for p in team.obj.host_paths],
+        )
         # Each build, decoded as Argo CD decodes it, must hold exactly what was rendered.
         planned = planned_objects(out.objects, out.files, out.kept)
         notes: list[Problem] = []

@@ -18,7 +18,14 @@ from .rules import NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
-from .volumes import ConfigMapVolume, CsiVolume, EmptyDir, SecretVolume, ServiceAccountToken
+from .volumes import (
+    ConfigMapVolume,
+    CsiVolume,
+    EmptyDir,
+    HostPath,
+    SecretVolume,
+    ServiceAccountToken,
+)
 from .xgboostjob import XGBoostJob
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
+    "HostPath",
     "InitContainer",
     "JAXJob",
     "Job",

@@ -123,7 +123,7 @@ class PodJob(TrainkitModel):
     network: DNS1123Label | None = None
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
     device resources, host network and env its pods get. Nothing else can ask for them;
-    privileged containers and host paths are never generated."""
+    privileged containers are never generated."""
     service_account: ObjectName | None = None
     """ServiceAccount the pods run as, one the Team lists in ``service_accounts``; default:
     the namespace's ``default``."""

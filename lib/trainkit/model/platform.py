@@ -14,6 +14,7 @@ from .fields import (
     DNS1123Label,
     MemoryQuantity,
     ObjectName,
+    Path,
     ResourceName,
 )
 from .job import Toleration
@@ -258,6 +259,10 @@ class Team(TrainkitModel):
     (``security_context``, ``container_security_context``): ``"Unconfined"`` lifts the
     system call filter; ``"localhost/<file>"`` names a profile the platform installs on the
     nodes (a pod naming one the node lacks never starts)."""
+    host_paths: list[Path] = []
+    """Directories of the nodes the team's jobs may mount (``HostPath``), each with what is
+    below it, e.g. ``["/mnt/nvme/cache"]``; none by default. A node's directory is shared
+    with every pod on the node and outlives the job: grant only what is meant to be shared."""
     app_armor_profiles: list[Profile] = []
     """AppArmor profiles besides ``"RuntimeDefault"`` the team's jobs may give:
     ``"Unconfined"``, or ``"localhost/<name>"`` of a profile loaded on the nodes."""

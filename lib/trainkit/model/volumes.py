@@ -3,8 +3,8 @@ service-account tokens for other systems, and CSI volumes of drivers the cluster
 
 Each kind is typed for what a job may say. What it may read is the platform's to grant: a
 Secret's or ConfigMap's keys through ``Team.secrets`` / ``Team.config_maps`` (as for env),
-a CSI driver through ``Cluster.csi_drivers``. A directory of the node (``hostPath``) has no
-kind here: trainkit never generates one.
+a CSI driver through ``Cluster.csi_drivers``, a directory of the node (``HostPath``) through
+``Team.host_paths`` only.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
+from ..kube.paths import under
 from .base import TrainkitModel
 from .env import Key
 from .fields import DNS1123Label, MemoryQuantity, ObjectName, Path
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigMapVolume",
     "CsiVolume",
     "EmptyDir",
+    "HostPath",
     "SecretVolume",
     "ServiceAccountToken",
     "check_volumes",
@@ -150,7 +152,36 @@ class CsiVolume(_Mount):
         return attributes
 
 
-AnyVolume = Volume | EmptyDir | SecretVolume | ConfigMapVolume | ServiceAccountToken | CsiVolume
+class HostPath(_Mount):
+    """A directory of the node, only one under a directory the Team grants
+    (``Team.host_paths``), e.g. a local NVMe cache: ``HostPath(name="nvme",
+    host_path="/mnt/nvme/cache", path="/cache")``. It is the node's, shared with every pod
+    there and kept after the job: the platform decides which ones a team may touch."""
+
+    host_path: Path
+    """The directory on the node, e.g. ``/mnt/nvme/cache``; it must exist
+    (``type: Directory``)."""
+    read_only: bool = True
+    """Mount read-only (the default); ``False`` lets the job write to the node."""
+
+    def below(self, directory: str) -> bool:
+        """Whether ``host_path`` is ``directory`` or below it (a ``Team.host_paths`` grant)."""
+        return under(self.host_path, directory)
+
+    @field_validator("host_path")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        if ".." in v.split("/") or posixpath.normpath(v) != v:
+            raise ValueError(
+                f"host_path {v!r} must be a plain absolute path (no '..', no trailing '/'), "
+                "e.g. '/mnt/nvme/cache'"
+            )
+        return v
+
+
+AnyVolume = (
+    Volume | EmptyDir | SecretVolume | ConfigMapVolume | ServiceAccountToken | CsiVolume | HostPath
+)
 """Every kind of volume a job may mount."""
 
 

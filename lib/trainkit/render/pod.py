@@ -14,6 +14,7 @@ from ..model.volumes import (
     AnyVolume,
     ConfigMapVolume,
     EmptyDir,
+    HostPath,
     SecretVolume,
     ServiceAccountToken,
     volume_name,
@@ -84,6 +85,8 @@ def _source(v: AnyVolume) -> dict[str, Any]:
     elif isinstance(v, ServiceAccountToken):
         token = {"audience": v.audience, "expirationSeconds": v.expiration_seconds, "path": v.file}
         out["projected"] = {"sources": [{"serviceAccountToken": token}]}
+    elif isinstance(v, HostPath):
+        out["hostPath"] = {"path": v.host_path, "type": "Directory"}
     else:
         csi: dict[str, Any] = {"driver": v.driver}
         if v.fs_type is not None:

@@ -17,7 +17,7 @@ from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from ..model.env import EnvSource, source_key_refused
 from ..model.pod_metadata import steering_domain
 from ..model.security import RUNTIME_DEFAULT
-from ..model.volumes import ConfigMapVolume, SecretVolume
+from ..model.volumes import ConfigMapVolume, HostPath, SecretVolume
 from .index import Declared
 from .problems import known, problem
 
@@ -92,6 +92,19 @@ def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:
     it holds (as for ``env_from``): a Secret may hold other systems' credentials."""
     problems = []
     for i, v in enumerate(getattr(d.obj, "volumes", [])):
+        if isinstance(v, HostPath):
+            granted_dirs = team.obj.host_paths
+            if not any(v.below(g) for g in granted_dirs):
+                problems.append(
+                    problem(
+                        d,
+                        f"team {team.obj.name!r} may not mount the node's {v.host_path}; "
+                        f"Team.host_paths in {team.file} allows {known(granted_dirs)}; use "
+                        "a claim or an EmptyDir, or ask the platform team",
+                        f"volumes[{i}]",
+                    )
+                )
+            continue
         if isinstance(v, SecretVolume):
             grant, kind, source, granted = "secrets", "Secret", v.secret, team.obj.secrets
         elif isinstance(v, ConfigMapVolume):

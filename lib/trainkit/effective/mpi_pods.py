@@ -97,8 +97,8 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     notes = [
         f"{hosts} hosts × {slots} slots = {world} ranks, started by {starter}"
         + ("" if as_worker else "; the launcher runs no ranks itself and has no GPU"),
-        "workers run sshd (mpi-operator's default command); ranks started over ssh get only "
-        "the variables the launcher forwards",
+        f"workers run sshd ({_sshd(pod_sets[1])}); ranks started over ssh get only the "
+        "variables the launcher forwards",
     ]
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
@@ -110,6 +110,19 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     return EffectiveJob(
         pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes), workload=workload
     )
+
+
+def _sshd(worker: PodSet) -> str:
+    """How the workers' sshd runs: mpi-operator's default command, or on a port of the node's
+    own network (a host-network profile: render/mpi_operator.py), one worker per node."""
+    if not worker.spec.get("hostNetwork"):
+        return "mpi-operator's default command"
+    ports = [p["containerPort"] for p in worker.main.get("ports") or [] if p.get("name") == "ssh"]
+    if not ports:
+        return "on the host network"
+    anti = (worker.spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    spread = ", one per node" if anti.get("requiredDuringSchedulingIgnoredDuringExecution") else ""
+    return f"on port {ports[0]} of their node's network, where port 22 is the node's own{spread}"
 
 
 def _min_resources(replicas: dict[str, Any], members: int) -> dict[str, Decimal]:

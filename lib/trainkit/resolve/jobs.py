@@ -11,6 +11,7 @@ from ..model import (
     Cluster,
     ClusterTrainingRuntime,
     Job,
+    MPIJob,
     NetworkProfile,
     RayJob,
     Resources,
@@ -27,7 +28,12 @@ from ..model.paddlejob import (
 )
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
-from .network import env_conflicts, resolve_network
+from .network import (
+    env_conflicts,
+    host_network_mpijob,
+    host_network_trainjob,
+    resolve_network,
+)
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
@@ -211,8 +217,11 @@ def place(
                 problems.extend(_runtime_env_from(d, job, found, declared_team))
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
+            problems.extend(host_network_trainjob(d, job, found.runtime, network))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
+            if isinstance(job, MPIJob):
+                problems.extend(host_network_mpijob(d, job, network))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]

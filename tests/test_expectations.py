@@ -74,7 +74,22 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "mpi-hostfile-launcher-as-worker": "effective/ has no hostfile",
+    "mpi-hostfile-launcher-only": "effective/ has no hostfile",
+    "mpi-hostfile-workers": "effective/ has no hostfile",
+    "mpi-hostfile-slots": "effective/ has no hostfile",
+    "mpi-hostfile-intel": "effective/ has no hostfile",
+    "mpi-hostfile-mpich": "effective/ has no hostfile",
+    "mpi-service": "effective/ has no Service",
+    "mpi-service-launcher-as-worker": "effective/ has no Service",
+    "mpi-defaults-pods-metadata": "MPIJob pods without the operator's labels, subdomain, DNS search and volume items",
+    "mpi-launcher-as-worker-pods-metadata": "MPIJob pods without the operator's labels and DNS search",
+    "mpi-overrides-pods-metadata": "MPIJob pods without DNS settings and volume items; no completion",
+    "mpi-launcher-decides": "MPIJob without completion",
+    "mpi-definition-hostfile-and-service": "effective/ has no hostfile, Service, labels or completion",
+    "mpi-definition-host-network": "MPIJob pods without the operator's labels and DNS settings",
+}
 
 
 def _param(case: Case) -> Any:
@@ -277,6 +292,8 @@ def differences(ej: EffectiveJob | None, problems: list[str], check: Any) -> Ite
                 yield f"pod set {name} requests {got_req}, upstream {_parsed(amounts)}"
         if check.priority_class is not None and (w.priority_class or "") != check.priority_class:
             yield f"workload priority {w.priority_class!r}, upstream {check.priority_class!r}"
+    elif hasattr(check, "differences"):  # a check that compares itself (mpi_checks)
+        yield from check.differences(ej)
     else:  # pragma: no cover - a new check type without its comparison
         raise AssertionError(f"unknown check {check!r}")
 
@@ -325,6 +342,8 @@ def _kind(case: Case) -> str:
 
 
 def _category(check: Any) -> str:
+    if hasattr(check, "category"):  # a check that names its own (mpi_checks)
+        return str(check.category)
     if isinstance(check, Pods | PodNames | World):
         return "counts"
     if isinstance(check, Env | Port | Command | Volume):

@@ -74,22 +74,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING: dict[str, str] = {
-    "mpi-hostfile-launcher-as-worker": "effective/ has no hostfile",
-    "mpi-hostfile-launcher-only": "effective/ has no hostfile",
-    "mpi-hostfile-workers": "effective/ has no hostfile",
-    "mpi-hostfile-slots": "effective/ has no hostfile",
-    "mpi-hostfile-intel": "effective/ has no hostfile",
-    "mpi-hostfile-mpich": "effective/ has no hostfile",
-    "mpi-service": "effective/ has no Service",
-    "mpi-service-launcher-as-worker": "effective/ has no Service",
-    "mpi-defaults-pods-metadata": "MPIJob pods without the operator's labels, subdomain, DNS search and volume items",
-    "mpi-launcher-as-worker-pods-metadata": "MPIJob pods without the operator's labels and DNS search",
-    "mpi-overrides-pods-metadata": "MPIJob pods without DNS settings and volume items; no completion",
-    "mpi-launcher-decides": "MPIJob without completion",
-    "mpi-definition-hostfile-and-service": "effective/ has no hostfile, Service, labels or completion",
-    "mpi-definition-host-network": "MPIJob pods without the operator's labels and DNS settings",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:

@@ -436,6 +436,7 @@ CASES += [
                 script=Script.file("train.py"),
                 nodes=2,
                 resources=Resources(cpu=8, memory="32Gi", gpu=4),
+                backoff_limit=4,
                 queue="q",
             ),
             operators=("mpi-operator", "trainer"),
@@ -444,7 +445,7 @@ CASES += [
             Hostfile("mpi-worker-0.mpi.t.svc slots=4\nmpi-worker-1.mpi.t.svc slots=4\n"),
             service("mpi"),
             Labels("Worker", {OPERATOR: "mpi-operator", JOB_NAME: "mpi", JOB_ROLE: "worker"}),
-            Succeeds(("Launcher",), "all", 6),
+            Succeeds(("Launcher",), "all", 4),
         ),
     ),
     Case(

@@ -4,8 +4,10 @@ Sources (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go): the launch
 gets the hostfile ConfigMap at /etc/mpi and the implementation's variables
 (newLauncherPodTemplate); each worker runs ``/usr/sbin/sshd -De`` when its container has
 neither command nor args (newWorker); both get the ssh key Secret at ``sshAuthMountPath``
-(setupSSHOnPod). The PodGroup (pkg/controller/podgroup.go) is named after the job, with
-minMember = schedulingPolicy.minAvailable, else workers + 1.
+(setupSSHOnPod), the operator's labels (defaultLabels) and the subdomain of the job's headless
+Service (newJobService), which names every host of the hostfile (newConfigMap). The MPIJob
+ends with its launcher Job. The PodGroup (pkg/controller/podgroup.go) is named after the job,
+with minMember = schedulingPolicy.minAvailable, else workers + 1.
 """
 
 from __future__ import annotations
@@ -20,11 +22,37 @@ from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload
 from .operator_pods import pod_restart_policy, run_policy_gang
-from .podsets import EffectiveJob, EnvVar, PodSet, env_source, waits_for_hosts
+from .podsets import (
+    Completion,
+    EffectiveJob,
+    EnvVar,
+    PodSet,
+    Service,
+    env_source,
+    waits_for_hosts,
+)
 
 __all__ = ["effective_mpijob"]
 
 _OPERATOR = "mpi-operator"
+# pkg/apis/kubeflow/v2beta1/constants.go; defaultLabels.
+_OPERATOR_LABEL = "training.kubeflow.org/operator-name"
+_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+_REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+# sshVolumeItems, configVolumeItems: the Secret's key and the ConfigMap's files, by path.
+_SSH_ITEMS = (
+    {"key": "ssh-privatekey", "path": "id_rsa"},
+    {"key": "ssh-publickey", "path": "id_rsa.pub"},
+    {"key": "ssh-publickey", "path": "authorized_keys"},
+)
+_CONFIG_ITEMS = (
+    {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+    {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555},
+)
+_ROOT_SSH = "/root/.ssh"
+_LAUNCHER_BACKOFF = 6
+"""batch/v1's default backoffLimit, the launcher Job's when the run policy sets none."""
 
 
 def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
@@ -52,12 +80,39 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         mounts = own.setdefault("volumeMounts", [])
         volumes = template.setdefault("volumes", [])
         mounts.append({"mountPath": ssh_dir, "name": "ssh-auth"})
-        volumes.append({"name": "ssh-auth", "secret": {"secretName": f"{name}-ssh"}})
+        # setupSSHOnPod: mode 0600 only for root's keys; elsewhere the kubelet's default.
+        secret: dict[str, Any] = {"secretName": f"{name}-ssh", "items": list(_SSH_ITEMS)}
+        if ssh_dir == _ROOT_SSH:
+            secret["defaultMode"] = 0o600
+        volumes.append({"name": "ssh-auth", "secret": secret})
         if role == "Launcher":
             mounts.append({"mountPath": "/etc/mpi", "name": "mpi-job-config"})
-            volumes.append({"configMap": {"name": f"{name}-config"}, "name": "mpi-job-config"})
+            volumes.append(
+                {
+                    "configMap": {"name": f"{name}-config", "items": list(_CONFIG_ITEMS)},
+                    "name": "mpi-job-config",
+                }
+            )
         elif not own.get("command") and not own.get("args"):
             own["command"] = ["/usr/sbin/sshd", "-De"]
+        # newLauncherPodTemplate, newWorker: each pod is <hostname>.<job>, a name of the
+        # job's Service; on the host network it keeps the cluster's DNS; a worker also
+        # searches the Service's domain (for Intel MPI's and MPICH's short launcher name).
+        template["subdomain"] = name
+        if template.get("hostNetwork"):
+            template["dnsPolicy"] = "ClusterFirstWithHostNet"
+        if role == "Worker":
+            dns = template.setdefault("dnsConfig", {})
+            dns["searches"] = [*dns.get("searches", []), f"{name}.{pj.namespace}.svc.cluster.local"]
+        labels = {
+            **(replicas[role]["template"].get("metadata") or {}).get("labels", {}),
+            _OPERATOR_LABEL: _OPERATOR,
+            _JOB_NAME_LABEL: name,
+            _JOB_ROLE_LABEL: role.lower(),
+        }
+        if role == "Launcher" and as_worker:
+            # Host 0 of the job's replica index; worker i is i + 1 (workerReplicaIndexLabel).
+            labels[_REPLICA_INDEX_LABEL] = "0"
         first_rank = 0 if role == "Launcher" else (1 if as_worker else 0)
         ranks = role == "Worker" or as_worker
         # newLauncherJob/newWorker: the launcher Job's pod is <job>-launcher (its hostname),
@@ -76,6 +131,7 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
                     replicas[role], "OnFailure" if role == "Launcher" else "Never"
                 ),
                 name_format=f"{name}-launcher" if role == "Launcher" else f"{name}-worker-{{i}}",
+                labels=labels,
             )
         )
     workers = pod_sets[1].count
@@ -107,9 +163,46 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         notes.append(wait)
     # kueue v0.19.2 pkg/controller/jobs/mpijob/mpijob_controller.go: launcher, then worker.
     workload = replica_workload(body, replicas, ("Launcher", "Worker"), scheduling)
-    return EffectiveJob(
-        pj, tuple(pod_sets), str(slots), world, None, gang, tuple(notes), workload=workload
+    # newLauncherJob: the launcher Job carries the run policy's backoffLimit (else batch/v1's
+    # default); the MPIJob succeeds or fails with it (updateMPIJobStatus).
+    backoff = spec.get("runPolicy", {}).get("backoffLimit")
+    completion = Completion(
+        ("Launcher",),
+        "all",
+        _LAUNCHER_BACKOFF if backoff is None else int(backoff),
+        "failures of the launcher's pod (its batch Job's backoffLimit)",
     )
+    # newJobService: headless, every pod of the job by the operator's labels, the launcher
+    # included; names of pods not ready yet only when the launcher is a worker.
+    service = Service(
+        name, {_OPERATOR_LABEL: _OPERATOR, _JOB_NAME_LABEL: name}, publish_not_ready=as_worker
+    )
+    return EffectiveJob(
+        pj,
+        tuple(pod_sets),
+        str(slots),
+        world,
+        None,
+        gang,
+        tuple(notes),
+        workload=workload,
+        completion=completion,
+        hostfile=_hostfile(name, pj.namespace, implementation, slots, workers, as_worker),
+        services=(service,),
+    )
+
+
+def _hostfile(
+    name: str, namespace: str, implementation: str, slots: int, workers: int, as_worker: bool
+) -> str:
+    """newConfigMap: the launcher (when it is a worker), then each worker, by its Service name
+    (the operator's default, no --cluster-domain); ``slots=N`` for Open MPI, ``:N`` for Intel
+    MPI and MPICH."""
+    hosts = ([f"{name}-launcher"] if as_worker else []) + [
+        f"{name}-worker-{i}" for i in range(workers)
+    ]
+    sep = " slots=" if implementation == "OpenMPI" else ":"
+    return "".join(f"{h}.{name}.{namespace}.svc{sep}{slots}\n" for h in hosts)
 
 
 def _sshd(worker: PodSet) -> str:

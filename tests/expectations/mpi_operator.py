@@ -481,3 +481,154 @@ CASES += [
         why="trainkit moves the workers' sshd off the node's port 22 (issue 24)",
     ),
 ]
+
+
+# --- the PodGroup without a schedulingPolicy, and its priority (podgroup_test.go) ------------
+
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def annotated(job: dict[str, Any], queue: str) -> dict[str, Any]:
+    job["metadata"]["annotations"] = {QUEUE_ANNOTATION: queue}
+    return job
+
+
+def without_workers(job: dict[str, Any]) -> dict[str, Any]:
+    del job["spec"]["mpiReplicaSpecs"]["Worker"]
+    return job
+
+
+CASES += [
+    Case(
+        "mpi-podgroup-without-scheduling-policy",
+        src(PODGROUP, "TestNewPodGroup / schedulingPolicy is nil"),
+        Manifest(
+            annotated(
+                mpijob(
+                    "test",
+                    "default",
+                    2,
+                    launcher=requests("1", "2Gi"),
+                    worker=requests("10", "20Gi"),
+                    launcher_pod={"priorityClassName": "high"},
+                ),
+                "project-x",
+            )
+        ),
+        # The queue of the MPIJob's annotation, the launcher's priority, every pod's requests.
+        (
+            Gang(
+                "test",
+                3,
+                "project-x",
+                min_resources={"cpu": "21", "memory": "42Gi"},
+                priority_class="high",
+            ),
+        ),
+    ),
+    Case(
+        "mpi-podgroup-launcher-only",
+        src(PODGROUP, "TestNewPodGroup / no worker no MinResources"),
+        Manifest(
+            without_workers(
+                annotated(
+                    mpijob(
+                        "test",
+                        "default",
+                        launcher=requests("1", "2Gi"),
+                        runLauncherAsWorker=True,
+                        runPolicy={
+                            "schedulingPolicy": {
+                                "minAvailable": 1,
+                                "queue": "project-y",
+                                "priorityClass": "high",
+                                "scheduleTimeoutSeconds": 100,
+                            }
+                        },
+                    ),
+                    "project-x",
+                )
+            )
+        ),
+        (
+            Pods({"Launcher": 1}),
+            Gang(
+                "test",
+                1,
+                "project-y",
+                min_resources={"cpu": "1", "memory": "2Gi"},
+                priority_class="high",
+            ),
+            Hostfile("test-launcher.test.default.svc slots=1\n"),
+        ),
+    ),
+    Case(
+        "mpi-podgroup-priority-of-the-launcher",
+        src(PODGROUP, "TestCalcPriorityClassName / use launcher"),
+        Manifest(
+            mpijob(
+                "test",
+                "default",
+                1,
+                launcher_pod={"priorityClassName": "high"},
+                worker_pod={"priorityClassName": "low"},
+                runPolicy={"schedulingPolicy": {"queue": "q"}},
+            )
+        ),
+        (Gang("test", 2, "q", priority_class="high"),),
+    ),
+    Case(
+        "mpi-podgroup-priority-of-the-workers",
+        src(PODGROUP, "TestCalcPriorityClassName / use worker"),
+        Manifest(
+            mpijob(
+                "test",
+                "default",
+                1,
+                worker_pod={"priorityClassName": "low"},
+                runPolicy={"schedulingPolicy": {"queue": "q"}},
+            )
+        ),
+        (Gang("test", 2, "q", priority_class="low"),),
+    ),
+    Case(
+        "mpi-podgroup-priority-of-the-policy",
+        src(PODGROUP, "TestCalcPriorityClassName / use schedulingPolicy"),
+        Manifest(
+            mpijob(
+                "test",
+                "default",
+                1,
+                launcher_pod={"priorityClassName": "low"},
+                runPolicy={"schedulingPolicy": {"queue": "q", "priorityClass": "high"}},
+            )
+        ),
+        (Gang("test", 2, "q", priority_class="high"),),
+    ),
+    Case(
+        "mpi-podgroup-given-min-resources",
+        src(PODGROUP, "TestCalculatePGMinResources / minResources is not empty"),
+        Manifest(
+            mpijob(
+                "test",
+                "default",
+                4,
+                worker=requests("10", "20Gi"),
+                runPolicy={
+                    "schedulingPolicy": {
+                        "queue": "q",
+                        "minResources": {"cpu": "100", "memory": "512Gi", "example.com/gpu": "40"},
+                    }
+                },
+            )
+        ),
+        (
+            Gang(
+                "test",
+                5,
+                "q",
+                min_resources={"cpu": "100", "memory": "512Gi", "example.com/gpu": "40"},
+            ),
+        ),
+    ),
+]

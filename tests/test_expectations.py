@@ -74,12 +74,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING: dict[str, str] = {
-    "mpi-podgroup-without-scheduling-policy": "no MPIJob PodGroup without a schedulingPolicy",
-    "mpi-podgroup-launcher-only": "an MPIJob without Worker replicas crashes effective/",
-    "mpi-podgroup-priority-of-the-launcher": "the MPIJob PodGroup ignores the pods' priority",
-    "mpi-podgroup-priority-of-the-workers": "the MPIJob PodGroup ignores the pods' priority",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:

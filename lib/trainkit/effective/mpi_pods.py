@@ -18,14 +18,16 @@ from decimal import Decimal
 from typing import Any
 
 from ..injected_env.mpi_operator_env import mpijob_env
+from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..render.mpi_operator import CONTAINER
 from ..resolve import PlannedJob
 from .admission import min_resources, replica_workload
-from .operator_pods import pod_restart_policy, run_policy_gang
+from .operator_pods import pod_restart_policy, scheduling_gang
 from .podsets import (
     Completion,
     EffectiveJob,
     EnvVar,
+    Gang,
     PodSet,
     Service,
     env_source,
@@ -64,7 +66,9 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     ssh_dir = str(spec.get("sshAuthMountPath", "/root/.ssh"))
     name = pj.object_name
     pod_sets = []
-    for role in ("Launcher", "Worker"):
+    # A job whose launcher is its only worker may have no Worker replicas at all
+    # (newConfigMap, calPGMinResource: "there may be no worker").
+    for role in [r for r in ("Launcher", "Worker") if r in replicas]:
         count = int(replicas[role].get("replicas", 1))
         template = copy.deepcopy(replicas[role]["template"]["spec"])
         own = template["containers"][0]
@@ -134,31 +138,30 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
                 labels=labels,
             )
         )
-    workers = pod_sets[1].count
+    launcher_set = pod_sets[0]
+    worker_set = pod_sets[1] if len(pod_sets) > 1 else None
+    workers = worker_set.count if worker_set is not None else 0
     hosts = workers + (1 if as_worker else 0)
     world = slots * hosts
     scheduling = spec.get("runPolicy", {}).get("schedulingPolicy") or {}
     # Workers first when the launcher is not part of the gang (WaitForWorkersReady).
     launcher_in = int(scheduling.get("minAvailable", workers + 1)) > workers
-    order = pod_sets if launcher_in else [pod_sets[1], pod_sets[0]]
-    gang = run_policy_gang(pj, spec, order, workers + 1)
-    if gang is not None and "minResources" not in scheduling:
-        gang = replace(
-            gang,
-            requests=_min_resources(replicas, gang.min_member),
-            placed=gang.requests,
-        )
-    command = pod_sets[0].main.get("command")
+    order = pod_sets if launcher_in else pod_sets[::-1]
+    gang = _podgroup(pj, body, scheduling, order, workers)
+    command = launcher_set.main.get("command")
     starter = f"the launcher's {command[0]}" if command else "the launcher's ENTRYPOINT"
     notes = [
         f"{hosts} hosts × {slots} slots = {world} ranks, started by {starter}"
         + ("" if as_worker else "; the launcher runs no ranks itself and has no GPU"),
-        f"workers run sshd ({_sshd(pod_sets[1])}); ranks started over ssh get only the "
-        "variables the launcher forwards",
     ]
+    if worker_set is not None:
+        notes.append(
+            f"workers run sshd ({_sshd(worker_set)}); ranks started over ssh get only the "
+            "variables the launcher forwards"
+        )
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
-    wait = waits_for_hosts(pod_sets[0].spec)
+    wait = waits_for_hosts(launcher_set.spec)
     if wait is not None:
         notes.append(wait)
     # kueue v0.19.2 pkg/controller/jobs/mpijob/mpijob_controller.go: launcher, then worker.
@@ -190,6 +193,48 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         hostfile=_hostfile(name, pj.namespace, implementation, slots, workers, as_worker),
         services=(service,),
     )
+
+
+def _podgroup(
+    pj: PlannedJob,
+    body: dict[str, Any],
+    scheduling: dict[str, Any],
+    order: list[PodSet],
+    workers: int,
+) -> Gang | None:
+    """The Volcano PodGroup mpi-operator makes (pkg/controller/podgroup.go
+    VolcanoCtrl.newPodGroup), with or without a schedulingPolicy, on a cluster whose operator
+    gang-schedules with Volcano: named after the job, minMember ``minAvailable`` (else workers
+    + 1), the policy's queue, else the MPIJob's ``scheduling.volcano.sh/queue-name``
+    annotation, else none, which the PodGroup CRD defaults to ``default`` (volcano v1.12.4
+    scheduling.volcano.sh_podgroups.yaml); the priority class of the policy, else the
+    launcher's pods', else the workers' (calculatePriorityClassName); minResources as given,
+    else calPGMinResource's."""
+    if not scheduling and pj.cluster.scheduler != "volcano":
+        return None
+    gang = scheduling_gang(pj, scheduling, order, workers + 1)
+    if gang is None:  # pragma: no cover - scheduling_gang returns None only without a policy
+        return None
+    annotations = body.get("metadata", {}).get("annotations") or {}
+    queue = scheduling.get("queue") or annotations.get(VOLCANO_QUEUE_ANNOTATION) or "default"
+    replicas = body["spec"]["mpiReplicaSpecs"]
+    priority = scheduling.get("priorityClass") or next(
+        (
+            str(replicas[role]["template"]["spec"]["priorityClassName"])
+            for role in ("Launcher", "Worker")
+            if (replicas.get(role) or {})
+            .get("template", {})
+            .get("spec", {})
+            .get("priorityClassName")
+        ),
+        None,
+    )
+    gang = replace(gang, queue=queue, priority_class=priority)
+    if "minResources" not in scheduling:
+        gang = replace(
+            gang, requests=_min_resources(replicas, gang.min_member), placed=gang.requests
+        )
+    return gang
 
 
 def _hostfile(
@@ -224,8 +269,9 @@ def _min_resources(replicas: dict[str, Any], members: int) -> dict[str, Decimal]
     launcher and ``minMember - 1`` workers (with equal priorities the workers give way); each
     container's requests, its limits standing in for the names it does not request."""
     launcher = replicas["Launcher"]["template"]["spec"].get("containers") or []
-    worker = replicas["Worker"]["template"]["spec"].get("containers") or []
-    workers = int(replicas["Worker"].get("replicas", 1))
+    worker_spec = replicas.get("Worker") or {"replicas": 0, "template": {"spec": {}}}
+    worker = worker_spec["template"]["spec"].get("containers") or []
+    workers = int(worker_spec.get("replicas", 1))
     if 1 + workers > members:
         workers = members - 1
     pods = [([_merged(c) for c in launcher], 1), ([_merged(c) for c in worker], workers)]

@@ -7,6 +7,9 @@ refused."""
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +30,7 @@ from trainkit import (
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.explain import as_data
+from trainkit.injected_env.mpi_operator_env import MPI_HOSTFILE
 from trainkit.load import Definition
 from trainkit.model.mpijob import HOST_NETWORK_SSH_PORT
 from trainkit.resolve import build_plan
@@ -277,3 +281,39 @@ def test_trainer_shapes_that_cannot_reach_the_port_are_refused(
 ) -> None:
     msg = _refused(trainjob(**tj), runtime(**rt))
     assert "host network" in msg and text in msg, msg
+
+
+# --- what Open MPI's mpirun does with the rendered command -------------------------------------
+
+
+def test_the_rendered_mpirun_reaches_the_workers_sshd_port(tmp_path: Path) -> None:
+    """The launcher's command as rendered, with the env effective/ says the launcher has (the
+    operator's OMPI_* variables included), run by the Open MPI beside trainkit: its ssh (a
+    stand-in that records its arguments) is asked for the hostfile's first worker on the
+    port. Open MPI 5 reads neither OMPI_MCA_orte_default_hostfile nor OMPI_MCA_plm_rsh_args
+    from the env, so both must be on the command line."""
+    objs = _objects(mpijob(nodes=2))
+    ej = effective_job(objs["_planned"], objs["MPIJob"])
+    launcher = next(ps for ps in ej.pod_sets if ps.role == "Launcher")
+    assert ej.hostfile is not None
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text(ej.hostfile, encoding="utf-8")
+    log = tmp_path / "ssh.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ssh = bin_dir / "ssh"
+    ssh.write_text(f'#!/bin/sh\necho "$@" >> {shlex.quote(str(log))}\nexit 1\n')
+    ssh.chmod(0o755)
+    here = str(hostfile)
+    env = {e.name: e.value.replace(MPI_HOSTFILE, here) for e in launcher.env if not e.value_from}
+    env |= {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    cmd = [a.replace(MPI_HOSTFILE, here) for a in launcher.main["command"]]
+    program = cmd.index("python3")
+    argv = [*cmd[:program], "true"]
+    # mpirun fails once ssh does; the bound only keeps a broken mpirun from hanging the suite.
+    subprocess.run(argv, env=env, capture_output=True, timeout=300, check=False)
+    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    assert calls, "mpirun ran no ssh: it did not read the hostfile"
+    args = shlex.split(calls[0])
+    assert args[args.index("-p") + 1] == str(PORT), calls[0]
+    assert "mj-worker-0.mj.t.svc" in args, calls[0]

@@ -49,6 +49,9 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
+# Where the MPI plugin mounts the hostfile (trainer v2.3.0 pkg/constants MPIHostfileDir,
+# MPIHostfileName).
+MPI_HOSTFILE = "/etc/mpi/hostfile"
 
 
 def _runtime_pod(
@@ -336,8 +339,11 @@ def mpi_command(pj: PlannedJob, job: TrainJob) -> list[str]:
     ranks = mpi_slots(pj) * mpi_hosts(pj)
     assert rt.mpi is not None
     rsh = rsh_port_args(_host_ssh_port(pj.network, rt.mpi))
+    # The hostfile on the command line: Open MPI 5 ignores Trainer's
+    # OMPI_MCA_orte_default_hostfile and would start every rank on the launcher.
     return [
-        "mpirun", "--allow-run-as-root", "-np", str(ranks), *rsh, *forward,
+        "mpirun", "--allow-run-as-root", "-np", str(ranks), "--hostfile", MPI_HOSTFILE,
+        *rsh, *forward,
         "python3", job.script.mount_path,
     ]  # fmt: skip
 

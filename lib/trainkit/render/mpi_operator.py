@@ -68,9 +68,12 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
         ]  # fmt: skip
     if job.mpi == "OpenMPI":
         # Open MPI refuses root without the flag, and forwards env only when asked (-x);
-        # Intel MPI's and MPICH's Hydra pass the whole env on their own.
+        # Intel MPI's and MPICH's Hydra pass the whole env on their own. The hostfile on the
+        # command line: Open MPI 5 ignores the operator's OMPI_MCA_orte_default_hostfile and
+        # would start every rank on the launcher (tests/test_host_network_mpi.py runs it).
         return [
-            "mpirun", "--allow-run-as-root", "-np", str(job.ranks), *rsh, *forward,
+            "mpirun", "--allow-run-as-root", "-np", str(job.ranks), "--hostfile", MPI_HOSTFILE,
+            *rsh, *forward,
             *job.launcher_args, *program,
         ]  # fmt: skip
     return ["mpirun", "-np", str(job.ranks), *job.launcher_args, *program]

@@ -277,6 +277,8 @@ def differences(ej: EffectiveJob | None, problems: list[str], check: Any) -> Ite
                 yield f"pod set {name} requests {got_req}, upstream {_parsed(amounts)}"
         if check.priority_class is not None and (w.priority_class or "") != check.priority_class:
             yield f"workload priority {w.priority_class!r}, upstream {check.priority_class!r}"
+    elif hasattr(check, "differences"):  # a check that compares itself (mpi_checks)
+        yield from check.differences(ej)
     else:  # pragma: no cover - a new check type without its comparison
         raise AssertionError(f"unknown check {check!r}")
 
@@ -325,6 +327,8 @@ def _kind(case: Case) -> str:
 
 
 def _category(check: Any) -> str:
+    if hasattr(check, "category"):  # a check that names its own (mpi_checks)
+        return str(check.category)
     if isinstance(check, Pods | PodNames | World):
         return "counts"
     if isinstance(check, Env | Port | Command | Volume):

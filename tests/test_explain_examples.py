@@ -40,7 +40,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("node", 4, True, A800)],
         f"604800 s, {CREATION_VOLCANO}",
     ),
-    ("TrainJob llama-pretrain-ds-r5", "gpu-east"): (
+    ("TrainJob llama-pretrain-ds-r6", "gpu-east"): (
         16,
         # One launcher (mlPolicy.numNodes 1), two sshd nodes of 8 slots.
         [("launcher", 1, False, BLANK), ("node", 2, True, NV8)],

@@ -908,7 +908,7 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
     for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
-    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r5.yaml")
+    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r6.yaml")
     assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
     run = cli("explain", "llama-pretrain-ds")
     assert "every key of Secret 'wandb'" in run.out

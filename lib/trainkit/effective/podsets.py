@@ -18,6 +18,7 @@ __all__ = [
     "EnvVar",
     "Gang",
     "PodSet",
+    "Service",
     "Workload",
     "WorkloadPodSet",
     "env_source",
@@ -116,6 +117,9 @@ class PodSet:
     None where the controller picks names of its own (a random suffix)."""
     added_init_containers: tuple[dict[str, Any], ...] = ()
     """Init containers the controller adds to the template (not the job's own)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The pods' labels as the controller creates them (the template's and its own), where
+    the model knows them; empty otherwise."""
     vary: Callable[[int], Sequence[EnvVar]] | None = field(default=None, compare=False, repr=False)
     """The training container's env on pod ``i`` when it differs from pod to pod."""
 
@@ -294,6 +298,20 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Service:
+    """A Service the controller creates for the job's pods: the DNS names of its hosts."""
+
+    name: str
+    selector: Mapping[str, str]
+    """The pods it selects (exactly these labels)."""
+    headless: bool = True
+    """``clusterIP: None``: each selected pod gets its own name, ``<hostname>.<name>``."""
+    publish_not_ready: bool = False
+    """Whether a pod's name resolves before the pod is ready."""
+    ports: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class EffectiveJob:
     planned: PlannedJob
     pod_sets: tuple[PodSet, ...]
@@ -312,6 +330,10 @@ class EffectiveJob:
     """The Kueue Workload of a job on a Kueue cluster (its queue label), else None."""
     completion: Completion | None = None
     """When the job succeeds or fails, as its controller decides."""
+    hostfile: str | None = None
+    """The MPI hostfile the controller writes for the launcher (``/etc/mpi/hostfile``)."""
+    services: tuple[Service, ...] = ()
+    """The Services the controller creates for the job's pods (their names)."""
 
     @property
     def kind(self) -> str:

@@ -18,7 +18,7 @@ from .operator_job import OperatorJob, Role
 from .security import effective_user
 from .volumes import volume_name
 
-__all__ = ["LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
+__all__ = ["HOST_NETWORK_SSH_PORT", "LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
 
 LAUNCHER_RESOURCES = Resources(cpu="1", memory="2Gi")
 """What a launcher that is not a worker gets unless ``launcher=Role(resources=…)`` says
@@ -28,6 +28,11 @@ otherwise: it only starts the ranks over ssh."""
 MPI_RESERVED_VOLUMES = frozenset({"mpi-job-config", "ssh-auth"})
 _CONFIG_DIR = "/etc/mpi"
 _ROOT_SSH = "/root/.ssh"  # mpi_job_controller.go rootSSHPath
+
+HOST_NETWORK_SSH_PORT = 2222
+"""The port sshd listens on, and ssh reaches, in the MPI pods of a job on a host-network
+profile: port 22 of the node's network namespace is the node's own sshd. 2222 is the port of
+mpi-operator's and Trainer's MPI images (kubeflow/mpi-operator build/base/Dockerfile)."""
 
 
 class MPIJob(OperatorJob):

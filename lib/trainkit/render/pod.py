@@ -35,10 +35,13 @@ __all__ = [
     "hides_gpus",
     "network_container",
     "network_pod",
+    "one_per_node",
     "placement",
     "pod_access",
     "pod_security",
     "pod_volumes",
+    "rsh_port_args",
+    "sshd_port",
     "tolerations",
 ]
 
@@ -189,6 +192,34 @@ def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
         # The default policy would fall back to the node's resolv.conf and lose
         # the cluster's Service names, which the operator's master address is.
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def sshd_port(container: dict[str, Any], port: int) -> None:
+    """Declare the port sshd listens on in a host-network pod as a host port: the scheduler
+    (its NodePorts filter) then places no second pod using the port, of any job, on the node.
+    For a host-network pod the API server makes every containerPort a hostPort anyway."""
+    container["ports"] = [
+        {"name": "ssh", "containerPort": port, "hostPort": port, "protocol": "TCP"}
+    ]
+
+
+def one_per_node(spec: dict[str, Any], labels: Mapping[str, str]) -> None:
+    """At most one pod that ``labels`` select per node: a required pod anti-affinity on the
+    node's hostname (the MPI hosts of a job on the host network, each one node's sshd)."""
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": "kubernetes.io/hostname"}
+    spec.setdefault("affinity", {})["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]
+    }
+
+
+def rsh_port_args(port: int | None) -> list[str]:
+    """mpirun's arguments that make its ssh reach sshd on ``port`` (none for the image's).
+
+    On the command line, not in the env: the operators set OMPI_MCA_plm_rsh_args themselves,
+    after the pod's own variables, and Open MPI 5 reads only the command line's (its prterun
+    passes ``--mca plm_rsh_args`` on as ``plm_ssh_args``). ``-p N`` holds no ``=``, which
+    prterun would cut when it forwards the value to the daemons it spawns in a tree."""
+    return [] if port is None else ["--mca", "plm_rsh_args", f"-p {port}"]
 
 
 def pod_access(

@@ -11,6 +11,7 @@ from ..model import (
     Cluster,
     ClusterTrainingRuntime,
     Job,
+    MPIJob,
     NetworkProfile,
     RayJob,
     Resources,
@@ -29,7 +30,13 @@ from ..model.security import effective_user
 from ..model.volumes import CsiVolume, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
-from .network import check_network_grant, env_conflicts, resolve_network
+from .network import (
+    check_network_grant,
+    env_conflicts,
+    host_network_mpijob,
+    host_network_trainjob,
+    resolve_network,
+)
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
@@ -214,8 +221,11 @@ def place(
                 )
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
+            problems.extend(host_network_trainjob(d, job, found.runtime, network))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
+            if isinstance(job, MPIJob):
+                problems.extend(host_network_mpijob(d, job, network))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]

@@ -58,7 +58,7 @@ def _objects(obj: Any, scheduler: str = "volcano", *platform: Any) -> dict[str, 
         Definition(c, P, "platform"),
         Definition(HOST, P, "platform"),
         Definition(Queue(name="q", capability=Capacity(gpu=64)), P, "platform"),
-        Definition(Team(name="t", queues=["q"]), P, "platform"),
+        Definition(Team(name="t", queues=["q"], network_profiles=[HOST.name]), P, "platform"),
         *(Definition(o, P, "platform") for o in platform),
         Definition(obj, "jobs/t/j.py", "t", files={"train.py": "x"} if obj.script else {}),
     ]
@@ -350,7 +350,7 @@ def test_host_network_objects_validate_against_their_crds(obj: Any, scheduler: s
         Definition(c, P, "platform"),
         Definition(HOST, P, "platform"),
         Definition(Queue(name="q", capability=Capacity(gpu=64)), P, "platform"),
-        Definition(Team(name="t", queues=queues), P, "platform"),
+        Definition(Team(name="t", queues=queues, network_profiles=[HOST.name]), P, "platform"),
         Definition(runtime(), P, "platform"),
         Definition(obj, "jobs/t/j.py", "t", files={"train.py": "x"}),
     ]

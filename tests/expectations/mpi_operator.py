@@ -463,6 +463,7 @@ CASES += [
             ),
             operators=("mpi-operator", "trainer"),
             platform=(NetworkProfile(name="host", host_network=True),),
+            team={"network_profiles": ["host"]},
         ),
         (
             # Workers on the node's network keep cluster DNS; the launcher, which runs no

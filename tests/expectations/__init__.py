@@ -48,6 +48,7 @@ __all__ = [
     "Pods",
     "Port",
     "Refused",
+    "Resources",
     "Restart",
     "Source",
     "Succeeds",
@@ -80,6 +81,8 @@ class Definition:
     by trainkit, then read by ``effective/``: what trainkit writes for the upstream case."""
 
     job: Any
+    """The object, or a function making it where the model itself refuses the input (the
+    case then gives ``kind``)."""
     scheduler: str = "volcano"
     """``volcano`` (a Volcano Queue ``q``), ``kueue`` (a ClusterQueue ``q``) or ``default``."""
     operators: tuple[str, ...] | None = None
@@ -172,6 +175,16 @@ class Volume:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """The training container's resources on ``role``'s pods after every merge the
+    controller does: ``requests`` and ``limits`` exactly (quantities compared by value)."""
+
+    role: str
+    requests: Mapping[str, str]
+    limits: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class InitContainers:
     """Init containers the controller adds to ``role``'s pods, by name."""
 
@@ -259,6 +272,7 @@ Check = (
     | Port
     | Command
     | Volume
+    | Resources
     | InitContainers
     | Restart
     | Succeeds

@@ -84,29 +84,7 @@ CASES = all_cases()
 # its entries (strict: a case that passes before its fix fails here).
 PENDING: dict[str, str] = {
     "trainer-core-openmpi-from-trainjob": "trainer MPI keeps the other replicated jobs and mounts the hostfile and ssh Secret",
-    "trainer-core-plainml-container-from-trainjob": "trainer plainml injects no PET_*",
-    "trainer-core-plainml-num-nodes-from-trainjob": "trainer plainml injects no PET_*",
-    "trainer-core-torch-from-runtime-and-envs": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-core-torch-from-trainjob": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-definition-priority": "trainer PodGroup priority from the pod template",
-    "trainer-definition-procs": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-definition-torch": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
     "trainer-mpi-gpus-from-trainjob": "trainer MPI slots from the TrainJob's resourcesPerNode GPUs",
-    "trainer-torch-auto-cpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-cpu-fraction": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-cpu-limit": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-cpu-request": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-fraction": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-gpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-gpu-and-cpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-low-cpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-millicores": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-millicores-m": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-auto-no-cpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-explicit-procs": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-multi-node-multi-gpu": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-torch-trainjob-num-nodes": "trainer PET_NODE_RANK is the completion index (valueFrom), port 29500 upserted",
-    "trainer-volcano-podgroup": "trainer non-trainer jobs count their parallelism; PodGroup priority",
 }
 
 

@@ -55,16 +55,22 @@ def effective_trainjob(
     notes: list[str] = []
     procs = "1"
     world = 0
-    framework = next((f for f in ("jax", "xgboost") if f in rt_spec["mlPolicy"]), "torch")
+    # A policy without a framework is plainml: counts and spec.trainer only, no variables
+    # (trainer v2.3.0 plugins/plainml/plainml.go).
+    policy = rt_spec["mlPolicy"]
+    framework = next((f for f in ("torch", "jax", "xgboost") if f in policy), "plainml")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
-        count = 1
+        count = _parallelism(rjob)
         if labels.get(ANCESTOR_LABEL) == "trainer":
-            count = int((trainer or {}).get("numNodes") or rt_spec["mlPolicy"].get("numNodes", 1))
+            count = int((trainer or {}).get("numNodes") or policy.get("numNodes", 1))
             if framework == "torch":
                 pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
                 world = count * _procs(procs, pod)
+            elif framework == "plainml":
+                pod, env = _plain_pod(pod, runtime_name, trainer, pj)
+                world = count
             else:
                 pod, env, procs = _framework_pod(
                     pod, runtime_name, trainer, pj, count, framework, notes
@@ -86,6 +92,28 @@ def effective_trainjob(
     )
 
 
+def _parallelism(rjob: dict[str, Any]) -> int:
+    """Pods of a replicated job that is not the trainer's: its Job's parallelism, at least 1
+    (trainer v2.3.0 pkg/runtime/core/trainingruntime.go newRuntimeInfo; pkg/runtime/runtime.go
+    WithPodSet)."""
+    return max(int(rjob["template"]["spec"].get("parallelism", 1)), 1)
+
+
+def _plain_pod(
+    pod: dict[str, Any], runtime_name: str, trainer: dict[str, Any] | None, pj: PlannedJob
+) -> tuple[dict[str, Any], tuple[EnvVar, ...]]:
+    """Container ``node`` of a plainml runtime's trainer job: spec.trainer written into it
+    (jobset/builder.go), nothing injected."""
+    containers: list[dict[str, Any]] = []
+    env: list[EnvVar] = []
+    for c in pod.get("containers") or []:
+        if c.get("name") == NODE:
+            c, env = apply_trainer(c, trainer, runtime_name, pj)
+            c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env)
+
+
 def _workload(body: dict[str, Any], pod_sets: list[PodSet]) -> Any:
     """Kueue v0.19.2 makes a TrainJob's pod sets from its JobSet, one per replicated job
     counting its pods (pkg/controller/jobs/trainjob/trainjob_controller.go podSets,
@@ -101,10 +129,14 @@ def _gang(
         return None
     members = sum(ps.count for ps in pod_sets)
     requests: dict[str, Decimal] = {}
+    priority = None
     for ps in pod_sets:
         for name, value in ps.requests().items():
             requests[name] = requests.get(name, Decimal(0)) + value * ps.count
-    return Gang(pj.object_name, annotations.get(VOLCANO_QUEUE_ANNOTATION), members, requests)
+        # The last replicated job's pod priorityClassName (volcano.go Build).
+        priority = ps.spec.get("priorityClassName") or priority
+    queue = annotations.get(VOLCANO_QUEUE_ANNOTATION)
+    return Gang(pj.object_name, queue, members, requests, priority_class=priority)
 
 
 def _mpi_pods(
@@ -217,10 +249,11 @@ def _trainer_pod(
                 "PET_MASTER_PORT": str(TRAINER_MASTER_PORT),
             }
             env = [x for x in env if x.name not in injected]
-            env += [
-                EnvVar(k, v, _TRAINER, "the pod's completion index" if k == "PET_NODE_RANK" else "")
-                for k, v in injected.items()
-            ]
+            env += [_injected(k, v, k == "PET_NODE_RANK") for k, v in injected.items()]
+            # torch.go: the headless Service's port on the container, upserted.
+            ports = list(c.get("ports") or [])
+            if not any(p.get("containerPort") == _PORT for p in ports):
+                c["ports"] = [*ports, {"containerPort": _PORT}]
         else:
             notes.append(
                 "spec.trainer is not set: Trainer injects no PET_* variables, torchrun runs alone"
@@ -263,10 +296,7 @@ def _framework_pod(
             )
             env = [x for x in env if x.name not in injected]
             per_pod = {"JAX_PROCESS_ID", "DMLC_TASK_ID"}
-            env += [
-                EnvVar(k, v, _TRAINER, "the pod's completion index" if k in per_pod else "")
-                for k, v in injected.items()
-            ]
+            env += [_injected(k, v, k in per_pod) for k, v in injected.items()]
             if framework == "xgboost":
                 procs = str(max(1, gpus))
                 notes.append(
@@ -282,6 +312,22 @@ def _framework_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+_PORT = TRAINER_MASTER_PORT
+# The Job controller's completion-index annotation, read by the pod (trainer v2.3.0
+# pkg/constants/constants.go JobCompletionIndexFieldPath).
+_COMPLETION_INDEX = {
+    "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+}
+
+
+def _injected(name: str, value: str, per_index: bool) -> EnvVar:
+    """A variable Trainer sets; the node rank (``value`` on the first pod) is read from the
+    pod's completion index (plugins/torch/torch.go, jax/jax.go, xgboost/xgboost.go)."""
+    if not per_index:
+        return EnvVar(name, value, _TRAINER)
+    return EnvVar(name, value, _TRAINER, "the pod's completion index", dict(_COMPLETION_INDEX))
 
 
 def apply_trainer(

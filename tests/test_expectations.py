@@ -83,8 +83,6 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING: dict[str, str] = {
-    "trainer-core-openmpi-from-trainjob": "trainer MPI keeps the other replicated jobs and mounts the hostfile and ssh Secret",
-    "trainer-mpi-gpus-from-trainjob": "trainer MPI slots from the TrainJob's resourcesPerNode GPUs",
 }
 
 

@@ -92,6 +92,57 @@ def effective_trainjob(
     )
 
 
+def _runtime_node_resources(jobset: dict[str, Any]) -> dict[str, Any]:
+    """Container ``node``'s resources in the first replicated job named ``node`` or labelled
+    the trainer's that has any (runtime.go ExtractResourcePerNodeFromRuntime)."""
+    for rjob in jobset["replicatedJobs"]:
+        labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+        if rjob["name"] != NODE and labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        for c in rjob["template"]["spec"]["template"]["spec"].get("containers") or []:
+            if c.get("name") == NODE and c.get("resources") is not None:
+                return dict(c["resources"])
+    return {}
+
+
+# The ssh keys and hostfile Trainer mounts (trainer v2.3.0 plugins/mpi/mpi.go
+# EnforceMLPolicy; the names and modes of pkg/constants/constants.go).
+_SSH_ITEMS = [
+    {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
+    {"key": "ssh-publickey", "path": "id_rsa.pub", "mode": 0o644},
+    {"key": "ssh-publickey", "path": "authorized_keys", "mode": 0o644},
+]
+
+
+def _mpi_volumes(pod: dict[str, Any], job: str, ssh_dir: str, *, launcher: bool) -> dict[str, Any]:
+    """``pod`` with the ssh Secret mounted at ``ssh_dir`` in container ``node``, and on the
+    launcher the hostfile ConfigMap at /etc/mpi; each upserted by volume name."""
+    ssh = {
+        "name": "mpi-ssh-auth",
+        "secret": {"secretName": f"{job}-mpi-ssh-auth", "defaultMode": 0o400, "items": _SSH_ITEMS},
+    }
+    hostfile = {
+        "name": "mpi-hostfile",
+        "configMap": {
+            "name": f"{job}-mpi-hostfile",
+            "items": [{"key": "hostfile", "path": "hostfile", "mode": 0o444}],
+        },
+    }
+    added = [ssh, hostfile] if launcher else [ssh]
+    mounts = [{"name": "mpi-ssh-auth", "mountPath": ssh_dir}]
+    if launcher:
+        mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
+    names = {v["name"] for v in added}
+    volumes = [v for v in pod.get("volumes") or [] if v.get("name") not in names] + added
+    containers = []
+    for c in pod.get("containers") or []:
+        if c.get("name") == NODE:
+            own = [m for m in c.get("volumeMounts") or [] if m.get("name") not in names]
+            c = {**c, "volumeMounts": own + mounts}
+        containers.append(c)
+    return {**pod, "volumes": volumes, "containers": containers}
+
+
 def _parallelism(rjob: dict[str, Any]) -> int:
     """Pods of a replicated job that is not the trainer's: its Job's parallelism, at least 1
     (trainer v2.3.0 pkg/runtime/core/trainingruntime.go newRuntimeInfo; pkg/runtime/runtime.go
@@ -159,16 +210,26 @@ def _mpi_pods(
     num_nodes = (trainer or {}).get("numNodes")
     if num_nodes is not None:
         nodes = max(int(num_nodes) - 1, 1) if as_node else int(num_nodes)
-    node_pod = by_name["node"]["template"]["spec"]["template"]["spec"]
     slots = int((trainer or {}).get("numProcPerNode") or mpi.get("numProcPerNode", 1))
-    if slots == 1:
-        main: dict[str, Any] = next(
-            (c for c in node_pod.get("containers") or [] if c.get("name") == NODE), {}
-        )
-        slots = max(1, gpus_of(main.get("resources") or {}))
+    if slots == 1 and (trainer or {}).get("numProcPerNode") is None:
+        # One slot per GPU of resourcesPerNode, else of the runtime's node (mpi.go
+        # EnforceMLPolicy, runtime.go ExtractResourcePerNodeFromRuntime).
+        resources = (trainer or {}).get("resourcesPerNode") or _runtime_node_resources(jobset)
+        slots = max(1, gpus_of(resources))
+    ssh_dir = str(mpi.get("sshAuthMountPath") or "/root/.ssh")
+    counts = {"launcher": launchers, "node": nodes}
     pod_sets: list[PodSet] = []
-    for name, count in (("launcher", launchers), ("node", nodes)):
-        pod = by_name[name]["template"]["spec"]["template"]["spec"]
+    # The launcher and the nodes first, then any other replicated job (an initializer):
+    # its parallelism, nothing injected.
+    others = [r for r in jobset["replicatedJobs"] if r["name"] not in counts]
+    for rjob in [by_name["launcher"], by_name["node"], *others]:
+        name = rjob["name"]
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        if name not in counts:
+            pod_sets.append(PodSet(name, _parallelism(rjob), 0, pod, NODE, (), False))
+            continue
+        count = counts[name]
+        pod = _mpi_volumes(pod, pj.object_name, ssh_dir, launcher=name == "launcher")
         gets_trainer = name == "launcher" or as_node
         containers: list[dict[str, Any]] = []
         env: tuple[EnvVar, ...] = ()

@@ -30,6 +30,7 @@ from expectations import (
     PodNames,
     Pods,
     Port,
+    RayStart,
     Refused,
     Resources,
     Restart,
@@ -69,6 +70,7 @@ MODULES = (
     "kueue",
     "mpi_operator",
     "trainer",
+    "kuberay",
 )
 P = "jobs/platform/p.py"
 
@@ -83,6 +85,24 @@ CASES = all_cases()
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
 PENDING: dict[str, str] = {
+    "kuberay-definition-k8sjob": "KubeRay ray start keeps rayStartParams",
+    "kuberay-definition-sidecar": "KubeRay PodGroup: SidecarMode submitter in minResources, priority label",
+    "kuberay-head-port": "KubeRay GCS port from the head's rayStartParams",
+    "kuberay-pod-head": "KubeRay env fieldRefs, metrics port",
+    "kuberay-pod-no-cpu-limits": "KubeRay ray start: CPU request without a limit",
+    "kuberay-pod-worker": "KubeRay env fieldRefs, metrics port, rayStartParams",
+    "kuberay-start-head-log-monitor": "KubeRay ray start keeps rayStartParams",
+    "kuberay-start-params-win": "KubeRay ray start keeps rayStartParams",
+    "kuberay-start-worker-gpu": "KubeRay ray start: no --num-cpus or --memory without them",
+    "kuberay-start-worker-mig": "KubeRay ray start: any GPU resource key",
+    "kuberay-volcano-hosts1-http": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-hosts1-k8sjob": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-hosts1-sidecar": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-hosts2-http": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-hosts2-k8sjob": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-hosts2-sidecar": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-params-autoscaling-off": "KubeRay PodGroup: numOfHosts, submitter, priority label",
+    "kuberay-volcano-params-autoscaling-on": "KubeRay PodGroup: numOfHosts, submitter, priority label",
 }
 
 
@@ -236,6 +256,17 @@ def differences(ej: EffectiveJob | None, problems: list[str], check: Any) -> Ite
         source = {k: v for k, v in (got or {}).items() if k != "name"}
         if source != dict(check.source):
             yield f"{check.role} {check.path} from {source}, upstream {dict(check.source)}"
+    elif isinstance(check, RayStart):
+        env = {e.name: e.value for e in _pod_set(ej, check.role).env}
+        params: dict[str, str] = {}
+        for token in env.get("KUBERAY_GEN_RAY_START_CMD", "").split():
+            if token.startswith("--"):
+                name, _, value = token[2:].partition("=")
+                params[name] = value or "true"
+        for name, want in check.params.items():
+            got = params.get(name, ABSENT)
+            if got != want:
+                yield f"{check.role} ray start --{name}: {got!r}, upstream {want!r}"
     elif isinstance(check, Resources):
         res = _pod_set(ej, check.role).main.get("resources") or {}
         for part, want in (("requests", check.requests), ("limits", check.limits)):
@@ -343,7 +374,7 @@ def _kind(case: Case) -> str:
 def _category(check: Any) -> str:
     if isinstance(check, Pods | PodNames | World):
         return "counts"
-    if isinstance(check, Env | Port | Command | Volume | Resources):
+    if isinstance(check, Env | Port | Command | Volume | Resources | RayStart):
         return "env"
     if isinstance(check, Gang | NoGang | Kueue | Refused):
         return "admission"

@@ -47,6 +47,7 @@ __all__ = [
     "PodNames",
     "Pods",
     "Port",
+    "RayStart",
     "Refused",
     "Resources",
     "Restart",
@@ -175,6 +176,16 @@ class Volume:
 
 
 @dataclass(frozen=True)
+class RayStart:
+    """Parameters of the ``ray start`` KubeRay generates for ``role``'s pods
+    (``KUBERAY_GEN_RAY_START_CMD``): ``--name=value``, ``"true"`` for a bare ``--name``,
+    ``ABSENT`` for a parameter not given."""
+
+    role: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Resources:
     """The training container's resources on ``role``'s pods after every merge the
     controller does: ``requests`` and ``limits`` exactly (quantities compared by value)."""
@@ -273,6 +284,7 @@ Check = (
     | Command
     | Volume
     | Resources
+    | RayStart
     | InitContainers
     | Restart
     | Succeeds

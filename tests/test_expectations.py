@@ -84,26 +84,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING: dict[str, str] = {
-    "kuberay-definition-k8sjob": "KubeRay ray start keeps rayStartParams",
-    "kuberay-definition-sidecar": "KubeRay PodGroup: SidecarMode submitter in minResources, priority label",
-    "kuberay-head-port": "KubeRay GCS port from the head's rayStartParams",
-    "kuberay-pod-head": "KubeRay env fieldRefs, metrics port",
-    "kuberay-pod-no-cpu-limits": "KubeRay ray start: CPU request without a limit",
-    "kuberay-pod-worker": "KubeRay env fieldRefs, metrics port, rayStartParams",
-    "kuberay-start-head-log-monitor": "KubeRay ray start keeps rayStartParams",
-    "kuberay-start-params-win": "KubeRay ray start keeps rayStartParams",
-    "kuberay-start-worker-gpu": "KubeRay ray start: no --num-cpus or --memory without them",
-    "kuberay-start-worker-mig": "KubeRay ray start: any GPU resource key",
-    "kuberay-volcano-hosts1-http": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-hosts1-k8sjob": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-hosts1-sidecar": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-hosts2-http": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-hosts2-k8sjob": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-hosts2-sidecar": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-params-autoscaling-off": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-    "kuberay-volcano-params-autoscaling-on": "KubeRay PodGroup: numOfHosts, submitter, priority label",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:

@@ -86,18 +86,7 @@ CASES = all_cases()
 
 # Differences these cases found in effective/, each fixed by a commit of issue 25 that removes
 # its entries (strict: a case that passes before its fix fails here).
-PENDING: dict[str, str] = {
-    "kueue-raycluster-autoscaler": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-raycluster-autoscaler-override": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-rayjob-default-submitter": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-rayjob-num-of-hosts": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-rayjob-pod-sets": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-rayjob-sidecar": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-rayjob-submitter-template": "KubeRay's Ray container is the first, whatever its name",
-    "kueue-trainjob-definition-mpi": "Kueue's TrainJob pod sets in the JobSet's order",
-    "kueue-trainjob-num-nodes": "a runtime without mlPolicy",
-    "kueue-trainjob-pod-sets": "a runtime without mlPolicy",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(case: Case) -> Any:

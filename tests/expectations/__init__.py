@@ -18,7 +18,8 @@ One module per controller:
 - ``training_operator``: Kubeflow Training Operator v1.9.4 (PyTorchJob, TFJob, PaddleJob);
 - ``paddle_operator``: PaddleFlow paddle-operator 68230bfd (v0.3.5);
 - ``volcano``: Volcano v1.12.4 (queue admission, queue state);
-- ``kueue``: Kueue v0.19.2 (the Kubeflow, MPIJob, TrainJob and RayJob integrations);
+- ``kueue``: Kueue v0.19.2 (the Kubeflow and MPIJob integrations);
+- ``kueue_trainjob``, ``kueue_rayjob``: Kueue v0.19.2 (the TrainJob and RayJob integrations);
 - ``mpi_operator``: kubeflow/mpi-operator caa3c47 (v0.8.x, MPIJob v2beta1);
 - ``trainer``: Kubeflow Trainer v2.3.0 (TrainJob and its runtimes);
 - ``kuberay``: KubeRay v1.7.0 (RayJob).

@@ -203,7 +203,10 @@ def _pod_set(
     port: str,
 ) -> PodSet:
     spec = dict(group_spec["template"]["spec"])
-    own = next(c for c in spec["containers"] if c["name"] == container)
+    # The Ray container is the pod's first, whatever its name (utils/constant.go
+    # RayContainerIndex).
+    own = spec["containers"][0]
+    container = str(own.get("name", container))
     env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
     names = {e.name for e in env}
     start = _start_command(own, group_spec.get("rayStartParams") or {}, head=group is None)
@@ -235,10 +238,7 @@ def _pod_set(
             empty["sizeLimit"] = size
         spec["volumes"] = [*(spec.get("volumes") or []), {"name": "shared-mem", "emptyDir": empty}]
         own = {**own, "volumeMounts": [*(own.get("volumeMounts") or []), _SHM_MOUNT]}
-    spec["containers"] = [
-        {**own, "env": [e.entry() for e in env]} if c["name"] == container else c
-        for c in spec["containers"]
-    ]
+    spec["containers"] = [{**own, "env": [e.entry() for e in env]}, *spec["containers"][1:]]
     duty = "runs the entrypoint and Ray's GCS" if group is None else "Ray workers"
     return PodSet(role, count, 0, spec, container, tuple(env), duty=duty)
 
@@ -307,17 +307,16 @@ def _submitter(pj: PlannedJob, spec: dict[str, Any]) -> PodSet | None:
     # Without a template, KubeRay's default submitter (common/job.go GetSubmitterTemplate).
     default = {"containers": [{"name": SUBMITTER, "resources": _SUBMITTER}]}
     pod = dict((spec.get("submitterPodTemplate") or {}).get("spec") or default)
-    own = next(c for c in pod["containers"] if c["name"] == SUBMITTER)
+    # rayjob_controller.go configures the template's first container, whatever its name.
+    own = pod["containers"][0]
     env = (
         *(EnvVar.of(e, "job") for e in own.get("env") or []),
         EnvVar("PYTHONUNBUFFERED", "1", _KUBERAY),
         EnvVar("RAY_DASHBOARD_ADDRESS", "<the head's dashboard, port 8265>", _KUBERAY),
         EnvVar("RAY_JOB_SUBMISSION_ID", "<the RayJob's name and 5 random characters>", _KUBERAY),
     )
-    pod["containers"] = [
-        {**c, "env": [e.entry() for e in env]} if c["name"] == SUBMITTER else c
-        for c in pod["containers"]
-    ]
+    pod["containers"] = [{**own, "env": [e.entry() for e in env]}, *pod["containers"][1:]]
+    name = str(own.get("name", SUBMITTER))
     return PodSet(
-        "Submitter", 1, 0, pod, SUBMITTER, env, runs_ranks=False, duty="submits the entrypoint"
+        "Submitter", 1, 0, pod, name, env, runs_ranks=False, duty="submits the entrypoint"
     )

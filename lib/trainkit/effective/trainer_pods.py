@@ -45,11 +45,21 @@ def effective_trainjob(
             jobset = strategic_merge(jobset, template["spec"])
     trainer = spec.get("trainer")
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
-    if "mpi" in rt_spec["mlPolicy"]:
+    if "mpi" in (rt_spec.get("mlPolicy") or {}):
         sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], trainer, runtime_name)
         gang = _gang(pj, rt_spec, sets, annotations)
+        # Kueue's pod sets follow the JobSet's replicated jobs.
+        order = [r["name"] for r in jobset["replicatedJobs"]]
+        in_order = sorted(sets, key=lambda ps: order.index(ps.role))
         return EffectiveJob(
-            pj, tuple(sets), slots, ranks, None, gang, tuple(told), workload=_workload(body, sets)
+            pj,
+            tuple(sets),
+            slots,
+            ranks,
+            None,
+            gang,
+            tuple(told),
+            workload=_workload(body, in_order),
         )
     pod_sets: list[PodSet] = []
     notes: list[str] = []
@@ -57,14 +67,17 @@ def effective_trainjob(
     world = 0
     # A policy without a framework is plainml: counts and spec.trainer only, no variables
     # (trainer v2.3.0 plugins/plainml/plainml.go).
-    policy = rt_spec["mlPolicy"]
-    framework = next((f for f in ("torch", "jax", "xgboost") if f in policy), "plainml")
+    policy = rt_spec.get("mlPolicy")
+    framework = next((f for f in ("torch", "jax", "xgboost") if f in (policy or {})), "plainml")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
         count = _parallelism(rjob)
         if labels.get(ANCESTOR_LABEL) == "trainer":
-            count = int((trainer or {}).get("numNodes") or policy.get("numNodes", 1))
+            # mlPolicy.numNodes (1 when not given), the job's parallelism without an mlPolicy
+            # (trainingruntime.go newRuntimeInfo); the TrainJob's numNodes over either.
+            base = int(policy.get("numNodes", 1)) if policy is not None else count
+            count = int((trainer or {}).get("numNodes") or base)
             if framework == "torch":
                 pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
                 world = count * _procs(procs, pod)

@@ -366,7 +366,15 @@ def _category(check: Any) -> str:
     raise AssertionError(check)
 
 
-KINDS = ("PyTorchJob", "TFJob", "PaddleJob", "PaddleJob (paddle-operator)", "MPIJob")
+KINDS = (
+    "PyTorchJob",
+    "TFJob",
+    "PaddleJob",
+    "PaddleJob (paddle-operator)",
+    "MPIJob",
+    "TrainJob",
+    "RayJob",
+)
 
 
 def test_the_table_covers_every_kind_trainkit_generates() -> None:

@@ -23,6 +23,7 @@ from . import (
     Env,
     FieldRef,
     Gang,
+    Health,
     Manifest,
     Pods,
     Port,
@@ -36,6 +37,8 @@ REPO, REF = "ray-project/kuberay", "v1.7.0"
 POD = "ray-operator/controllers/ray/common/pod_test.go"
 VOLCANO = "ray-operator/controllers/ray/batchscheduler/volcano/volcano_scheduler_test.go"
 VALIDATION = "ray-operator/controllers/ray/utils/validation_test.go"
+CONTROLLER = "ray-operator/controllers/ray/rayjob_controller_unit_test.go"
+HEALTH = "resource.customizations.health.ray.io_RayJob"
 KIND = "RayJob"
 GIB = "1073741824"
 
@@ -484,6 +487,43 @@ CASES = [
             workers=lambda: [WorkerGroup(resources=W, nodes=2, min_nodes=5, max_nodes=4)]
         ),
         (Refused("min_nodes 5 is greater than max_nodes 4"),),
+        kind=KIND,
+    ),
+    # --- the statuses the RayJob controller reports, as the health check reads them --------
+    Case(
+        "kuberay-status-suspending",
+        src(
+            CONTROLLER,
+            "TestUpdateStatusToSuspendingIfNeeded / Suspend is true, and the status is allowed "
+            "to transition to suspending",
+        ),
+        None,
+        (Health(HEALTH, {"jobDeploymentStatus": "Suspending"}, "Suspended", "being suspended"),),
+        kind=KIND,
+    ),
+    Case(
+        "kuberay-status-running",
+        src(CONTROLLER, "TestUpdateRayJobStatus / JobDeploymentStatus is not changed"),
+        None,
+        (
+            Health(
+                HEALTH,
+                {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"},
+                "Progressing",
+            ),
+        ),
+        kind=KIND,
+    ),
+    Case(
+        "kuberay-status-failed",
+        src(
+            CONTROLLER,
+            "TestBatchSchedulerOnCompletionCalledWhenRayJobComplete / Failed status - cleanup "
+            "performed successfully",
+        ),
+        None,
+        # Failed is terminal (a retry shows as Retrying first): stored, it is final.
+        (Health(HEALTH, {"jobDeploymentStatus": "Failed"}, "Degraded", "RayJob failed"),),
         kind=KIND,
     ),
 ]

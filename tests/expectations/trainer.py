@@ -26,6 +26,7 @@ from . import (
     Env,
     FieldRef,
     Gang,
+    Health,
     Manifest,
     NoGang,
     Pods,
@@ -44,6 +45,8 @@ JOBSET = "pkg/runtime/framework/plugins/jobset/jobset_test.go"
 BUILDER = "pkg/runtime/framework/plugins/jobset/builder_test.go"
 VOLCANO = "pkg/runtime/framework/plugins/volcano/volcano_test.go"
 CORE = "pkg/runtime/core/trainingruntime_test.go"
+CONTROLLER = "test/integration/controller/trainjob_controller_test.go"
+HEALTH = "resource.customizations.health.trainer.kubeflow.org_TrainJob"
 CLUSTER_CORE = "pkg/runtime/core/clustertrainingruntime_test.go"
 KIND = "TrainJob"
 
@@ -804,4 +807,51 @@ CASES = [
         (Refused("PET_NNODES may not be set"),),
         kind=KIND,
     ),
+    # --- the conditions the TrainJob controller reports, as the health check reads them ------
+    *[
+        Case(
+            f"trainer-conditions-{label}",
+            src(CONTROLLER, f"TrainJob controller / {it}"),
+            None,
+            (Health(HEALTH, {"conditions": conditions}, health, message),),
+            kind=KIND,
+        )
+        for label, it, conditions, health, message in (
+            (
+                "suspended",
+                "Should succeeded to reconcile TrainJob conditions with Complete condition",
+                [{"type": "Suspended", "status": "True", "reason": "Suspended"}],
+                "Suspended",
+                None,
+            ),
+            (
+                "resumed",
+                "Should succeeded to reconcile TrainJob conditions with Complete condition",
+                # A resumed TrainJob keeps Suspended, False: it runs.
+                [{"type": "Suspended", "status": "False", "reason": "Resumed"}],
+                "Progressing",
+                None,
+            ),
+            (
+                "complete",
+                "Should succeeded to reconcile TrainJob conditions with Complete condition",
+                [
+                    {"type": "Suspended", "status": "False", "reason": "Resumed"},
+                    {"type": "Complete", "status": "True", "reason": "AllJobsCompleted"},
+                ],
+                "Healthy",
+                "AllJobsCompleted",
+            ),
+            (
+                "failed",
+                "Should succeeded to reconcile TrainJob conditions with Failed condition",
+                [
+                    {"type": "Suspended", "status": "False", "reason": "Resumed"},
+                    {"type": "Failed", "status": "True", "reason": "FailedJobs"},
+                ],
+                "Degraded",
+                "FailedJobs",
+            ),
+        )
+    ],
 ]

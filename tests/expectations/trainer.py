@@ -682,6 +682,43 @@ CASES = [
         ),
         (Command("node", ("python",)),),
     ),
+    Case(
+        "trainer-builder-launcher-as-node-env",
+        src(BUILDER, "TestTrainer / MPI runLauncherAsNode injects Trainer.Env into node container"),
+        Manifest(
+            trainjob(
+                "trainjob",
+                {"image": "img:trainjob", "env": [{"name": "WORLD_SIZE_OVERRIDE", "value": "8"}]},
+            ),
+            mpi_runtime(as_node=True, env={"MPI_RANK_FILE": "/etc/mpi/rank"}),
+        ),
+        (
+            # The nodes run ranks too: they get spec.trainer's env, not its image or command.
+            Env("node", 0, {"MPI_RANK_FILE": "/etc/mpi/rank", "WORLD_SIZE_OVERRIDE": "8"}),
+            Env("launcher", 0, {"WORLD_SIZE_OVERRIDE": "8"}),
+        ),
+    ),
+    Case(
+        "trainer-builder-node-not-modified",
+        src(BUILDER, "TestTrainer / non-trainer ancestor is not modified"),
+        Manifest(
+            trainjob(
+                "trainjob",
+                {
+                    "image": "should-not-be-applied",
+                    "command": ["should-not-be-applied"],
+                    "env": [{"name": "ONLY_LAUNCHER", "value": "1"}],
+                },
+            ),
+            mpi_runtime(command=["sshd"]),
+        ),
+        # Without runLauncherAsNode only the trainer's job (the launcher) takes spec.trainer.
+        (
+            Command("node", ("sshd",)),
+            Env("node", 0, {"ONLY_LAUNCHER": ABSENT}),
+            Command("launcher", ("should-not-be-applied",)),
+        ),
+    ),
     # --- volcano plugin --------------------------------------------------------------------
     Case(
         "trainer-volcano-podgroup",

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             problems, count = validate_tree(
                 out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
                 progress=progress.step, planned=planned, notes=notes, digests=digests,
-                builds=builds,
+                builds=builds, written=out.files,
             )  # fmt: skip
             progress.clear()
             notices((), notes, args)

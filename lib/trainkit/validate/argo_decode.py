@@ -67,6 +67,7 @@ __all__ = [
     "ArgoLoader",
     "DecodeError",
     "Decoded",
+    "canonical_json",
     "decode_build",
     "decode_documents",
     "go_resolve",
@@ -507,7 +508,10 @@ def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 # Characters a JSON string may hold raw that go-yaml v2 then reads otherwise (NEL folds,
 # the rest are refused), or escapes that can produce them; a key over 1024 characters
 # cannot be a simple key. Only a document with one of these is read a second time.
-_SECOND_READ = re.compile(rb"\\[xuUN]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\x7f|[^\n]{1000}")
+# (The long line is looked for apart: as a regex alternative it costs a scan of up to
+# 1,000 bytes at every position of the document.)
+_SECOND_READ = re.compile(rb"\\[xuUN]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\x7f")
+_LONG_LINE = 1000
 _TAG_TOKEN = re.compile(rb"(?:^|[\s\[{,])!")
 
 
@@ -537,10 +541,10 @@ def _offset(start: int, line: int | None) -> int:
 
 def _decode_chunk(chunk: bytes) -> tuple[yaml.Node | None, Any]:
     check_nesting(chunk, ArgoLoader)
-    if _TAG_TOKEN.search(chunk):
+    if b"!" in chunk and _TAG_TOKEN.search(chunk):
         _refuse_non_specific_tags(chunk)
     node, value = _first_document(chunk)
-    if value is not None and _SECOND_READ.search(chunk):
+    if value is not None and _needs_second_read(chunk):
         # Step 3 reads the JSON of step 2 with go-yaml again.
         text = _go_json(value)
         try:
@@ -552,6 +556,12 @@ def _decode_chunk(chunk: bytes) -> tuple[yaml.Node | None, Any]:
                 "holds a character its YAML reader refuses or takes for a line break"
             ) from None
     return node, value
+
+
+def _needs_second_read(chunk: bytes) -> bool:
+    if _SECOND_READ.search(chunk):
+        return True
+    return len(chunk) >= _LONG_LINE and any(len(line) >= _LONG_LINE for line in chunk.split(b"\n"))
 
 
 def _first_document(chunk: bytes) -> tuple[yaml.Node | None, Any]:
@@ -583,6 +593,13 @@ def _go_json(value: Any) -> str:
     U+2029 escaped, every other non-ASCII character raw."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value, whatever its keys' order: how decoded objects are compared
+    (and remembered as validated). A value that is no JSON (a file read with other rules
+    may hold one) is written as its ``str``."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _reason(err: yaml.YAMLError) -> str:

@@ -15,16 +15,17 @@ import gc
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem, SetupError
 from trainkit.validate.applied import Planned, compare_build
-from trainkit.validate.argo_decode import DecodeError, decode_build
+from trainkit.validate.argo_decode import DecodeError, canonical_json, decode_build
 from trainkit.validate.build import Build, VersionProbe, origin_build, require_kubectl
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError, load_all
@@ -47,6 +48,7 @@ def validate_tree(
     reuse: Mapping[str, str] | None = None,
     digests: dict[str, str] | None = None,
     builds: TreeBuilds | None = None,
+    written: Mapping[str, bytes] | None = None,
 ) -> tuple[list[Problem], int]:
     """Problems of the files under ``out_dir`` and of each kustomize build; and the build count.
 
@@ -60,12 +62,15 @@ def validate_tree(
     ``reuse`` maps a build's directory (relative to ``out_dir``) to the inputs digest of its
     passing build last time: a build with those inputs again is skipped. ``digests`` receives
     every build's inputs digest. ``builds``, when given, are the builds started earlier
-    (``TreeBuilds``, made with ``reuse``); the caller stops them.
+    (``TreeBuilds``, made with ``reuse``); the caller stops them. ``written``: the bytes
+    trainkit wrote into each file (by path relative to ``out_dir``); with ``planned``, a
+    file that holds them is validated as its planned objects, without parsing it.
     """
     with _no_cycle_collection():
         return _validate_tree(
             out_dir, crds, root, baseline, allowance=allowance, progress=progress,
             planned=planned, notes=notes, reuse=reuse, digests=digests, builds=builds,
+            written=written,
         )  # fmt: skip
 
 
@@ -191,6 +196,7 @@ def _validate_tree(
     reuse: Mapping[str, str] | None,
     digests: dict[str, str] | None,
     builds: TreeBuilds | None,
+    written: Mapping[str, bytes] | None,
 ) -> tuple[list[Problem], int]:
     step = progress or (lambda _text: None)
     own = builds is None
@@ -203,8 +209,9 @@ def _validate_tree(
         step(f"validating the manifests in {out_dir.as_posix()}/")
         seen: set[str] = set()
         problems = validate_paths(
-            [out_dir], crds, root=root, allowance=allowance, baseline=baseline, seen=seen
-        )
+            [out_dir], crds, root=root, allowance=allowance, baseline=baseline, seen=seen,
+            known=_written(out_dir, written, planned),
+        )  # fmt: skip
         for directory, data, build_problems in builds.results():
             step(f"kustomize build {directory.as_posix()}")
             problems.extend(build_problems)
@@ -224,11 +231,14 @@ def _validate_tree(
                 continue
             # What Argo CD applies is the build output, so validate that too; an object
             # identical to one of a file was validated already.
-            problems.extend(validate_decoded(objects, shown, crds, allowance=allowance, seen=seen))
+            keys = [canonical_json(d.body) for d in objects]
+            problems.extend(
+                validate_decoded(objects, shown, crds, allowance=allowance, seen=seen, keys=keys)
+            )
             if planned is not None:
                 compared = compare_build(
                     directory, out_dir, objects, planned,
-                    shown=shown_tree, origins=origin_build,
+                    shown=shown_tree, origins=origin_build, keys=keys,
                 )  # fmt: skip
                 problems.extend(compared)
         if builds.probe is not None and notes is not None:
@@ -239,6 +249,17 @@ def _validate_tree(
         if own:
             builds.stop()
     return problems, len(builds.directories)
+
+
+def _written(
+    out_dir: Path, written: Mapping[str, bytes] | None, planned: Planned | None
+) -> dict[Path, tuple[bytes, Sequence[dict[str, Any]]]] | None:
+    """``validate_paths``'s ``known``: each file's bytes and objects, by the path a walk of
+    ``out_dir`` finds it at."""
+    if written is None or planned is None:
+        return None
+    base = out_dir.resolve()
+    return {base / rel: (data, planned[rel]) for rel, data in written.items() if rel in planned}
 
 
 def _shown(out_dir: Path, root: Path) -> str:

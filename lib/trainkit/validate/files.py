@@ -8,6 +8,7 @@ field check although kustomize applies it correctly.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,7 +25,13 @@ from trainkit.validate.documents import InputLimitError, iter_documents, line_of
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["NOT_MANIFEST_GROUPS", "validate_decoded", "validate_paths", "validate_text"]
+__all__ = [
+    "NOT_MANIFEST_GROUPS",
+    "validate_decoded",
+    "validate_paths",
+    "validate_text",
+    "validated_key",
+]
 
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 NOT_MANIFEST_GROUPS = frozenset({"kustomize.config.k8s.io"})
@@ -91,6 +98,12 @@ def validate_paths(
     return sorted(problems, key=lambda p: (p.file, p.line or 0, p.obj, p.field, p.message))
 
 
+def validated_key(canonical: str) -> str:
+    """What ``seen`` sets hold for an object: a digest of its ``canonical_json`` (a tree of
+    10,000 jobs would otherwise keep the JSON of every object)."""
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 def _validate_rendered(
     objects: Sequence[dict[str, Any]],
     crds: CrdSet | None,
@@ -105,7 +118,7 @@ def _validate_rendered(
         if _check_document(obj, crds, allowance, olds):
             return False
     if record is not None:
-        record.update(canonical_json(obj) for obj in objects)
+        record.update(validated_key(canonical_json(obj)) for obj in objects)
     return True
 
 
@@ -121,8 +134,8 @@ def validate_text(
 ) -> list[Problem]:
     """Problems of every manifest in a multi-document YAML text (e.g. kustomize output).
 
-    ``record`` receives the canonical JSON of each document checked; a document whose
-    canonical JSON is in ``seen`` is skipped (it was validated already, and would only
+    ``record`` receives the ``validated_key`` of each document checked; a document whose
+    key is in ``seen`` is skipped (it was validated already, and would only
     repeat its problems).
 
     ``old_text`` is the deployed version: an object in it with the same
@@ -137,7 +150,7 @@ def validate_text(
             if not isinstance(doc, dict) or "kind" not in doc:
                 continue  # not a Kubernetes object (e.g. a kustomize configurations file)
             if record is not None or seen is not None:
-                canonical = canonical_json(doc)
+                canonical = validated_key(canonical_json(doc))
                 if seen is not None and canonical in seen:
                     continue
                 if record is not None:
@@ -177,7 +190,7 @@ def validate_decoded(
     problems: list[Problem] = []
     for i, d in enumerate(objects):
         if seen is not None:
-            key = keys[i] if keys is not None else canonical_json(d.body)
+            key = validated_key(keys[i] if keys is not None else canonical_json(d.body))
             if key in seen:
                 continue
         prefix: tuple[str | int, ...] = ("items", d.item) if d.item is not None else ()

@@ -125,9 +125,14 @@ class TreeBuilds:
         self._lock = threading.Lock()
         self.probe: VersionProbe | None = None
         self._workers: list[threading.Thread] = []
+        self._missing: SetupError | None = None
         if not self._todo:
             return
-        self._kubectl = require_kubectl(self._todo[0])
+        try:
+            self._kubectl = require_kubectl(self._todo[0])
+        except SetupError as err:  # said when the builds are read (after a stale tree's error)
+            self._missing = err
+            return
         self.probe = VersionProbe(self._kubectl) if probe else None
         for _ in range(min(_cores(), len(self._todo))):
             worker = threading.Thread(target=self._work, daemon=True)
@@ -156,6 +161,8 @@ class TreeBuilds:
 
     def results(self) -> Iterator[tuple[Path, bytes, list[Problem]]]:
         """``(directory, output, problems)`` of each build run, in order, as each ends."""
+        if self._missing is not None:
+            raise self._missing
         for i, directory in enumerate(self._todo):
             self._ended[i].wait()
             build = self._builds[i]

@@ -402,9 +402,8 @@ class _GoBuilder(Builder):
 
     def _mapping(self, node: yaml.MappingNode, depth: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
-        self._write(node, out, depth)
-        if not any(isinstance(k, tuple) for k in out):
-            return out
+        if not self._write(node, out, depth):
+            return out  # every key a string
         # convertToJSONableObject: keys become strings; two keys that become the same
         # string are kept in Go's random map order, so Argo CD's result is not known.
         result: dict[str, Any] = {}
@@ -418,28 +417,34 @@ class _GoBuilder(Builder):
             result[text] = v
         return result
 
-    def _write(self, node: yaml.MappingNode, out: dict[Any, Any], depth: int) -> None:
-        """Write the pairs of ``node`` into ``out`` in go-yaml v2's order (merges included)."""
+    def _write(self, node: yaml.MappingNode, out: dict[Any, Any], depth: int) -> bool:
+        """Write the pairs of ``node`` into ``out`` in go-yaml v2's order (merges included);
+        whether a key written is not a string (a tagged tuple of ``_key``)."""
         scalar = yaml.ScalarNode
         fast = not self._track
+        others = False
         for key_node, value_node in node.value:
             if key_node.__class__ is scalar and key_node.tag == _STR:
                 key: Any = key_node.value
             elif (
                 key_node.__class__ is scalar and key_node.tag == _MERGE and (key_node.value == "<<")
             ):
-                self._merge(value_node, out, depth + 1)
+                others = self._merge(value_node, out, depth + 1) or others
                 continue
             else:
                 key = self._key(key_node, depth + 1)
+                others = others or isinstance(key, tuple)
             if fast and value_node.__class__ is scalar and value_node.tag == _STR:
                 out[key] = value_node.value
             else:
                 out[key] = self.build(value_node, depth + 1)
+        return others
 
-    def _merge(self, node: yaml.Node, out: dict[Any, Any], depth: int) -> None:
-        """go-yaml v2 ``decoder.merge``: a map's pairs, or a list's maps last to first."""
+    def _merge(self, node: yaml.Node, out: dict[Any, Any], depth: int) -> bool:
+        """go-yaml v2 ``decoder.merge``: a map's pairs, or a list's maps last to first;
+        whether a key written is not a string."""
         sources = list(reversed(node.value)) if isinstance(node, yaml.SequenceNode) else [node]
+        others = False
         for source in sources:
             if not isinstance(source, yaml.MappingNode):
                 raise DecodeError("map merge requires map or sequence of maps as the value")
@@ -449,7 +454,8 @@ class _GoBuilder(Builder):
                 self._alias(source, depth)  # counted as the alias it is
             else:
                 self.build(source, depth)  # seen once, so that a later alias counts
-            self._write(source, out, depth)
+            others = self._write(source, out, depth) or others
+        return others
 
 
 # --- documents ------------------------------------------------------------------------
@@ -561,7 +567,7 @@ def _decode_chunk(chunk: bytes) -> tuple[yaml.Node | None, Any]:
 def _needs_second_read(chunk: bytes) -> bool:
     if _SECOND_READ.search(chunk):
         return True
-    return len(chunk) >= _LONG_LINE and any(len(line) >= _LONG_LINE for line in chunk.split(b"\n"))
+    return len(chunk) >= _LONG_LINE and max(map(len, chunk.split(b"\n"))) >= _LONG_LINE
 
 
 def _first_document(chunk: bytes) -> tuple[yaml.Node | None, Any]:

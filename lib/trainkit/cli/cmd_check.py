@@ -96,10 +96,13 @@ def run(args: argparse.Namespace) -> int:
             planned = planned_objects(out.objects, out.files, out.kept)
             notes: list[Problem] = []
             digests: dict[str, str] = {}
+            # A file that holds what was rendered for it is validated as those objects; a
+            # kept file (deployed bytes, not this rendering) is read as it is.
+            written = {p: data for p, data in out.files.items() if p not in out.kept}
             problems, count = validate_tree(
                 out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
                 progress=progress.step, planned=planned, notes=notes, digests=digests,
-                builds=builds, written=out.files,
+                builds=builds, written=written,
             )  # fmt: skip
             progress.clear()
             notices((), notes, args)

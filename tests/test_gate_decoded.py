@@ -275,8 +275,10 @@ def test_another_kustomize_than_argo_cds_is_a_warning_naming_both(
 
 
 _LINE_PARTS = st.sampled_from(
-    [b"a", b"x" * 999, b"y" * 1000, b"\\u", b"\\", b"N", b"\xc2\x85", b"\xc2", b"\x7f",
-     b"\xef\xbf\xbe", b"\xef\xbf", b"\n", b"!", b" "]  # fmt: skip
+    [
+        *(b"a", b"x" * 999, b"y" * 1000, b"\\u", b"\\", b"N", b"!", b" ", b"\n"),
+        *(b"\xc2\x85", b"\xc2", b"\x7f", b"\xef\xbf\xbe", b"\xef\xbf"),
+    ]
 )
 
 

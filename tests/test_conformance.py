@@ -306,13 +306,13 @@ def test_a_warm_check_builds_only_the_applications_whose_files_changed(
 
     monkeypatch.delenv("CI", raising=False)  # caches on, as on a developer's machine
     started: list[str] = []
-    real = tree.start_build
 
-    def spy(directory):
-        started.append(directory.as_posix().removeprefix("generated/"))
-        return real(directory)
+    class Spy(tree.Build):
+        def __init__(self, directory, *args):
+            started.append(directory.as_posix().split("generated/", 1)[1])
+            super().__init__(directory, *args)
 
-    monkeypatch.setattr(tree, "start_build", spy)
+    monkeypatch.setattr(tree, "Build", Spy)
     assert bare_cli("synth").code == 0
     assert bare_cli("check", "--crds", str(crds)).code == 0
     assert sorted(started) == [

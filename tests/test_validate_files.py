@@ -398,6 +398,30 @@ def test_stopped_builds_end_and_are_reaped(tmp_path: Path, monkeypatch: pytest.M
             os.kill(pid, 0)  # killed and reaped
 
 
+def test_a_build_thread_that_fails_is_raised_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a build thread (here: starting a build raises) reaches the caller of
+    ``results``; before, the thread died and ``results`` waited on it forever."""
+    from trainkit.validate import tree
+
+    class Broken(tree.Build):
+        def __init__(self, *_: object) -> None:
+            raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tree, "Build", Broken)
+    out = tmp_path / "out"
+    for name in ("a", "b"):
+        (out / name).mkdir(parents=True)
+        (out / name / "kustomization.yaml").write_text("resources: []\n")
+    builds = tree.TreeBuilds(out)
+    try:
+        with pytest.raises(RuntimeError, match="a bug"):
+            list(builds.results())
+    finally:
+        builds.stop()
+
+
 def test_builds_are_read_in_order_with_their_output(tmp_path: Path) -> None:
     from trainkit.validate.tree import TreeBuilds
 

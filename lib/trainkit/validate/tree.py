@@ -126,6 +126,7 @@ class TreeBuilds:
         self.probe: VersionProbe | None = None
         self._workers: list[threading.Thread] = []
         self._missing: SetupError | None = None
+        self._crash: BaseException | None = None
         if not self._todo:
             return
         try:
@@ -144,6 +145,16 @@ class TreeBuilds:
         return {b.relative_to(self.out_dir).as_posix(): d for b, d in self.inputs.items()}
 
     def _work(self) -> None:
+        try:
+            self._take_builds()
+        except BaseException as err:  # our bug: results() raises it rather than wait forever
+            with self._lock:
+                self._crash = self._crash or err
+                self._stopped = True
+            for ended in self._ended:
+                ended.set()
+
+    def _take_builds(self) -> None:
         while True:
             with self._lock:
                 if self._stopped or self._next >= len(self._todo):
@@ -165,6 +176,8 @@ class TreeBuilds:
             raise self._missing
         for i, directory in enumerate(self._todo):
             self._ended[i].wait()
+            if self._crash is not None:
+                raise self._crash
             build = self._builds[i]
             if isinstance(build, OSError):
                 raise SetupError(

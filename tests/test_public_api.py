@@ -33,6 +33,7 @@ def test_all_is_pinned_and_sorted():
         "Resources",
         "Role",
         "RuntimeEnv",
+        "RuntimeFlux",
         "RuntimeMPI",
         "Script",
         "SecretEnv",

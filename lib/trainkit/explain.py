@@ -90,9 +90,12 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
             source = f"ConfigMap {v['configMap']['name']}"
         elif "persistentVolumeClaim" in v:
             source = f"PersistentVolumeClaim {v['persistentVolumeClaim']['claimName']}"
+        elif "secret" in v:
+            source = f"Secret {v['secret']['secretName']}"
         elif "emptyDir" in v:
             size = v["emptyDir"].get("sizeLimit")
-            source = "memory" + (f" ({size})" if size else "")
+            kind = "memory" if v["emptyDir"].get("medium") == "Memory" else "emptyDir (node disk)"
+            source = kind + (f" ({size})" if size else "")
         else:
             source = m["name"]
         if m.get("subPath"):

@@ -19,7 +19,17 @@ from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT, trainer_framework_env
 from ..kube.quantities import parse_quantity
-from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
+from ..render.kubeflow_trainer import (
+    ANCESTOR_LABEL,
+    FLUX_INSTALLER,
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    NODE,
+    flux_configmap,
+    flux_curve_secret,
+    flux_original_command,
+    flux_run,
+)
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..resolve import PlannedJob
 from .admission import pod_set_workload
@@ -55,14 +65,20 @@ def effective_trainjob(
     notes: list[str] = []
     procs = "1"
     world = 0
-    framework = next((f for f in ("jax", "xgboost") if f in rt_spec["mlPolicy"]), "torch")
+    framework = next((f for f in ("jax", "xgboost", "flux") if f in rt_spec["mlPolicy"]), "torch")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
         count = 1
+        added: tuple[dict[str, Any], ...] = ()
         if labels.get(ANCESTOR_LABEL) == "trainer":
             count = int((trainer or {}).get("numNodes") or rt_spec["mlPolicy"].get("numNodes", 1))
-            if framework == "torch":
+            if framework == "flux" and rjob["name"] == NODE:
+                pod, env, procs, added = _flux_pod(
+                    pod, runtime_name, trainer, pj, count, rt_spec["mlPolicy"]["flux"], notes
+                )
+                world = count * int(procs)
+            elif framework == "torch":
                 pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
                 world = count * _procs(procs, pod)
             else:
@@ -72,7 +88,7 @@ def effective_trainjob(
                 world = count * int(procs)
         else:
             env = ()
-        pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
+        pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env, added_init_containers=added))
     gang = _gang(pj, rt_spec, pod_sets, annotations)
     return EffectiveJob(
         pj,
@@ -282,6 +298,116 @@ def _framework_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+def _flux_pod(
+    pod: dict[str, Any],
+    runtime_name: str,
+    trainer: dict[str, Any] | None,
+    pj: PlannedJob,
+    count: int,
+    policy: dict[str, Any],
+    notes: list[str],
+) -> tuple[dict[str, Any], tuple[EnvVar, ...], str, tuple[dict[str, Any], ...]]:
+    """The trainer job ``node`` of a flux runtime (trainer v2.3.0 plugins/flux/flux.go
+    EnforceMLPolicy; plugins/plainml/plainml.go upserts spec.trainer's env and sizes it):
+    the command wrapped by the entrypoint, args dropped, the plugin's volumes (by name) and
+    mounts (by path), and its flux-installer init container."""
+    name = pj.object_name
+    containers = []
+    env: list[EnvVar] = []
+    tasks = int((trainer or {}).get("numProcPerNode") or policy.get("numProcPerNode") or 1)
+    installer: dict[str, Any] = {}
+    for c in pod.get("containers") or []:
+        if c.get("name") != NODE:
+            containers.append(c)
+            continue
+        settings = {
+            "FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+            "FLUX_NETWORK_DEVICE": "eth0",
+            "FLUX_QUEUE_POLICY": "fcfs",
+        }  # pkg/constants/constants.go Flux*; the runtime's values, then the TrainJob's
+        for source in (c.get("env") or [], (trainer or {}).get("env") or []):
+            for e in source:
+                if e.get("name") in settings:
+                    settings[e["name"]] = str(e.get("value", ""))
+        original = flux_original_command(
+            list((trainer or {}).get("command") or c.get("command") or []),
+            list((trainer or {}).get("args") or []),
+        )
+        c, env = apply_trainer(c, trainer, runtime_name, pj)
+        if trainer is None:
+            notes.append(
+                "spec.trainer is not set: Trainer's Flux plugin cannot run (it rewrites "
+                "spec.trainer's command)"
+            )
+            c["env"] = [e.entry() for e in env]
+            containers.append(c)
+            continue
+        c.pop("args", None)
+        c["command"] = ["/bin/bash", "/etc/flux-config/entrypoint.sh", original]
+        mounts = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") not in FLUX_MOUNTS]
+        for path, volume in FLUX_MOUNTS.items():
+            mount: dict[str, Any] = {"name": volume.replace("<trainjob>", name), "mountPath": path}
+            if path not in ("/mnt/flux", "/opt/software"):
+                mount["readOnly"] = True
+            mounts.append(mount)
+        c["volumeMounts"] = mounts
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+        installer = {
+            "name": FLUX_INSTALLER,
+            "image": settings["FLUX_VIEW_IMAGE"],
+            "command": ["/bin/bash", "/etc/flux-config/init.sh"],
+            "volumeMounts": [
+                {"name": "flux-install", "mountPath": "/mnt/flux"},
+                {"name": flux_configmap(name), "mountPath": "/etc/flux-config", "readOnly": True},
+            ],
+        }
+        res = (trainer.get("resourcesPerNode") if trainer else None) or c.get("resources") or {}
+        gpus = gpus_of(res)
+        notes.append(
+            f"Flux: the first node runs `{flux_run(count, tasks, gpus, original)}` "
+            f"({count} × {tasks} tasks); "
+            + (
+                f"the other {count - 1} run Flux brokers until it ends"
+                if count > 1
+                else "no other node"
+            )
+        )
+        notes.append(
+            "Trainer's Flux plugin mounts a read-only memory-backed /dev/shm and an emptyDir "
+            "over /opt/software (the image's is hidden), and creates ConfigMap "
+            f"{flux_configmap(name)} and Secret {flux_curve_secret(name)}"
+        )
+        if not gpus and pj.resources is not None and pj.resources.gpu:
+            notes.append(
+                f"Trainer counts no GPUs under {pj.cluster.gpu_resource} (the name holds no "
+                "'gpu'): flux run asks for none, the tasks see the pod's"
+            )
+    volumes = [
+        v
+        for v in pod.get("volumes") or []
+        if v.get("name") not in {*FLUX_VOLUMES, flux_configmap(name)}
+    ]
+    if installer:
+        volumes += [
+            {"name": "spack-install", "emptyDir": {}},
+            {"name": "flux-install", "emptyDir": {}},
+            {
+                "name": flux_configmap(name),
+                "configMap": {"name": flux_configmap(name), "defaultMode": 0o755},
+            },
+            {"name": "shared-memory", "emptyDir": {"medium": "Memory"}},
+            {
+                "name": "flux-curve",
+                "secret": {"secretName": flux_curve_secret(name), "defaultMode": 0o400},
+            },
+        ]
+    out = {**pod, "containers": containers}
+    if volumes:
+        out["volumes"] = volumes
+    return out, tuple(env), str(tasks), ((installer,) if installer else ())
 
 
 def apply_trainer(

@@ -16,6 +16,7 @@ from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
+from .trainer_flux import RuntimeFlux
 from .xgboostjob import XGBoostJob
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Resources",
     "Role",
     "RuntimeEnv",
+    "RuntimeFlux",
     "RuntimeMPI",
     "Script",
     "SecretEnv",

@@ -32,9 +32,11 @@ from .job import Image, Resources, Script, Toleration, Volume, check_program, ch
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
+from .trainer_flux import RuntimeFlux, tasks_gpus_problem
 
 __all__ = [
     "ClusterTrainingRuntime",
+    "RuntimeFlux",
     "RuntimeMPI",
     "TrainJob",
     "TrainingRuntime",
@@ -126,6 +128,10 @@ class _TorchRuntime(TrainkitModel):
     fs_group: int | None = Field(default=None, ge=0, le=2147483647)
     """Group id that owns the pods' volumes and is added to their processes
     (``securityContext.fsGroup``), e.g. ``1000``. An MPI runtime needs one."""
+    flux: RuntimeFlux | None = None
+    """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
+    installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
+    the first node, ``procs_per_node`` tasks per node (HPC and MPI programs)."""
     framework: Literal["torch", "jax", "xgboost"] = "torch"
     """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
     ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
@@ -135,6 +141,16 @@ class _TorchRuntime(TrainkitModel):
 
     @model_validator(mode="after")
     def _one_policy(self) -> _TorchRuntime:
+        # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
+        if self.flux is not None and self.mpi is not None:
+            raise ValueError(
+                "flux= and mpi= are two ML policies; Trainer takes one: drop one of them"
+            )
+        if self.flux is not None and self.framework != "torch":
+            raise ValueError(
+                f"framework={self.framework!r} and flux= are two ML policies; Trainer takes "
+                "one: drop flux= or framework="
+            )
         if self.mpi is not None and self.framework != "torch":
             # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
             raise ValueError(
@@ -150,6 +166,24 @@ class _TorchRuntime(TrainkitModel):
 
     _refs = env_refs_validator("TrainJob")
     _sources = env_from_validator()
+
+    @model_validator(mode="after")
+    def _flux_fits(self) -> _TorchRuntime:
+        if self.flux is None:
+            return self
+        if self.shm_size is not None:
+            # flux.go EnforceMLPolicy mounts its memory-backed volume shared-memory at
+            # /dev/shm, upserted by path (pkg/apply/apply.go UpsertVolumeMounts).
+            raise ValueError(
+                "shm_size cannot be kept: Trainer's Flux plugin mounts its own /dev/shm over it "
+                "(memory-backed, read-only, no size limit: it counts against the pod's memory); "
+                "drop shm_size"
+            )
+        gpus = self.resources.gpu if self.resources is not None else 0
+        why = tasks_gpus_problem(self.flux.procs_per_node, gpus)
+        if why is not None:
+            raise ValueError(why)
+        return self
 
     @model_validator(mode="after")
     def _ssh_key_readable(self) -> _TorchRuntime:

@@ -13,8 +13,19 @@ import copy
 from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT
-from ..model import Resources, TrainingRuntime, TrainJob
+from ..model import ClusterTrainingRuntime, Resources, RuntimeFlux, TrainingRuntime, TrainJob
 from ..model.trainer import RuntimeMPI
+
+# The Flux plugin's names and commands, for effective/ (which reads the model through here).
+from ..model.trainer_flux import (
+    FLUX_INSTALLER,
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    flux_configmap,
+    flux_curve_secret,
+    flux_original_command,
+    flux_run,
+)
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
@@ -36,7 +47,20 @@ from .pod import (
 )
 from .script import job_metadata, script_configmap_name
 
-__all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
+__all__ = [
+    "API_VERSION",
+    "FLUX_INSTALLER",
+    "FLUX_MOUNTS",
+    "FLUX_VOLUMES",
+    "PATCH_MANAGER",
+    "flux_configmap",
+    "flux_curve_secret",
+    "flux_original_command",
+    "flux_run",
+    "render_runtime",
+    "render_trainjob",
+    "runtime_framework",
+]
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 GROUP = "trainer.kubeflow.org"
@@ -55,6 +79,7 @@ def _runtime_pod(
     resources: Resources | None = None,
     ports: bool = True,
     devices: bool = True,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The pod of one replicated job: container ``node`` with the runtime's settings.
     ``resources`` replaces the runtime's; without ``devices`` the pod gets the network
@@ -65,8 +90,8 @@ def _runtime_pod(
         container["imagePullPolicy"] = rt.image_pull_policy
     if command is not None:
         container["command"] = command
-    if rt.env or rt.env_refs:
-        container["env"] = env_list(rt.env, rt.env_refs)
+    if rt.env or rt.env_refs or settings:
+        container["env"] = env_list(rt.env, rt.env_refs) + env_list(settings or {})
     if rt.env_from:
         container["envFrom"] = env_sources(rt.env_from)
     if ports:
@@ -112,13 +137,14 @@ def _runtime_pod(
 def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     spec: dict[str, Any]
-    if rt.mpi is None:
+    jobset: dict[str, Any]
+    if rt.flux is not None:
+        spec, jobset = _flux_runtime(pr, rt.flux)
+    elif rt.mpi is None:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
         spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
-        jobset: dict[str, Any] = {
-            "replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]
-        }
+        jobset = {"replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
     volcano = cluster.scheduler == "volcano"
@@ -140,10 +166,31 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: rt.framework if rt.mpi is None else "mpi"},
+            labels={FRAMEWORK_LABEL: runtime_framework(rt)},
         ),
         "spec": spec,
     }
+
+
+def runtime_framework(rt: TrainingRuntime | ClusterTrainingRuntime) -> str:
+    """The runtime's ML policy as Trainer's ``framework`` label names it."""
+    if rt.flux is not None:
+        return "flux"
+    return rt.framework if rt.mpi is None else "mpi"
+
+
+def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Trainer v2.3.0 plugins/flux/flux.go: the policy's numProcPerNode is the tasks per node;
+    the plugin reads its settings from container ``node``'s env (brokerSettingsFromEnvironment)
+    and acts on the replicated job named ``node`` only. Nothing listens on Trainer's 29500."""
+    settings = {"FLUX_VIEW_IMAGE": flux.view_image}
+    if flux.network_device != "eth0":  # the plugin's default (constants.FluxNewtowkDevice)
+        settings["FLUX_NETWORK_DEVICE"] = flux.network_device
+    pod = _runtime_pod(pr, ports=False, settings=settings)
+    spec = {
+        "mlPolicy": {"numNodes": pr.runtime.nodes, "flux": {"numProcPerNode": flux.procs_per_node}}
+    }
+    return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True)]}
 
 
 def _replicated_job(
@@ -239,11 +286,13 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if pj.image is not None:
         trainer["image"] = pj.image
     mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    flux = pj.runtime.runtime.flux if pj.runtime is not None else None
     framework = pj.runtime.runtime.framework if pj.runtime is not None else "torch"
     if job.script is not None and mpi is not None:
         trainer["command"] = mpi_command(pj, job)
-    elif job.script is not None and framework != "torch":
-        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables.
+    elif job.script is not None and (framework != "torch" or flux is not None):
+        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables; on
+        # a flux runtime the plugin runs it under `flux run`, one per task.
         trainer["command"] = ["python3", job.script.mount_path]
     elif job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
@@ -262,9 +311,11 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         env += env_list(GPU_HIDING_ENV)
     if env:
         trainer["env"] = env
-    if job.nodes is not None or mpi is not None:
+    if job.nodes is not None or mpi is not None or flux is not None:
         # The MPI plugin sizes the node job from spec.trainer.numNodes only (plugins/mpi/
-        # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it.
+        # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it; the Flux plugin
+        # dereferences it (plugins/flux/flux.go generateFluxEntrypoint), a TrainJob without it
+        # panicking the controller's reconcile.
         trainer["numNodes"] = pj.nodes
     res = pj.resources
     # Trainer's "auto" counts GPUs only for resource names holding "gpu"
@@ -272,7 +323,11 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # start one process per CPU, so the number is written out there.
     odd_gpu = "gpu" not in pj.cluster.gpu_resource.lower() and res is not None and res.gpu > 0
     # Only the torch plugin reads numProcPerNode (jax and xgboost run one process per node).
-    if framework == "torch" and (
+    if flux is not None:
+        # The Flux plugin's tasks per node: the TrainJob's, else the runtime's (flux.go).
+        if job.procs_per_node is not None:
+            trainer["numProcPerNode"] = job.procs_per_node
+    elif framework == "torch" and (
         job.procs_per_node is not None or job.resources is not None or odd_gpu
     ):
         trainer["numProcPerNode"] = pj.trainer_procs()

@@ -25,6 +25,12 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.trainer_flux import (
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    flux_command_problem,
+    tasks_gpus_problem,
+)
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import env_conflicts, resolve_network
@@ -194,6 +200,8 @@ def place(
             runtime, network = found, found.network
             if found.runtime.mpi is not None:
                 problems.extend(_mpi_trainjob(d, job, found))
+            if found.runtime.flux is not None:
+                problems.extend(_flux_trainjob(d, job, found, cluster))
             if found.runtime.framework != "torch" and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
                 # numProcPerNode; each node runs one process.
@@ -256,6 +264,73 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     field,
                 )
             )
+    return out
+
+
+def _flux_trainjob(
+    d: Definition, job: TrainJob, runtime: PlannedRuntime, cluster: Cluster
+) -> list[Problem]:
+    """What a TrainJob cannot say on a flux runtime (trainer v2.3.0 plugins/flux/flux.go and
+    its templates/entrypoint.sh)."""
+    rt = runtime.runtime
+    assert rt.flux is not None
+    on = f"runtime {rt.name!r} is a flux runtime: "
+    out = []
+    if job.script is None and job.command is None:
+        # getOriginalCommand reads the runtime's container command, which trainkit's runtimes
+        # leave to the image; entrypoint.sh runs an interactive broker for an empty command.
+        out.append(
+            problem(
+                d,
+                on + "Trainer's Flux plugin runs the job's command under flux run; without "
+                "script= or command= its entrypoint starts a Flux instance that never ends; "
+                "give the job a script or a command",
+                "command",
+            )
+        )
+    for field, words in (("command", job.command or []), ("args", job.args)):
+        why = flux_command_problem(list(words))
+        if why is not None:
+            out.append(
+                problem(
+                    d,
+                    on + "Trainer's Flux plugin joins command and args with spaces and its "
+                    f"entrypoint splits them again unquoted: {why}; pass the value without "
+                    "spaces or pattern characters (e.g. in a file the script reads)",
+                    field,
+                )
+            )
+    # Trainer counts GPUs only under a resource name holding "gpu" (pkg/runtime/runtime.go
+    # GetNumGPUPerNode), which is what flux.go asks for per task.
+    res = job.resources if job.resources is not None else rt.resources
+    gpus = res.gpu if res is not None and "gpu" in cluster.gpu_resource.lower() else 0
+    tasks = job.procs_per_node if job.procs_per_node is not None else rt.flux.procs_per_node
+    why = tasks_gpus_problem(tasks, gpus)
+    if why is not None and (job.procs_per_node is not None or job.resources is not None):
+        field = "procs_per_node" if job.procs_per_node is not None else "resources"
+        out.append(problem(d, on + why, field))
+    for v in job.volumes:
+        if v.claim in FLUX_VOLUMES:
+            out.append(
+                problem(
+                    d,
+                    on + f"claim {v.claim!r} has the name of a volume Trainer's Flux plugin adds "
+                    f"({', '.join(sorted(FLUX_VOLUMES))}), which would replace it; rename the "
+                    "claim",
+                    "volumes",
+                )
+            )
+        for path, volume in FLUX_MOUNTS.items():
+            if v.path == path or v.path.startswith(path + "/"):
+                out.append(
+                    problem(
+                        d,
+                        on + f"mount path {v.path!r} is where Trainer's Flux plugin mounts "
+                        f"{volume} ({path}), replacing a mount there; choose another path, "
+                        "e.g. /mnt/data",
+                        "volumes",
+                    )
+                )
     return out
 
 

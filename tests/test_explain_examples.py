@@ -56,6 +56,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
         "none",
     ),
+    # The dataset step (no GPU, no rank) runs before the node, in the same Kueue workload.
+    ("TrainJob wiki-sft-r1", "h100-south"): (
+        8,
+        [("dataset-initializer", 1, False, BLANK), ("node", 1, True, NV8)],
+        "none",
+    ),
     ("PaddleJob resnet-paddle", "gpu-east"): (
         2,
         [("Worker", 2, True, "its 1 nvidia.com/gpu")],

@@ -1,6 +1,6 @@
 """Kubeflow Trainer runtimes (seed 003): what TrainJobs start from."""
 
-from trainkit import ClusterTrainingRuntime, Resources, RuntimeFlux, RuntimeMPI, TrainingRuntime
+from trainkit import ClusterTrainingRuntime, Resources, RuntimeMPI, TrainingRuntime
 
 # One name, two builds: a TrainJob naming "torch-2-5" gets the CUDA
 # image on NVIDIA clusters and the ROCm image on the AMD cluster.
@@ -62,20 +62,5 @@ jax_runtime = ClusterTrainingRuntime(
     nodes=2,
     resources=Resources(cpu=32, memory="256Gi", gpu=8),  # one process drives all 8 GPUs
     shm_size="16Gi",
-    clusters=["gpu-east"],
-)
-
-# Flux on the Trainer path: Trainer copies Flux into every node from the view image (built on
-# the same Ubuntu as the application image) and the first node runs the TrainJob's command
-# with `flux run`, one task per core here; the other nodes run Flux brokers.
-flux_runtime = ClusterTrainingRuntime(
-    name="flux-jammy",
-    image="registry.example.com/ml/python-hpc:3.11-jammy",
-    flux=RuntimeFlux(
-        view_image="registry.example.com/ml/flux-view-ubuntu:tag-jammy",  # mirrored
-        procs_per_node=16,
-    ),
-    nodes=2,
-    resources=Resources(cpu=16, memory="64Gi"),
     clusters=["gpu-east"],
 )

@@ -21,10 +21,14 @@ from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT, trainer_fra
 from ..kube.quantities import parse_quantity
 from ..render.kubeflow_trainer import (
     ANCESTOR_LABEL,
+    DATASET_INITIALIZER,
     FLUX_INSTALLER,
     FLUX_MOUNTS,
     FLUX_VOLUMES,
+    INITIALIZER_VOLUME,
+    MODEL_INITIALIZER,
     NODE,
+    STORAGE_URI,
     flux_configmap,
     flux_curve_secret,
     flux_original_command,
@@ -53,6 +57,7 @@ def effective_trainjob(
         annotations.update((template.get("metadata") or {}).get("annotations") or {})
         if template.get("spec") is not None:
             jobset = strategic_merge(jobset, template["spec"])
+    jobset = _claims(jobset, pj.object_name)
     trainer = spec.get("trainer")
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
     if "mpi" in rt_spec["mlPolicy"]:
@@ -86,9 +91,28 @@ def effective_trainjob(
                     pod, runtime_name, trainer, pj, count, framework, notes
                 )
                 world = count * int(procs)
+        elif labels.get(ANCESTOR_LABEL) in (DATASET_INITIALIZER, MODEL_INITIALIZER):
+            step = labels[ANCESTOR_LABEL]
+            count = int(rjob["template"]["spec"].get("parallelism", 1))
+            pod, env = _initializer_pod(pod, step, spec.get("initializer"), runtime_name, pj)
+            where = "/workspace/dataset" if step == DATASET_INITIALIZER else "/workspace/model"
+            pod_sets.append(
+                PodSet(
+                    rjob["name"], count, 0, pod, step, env, runs_ranks=False,
+                    duty=f"downloads to {where} of the nodes, then completes",
+                )
+            )  # fmt: skip
+            continue
         else:
             env = ()
         pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env, added_init_containers=added))
+        after = [x["name"] for x in rjob.get("dependsOn") or [] if x.get("status") == "Complete"]
+        if after:
+            notes.append(
+                f"the nodes start once {' and '.join(after)} completed (JobSet dependsOn); "
+                f"the workspace claim {INITIALIZER_VOLUME}-{pj.object_name} is JobSet's, "
+                "deleted with the TrainJob"
+            )
     gang = _gang(pj, rt_spec, pod_sets, annotations)
     return EffectiveJob(
         pj,
@@ -100,6 +124,41 @@ def effective_trainjob(
         tuple(notes),
         workload=_workload(body, pod_sets),
     )
+
+
+def _claims(jobset: dict[str, Any], trainjob: str) -> dict[str, Any]:
+    """JobSet's volumeClaimPolicies: one PVC ``<template>-<jobset>`` per template, added as a
+    volume to every replicated job whose containers mount it by name (jobset v0.12.0
+    pkg/controllers/volume_claim_policy.go addVolumes; the JobSet is named after the TrainJob)."""
+    names = [
+        t["metadata"]["name"]
+        for policy in jobset.get("volumeClaimPolicies") or []
+        for t in policy.get("templates") or []
+    ]
+    if not names:
+        return jobset
+    rjobs = []
+    for rjob in jobset["replicatedJobs"]:
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+        mounted = {m.get("name") for c in containers for m in c.get("volumeMounts") or []}
+        added = [
+            {"name": n, "persistentVolumeClaim": {"claimName": f"{n}-{trainjob}"}}
+            for n in names
+            if n in mounted
+        ]
+        if added:
+            pod = {**pod, "volumes": [*(pod.get("volumes") or []), *added]}
+            template = {**rjob["template"]["spec"]["template"], "spec": pod}
+            rjob = {
+                **rjob,
+                "template": {
+                    **rjob["template"],
+                    "spec": {**rjob["template"]["spec"], "template": template},
+                },
+            }
+        rjobs.append(rjob)
+    return {**jobset, "replicatedJobs": rjobs}
 
 
 def _workload(body: dict[str, Any], pod_sets: list[PodSet]) -> Any:
@@ -298,6 +357,39 @@ def _framework_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+def _initializer_pod(
+    pod: dict[str, Any],
+    step: str,
+    initializer: dict[str, Any] | None,
+    runtime_name: str,
+    pj: PlannedJob,
+) -> tuple[dict[str, Any], tuple[EnvVar, ...]]:
+    """Container ``step`` of an initializer job with the TrainJob's section written into it
+    (trainer v2.3.0 plugins/jobset/builder.go Initializer): STORAGE_URI and env upserted,
+    the Secret appended as envFrom."""
+    source = (initializer or {}).get(step.removesuffix("-initializer"))
+    containers = []
+    env: list[EnvVar] = []
+    for c in pod.get("containers") or []:
+        if c.get("name") != step:
+            containers.append(c)
+            continue
+        c = dict(c)
+        env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
+        if source is not None:
+            given = list(source.get("env") or [])
+            if source.get("storageUri") is not None:
+                given.insert(0, {"name": STORAGE_URI, "value": source["storageUri"]})
+            for e in given:
+                env = [x for x in env if x.name != e["name"]]
+                env.append(EnvVar.of(e, "job"))
+            if source.get("secretRef") is not None:
+                c["envFrom"] = [*(c.get("envFrom") or []), {"secretRef": source["secretRef"]}]
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env)
 
 
 def _flux_pod(

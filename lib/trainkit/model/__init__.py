@@ -17,6 +17,7 @@ from .rules import NetworkProfile, Policy
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
 from .trainer_flux import RuntimeFlux
+from .trainer_initializers import DataSource, Initializer, RuntimeInitializers
 from .xgboostjob import XGBoostJob
 
 __all__ = [
@@ -30,9 +31,11 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
+    "DataSource",
     "DeletionRule",
     "Elastic",
     "FlavorQuota",
+    "Initializer",
     "JAXJob",
     "Job",
     "MPIJob",
@@ -52,6 +55,7 @@ __all__ = [
     "Role",
     "RuntimeEnv",
     "RuntimeFlux",
+    "RuntimeInitializers",
     "RuntimeMPI",
     "Script",
     "SecretEnv",

@@ -33,6 +33,7 @@ from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .trainer_flux import RuntimeFlux, tasks_gpus_problem
+from .trainer_initializers import DataSource, RuntimeInitializers
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -128,6 +129,10 @@ class _TorchRuntime(TrainkitModel):
     fs_group: int | None = Field(default=None, ge=0, le=2147483647)
     """Group id that owns the pods' volumes and is added to their processes
     (``securityContext.fsGroup``), e.g. ``1000``. An MPI runtime needs one."""
+    initializers: RuntimeInitializers | None = None
+    """Steps that download a dataset and/or a model into a workspace volume before the nodes
+    start (``RuntimeInitializers(dataset=Initializer(...), size="200Gi")``); the nodes read
+    them at ``/workspace/dataset`` and ``/workspace/model``. Not on Volcano clusters."""
     flux: RuntimeFlux | None = None
     """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
     installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
@@ -150,6 +155,11 @@ class _TorchRuntime(TrainkitModel):
             raise ValueError(
                 f"framework={self.framework!r} and flux= are two ML policies; Trainer takes "
                 "one: drop flux= or framework="
+            )
+        if self.initializers is not None and self.mpi is not None:
+            raise ValueError(
+                "initializers= on an MPI runtime is not offered: the launcher already waits for "
+                "the nodes; download in the job's script instead"
             )
         if self.mpi is not None and self.framework != "torch":
             # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
@@ -257,6 +267,13 @@ class TrainJob(TrainkitModel):
     env_refs: dict[EnvName, EnvRef] = {}
     """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
     e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``."""
+    dataset: DataSource | None = None
+    """What the runtime's dataset step downloads to ``/workspace/dataset`` before the nodes
+    start, e.g. ``DataSource(storage_uri="hf://tatsu-lab/alpaca")``."""
+    model: DataSource | None = None
+    """What the runtime's model step downloads to ``/workspace/model`` before the nodes
+    start, e.g. ``DataSource(storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct",
+    secret="hf-token")``."""
     nodes: int | None = Field(default=None, ge=1, le=10000)
     """Number of nodes (pods); defaults to the runtime's."""
     procs_per_node: int | None = Field(default=None, ge=1, le=1024)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT
 from ..model import ClusterTrainingRuntime, Resources, RuntimeFlux, TrainingRuntime, TrainJob
+from ..model.job import WORKSPACE
 from ..model.trainer import RuntimeMPI
 
 # The Flux plugin's names and commands, for effective/ (which reads the model through here).
@@ -25,6 +26,14 @@ from ..model.trainer_flux import (
     flux_curve_secret,
     flux_original_command,
     flux_run,
+)
+from ..model.trainer_initializers import (
+    DATASET_INITIALIZER,
+    INITIALIZER_VOLUME,
+    MODEL_INITIALIZER,
+    STORAGE_URI,
+    DataSource,
+    RuntimeInitializers,
 )
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
@@ -49,10 +58,14 @@ from .script import job_metadata, script_configmap_name
 
 __all__ = [
     "API_VERSION",
+    "DATASET_INITIALIZER",
     "FLUX_INSTALLER",
     "FLUX_MOUNTS",
     "FLUX_VOLUMES",
+    "INITIALIZER_VOLUME",
+    "MODEL_INITIALIZER",
     "PATCH_MANAGER",
+    "STORAGE_URI",
     "flux_configmap",
     "flux_curve_secret",
     "flux_original_command",
@@ -147,6 +160,8 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         jobset = {"replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
+    if rt.initializers is not None:
+        _add_initializers(pr, rt.initializers, jobset)
     volcano = cluster.scheduler == "volcano"
     if volcano:
         # Trainer creates the PodGroup (all pods or none).
@@ -193,6 +208,73 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True)]}
 
 
+def _add_initializers(
+    pr: PlannedRuntime, steps: RuntimeInitializers, jobset: dict[str, Any]
+) -> None:
+    """The initializer steps ahead of the node job (the shape of Trainer v2.3.0's torchtune
+    runtimes, manifests/base/runtimes/torchtune): each step a replicated job labelled and named
+    as the webhook requires (plugins/jobset/jobset.go Validate: container of the step's name
+    mounting ``initializer``), the node job ``dependsOn`` each ``Complete``, and the claim
+    ``initializer`` JobSet creates per TrainJob and adds to every pod mounting it
+    (jobset v0.12.0 pkg/controllers/volume_claim_policy.go). The nodes mount the step's
+    sub-directory only, so /workspace stays the image's (scripts are mounted into it)."""
+    jobs = []
+    node_mounts = []
+    for name, step, sub in (
+        (DATASET_INITIALIZER, steps.dataset, "dataset"),
+        (MODEL_INITIALIZER, steps.model, "model"),
+    ):
+        if step is None:
+            continue
+        env = ({STORAGE_URI: step.storage_uri} if step.storage_uri else {}) | dict(step.env)
+        container: dict[str, Any] = {"name": name, "image": step.image}
+        if pr.runtime.image_pull_policy is not None:
+            container["imagePullPolicy"] = pr.runtime.image_pull_policy
+        if env:
+            container["env"] = env_list(env)
+        container["resources"] = resource_requirements(step.resources, pr.cluster)
+        container["volumeMounts"] = [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
+        hide_gpus(container, pr.cluster)  # a step has no GPU: it sees none either
+        pod: dict[str, Any] = {"containers": [container]}
+        if pr.runtime.node_selector:
+            pod["nodeSelector"] = dict(pr.runtime.node_selector)
+        if pr.runtime.tolerations:
+            pod["tolerations"] = tolerations(pr.runtime.tolerations)
+        pod_access(
+            pod,
+            service_account=pr.runtime.service_account,
+            pull_secrets=pr.runtime.image_pull_secrets,
+            priority_class=pr.runtime.priority_class,
+        )
+        jobs.append(_replicated_job(name, pod, trainer=False, ancestor=name))
+        node_mounts.append(
+            {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
+        )
+    for rjob in jobset["replicatedJobs"]:
+        labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        rjob["dependsOn"] = [{"name": j["name"], "status": "Complete"} for j in jobs]
+        rjob_pod = rjob["template"]["spec"]["template"]["spec"]
+        main = rjob_pod["containers"][0]
+        main["volumeMounts"] = [*main.get("volumeMounts", []), *node_mounts]
+        # dependsOn first in the replicated job, as JobSet's type lists it.
+        rjob_copy = {"name": rjob["name"], "dependsOn": rjob.pop("dependsOn")}
+        rjob_copy |= {k: v for k, v in rjob.items() if k != "name"}
+        rjob.clear()
+        rjob.update(rjob_copy)
+    jobset["replicatedJobs"] = [*jobs, *jobset["replicatedJobs"]]
+    claim: dict[str, Any] = {
+        "accessModes": [steps.access_mode],
+        "resources": {"requests": {"storage": steps.size}},
+    }
+    if steps.storage_class is not None:
+        claim["storageClassName"] = steps.storage_class
+    jobset["volumeClaimPolicies"] = [
+        {"templates": [{"metadata": {"name": INITIALIZER_VOLUME}, "spec": claim}]}
+    ]
+
+
 def _replicated_job(
     name: str,
     pod: dict[str, Any],
@@ -200,6 +282,7 @@ def _replicated_job(
     trainer: bool,
     count: int | None = None,
     depends_on: str | None = None,
+    ancestor: str | None = None,
 ) -> dict[str, Any]:
     job_spec: dict[str, Any] = {}
     if count is not None:
@@ -207,8 +290,8 @@ def _replicated_job(
         job_spec |= {"parallelism": count, "completions": count}
     job_spec["template"] = {"spec": pod}
     template: dict[str, Any] = {}
-    if trainer:
-        template["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
+    if trainer or ancestor is not None:
+        template["metadata"] = {"labels": {ANCESTOR_LABEL: ancestor or "trainer"}}
     template["spec"] = job_spec
     rjob: dict[str, Any] = {"name": name}
     if depends_on is not None:
@@ -425,11 +508,35 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         }
         for name in ((NODE, LAUNCHER) if mpi else (NODE,))
     ]
+    steps = pj.runtime.runtime.initializers if pj.runtime is not None else None
+    for name, step in (
+        (DATASET_INITIALIZER, steps.dataset if steps else None),
+        (MODEL_INITIALIZER, steps.model if steps else None),
+    ):
+        if step is not None:
+            # The steps' pods carry the job's labels too; nothing else (their env comes from
+            # spec.initializer: Trainer's webhook refuses env in a patch, jobset.go Validate).
+            meta = pod_metadata(pj.definition.team, job.name, job)
+            jobs.insert(
+                len(jobs) - (2 if mpi else 1),
+                {"name": name, "template": {"spec": {"template": {"metadata": meta}}}},
+            )
     template: dict[str, Any] = {}
     if pj.queue is not None:
         template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
     template["spec"] = {"replicatedJobs": jobs}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
+
+
+def _source(source: DataSource) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if source.storage_uri is not None:
+        out["storageUri"] = source.storage_uri
+    if source.env:
+        out["env"] = env_list(source.env)
+    if source.secret is not None:
+        out["secretRef"] = {"name": source.secret}
+    return out
 
 
 def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
@@ -441,6 +548,15 @@ def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
         # API server fills in is a difference Argo CD would show.
         "runtimeRef": {"apiGroup": GROUP, "kind": runtime.kind, "name": runtime.runtime.name},
     }
+    initializer = {
+        key: _source(source)
+        for key, source in (("dataset", job.dataset), ("model", job.model))
+        if source is not None
+    }
+    if initializer:
+        # Trainer's builder writes these into the runtime's steps (plugins/jobset/builder.go
+        # Initializer); the CRD keeps the section immutable, as the whole TrainJob is here.
+        spec["initializer"] = initializer
     spec["trainer"] = _trainer(pj, job)
     spec["runtimePatches"] = [_runtime_patch(pj, job)]
     if job.deadline_seconds is not None:

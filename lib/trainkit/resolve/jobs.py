@@ -17,6 +17,7 @@ from ..model import (
     Team,
     TrainJob,
 )
+from ..model.env import SecretEnv
 from ..model.job import image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
 from ..model.paddlejob import (
@@ -25,12 +26,14 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.trainer import trainjob_object_name
 from ..model.trainer_flux import (
     FLUX_MOUNTS,
     FLUX_VOLUMES,
     flux_command_problem,
     tasks_gpus_problem,
 )
+from ..model.trainer_initializers import INITIALIZER_VOLUME, initializer_claim
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import env_conflicts, resolve_network
@@ -202,6 +205,7 @@ def place(
                 problems.extend(_mpi_trainjob(d, job, found))
             if found.runtime.flux is not None:
                 problems.extend(_flux_trainjob(d, job, found, cluster))
+            problems.extend(_initializer_trainjob(d, job, found, declared_team))
             if found.runtime.framework != "torch" and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
                 # numProcPerNode; each node runs one process.
@@ -262,6 +266,87 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     f"{what} would reach only the launcher, not the nodes that run the ranks; "
                     "set it on the runtime",
                     field,
+                )
+            )
+    return out
+
+
+def _initializer_trainjob(
+    d: Definition, job: TrainJob, runtime: PlannedRuntime, team: Declared[Team]
+) -> list[Problem]:
+    """What a TrainJob's dataset and model need from its runtime's steps (trainer v2.3.0
+    plugins/jobset/jobset.go Validate) and from the workspace claim (jobset v0.12.0
+    pkg/webhooks/jobset_webhook.go validateVolumeClaimPolicies)."""
+    rt = runtime.runtime
+    steps = rt.initializers
+    out = []
+    for field, source in (("dataset", job.dataset), ("model", job.model)):
+        if source is None:
+            continue
+        if steps is None or getattr(steps, field) is None:
+            out.append(
+                problem(
+                    d,
+                    f"runtime {rt.name!r} has no {field} step (RuntimeInitializers({field}=...)): "
+                    f"Trainer's webhook refuses a TrainJob's {field} without one; drop {field}= "
+                    "or choose a runtime with the step",
+                    field,
+                )
+            )
+        if source.secret is not None:
+            # builder.go Initializer: envFrom.secretRef, every key a variable of the step.
+            def at(_: int, name: str = field) -> str:
+                return name
+
+            out.extend(
+                check_env_from(d, team, [SecretEnv(secret=source.secret)], (), "TrainJob", at)
+            )
+    if steps is None:
+        return out
+    for field, source in (("dataset", job.dataset), ("model", job.model)):
+        step = getattr(steps, field)
+        given = source.storage_uri if source is not None else None
+        if step is not None and step.storage_uri is None and given is None:
+            # Kubeflow's initializer images read STORAGE_URI and fail without it (trainer
+            # v2.3.0 pkg/initializers/dataset/__main__.py, model/__main__.py).
+            out.append(
+                problem(
+                    d,
+                    f"runtime {rt.name!r}'s {field} step has no storage_uri and the job gives "
+                    "none: the step reads STORAGE_URI and fails without it; give "
+                    f"{field}=DataSource(storage_uri=...)",
+                    field,
+                )
+            )
+    claim = initializer_claim(trainjob_object_name(job.name, job.run))
+    if len(claim) > 63:
+        out.append(
+            problem(
+                d,
+                f"the workspace claim {claim!r} would exceed 63 characters (JobSet names it "
+                f"initializer-<TrainJob>); shorten the name by {len(claim) - 63} characters",
+                "name",
+            )
+        )
+    nodes = job.nodes if job.nodes is not None else rt.nodes
+    if steps.access_mode == "ReadWriteOnce" and nodes > 1:
+        out.append(
+            problem(
+                d,
+                f"runtime {rt.name!r} gives a ReadWriteOnce workspace: a ReadWriteOnce volume "
+                f"attaches to one machine, and {nodes} nodes on different machines could not "
+                "all mount it; run 1 node, or ask for access_mode='ReadWriteMany'",
+                "nodes",
+            )
+        )
+    for v in job.volumes:
+        if v.claim == INITIALIZER_VOLUME:
+            out.append(
+                problem(
+                    d,
+                    f"claim {v.claim!r} has the name of the workspace volume of runtime "
+                    f"{rt.name!r}, which JobSet refuses beside it; rename the claim",
+                    "volumes",
                 )
             )
     return out

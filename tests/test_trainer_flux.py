@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trainkit import (
     Capacity,
@@ -36,7 +38,11 @@ from trainkit import (
 )
 from trainkit.errors import DefinitionError, RehearsalError
 from trainkit.load import Definition
-from trainkit.model.trainer_flux import flux_hostlist, flux_original_command
+from trainkit.model.trainer_flux import (
+    flux_command_problem,
+    flux_hostlist,
+    flux_original_command,
+)
 from trainkit.policy import check_policy
 from trainkit.rehearse.definitions import targets_for
 from trainkit.resolve import build_plan
@@ -343,3 +349,63 @@ def test_a_trainjob_on_a_flux_runtime_is_not_rehearsed_yet() -> None:
     assert "runtime 'rt' is a flux runtime; rehearsing TrainJobs on it is not available" in str(
         e.value
     )
+
+
+@pytest.fixture(scope="module")
+def crdset() -> Any:
+    return shared_crd_set()
+
+
+words = st.text(alphabet="abcdefgh-=./ *?[", min_size=0, max_size=6)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tasks=st.integers(1, 4),
+    job_tasks=st.none() | st.integers(1, 4),
+    gpu=st.integers(0, 2),
+    nodes=st.none() | st.integers(1, 6),
+    args=st.lists(words, max_size=3),
+    kueue=st.booleans(),
+)
+def test_an_accepted_flux_trainjob_is_valid_and_counted_as_the_plugin_runs_it(
+    crdset: Any,
+    tasks: int,
+    job_tasks: int | None,
+    gpu: int,
+    nodes: int | None,
+    args: list[str],
+    kueue: bool,
+) -> None:
+    """Anything the plan accepts validates against the CRDs and runs nodes × tasks tasks;
+    anything it refuses is refused for one of the plugin's reasons."""
+    flux = RuntimeFlux(view_image=VIEW, procs_per_node=tasks if not gpu else 1)
+    job = trainjob(
+        procs_per_node=job_tasks,
+        nodes=nodes,
+        args=args,
+        resources=Resources(cpu=4, memory="8Gi", gpu=gpu),
+    )
+    defs = [*platform(flux, scheduler="kueue" if kueue else "volcano"), job_def(job)]
+    try:
+        plan = build_plan(defs)
+    except DefinitionError as e:
+        fields = {p.field for p in e.problems}
+        assert fields <= {"args", "procs_per_node"}
+        assert ("args" in fields) == (flux_command_problem(args) is not None)
+        assert ("procs_per_node" in fields) == (gpu > 0 and (job_tasks or 1) > 1)
+        return
+    (cp,) = plan.clusters
+    for r in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(r.body), r.path, crdset) == []
+    (ej,) = effective_jobs(render_groups(plan))
+    count = nodes or 2
+    each = job_tasks or flux.procs_per_node
+    assert ej.world_size == count * each
+    (node,) = ej.pod_sets
+    assert node.count == count
+    assert node.main["command"][2] == flux_original_command(["python3", "/workspace/work.py"], args)
+    if kueue:
+        assert ej.workload is not None and ej.workload.pods == count
+    else:
+        assert ej.gang is not None and ej.gang.min_member == count

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from trainkit import (
     Capacity,
@@ -330,3 +332,63 @@ def test_a_trainjob_with_steps_is_not_rehearsed_yet() -> None:
     with pytest.raises(RehearsalError) as e:
         targets_for(job_def(trainjob(dataset=HF)), platform())
     assert "runtime 'rt' downloads a dataset or model before the nodes start" in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def crdset() -> Any:
+    return shared_crd_set()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dataset=st.booleans(),
+    model=st.booleans(),
+    give_data=st.booleans(),
+    give_model=st.booleans(),
+    nodes=st.none() | st.integers(1, 4),
+    once=st.booleans(),
+    scheduler=st.sampled_from(["kueue", "default"]),
+)
+def test_an_accepted_trainjob_with_steps_is_valid_and_counted_with_its_steps(
+    crdset: Any,
+    dataset: bool,
+    model: bool,
+    give_data: bool,
+    give_model: bool,
+    nodes: int | None,
+    once: bool,
+    scheduler: str,
+) -> None:
+    """Anything the plan accepts validates against the CRDs, and Kueue's workload counts each
+    step's pod beside the nodes; a refusal names the field at fault."""
+    assume(dataset or model)
+    runtime_steps = steps(
+        dataset=DATA if dataset else None,
+        model=MODEL if model else None,
+        access_mode="ReadWriteOnce" if once else "ReadWriteMany",
+    )
+    job = trainjob(
+        dataset=HF if give_data else None,
+        model=DataSource(env={"IGNORE_PATTERNS": "*.bin"}) if give_model else None,
+        nodes=nodes,
+    )
+    defs = [*platform(scheduler=scheduler, initializers=runtime_steps), job_def(job)]
+    try:
+        plan = build_plan(defs)
+    except DefinitionError as e:
+        fields = {p.field for p in e.problems}
+        assert fields <= {"dataset", "model", "nodes"}
+        # DATA has no storage URI: the job must give one; MODEL has one.
+        assert ("dataset" in fields) == ((give_data and not dataset) or (dataset and not give_data))
+        assert ("model" in fields) == (give_model and not model)
+        assert ("nodes" in fields) == (once and (nodes or 2) > 1)
+        return
+    (cp,) = plan.clusters
+    for r in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(r.body), r.path, crdset) == []
+    (ej,) = effective_jobs(render_groups(plan))
+    named = [n for n, on in (("dataset-initializer", dataset), ("model-initializer", model)) if on]
+    assert [ps.role for ps in ej.pod_sets] == [*named, "node"]
+    assert ej.nodes == (nodes or 2)
+    if scheduler == "kueue":
+        assert ej.workload is not None and ej.workload.pods == len(named) + (nodes or 2)

@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 # was killed there leaves a lock every later build (of any checkout) waits on forever.
 export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch-extensions
 
-.PHONY: setup synth check crds lint test schemas bench help
+.PHONY: setup synth check crds lint test schemas bench docs reference help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -57,8 +57,8 @@ crds: $(TK) ## fetch every pinned upstream CRD into $(CRDS), checksums verified
 	$(TK) crds --fetch $(CRDS) --all $(if $(MIRROR),--mirror $(MIRROR))
 
 lint: setup ## ruff, mypy --strict, and mypy + pyright on the example definitions
-	$(BIN)/ruff check lib tests jobs
-	$(BIN)/ruff format --check lib tests jobs
+	$(BIN)/ruff check lib tests jobs tools
+	$(BIN)/ruff format --check lib tests jobs tools
 	$(BIN)/mypy
 	$(BIN)/mypy $(DEFINITIONS)
 	$(BIN)/pyright --pythonpath $(BIN)/python $(DEFINITIONS)
@@ -76,6 +76,16 @@ test: setup ## run the test suite
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trainkit-test.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
 	  echo "$(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal --basetemp $$tmp/pytest" && \
 	  $(BIN)/pytest -q -n auto --maxprocesses 4 --dist worksteal --basetemp "$$tmp/pytest"
+
+# Where `make docs` writes the site (git-ignored).
+SITE ?= site
+
+reference: $(TK) ## write docs/reference/ (command reference, label prefixes) from trainkit itself
+	$(BIN)/python tools/gen_reference.py
+
+docs: setup ## the documentation site into $(SITE), --strict: a broken link or a stale reference fails
+	$(BIN)/python tools/gen_reference.py --check
+	$(BIN)/mkdocs build --strict --site-dir $(SITE)
 
 bench: setup ## speed of synth, check and validate as ratios of one run (N jobs, default 1000)
 	$(BIN)/python tests/bench.py --jobs $(N)

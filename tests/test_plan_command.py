@@ -530,10 +530,10 @@ def test_the_markdown_of_the_examples_is_the_golden_file(ws: Workspace, cli: Cli
 
 
 def test_the_readme_shows_the_plan_of_the_examples(ws: Workspace, cli: Cli) -> None:
-    from test_readme import blocks
+    from doc_blocks import of_kind
 
-    (block,) = [b for b in blocks("console") if b.startswith("$ trainkit plan\n")]
-    command, expected = block.split("\n", 1)
+    (block,) = of_kind("plan")
+    command, expected = block.body.split("\n", 1)
     deploy(ws, cli)
     _examples_change(ws)
     run = cli(*command.removeprefix("$ trainkit ").split())

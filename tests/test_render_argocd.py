@@ -691,11 +691,14 @@ def test_generated_health_files(ws: Any) -> None:
     assert "kind" not in files[OPERATOR_FILE].body
 
 
-# --- README ------------------------------------------------------------------------------------
+# --- the documentation ---------------------------------------------------------------------------
 
 
-def test_readme_commands_name_the_real_paths_and_field_managers() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_commands_name_the_real_paths_and_field_managers() -> None:
+    readme = "".join(
+        (REPO_ROOT / "docs" / page).read_text(encoding="utf-8")
+        for page in ("platform.md", "gitops.md")
+    )
     bootstrap = (
         f"kubectl apply --server-side --field-manager={BOOTSTRAP_FIELD_MANAGER} -k generated/argocd"
     )

@@ -7,6 +7,7 @@ refuses the sandbox. The refusals are reproduced in a process the test starts
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -115,6 +116,42 @@ def test_this_machine_confines_definitions_as_ci_requires(bare: Workspace) -> No
     """CI here runs with the sandbox required: every refusal above would fail this."""
     loaded = load_jobs(bare.jobs, bare.root, options=LoadOptions(require_sandbox=True))
     assert loaded.notices == []
+
+
+def test_a_non_root_user_enters_the_sandbox_from_an_undumpable_process() -> None:
+    """GitHub's runners are uid 1001: the sandbox must work for a user without privileges.
+
+    Processes that serve definitions are undumpable (no other process of the user may trace
+    them), which makes their ``/proc/self`` files root's: writing the new namespace's uid map
+    then fails with EACCES for anyone but root, and every CI run as a user failed closed.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            os.close(read)
+            if os.geteuid() == 0:  # as the tests' root: become GitHub's runner user
+                # Root's interpreter may keep its standard library where the user cannot
+                # read: load the codec enter() writes with while still root.
+                codecs.lookup("ascii")
+                os.setgroups([])
+                os.setgid(1001)
+                os.setuid(1001)
+            sandbox.make_undumpable()
+            new_pid_ns, why = sandbox.enter()
+            os.write(write, f"{os.geteuid()} {new_pid_ns} {why}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        said = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    uid, new_pid_ns, why = said.split(" ", 2)
+    assert uid != "0"
+    assert (new_pid_ns, why) == ("True", "None")
 
 
 # --- what a confined definition can see ---------------------------------------------------
@@ -396,7 +433,8 @@ def test_codeowners_cover_everything_ci_runs_and_the_platform() -> None:
     )
     for path in [*tracked, "new-script.sh", "tests/planted.py", "jobs/planted.py"]:
         assert bool(owners(text, path)) != bool(team.fullmatch(path)), path
-    for path in (".ci/run", "Makefile", "README.md", "lib/trainkit/load/sandbox.py",
+    for path in (".ci/run", "Makefile", "README.md", "docs/platform.md", "mkdocs.yml",
+                 "tools/gen_reference.py", "lib/trainkit/load/sandbox.py",
                  "tests/conftest.py", "jobs/platform/policy.py", "generated/argocd/appproject.yaml",
                  "generated/clusters/gpu-east/kustomization.yaml", "CODEOWNERS"):  # fmt: skip
         assert owners(text, path) == ["@trainkit-gitops/maintainers"], path

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import os
 import platform
@@ -70,6 +69,7 @@ _SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_PDEATHSIG = 1
+_PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
@@ -113,7 +113,10 @@ class _MountAttr(ctypes.Structure):
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
-    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    # The C library the interpreter already runs on (dlopen(NULL)): ctypes.util.find_library
+    # would run ldconfig or a C compiler and write a temporary file, which fails inside the
+    # read-only sandbox wherever the interpreter's prefix holds gcc (a system Python in /usr).
+    return ctypes.CDLL(None, use_errno=True)
 
 
 class _Refused(Exception):
@@ -144,6 +147,12 @@ def enter() -> tuple[bool, Unconfined | None]:
     uid, gid = os.geteuid(), os.getegid()
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID) != 0:
         return False, diagnose("unshare", ctypes.get_errno())
+    # An undumpable process's /proc/self files belong to root (proc(5), PR_SET_DUMPABLE): a
+    # user without privileges (GitHub's runners are uid 1001) could not write its own uid
+    # map. Dumpable only while it maps: in the new user namespace already, where no
+    # definition's process can name it.
+    dumpable = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     try:
         # Map our own ids so file permissions read as they do outside.
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
@@ -152,6 +161,9 @@ def enter() -> tuple[bool, Unconfined | None]:
                 f.write(text)
     except OSError as e:
         return True, diagnose("map", e.errno or 0)
+    finally:
+        if dumpable == 0:
+            libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return True, diagnose("mount", ctypes.get_errno())
     return True, None

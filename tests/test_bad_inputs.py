@@ -794,19 +794,49 @@ CASES = [
         says=("min_nodes 3 is greater than max_nodes 2; KubeRay refuses the job",),
     ),
     Case(
-        id="rayjob-autoscales-without-the-platform-s-grant",
-        edits=((RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, max_nodes=4,'),),
+        id="rayjob-autoscales-without-the-team-s-grant",
+        edits=(
+            (RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, max_nodes=4,'),
+            (RAY, 'clusters=["gpu-east", "h100-south"]', 'clusters=["gpu-east"]'),
+        ),
+        file=RAY,
+        line="workers=[",
+        obj="RayJob 'lr-sweep-ray'",
+        field="workers[0]",
+        says=(
+            "worker group 'gpu' autoscales (2..4 nodes), which runs the head (and the job's "
+            "code) as KubeRay's autoscaler ServiceAccount",
+            "team 'llm' is not granted ray_autoscaling (Team.ray_autoscaling in "
+            "jobs/platform/teams.py is False): give each group equal min_nodes and max_nodes, "
+            "or ask the platform team to set ray_autoscaling=True on the team",
+        ),
+    ),
+    Case(
+        id="rayjob-autoscales-on-kueue-though-the-team-is-granted",
+        edits=(
+            (RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, max_nodes=4,'),
+            (TEAMS, "    max_gpus=96,", "    ray_autoscaling=True,\n    max_gpus=96,"),
+        ),
         file=RAY,
         line="workers=[",
         obj="RayJob 'lr-sweep-ray'",
         field="workers",
+        says=("on cluster 'h100-south' (Kueue): Kueue refuses RayJobs whose cluster autoscales",),
+    ),
+    Case(
+        id="team-not-granted-the-network-profile",
+        edits=((TEAMS, '    network_profiles=["rdma"],', ""),),
+        file="jobs/llm/llama_finetune_fsdp.py",
+        line='network="rdma"',
+        obj="PyTorchJob 'llama-finetune-fsdp'",
+        field="network",
         says=(
-            "a worker group autoscales, which runs the head (and the job's code) as KubeRay's "
-            "autoscaler ServiceAccount",
-            "the platform's Policy does not grant ray_autoscaling (jobs/platform/policy.py)",
-            "on cluster 'h100-south' (Kueue): Kueue refuses RayJobs whose cluster autoscales",
+            "team 'llm' may not use network profile 'rdma', which grants capabilities IPC_LOCK; "
+            "resources rdma/hca; variables NCCL_IB_DISABLE (jobs/platform/policy.py); "
+            "Team.network_profiles in jobs/platform/teams.py allows none: ask the platform team "
+            "to add it there, or drop network= or name a granted one",
         ),
-        problems=2,  # the example also runs on the Kueue cluster, which refuses it as well
+        problems=3,  # the MPIJob and the llm team's TrainingRuntime name it as well
     ),
     Case(
         id="rayjob-deletes-itself",

@@ -136,6 +136,7 @@ name_chars = st.sampled_from([*string.ascii_letters, *"-?:,[]{}#&*!|>'\"%@` =~."
 names = st.text(name_chars, min_size=1, max_size=12).filter(lambda n: n[0] not in "._")
 
 
+@pytest.mark.long
 @settings(
     max_examples=8,
     deadline=None,

@@ -179,6 +179,7 @@ def bodies(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, 
     return found
 
 
+@pytest.mark.long
 def test_the_switch_keeps_every_job(repo: Path) -> None:
     before = applications(repo / "generated/argocd")
     assert sorted(before) == sorted(["trainkit", *(retired_application_name(c) for c in CLUSTERS)])

@@ -63,7 +63,13 @@ def plan(j: MPIJob, *, c: Cluster | None = None, extra: tuple[Any, ...] = ()) ->
         Definition(c or cluster(), "jobs/platform/p.py", "platform"),
         Definition(Queue(name="q", capability=Capacity(gpu=64)), "jobs/platform/p.py", "platform"),
         Definition(
-            Team(name="t", queues=["q"], secrets={"hf": ["token"]}),
+            Team(
+                name="t",
+                queues=["q"],
+                secrets={"hf": ["token"]},
+                # The team is granted every profile the test declares.
+                network_profiles=[e.name for e in extra if isinstance(e, NetworkProfile)],
+            ),
             "jobs/platform/p.py",
             "platform",
         ),

@@ -22,6 +22,7 @@ FSDP = "jobs/llm/llama_finetune_fsdp.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 DS_TRAINJOB = "jobs/llm/llama_pretrain_deepspeed_trainjob.py"
 TEAMS = "jobs/platform/teams.py"
+RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
 
 
 def edit(ws, rel: str, old: str, new: str) -> None:
@@ -118,6 +119,64 @@ VIOLATIONS = {
         [
             f"{RUNTIMES}:16: ClusterTrainingRuntime 'torch-2-5': network: network "
             "profile 'rdma' does not exist on cluster 'rocm-west'"
+        ],
+    ),
+    "network profile the team is not granted": (
+        [(TEAMS, '    network_profiles=["rdma"],', "")],
+        [
+            f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': network: team 'llm' may not use "
+            "network profile 'rdma', which grants capabilities IPC_LOCK; resources rdma/hca; "
+            f"variables NCCL_IB_DISABLE ({POLICY}); Team.network_profiles in {TEAMS} allows "
+            "none: ask the platform team to add it there, or drop network= or name a granted one",
+            f"{DEEPSPEED}:5: MPIJob 'llama-pretrain-deepspeed': network: team 'llm' may not use "
+            "network profile 'rdma'",
+            f"{RUNTIMES}:16: TrainingRuntime 'fsdp-a800': network: team 'llm' may not use "
+            "network profile 'rdma'",
+        ],
+    ),
+    "network profile granted to another team": (
+        # The attack: once the platform defines a profile for one team, any team could name it.
+        [
+            (
+                POLICY,
+                '    clusters=["a800-north"],',
+                '    clusters=["a800-north", "gpu-east", "rocm-west"],',
+            ),
+            (RESNET, "    nodes=2,", '    nodes=2,\n    network="rdma",'),
+        ],
+        [
+            f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: team 'vision' may not use network "
+            "profile 'rdma', which grants capabilities IPC_LOCK; resources rdma/hca; variables "
+            f"NCCL_IB_DISABLE ({POLICY}); Team.network_profiles in {TEAMS} allows none: ask the "
+            "platform team to add it there, or drop network= or name a granted one",
+        ],
+    ),
+    "trainjob given a profile through a cluster runtime": (
+        [
+            (
+                POLICY,
+                "rdma = NetworkProfile(",
+                'wide = NetworkProfile(name="wide", host_network=True)\nrdma = NetworkProfile(',
+            ),
+            (
+                RUNTIMES,
+                '    env={"NCCL_DEBUG": "WARN"},\n    clusters=["gpu-east", "a800-north"],',
+                '    env={"NCCL_DEBUG": "WARN"},\n    clusters=["gpu-east", "a800-north"],\n    network="wide",',
+            ),
+        ],
+        [
+            f"{RESNET_TJ}:5: TrainJob 'resnet50': runtime: team 'vision' may not use network "
+            "profile 'wide' through ClusterTrainingRuntime 'torch-2-5', which grants the host "
+            f"network ({POLICY}); Team.network_profiles in {TEAMS} allows none: ask the "
+            "platform team to add it there, or choose a runtime without it",
+        ],
+    ),
+    "team granted an unknown network profile": (
+        [(TEAMS, 'network_profiles=["rdma"]', 'network_profiles=["rdma", "roce"]')],
+        [
+            f"{TEAMS}:21: Team 'llm': network_profiles[1]: unknown network profile 'roce'; "
+            "defined network profiles: 'rdma' (declare NetworkProfile(name=...) in "
+            "jobs/platform/ or remove it here)"
         ],
     ),
     "job setting a variable of its network profile": (
@@ -284,7 +343,7 @@ VIOLATIONS = {
         ],
     ),
     "second policy": (
-        [(POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64)\nother = Policy()")],
+        [(POLICY, "\n\n# RDMA over", "\nother = Policy()\n\n# RDMA over")],
         [f"{POLICY}:6: Policy: only one Policy is allowed; first at {POLICY}:5"],
     ),
     "profile granting the GPU resource": (
@@ -741,7 +800,7 @@ def test_naming_the_default_service_account_needs_no_grant(ws, cli):
 
 
 def test_burstable_requests_where_the_policy_allows_them(ws, cli):
-    edit(ws, POLICY, "max_gpus_per_job=64)", "max_gpus_per_job=64, burstable=True)")
+    edit(ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, burstable=True,")
     edit(
         ws,
         RESNET,

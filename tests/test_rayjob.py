@@ -14,7 +14,6 @@ from kind_fixtures import planned, render
 from trainkit import (
     DeletionRule,
     ModelError,
-    Policy,
     RayJob,
     Resources,
     RuntimeEnv,
@@ -179,7 +178,7 @@ def test_without_volcano_nothing_names_a_queue() -> None:
 
 def test_an_autoscaled_group_is_admitted_at_its_minimum() -> None:
     autoscaled = job(workers=[group(nodes=2, min_nodes=1, max_nodes=6)])
-    body, pj = render(autoscaled, None, Policy(ray_autoscaling=True), **KUBERAY)
+    body, pj = render(autoscaled, {"ray_autoscaling": True}, **KUBERAY)
     cluster = body["spec"]["rayClusterSpec"]
     assert cluster["enableInTreeAutoscaling"] is True
     (g,) = cluster["workerGroupSpecs"]
@@ -326,10 +325,9 @@ def rayjobs(draw: Any) -> RayJob:
 def test_anything_the_model_accepts_renders_a_valid_rayjob(
     crdset: Any, j: RayJob, volcano: bool
 ) -> None:
-    grants = {"service_accounts": ["runner"]}
+    grants = {"service_accounts": ["runner"], "ray_autoscaling": True}
     sched = "volcano" if volcano else "default"
-    grant = Policy(ray_autoscaling=True)
-    (cp,) = planned(j, grants, grant, scheduler=sched, **KUBERAY).clusters
+    (cp,) = planned(j, grants, scheduler=sched, **KUBERAY).clusters
     for rendered in _cluster_objects(cp):
         assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayJob"]
@@ -362,7 +360,7 @@ def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
     defs = [
         Definition(Cluster(name="c", server="https://c", gpus_per_node=8, **KUBERAY), p, "p"),
         Definition(Queue(name="q", capability=Capacity(gpu=64)), p, "p"),
-        Definition(Team(name="t", queues=["q"]), p, "p"),
+        Definition(Team(name="t", queues=["q"], network_profiles=["ib"]), p, "p"),
         Definition(NetworkProfile(name="ib", env={"NCCL_IB_DISABLE": "0"}), p, "p"),
         Definition(
             job(network="ib", runtime_env=RuntimeEnv(env_vars={"NCCL_IB_DISABLE": "1"})),
@@ -379,18 +377,25 @@ def test_runtime_env_may_not_override_the_network_profile_s_env() -> None:
     assert "remove it from runtime_env.env_vars" in problem.message
 
 
-def test_autoscaling_needs_the_platform_s_grant() -> None:
+def test_autoscaling_needs_the_team_s_grant() -> None:
     # KubeRay runs an autoscaled head as its autoscaler's ServiceAccount, whose Role may patch
     # pods and rayclusters (ray-operator/controllers/ray/common/rbac.go): the job's own code
-    # could rewrite its pod templates after every check.
+    # could rewrite its pod templates after every check. Granted per team, not platform-wide.
+    scaled = job(workers=[group(name="fixed", nodes=2), group(nodes=1, max_nodes=3)])
     with pytest.raises(DefinitionError) as e:
-        planned(job(workers=[group(nodes=1, max_nodes=3)]), **KUBERAY)
+        planned(scaled, **KUBERAY)
     (p,) = e.value.problems
-    assert p.field == "workers"
-    assert "the platform's Policy does not grant ray_autoscaling" in p.message
-    planned(
-        job(workers=[group(nodes=1, max_nodes=3)]), None, Policy(ray_autoscaling=True), **KUBERAY
+    assert (p.file, p.obj, p.field) == ("jobs/t/j.py", "RayJob 'rj'", "workers[1]")
+    assert p.message == (
+        "worker group 'gpu' autoscales (1..3 nodes), which runs the head (and the job's code) "
+        "as KubeRay's autoscaler ServiceAccount, allowed to patch the job's RayCluster and "
+        "pods; team 't' is not granted ray_autoscaling (Team.ray_autoscaling in "
+        "jobs/platform/p.py is False): give each group equal min_nodes and max_nodes, or ask "
+        "the platform team to set ray_autoscaling=True on the team"
     )
+    planned(scaled, {"ray_autoscaling": True}, **KUBERAY)
+    # A group of fixed size needs no grant.
+    planned(job(workers=[group(nodes=2, min_nodes=2, max_nodes=2)]), **KUBERAY)
 
 
 @pytest.mark.parametrize(("head_gpu", "problems"), [(0, 0), (12, 1)])

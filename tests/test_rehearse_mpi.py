@@ -110,6 +110,7 @@ def test_without_mpirun_the_message_names_the_pip_extra(
     assert "make setup" not in problem.message
 
 
+@pytest.mark.long
 def test_mpirun_runs_every_rank_here_with_the_job_s_env_forwarded() -> None:
     out = io.StringIO()
     report = rehearse(_target(), nodes=2, procs_per_node=1, timeout=120, out=out)
@@ -181,6 +182,7 @@ def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_
     assert launch.env["MASTER_PORT"] == "4242"
 
 
+@pytest.mark.long
 def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() -> None:
     # The example's own script (ZeRO stage 2 of a tiny LM), started the way its launcher pod
     # starts it: deepspeed → mpirun → ranks that find each other through mpi4py.

@@ -28,7 +28,6 @@ import pytest
 from conftest import ClockFrozenUntil, Run, Workspace
 from trainkit import (
     Cluster,
-    Policy,
     RayJob,
     RehearsalError,
     Resources,
@@ -64,8 +63,10 @@ PLATFORM = [
         ),
         "jobs/platform/p.py", "platform",
     ),
-    Definition(Team(name="team", clusters=["local"]), "jobs/platform/p.py", "platform"),
-    Definition(Policy(ray_autoscaling=True), "jobs/platform/p.py", "platform"),
+    Definition(
+        Team(name="team", clusters=["local"], ray_autoscaling=True),
+        "jobs/platform/p.py", "platform",
+    ),
 ]  # fmt: skip
 
 # An entrypoint that looks at the cluster from a task, then fails.

@@ -133,6 +133,7 @@ EDITS = st.tuples(
 )
 
 
+@pytest.mark.long
 @settings(
     max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

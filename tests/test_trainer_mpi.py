@@ -54,10 +54,13 @@ def trainjob(**kw: Any) -> TrainJob:
 
 def plan(rt: ClusterTrainingRuntime, tj: TrainJob, scheduler: str = "volcano", *extra: Any) -> Any:
     c = Cluster(name="c", server="https://c", gpus_per_node=8, scheduler=scheduler)
+    # The team is granted every profile the test declares.
+    granted = [e.name for e in extra if isinstance(e, NetworkProfile)]
+    p = "jobs/platform/p.py"
     defs = [
         Definition(c, "jobs/platform/p.py", "platform"),
         Definition(Queue(name="q", capability=Capacity(gpu=64)), "jobs/platform/p.py", "platform"),
-        Definition(Team(name="t", queues=["q"]), "jobs/platform/p.py", "platform"),
+        Definition(Team(name="t", queues=["q"], network_profiles=granted), p, "platform"),
         Definition(rt, "jobs/platform/r.py", "platform"),
         *(Definition(e, "jobs/platform/p.py", "platform") for e in extra),
         Definition(tj, "jobs/t/j.py", "t", files={"train.py": "x"} if tj.script else {}),

@@ -109,6 +109,9 @@ def check_every_reader(bodies: list[dict]) -> None:
 @example([["2024-1-1 1:2:3,5"]])
 # Tabs: the pure-Python 1.1 reader rejects cdk8s's plain `0<TAB>0` (the earlier fix).
 @example([["0\t0", "a\tb"]])
+# A line of a block scalar holding only a tab (`|+` then TAB): the pure-Python reader takes it,
+# libyaml refuses it ("found a tab character where an indentation space is expected").
+@example([["\t\n"]])
 def test_every_reader_reads_back_every_string(groups):
     check_every_reader([manifest(values) for values in groups])
 

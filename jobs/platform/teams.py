@@ -24,4 +24,5 @@ llm = Team(
     queues=["llm"],
     clusters=["gpu-east", "a800-north", "h100-south"],
     max_gpus=96,  # all the team's jobs on one cluster together
+    network_profiles=["rdma"],  # IPC_LOCK and rdma/hca for NCCL over InfiniBand
 )

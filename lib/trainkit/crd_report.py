@@ -18,7 +18,7 @@ from trainkit.synth import render_objects
 from trainkit.upstream import Pin, fetch_crds, load_pins, pin_for
 from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_kind, load_crds
 
-__all__ = ["crd_report"]
+__all__ = ["crd_report", "pinned_checksums"]
 
 
 def crd_report(
@@ -183,3 +183,9 @@ def _json(rows: list[tuple[NeededCrd, str | None, Pin | None]], source: Path | N
         },
         indent=2,
     )
+
+
+def pinned_checksums() -> frozenset[str]:
+    """SHA-256 of every upstream CRD file trainkit pins (what ``crds --fetch`` writes): such a
+    file inside the work tree is the upstream one, whoever put it there."""
+    return frozenset(p.sha256 for p in load_pins())

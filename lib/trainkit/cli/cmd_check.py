@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ManifestError, Problem
 from ..progress import Progress
-from .crd_input import crds_path, load_crds, unverified
+from .crd_input import crds_path, load_crds, tree_crds, unverified
 from .options import (
     add_common,
     add_crds_option,
@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         notices(out.notices, out.plan.warnings, args)
         raise_if_stale(out.changes, args.out)
         progress.step("reading the CRDs")
-        crds, against = load_crds(args)
+        policy = out.plan.index.policy
+        tree = tree_crds(policy.obj, policy.file) if policy else tree_crds(None, None)
+        crds, against = load_crds(args, tree)
         if crds is None:
             progress.clear()
             unverified(args, crd_needs(out.files.items()), f"{args.out}/")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .crd_input import load_crds, unverified
+from .crd_input import load_crds, tree_crds, unverified
 from .options import (
     add_crds_option,
     add_loading,
@@ -17,7 +17,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..validate import PodAllowance
+    from ..load import Definition
+    from ..validate import PodAllowance, TreeCrds
 
 __all__ = ["add", "run"]
 
@@ -50,12 +51,14 @@ def add(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..validate import crd_needs, format_github, format_json, format_text, validate_paths
 
-    crds, against = load_crds(args)
+    platform = _platform(args)
+    # Outside a trainkit repository there is no work tree to guard, nor a platform to list.
+    crds, against = load_crds(args, _tree(platform) if platform is not None else None)
     paths = [Path(p) for p in args.paths]
     if crds is None:
         files = [f for p in paths for f in (sorted(p.rglob("*.y*ml")) if p.is_dir() else [p])]
         unverified(args, crd_needs((f.as_posix(), _read(f)) for f in files), ", ".join(args.paths))
-    problems = validate_paths(paths, crds, root=Path.cwd(), allowance=_allowance(args))
+    problems = validate_paths(paths, crds, root=Path.cwd(), allowance=_allowance(platform))
     if args.format == "json":
         print(format_json(problems), end="")
     elif args.format == "github":
@@ -70,18 +73,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _allowance(args: argparse.Namespace) -> PodAllowance:
-    """What pods may be granted: inside a trainkit repository (the command runs from its
-    root), the platform's NetworkProfiles, as ``trainkit check`` grants them; elsewhere the
-    baseline."""
+def _platform(args: argparse.Namespace) -> list[Definition] | None:
+    """Inside a trainkit repository (the command runs from its root), the platform's
+    definitions; elsewhere None."""
     from ..load import PLATFORM_DIR, load_jobs
-    from ..validate import BASELINE, PodAllowance
 
     jobs = Path("jobs")
     if not (jobs / PLATFORM_DIR).is_dir():
+        return None
+    return load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args)).definitions
+
+
+def _tree(platform: list[Definition]) -> TreeCrds:
+    """Which CRD files of the work tree count: those the platform's Policy lists."""
+    from ..model import Policy
+
+    for d in platform:
+        if isinstance(d.obj, Policy):
+            return tree_crds(d.obj, d.file)
+    return tree_crds(None, None)
+
+
+def _allowance(platform: list[Definition] | None) -> PodAllowance:
+    """What pods may be granted: inside a trainkit repository, the platform's
+    NetworkProfiles, as ``trainkit check`` grants them; elsewhere the baseline."""
+    from ..validate import BASELINE, PodAllowance
+
+    if platform is None:
         return BASELINE
-    loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args))
-    return PodAllowance.from_platform(d.obj for d in loaded.definitions)
+    return PodAllowance.from_platform(d.obj for d in platform)
 
 
 def _read(path: Path) -> bytes:

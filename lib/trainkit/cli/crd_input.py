@@ -12,9 +12,10 @@ from ..errors import Problem, SetupError
 from .printing import notices
 
 if TYPE_CHECKING:
-    from ..validate import CrdSet, NeededCrd
+    from ..model import Policy
+    from ..validate import CrdSet, NeededCrd, TreeCrds
 
-__all__ = ["crds_path", "load_crds", "unverified"]
+__all__ = ["crds_path", "load_crds", "tree_crds", "unverified"]
 
 
 def crds_path(args: argparse.Namespace) -> str | None:
@@ -36,18 +37,37 @@ def _fetched() -> Path | None:
     return path if path.is_dir() and any(path.rglob("*.yaml")) else None
 
 
-def load_crds(args: argparse.Namespace) -> tuple[CrdSet | None, str]:
+def tree_crds(policy: Policy | None, file: str | None) -> TreeCrds:
+    """Which CRD files in this repository's work tree (the command runs from its root) count:
+    those the platform's ``Policy.crd_checksums`` (declared in ``file``) lists, and trainkit's
+    pinned upstream files."""
+    from ..crd_report import pinned_checksums
+    from ..load import PLATFORM_DIR
+    from ..validate import TreeCrds
+
+    where = (
+        f"Policy.crd_checksums in {file}"
+        if policy is not None
+        else f"Policy.crd_checksums in jobs/{PLATFORM_DIR}/, where no Policy is declared"
+    )
+    listed = dict(policy.crd_checksums) if policy is not None else {}
+    return TreeCrds(Path.cwd(), listed, where, pinned_checksums())
+
+
+def load_crds(args: argparse.Namespace, tree: TreeCrds | None) -> tuple[CrdSet | None, str]:
     """The CRDs to validate against (``--crds``, ``$TRAINKIT_CRDS``, else the fetched pinned
-    ones) and how to say so."""
+    ones) and how to say so; files inside the work tree count only as ``tree`` allows (None:
+    no repository, nothing to guard)."""
     from ..validate import crds_dir, load_crds
 
     # --crds was said from the repository root already; $TRAINKIT_CRDS from where we started.
     path = crds_dir(args.crds) if args.crds else crds_dir(None, base=args.started_in)
     if path is not None:
-        return load_crds(path), f"the CRDs in {args.crds or os.environ.get('TRAINKIT_CRDS')}"
+        crds = load_crds(path, tree=tree)
+        return crds, f"the CRDs in {args.crds or os.environ.get('TRAINKIT_CRDS')}"
     fetched = _fetched()
     if fetched is not None:
-        return load_crds(fetched), f"the pinned CRDs fetched into {fetched}"
+        return load_crds(fetched, tree=tree), f"the pinned CRDs fetched into {fetched}"
     return None, "object rules only, NOT against CRDs (no --crds)"
 
 

@@ -232,6 +232,15 @@ class Team(TrainkitModel):
     ``volcano.sh/``, ``k8s.v1.cni.cncf.io/``, ``kubernetes.io/``, …) that the team's jobs may
     set (``pod_labels``, ``pod_annotations``): a whole key, or a prefix ending in ``/``
     (``"example.kubernetes.io/"``). Keys under other prefixes need no grant."""
+    network_profiles: list[DNS1123Label] = []
+    """NetworkProfiles the team's jobs and runtimes may name (``network=``), and that its
+    TrainJobs may get through a ClusterTrainingRuntime. A profile grants capabilities, device
+    resources or the host network, so none is allowed unless listed."""
+    ray_autoscaling: bool = False
+    """Whether the team's RayJobs may autoscale a worker group (``min_nodes``/``max_nodes``).
+    KubeRay then runs the head, and so the job's own code, as its autoscaler's ServiceAccount,
+    which may patch the job's RayCluster and its pods: the code could change its own pod
+    templates after every check here. Off: a group keeps its node count."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

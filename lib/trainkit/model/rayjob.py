@@ -8,15 +8,16 @@ limits) and common/pod.go (what KubeRay does with the pods' resources).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
 from .job import Resources, check_volumes, repeated
 from .operator_job import PodJob
+from .pip_requirements import requirement_problem
 
 __all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RuntimeEnv", "WorkerGroup"]
 
@@ -80,14 +81,54 @@ class WorkerGroup(TrainkitModel):
         return low, high
 
 
+def _requirement(entry: str) -> str:
+    why = requirement_problem(entry)
+    if why is not None:
+        raise ValueError(f"{entry!r} {why}")
+    return entry
+
+
+PipRequirement = Annotated[str, AfterValidator(_requirement)]
+
+# Ray's runtime_env fields (ray-project/ray, Ray 2.60.0, python/ray/runtime_env/runtime_env.py
+# RuntimeEnv.known_fields) that fetch code or packages from elsewhere: working_dir and
+# py_modules take a remote URI (https://, s3://, gs://, …: python/ray/_private/runtime_env/
+# validation.py validate_uri, working_dir.py, py_modules.py, java_jars.py), conda an environment
+# spec with its own channels and pip section (conda.py), uv its own index options (uv.py),
+# image_uri and container another image (image_uri.py).
+_SOURCES = {
+    "working_dir": "the job's code comes from the repository: script=Script.file(...)",
+    "py_modules": "the job's code comes from the repository: script=Script.file(...)",
+    "conda": "packages come through pip=[...], by name, from the platform's indexes",
+    "uv": "packages come through pip=[...], by name, from the platform's indexes",
+    "java_jars": "the job's code comes from the repository and its image",
+    "image_uri": "the image is the job's image=, which the platform's Policy.registries check",
+    "container": "the image is the job's image=, which the platform's Policy.registries check",
+    "pip_install_options": "trainkit writes pip's options from the platform's Policy",
+}
+
+
 class RuntimeEnv(TrainkitModel):
     """What Ray prepares for the job's processes (``runtimeEnvYAML``), on every node."""
 
-    pip: list[str] = []
-    """Packages Ray installs for the job, e.g. ``["datasets==3.0.1"]`` (from the index the
-    cluster reaches, when the job starts)."""
+    pip: list[PipRequirement] = []
+    """Packages Ray installs for the job when it starts, each a PEP 508 requirement, e.g.
+    ``["datasets==3.0.1"]``: by name from the platform's indexes (``Policy.package_indexes``),
+    or ``"name @ <url>"`` from a source the platform allows (``Policy.package_sources``). pip
+    options (``--index-url``, ``-f``, ``-r``, ``-e``…), bare URLs and paths are refused."""
     env_vars: dict[EnvName, EnvValue] = {}
     """Variables of every Ray task and actor of the job (the same rules as ``env``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_remote_sources(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in sorted(set(data) & set(_SOURCES)):
+                raise ValueError(
+                    f"RuntimeEnv({key}=...) is not offered: Ray would fetch code or packages from "
+                    f"wherever it names; {_SOURCES[key]}"
+                )
+        return data
 
     @field_validator("env_vars")
     @classmethod

@@ -43,6 +43,53 @@ def _registry(v: str) -> str:
 Registry = Annotated[str, Field(min_length=1, pattern=r"^\S+$"), AfterValidator(_registry)]
 
 
+def _package_index(v: str) -> str:
+    if not re.fullmatch(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/([A-Za-z0-9._~+-]+/)*", v):
+        raise ValueError(
+            f"{v!r} is not a package index URL: https://, a host without user or password, a "
+            "path of plain segments ending in '/', no query (e.g. "
+            "'https://pypi.example.com/simple/')"
+        )
+    return v
+
+
+def _package_source(v: str) -> str:
+    if not re.fullmatch(
+        r"(https|git\+https)://[A-Za-z0-9.-]+(:[0-9]+)?/([A-Za-z0-9._~+-]+/)*|file:///([A-Za-z0-9._~+-]+/)+",
+        v,
+    ):
+        raise ValueError(
+            f"{v!r} is not a source prefix: https://, git+https:// or file:///, a host "
+            "without user or password, plain path segments, ending in '/' (e.g. "
+            "'https://files.example.com/wheels/')"
+        )
+    if "/../" in v or "/./" in v:
+        raise ValueError(f"{v!r} has a '.' or '..' segment; write the path plainly")
+    return v
+
+
+def _repo_path(v: str) -> str:
+    parts = v.split("/")
+    if v.startswith("/") or "\\" in v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(
+            f"{v!r} is not a path from the repository root: plain segments joined by '/', "
+            "e.g. 'crds/gpu-east.yaml'"
+        )
+    return v
+
+
+def _sha256(v: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", v):
+        raise ValueError(f"{v!r} is not a SHA-256 (64 lowercase hex digits: sha256sum FILE)")
+    return v
+
+
+RepoPath = Annotated[str, AfterValidator(_repo_path)]
+Sha256 = Annotated[str, AfterValidator(_sha256)]
+PackageIndex = Annotated[str, AfterValidator(_package_index)]
+PackageSource = Annotated[str, AfterValidator(_package_source)]
+
+
 # The grammar of an image reference, as container runtimes parse it (distribution/reference
 # regexp.go): an optional domain, path components of lowercase letters and digits joined by
 # one ".", "_", "__" or dashes, then a tag and/or a digest. No "..", no empty component.
@@ -103,11 +150,23 @@ class Policy(TrainkitModel):
     """Whether jobs and runtimes may request less CPU or memory than their limit
     (``cpu_request``, ``memory_request``). Off: every pod is Guaranteed, never throttled or
     evicted for another pod's burst."""
-    ray_autoscaling: bool = False
-    """Whether RayJobs may autoscale a worker group (``min_nodes``/``max_nodes``). KubeRay then
-    runs the head, and so the job's own code, as its autoscaler's ServiceAccount, which may
-    patch the job's RayCluster and its pods: the code could change its own pod templates after
-    every check here. Off: a group keeps its node count."""
+    package_indexes: list[PackageIndex] = []
+    """Package indexes a RayJob's ``runtime_env.pip`` installs from, e.g.
+    ``["https://pypi.example.com/simple/"]``: trainkit passes the first to pip as
+    ``--index-url`` and the others as ``--extra-index-url`` in every RayJob that installs
+    packages, so the job cannot choose another. Empty: the image's own pip configuration
+    decides (PyPI unless it says otherwise)."""
+    package_sources: list[PackageSource] = []
+    """URL prefixes a ``runtime_env.pip`` requirement may name directly
+    (``"name @ https://files.example.com/wheels/name-1.0-py3-none-any.whl"``,
+    ``"name @ git+https://git.example.com/ml/name.git@v1"``), each ending in ``/``. Empty:
+    packages come by name from the indexes only."""
+    crd_checksums: dict[RepoPath, Sha256] = {}
+    """CRD files inside the repository that ``trainkit check`` and ``validate`` may read
+    (``--crds``/``TRAINKIT_CRDS`` pointing into the work tree), by path from the root, each
+    with its SHA-256, e.g. ``{"crds/gpu-east.yaml": "9f86…"}``: a pull request can add or
+    change any file there, so a file not listed, or with another checksum, is an error
+    (files whose bytes are trainkit's pinned upstream CRDs need no entry)."""
 
 
 class NetworkProfile(TrainkitModel):

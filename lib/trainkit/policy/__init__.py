@@ -1,6 +1,6 @@
 """The platform's policy, checked on the pods the controllers will create.
 
-Registries, accelerator stacks, GPUs per node, per-job and per-team GPU caps,
+Registries, package sources, accelerator stacks, GPUs per node, per-job and per-team GPU caps,
 queue capacity and tolerations. Every check reads the effective pods
 (``trainkit.effective``), never the definitions' own fields, so a GPU a
 runtime adds or a TrainJob leaves in place is counted. Every message names the
@@ -18,6 +18,7 @@ from ..errors import Problem
 from ..resolve import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .images import check_images
+from .packages import check_packages
 from .qos import check_qos
 from .queues import check_kueue_fit, check_queue_fit
 from .tolerations import check_tolerations
@@ -33,6 +34,7 @@ def check_policy(
     """Every policy problem of the plan's jobs and runtimes, in a stable order."""
     problems: list[Problem] = []
     check_images(plan.index, jobs, runtimes, problems)
+    check_packages(plan.index, jobs, problems)
     check_runtime_gpus(runtimes, problems)
     check_caps(plan.index, jobs, problems)
     check_queue_fit(plan.index, jobs, problems)

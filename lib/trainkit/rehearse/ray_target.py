@@ -174,7 +174,7 @@ def ray_target(
         entrypoint=entrypoint,
         groups=groups,
         runtime_env_vars={str(k): str(v) for k, v in (runtime_env.get("env_vars") or {}).items()},
-        runtime_pip=tuple(str(p) for p in runtime_env.get("pip") or ()),
+        runtime_pip=tuple(str(p) for p in _pip_packages(runtime_env.get("pip"))),
         backoff_limit=int(spec.get("backoffLimit") or 0),
     )
 
@@ -193,3 +193,11 @@ def _ray_group(
         memory_bytes=memory_bytes or None,  # no limit: Ray counts the node's
         scaling=scaled.get(name),
     )
+
+
+def _pip_packages(pip: object) -> list[object]:
+    """The packages of a runtime env's ``pip``: a list, or a dict whose ``packages`` it is
+    when trainkit also writes pip's options (the platform's indexes)."""
+    if isinstance(pip, dict):
+        return list(pip.get("packages") or ())
+    return list(pip) if isinstance(pip, list) else []

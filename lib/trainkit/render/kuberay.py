@@ -104,7 +104,7 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
 
     spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
     if job.runtime_env is not None:
-        spec["runtimeEnvYAML"] = _runtime_env_yaml(job)
+        spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
     spec["submissionMode"] = job.submission_mode
     # Written even where it is the default, so the RayJob says what will happen to its
     # cluster; a rule set replaces it (validation.go: mutually exclusive).
@@ -141,11 +141,28 @@ def volcano_metadata(pj: PlannedJob, job: RayJob) -> tuple[dict[str, str], dict[
     return labels, {VOLCANO_QUEUE_ANNOTATION: pj.queue}
 
 
-def _runtime_env_yaml(job: RayJob) -> str:
+# Ray's pip plugin runs `pip install -r <the packages> <pip_install_options>`, whose default
+# the options replace (ray-project/ray, Ray 2.60.0, python/ray/_private/runtime_env/pip.py
+# _install_pip_packages; validation.py parse_and_validate_pip takes the dict form).
+PIP_DEFAULT_OPTIONS = ("--disable-pip-version-check", "--no-cache-dir")
+
+
+def pip_options(indexes: tuple[str, ...]) -> list[str]:
+    """pip's options for a RayJob's packages: Ray's defaults, then the platform's indexes
+    (options on the command line win over pip's environment and configuration files)."""
+    out = list(PIP_DEFAULT_OPTIONS)
+    for i, url in enumerate(indexes):
+        out += ["--index-url" if i == 0 else "--extra-index-url", url]
+    return out
+
+
+def _runtime_env_yaml(job: RayJob, indexes: tuple[str, ...]) -> str:
     env = job.runtime_env
     assert env is not None
     data: dict[str, Any] = {}
-    if env.pip:
+    if env.pip and indexes:
+        data["pip"] = {"packages": list(env.pip), "pip_install_options": pip_options(indexes)}
+    elif env.pip:
         data["pip"] = list(env.pip)
     if env.env_vars:
         data["env_vars"] = dict(sorted(env.env_vars.items()))

@@ -36,7 +36,7 @@ from ..model.trainer_flux import (
 from ..model.trainer_initializers import INITIALIZER_VOLUME, initializer_claim
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
-from .network import env_conflicts, resolve_network
+from .network import check_network_grant, env_conflicts, resolve_network
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
@@ -81,6 +81,9 @@ class PlannedJob:
     team's grants list."""
     local_queue: str | None = None
     """Kueue's LocalQueue (named after its ClusterQueue) on a Kueue cluster, else None."""
+    package_indexes: tuple[str, ...] = ()
+    """The platform's package indexes (``Policy.package_indexes``) a RayJob's
+    ``runtime_env.pip`` installs from; empty for other kinds."""
 
     @property
     def kind(self) -> str:
@@ -140,6 +143,10 @@ def place(
     declared_team = index.teams[d.team]
     team = declared_team.obj
     problems.extend(check_access(d, declared_team))
+    if not isinstance(job, TrainJob):  # a TrainJob's profile is its runtime's
+        problems.extend(check_network_grant(d, job.network, declared_team, index))
+    if isinstance(job, RayJob):
+        problems.extend(_check_autoscaling(d, job, declared_team))
     allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
     if not wanted:
@@ -178,20 +185,6 @@ def place(
         elif isinstance(job, PaddleJob):
             for where, why in training_operator_problems(job):
                 problems.append(problem(d, f"on cluster {cname!r}: {why}", where))
-        if isinstance(job, RayJob) and job.autoscaled and not index.rules.ray_autoscaling:
-            # ray-operator/controllers/ray/common/pod.go DefaultHeadPodTemplate and rbac.go:
-            # the autoscaled head's ServiceAccount may patch pods and rayclusters.
-            rule = f" ({index.policy.file})" if index.policy else ""
-            problems.append(
-                problem(
-                    d,
-                    "a worker group autoscales, which runs the head (and the job's code) as "
-                    "KubeRay's autoscaler ServiceAccount, allowed to patch the job's RayCluster "
-                    f"and pods; the platform's Policy does not grant ray_autoscaling{rule}: give "
-                    "each group equal min_nodes and max_nodes, or ask the platform team",
-                    "workers",
-                )
-            )
         queue = _queue_for(d, job, index, cluster, problems)
         local_queue = _local_queue_for(d, job, index, cluster, problems)
         runtime, network = None, None
@@ -221,6 +214,14 @@ def place(
                 # Its sources are read in this team's namespace, whose keys the team
                 # controls (a TrainingRuntime's were checked against its team already).
                 problems.extend(_runtime_env_from(d, job, found, declared_team))
+                # Its pods are this team's: the profile must be granted to the team (a
+                # TrainingRuntime's profile was checked against its own team already).
+                through = f" through {found.describe()}"
+                problems.extend(
+                    check_network_grant(
+                        d, found.runtime.network, declared_team, index, "runtime", through
+                    )
+                )
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
         else:
@@ -228,13 +229,42 @@ def place(
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
+        indexes = tuple(index.rules.package_indexes) if isinstance(job, RayJob) else ()
         pj = PlannedJob(
             job, d, cluster, team.target_namespace, queue, runtime, network, image,
-            granted_keys(sources, team), local_queue,
+            granted_keys(sources, team), local_queue, indexes,
         )  # fmt: skip
         _check_hostnames(pj, problems)
         out.append(pj)
     return out
+
+
+def _check_autoscaling(d: Definition, job: RayJob, team: Declared[Team]) -> list[Problem]:
+    """An autoscaled worker group needs ``Team.ray_autoscaling``.
+
+    KubeRay v1.7.0 ray-operator/controllers/ray/common/pod.go DefaultHeadPodTemplate: the
+    autoscaled head runs as the autoscaler's ServiceAccount; common/rbac.go BuildRole: that
+    ServiceAccount may patch the job's pods and rayclusters.
+    """
+    if team.obj.ray_autoscaling:
+        return []
+    for i, g in enumerate(job.workers):
+        low, high = g.scaling
+        if low == high:
+            continue
+        return [
+            problem(
+                d,
+                f"worker group {g.name!r} autoscales ({low}..{high} nodes), which runs the head "
+                "(and the job's code) as KubeRay's autoscaler ServiceAccount, allowed to patch "
+                f"the job's RayCluster and pods; team {team.obj.name!r} is not granted "
+                f"ray_autoscaling (Team.ray_autoscaling in {team.file} is False): give each "
+                "group equal min_nodes and max_nodes, or ask the platform team to set "
+                "ray_autoscaling=True on the team",
+                f"workers[{i}]",
+            )
+        ]
+    return []
 
 
 def _runtime_env_from(

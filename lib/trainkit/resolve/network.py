@@ -6,12 +6,12 @@ from collections.abc import Mapping
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Cluster, NetworkProfile
-from .index import Index
+from ..model import Cluster, NetworkProfile, Team
+from .index import Declared, Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
 
-__all__ = ["check_profiles", "env_conflicts", "resolve_network"]
+__all__ = ["check_network_grant", "check_profiles", "env_conflicts", "resolve_network"]
 
 
 def resolve_network(
@@ -56,6 +56,47 @@ def resolve_network(
             )
         )
     return profile
+
+
+def check_network_grant(
+    d: Definition,
+    name: str | None,
+    team: Declared[Team],
+    index: Index,
+    field: str = "network",
+    through: str = "",
+) -> list[Problem]:
+    """A problem when ``d`` (of ``team``) uses the declared profile ``name`` that the team is
+    not granted (``Team.network_profiles``). ``through`` names the runtime a TrainJob gets the
+    profile from; an unknown profile is ``resolve_network``'s problem, not this one."""
+    if name is None or name not in index.profiles or name in team.obj.network_profiles:
+        return []
+    declared = index.profiles[name]
+    how = "choose a runtime without it" if through else "drop network= or name a granted one"
+    return [
+        problem(
+            d,
+            f"team {team.obj.name!r} may not use network profile {name!r}{through}, which grants "
+            f"{describe_grants(declared.obj)} ({declared.file}); Team.network_profiles in "
+            f"{team.file} allows {known(team.obj.network_profiles)}: ask the platform team to "
+            f"add it there, or {how}",
+            field,
+        )
+    ]
+
+
+def describe_grants(profile: NetworkProfile) -> str:
+    """What a profile gives its pods beyond a plain pod, in a few words."""
+    parts = []
+    if profile.host_network:
+        parts.append("the host network")
+    if profile.capabilities:
+        parts.append("capabilities " + ", ".join(profile.capabilities))
+    if profile.resources:
+        parts.append("resources " + ", ".join(sorted(profile.resources)))
+    if profile.env:
+        parts.append("variables " + ", ".join(sorted(profile.env)))
+    return "; ".join(parts) if parts else "nothing beyond a plain pod"
 
 
 def env_conflicts(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import Problem
-from ..load import Definition
+from ..load import PLATFORM_DIR, Definition
 from ..model import Queue
 from ..model.platform import system_namespace
 from .index import Index
@@ -75,6 +75,17 @@ def check_teams(index: Index, problems: list[Problem]) -> None:
             elif q in index.children:
                 problems.append(_not_a_leaf(d, q, index, f"queues[{i}]"))
         problems.extend(check_clusters(d, team.clusters, index))
+        for i, profile in enumerate(team.network_profiles):
+            if profile not in index.profiles:
+                problems.append(
+                    problem(
+                        d,
+                        f"unknown network profile {profile!r}; defined network profiles: "
+                        f"{known(index.profiles)} (declare NetworkProfile(name=...) in "
+                        f"jobs/{PLATFORM_DIR}/ or remove it here)",
+                        f"network_profiles[{i}]",
+                    )
+                )
 
 
 def _not_a_leaf(d: Definition, queue: str, index: Index, field: str) -> Problem:

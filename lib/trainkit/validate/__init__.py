@@ -21,7 +21,7 @@ from trainkit.validate.argo_decode import ARGOCD_KUSTOMIZE, Decoded, DecodeError
 from trainkit.validate.build import kustomize_build
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crd_needs import NeededCrd, crd_needs, describe_kind
-from trainkit.validate.crds import CrdSet, crds_dir, load_crds
+from trainkit.validate.crds import CrdSet, TreeCrds, crds_dir, load_crds
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 from trainkit.validate.report import format_github, format_json, format_text
@@ -36,6 +36,7 @@ __all__ = [
     "NeededCrd",
     "Planned",
     "PodAllowance",
+    "TreeCrds",
     "check_object",
     "crd_needs",
     "crds_dir",

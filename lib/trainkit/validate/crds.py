@@ -7,7 +7,9 @@ so validation follows the operator versions actually installed.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from trainkit.validate.crd_files import (
 from trainkit.validate.findings import Finding
 from trainkit.validate.structural import Node
 
-__all__ = ["CrdSet", "crds_dir", "is_crd_group", "load_crds"]
+__all__ = ["CrdSet", "TreeCrds", "crds_dir", "is_crd_group", "load_crds"]
 
 # API groups served by kube-apiserver itself: their kinds never have a CRD.
 _BUILTIN_GROUPS = frozenset(
@@ -141,16 +143,33 @@ class CrdSet:
         out.extend(f for f in schema_found if f.path not in reported)
 
     def _find(self, key: Kind) -> CrdVersion | None:
-        group, _, kind = key
+        group, version, kind = key
+        found: list[CrdVersion] = []
         for f in self._files:
             if f.kinds is None and f.versions is None and not self._may_define(f, group, kind):
                 continue
             if f.kinds is not None and key not in f.kinds:
                 continue
-            for v in self._versions_of(f):
-                if (v.group, v.version, v.kind) == key:
-                    return v
-        return None
+            found.extend(v for v in self._versions_of(f) if (v.group, v.version, v.kind) == key)
+        # Two schemas for one kind and version: whichever file sorts first would win, so a
+        # looser copy planted beside the real CRD (x-kubernetes-preserve-unknown-fields) would
+        # let anything through. The same CRD in two files (two clusters' dumps) is one schema.
+        conflicts = [
+            Problem(
+                file=str(v.source),
+                message=(
+                    f"{group}/{version} {kind} is defined here with another schema than in "
+                    f"{found[0].source}; a CRD set may hold one schema per kind and version "
+                    "(validation would take whichever file sorts first): keep the cluster's "
+                    "CRD and remove the other file"
+                ),
+            )
+            for v in found[1:]
+            if (v.schema, v.scope) != (found[0].schema, found[0].scope)
+        ]
+        if conflicts:
+            raise SetupError(list(dict.fromkeys(conflicts)))
+        return found[0] if found else None
 
     def _may_define(self, f: _CrdFile, group: str, kind: str) -> bool:
         try:
@@ -241,13 +260,64 @@ def crds_dir(option: str | None, *, base: Path | None = None) -> Path | None:
     return path
 
 
-def load_crds(path: Path, *, no_cache: bool = False) -> CrdSet:
+@dataclass(frozen=True)
+class TreeCrds:
+    """Which CRD files inside a repository's work tree may count: a pull request can add or
+    change any file there, so only those the platform lists by SHA-256 (or whose bytes are
+    one of trainkit's pinned upstream files) are read."""
+
+    root: Path
+    """The repository's root; files below it are in the work tree."""
+    listed: Mapping[str, str]
+    """Path from the root (POSIX) → SHA-256, as the platform lists them."""
+    where: str
+    """Where the list is declared, for messages (``Policy.crd_checksums in …``)."""
+    pinned: frozenset[str] = frozenset()
+    """SHA-256 of the upstream CRD files trainkit pins (``trainkit crds --fetch`` writes them)."""
+
+    def problems(self, paths: list[Path]) -> list[Problem]:
+        """A problem per file of ``paths`` in the work tree that is not listed or changed."""
+        root = self.root.resolve()
+        out = []
+        for path in paths:
+            real = path.resolve()
+            if not real.is_relative_to(root):
+                continue
+            rel = real.relative_to(root).as_posix()
+            try:
+                digest = hashlib.sha256(real.read_bytes()).hexdigest()
+            except OSError as err:
+                out.append(Problem(file=rel, message=f"cannot read CRD file: {err}"))
+                continue
+            if digest in self.pinned or self.listed.get(rel) == digest:
+                continue
+            if rel in self.listed:
+                why = f"its SHA-256 is {digest}, not the {self.listed[rel]} listed for it"
+            else:
+                why = "it is not listed"
+            out.append(
+                Problem(
+                    file=rel,
+                    message=(
+                        "a CRD file inside the repository counts only when the platform lists "
+                        f"it by SHA-256 ({self.where}), and {why}: a pull request could plant "
+                        "a looser CRD here. Keep CRDs outside the work tree (trainkit crds "
+                        "--fetch), or have the platform team list the file with "
+                        f'"{rel}": "{digest}" after reviewing it'
+                    ),
+                )
+            )
+        return out
+
+
+def load_crds(path: Path, *, no_cache: bool = False, tree: TreeCrds | None = None) -> CrdSet:
     """Index the CRD files at ``path`` (one file, or ``*.yaml``/``*.yml`` below a directory).
 
     A file may hold CRD documents or a ``v1 List`` of them (``kubectl get crd -o
     yaml``); files are parsed on first use. Parsed CRDs are cached by content
     outside the work tree (``trainkit.cache_dir``) unless ``no_cache`` is set or
-    ``$CI`` is non-empty.
+    ``$CI`` is non-empty. With ``tree``, a file inside the repository's work tree that the
+    platform does not list by checksum is an error.
     """
     if path.is_file():
         paths = [path]
@@ -257,6 +327,9 @@ def load_crds(path: Path, *, no_cache: bool = False) -> CrdSet:
         raise SetupError(
             [Problem(file=str(path), message=f"no such directory or file; {_HOW_TO_GET}")]
         )
+    unlisted = tree.problems(paths) if tree is not None else []
+    if unlisted:
+        raise SetupError(unlisted)
     cache = CrdCache(cache_dir()) if cache_enabled(no_cache=no_cache) else None
     files: list[_CrdFile] = []
     any_crd = False

@@ -1064,7 +1064,7 @@ CASES = [
         field=f"{RT_POD}.volumes[0].hostPath",
         says=(
             "pod security: volume 'host' mounts a directory of the node (hostPath), which is "
-            "never allowed; use a PersistentVolumeClaim or an emptyDir",
+            "never allowed without a Team.host_paths grant; use a PersistentVolumeClaim or an emptyDir",
         ),
     ),
     validate(

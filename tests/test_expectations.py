@@ -30,7 +30,9 @@ from expectations import (
     PodNames,
     Pods,
     Port,
+    RayStart,
     Refused,
+    Resources,
     Restart,
     Succeeds,
     Volume,
@@ -61,7 +63,17 @@ from trainkit.policy import check_policy
 from trainkit.resolve import PlannedJob, build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 
-MODULES = ("training_operator", "paddle_operator", "volcano", "kueue", "mpi_operator")
+MODULES = (
+    "training_operator",
+    "paddle_operator",
+    "volcano",
+    "kueue",
+    "mpi_operator",
+    "trainer",
+    "kuberay",
+    "kueue_trainjob",
+    "kueue_rayjob",
+)
 P = "jobs/platform/p.py"
 
 
@@ -110,9 +122,10 @@ def _platform(d: Definition) -> list[Loaded]:
 
 def _from_definition(d: Definition) -> tuple[EffectiveJob | None, list[str]]:
     """The effective job trainkit makes of a definition, and what synth would refuse."""
-    files = {"train.py": "x"} if getattr(d.job, "script", None) is not None else {}
     try:
-        plan = build_plan([*_platform(d), Loaded(d.job, "jobs/t/j.py", "t", files=files)])
+        job = d.job() if callable(d.job) else d.job
+        files = {"train.py": "x"} if getattr(job, "script", None) is not None else {}
+        plan = build_plan([*_platform(d), Loaded(job, "jobs/t/j.py", "t", files=files)])
         groups = render_groups(plan)
         jobs = effective_jobs(groups)
     except DefinitionError as exc:
@@ -226,6 +239,23 @@ def differences(ej: EffectiveJob | None, problems: list[str], check: Any) -> Ite
         source = {k: v for k, v in (got or {}).items() if k != "name"}
         if source != dict(check.source):
             yield f"{check.role} {check.path} from {source}, upstream {dict(check.source)}"
+    elif isinstance(check, RayStart):
+        env = {e.name: e.value for e in _pod_set(ej, check.role).env}
+        params: dict[str, str] = {}
+        for token in env.get("KUBERAY_GEN_RAY_START_CMD", "").split():
+            if token.startswith("--"):
+                name, _, value = token[2:].partition("=")
+                params[name] = value or "true"
+        for name, want in check.params.items():
+            got = params.get(name, ABSENT)
+            if got != want:
+                yield f"{check.role} ray start --{name}: {got!r}, upstream {want!r}"
+    elif isinstance(check, Resources):
+        res = _pod_set(ej, check.role).main.get("resources") or {}
+        for part, want in (("requests", check.requests), ("limits", check.limits)):
+            got = _quantities(_parsed({k: str(v) for k, v in (res.get(part) or {}).items()}))
+            if got != _parsed(want):
+                yield f"{check.role} {part} {got}, upstream {_parsed(want)}"
     elif isinstance(check, InitContainers):
         ps = _pod_set(ej, check.role)
         got = tuple(c.get("name") for c in ps.added_init_containers)
@@ -277,6 +307,8 @@ def differences(ej: EffectiveJob | None, problems: list[str], check: Any) -> Ite
                 yield f"pod set {name} requests {got_req}, upstream {_parsed(amounts)}"
         if check.priority_class is not None and (w.priority_class or "") != check.priority_class:
             yield f"workload priority {w.priority_class!r}, upstream {check.priority_class!r}"
+    elif hasattr(check, "differences"):  # a check that compares itself (mpi_checks)
+        yield from check.differences(ej)
     else:  # pragma: no cover - a new check type without its comparison
         raise AssertionError(f"unknown check {check!r}")
 
@@ -325,9 +357,11 @@ def _kind(case: Case) -> str:
 
 
 def _category(check: Any) -> str:
+    if hasattr(check, "category"):  # a check that names its own (mpi_checks)
+        return str(check.category)
     if isinstance(check, Pods | PodNames | World):
         return "counts"
-    if isinstance(check, Env | Port | Command | Volume):
+    if isinstance(check, Env | Port | Command | Volume | Resources | RayStart):
         return "env"
     if isinstance(check, Gang | NoGang | Kueue | Refused):
         return "admission"
@@ -336,7 +370,15 @@ def _category(check: Any) -> str:
     raise AssertionError(check)
 
 
-KINDS = ("PyTorchJob", "TFJob", "PaddleJob", "PaddleJob (paddle-operator)", "MPIJob")
+KINDS = (
+    "PyTorchJob",
+    "TFJob",
+    "PaddleJob",
+    "PaddleJob (paddle-operator)",
+    "MPIJob",
+    "TrainJob",
+    "RayJob",
+)
 
 
 def test_the_table_covers_every_kind_trainkit_generates() -> None:

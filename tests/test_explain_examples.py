@@ -40,7 +40,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("node", 4, True, A800)],
         f"604800 s, {CREATION_VOLCANO}",
     ),
-    ("TrainJob llama-pretrain-ds-r5", "gpu-east"): (
+    ("TrainJob llama-pretrain-ds-r6", "gpu-east"): (
         16,
         # One launcher (mlPolicy.numNodes 1), two sshd nodes of 8 slots.
         [("launcher", 1, False, BLANK), ("node", 2, True, NV8)],
@@ -98,7 +98,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "queued does not count",
     ),
     ("TrainJob resnet50-r1", "rocm-west"): (16, [("node", 2, True, AMD8)], "none"),
-    ("PaddleJob wide-deep-ps", "rocm-west"): (
+    ("PaddleJob wide-deep-ps-r1", "rocm-west"): (
         4,
         [("ps", 2, True, ROCM_NONE), ("worker", 2, True, ROCM_NONE)],
         "none",

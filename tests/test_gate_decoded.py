@@ -272,3 +272,24 @@ def test_another_kustomize_than_argo_cds_is_a_warning_naming_both(
     notes.clear()
     validate_tree(ws.out, None, ws.root, notes=notes)
     assert notes == []  # trainkit's own kubectl carries Argo CD's kustomize
+
+
+_LINE_PARTS = st.sampled_from(
+    [
+        *(b"a", b"x" * 999, b"y" * 1000, b"\\u", b"\\", b"N", b"!", b" ", b"\n"),
+        *(b"\xc2\x85", b"\xc2", b"\x7f", b"\xef\xbf\xbe", b"\xef\xbf"),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_PARTS, max_size=12).map(b"".join))
+def test_the_second_read_test_is_the_one_regex(chunk: bytes) -> None:
+    """The long line is looked for apart from the other characters that make Argo CD read a
+    document's JSON back: the same answer as the one regex that held both."""
+    import re
+
+    from trainkit.validate.argo_decode import _needs_second_read
+
+    one = re.compile(rb"\\[xuUN]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\x7f|[^\n]{1000}")
+    assert _needs_second_read(chunk) == bool(one.search(chunk))

@@ -222,8 +222,8 @@ def test_mpirun_forwards_env_for_open_mpi_only() -> None:
     body, _ = render(job(env={"A": "1"}, env_refs=refs, args=["--lr", "1"]))
     launcher = container(body, "Launcher")
     assert launcher["command"] == [
-        "mpirun", "--allow-run-as-root", "-np", "16", "-x", "A", "-x", "TOKEN",
-        "python3", "/workspace/train.py",
+        "mpirun", "--allow-run-as-root", "-np", "16", "--hostfile", "/etc/mpi/hostfile",
+        "-x", "A", "-x", "TOKEN", "python3", "/workspace/train.py",
     ]  # fmt: skip
     assert launcher["args"] == ["--lr", "1"]
     body, _ = render(job(mpi="Intel", launcher_args=["-ppn", "8"]))
@@ -264,7 +264,7 @@ def test_a_launcher_that_runs_no_ranks_gets_no_devices_shm_or_claims() -> None:
     ]  # fmt: skip
     # The profile's variable reaches the ranks only if the launcher forwards it.
     assert {"name": "NCCL_X", "value": "1"} in launcher["env"]
-    assert launcher["command"][4:6] == ["-x", "NCCL_X"]
+    assert launcher["command"][6:8] == ["-x", "NCCL_X"]
 
 
 def test_the_launcher_role_overrides_resources_and_node_selector() -> None:

@@ -8,7 +8,15 @@ import re
 import pytest
 import yaml
 
-from trainkit import DefinitionError, NetworkProfile, Policy, PyTorchJob, Resources
+from trainkit import (
+    ContainerSecurityContext,
+    DefinitionError,
+    NetworkProfile,
+    Policy,
+    PyTorchJob,
+    Resources,
+    SecurityContext,
+)
 from trainkit.load import load_jobs
 from trainkit.model.rules import image_allowed
 from trainkit.resolve import build_plan
@@ -519,8 +527,14 @@ def test_an_image_that_is_no_reference_is_refused_with_why(bare, bare_cli):
 
 
 def test_models_offer_no_way_to_privilege():
-    for field in ("privileged", "host_path", "host_network", "capabilities", "security_context"):
+    for field in ("privileged", "host_path", "host_network", "capabilities", "host_ipc"):
         assert field not in PyTorchJob.model_fields
+    # The security contexts only say who runs and what narrows a container.
+    for model in (SecurityContext, ContainerSecurityContext):
+        for field in ("privileged", "capabilities", "add_capabilities", "proc_mount"):
+            assert field not in model.model_fields
+    with pytest.raises(DefinitionError, match="unknown field"):
+        ContainerSecurityContext(privileged=True)
     with pytest.raises(DefinitionError, match="unknown field"):
         PyTorchJob(
             name="x",
@@ -592,8 +606,9 @@ def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
         if any(j in path.name for j in ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed")):
             continue
         text = path.read_text(encoding="utf-8")
-        # A runtime's own run_as_user/fs_group is a securityContext, but no capability.
-        for word in ("capabilities", "IPC_LOCK", "hostNetwork", "rdma/hca", "dnsPolicy"):
+        # A runtime's own run_as_user/fs_group is a securityContext, and a job may drop
+        # capabilities, but none adds one.
+        for word in ("add:", "IPC_LOCK", "hostNetwork", "rdma/hca", "dnsPolicy"):
             assert word not in text, f"{word} in {path}"
 
 
@@ -893,7 +908,7 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
     for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
         assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
-    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r5.yaml")
+    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r6.yaml")
     assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
     run = cli("explain", "llama-pretrain-ds")
     assert "every key of Secret 'wandb'" in run.out

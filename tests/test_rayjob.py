@@ -239,7 +239,11 @@ def test_kuberay_s_env_is_shown_and_its_shm_mounted() -> None:
     head, workers, _ = effective_job(pj, body).pod_sets
     head_env = {e.name: e.value for e in head.env}
     assert head_env["RAY_ADDRESS"] == "127.0.0.1:6379"
-    assert head_env["KUBERAY_GEN_RAY_START_CMD"].startswith("ray start --head --num-cpus=4 ")
+    # KubeRay sorts the parameters by name (common/pod.go convertParamMap); trainkit's
+    # rayStartParams keep a GPU-less head's num-gpus at 0.
+    start = head_env["KUBERAY_GEN_RAY_START_CMD"]
+    assert start.startswith("ray start --head --memory=")
+    assert {"--num-cpus=4", "--num-gpus=0"} <= set(start.split())
     worker_env = {e.name: e.value for e in workers.env}
     assert worker_env["RAY_ADDRESS"].endswith("-head-svc.<namespace>.svc.cluster.local:6379")
     assert "--num-gpus=4" in worker_env["KUBERAY_GEN_RAY_START_CMD"]

@@ -142,8 +142,8 @@ def test_the_trainjob_runs_mpirun_and_says_its_nodes() -> None:
     rt, tj, pj = rendered(runtime(network="ib"), trainjob(env={"JOB": "2"}), "volcano", rdma)
     trainer = tj["spec"]["trainer"]
     assert trainer["command"] == [
-        "mpirun", "--allow-run-as-root", "-np", "8", "-x", "RT", "-x", "JOB", "-x",
-        "NCCL_IB_HCA", "python3", "/workspace/train.py",
+        "mpirun", "--allow-run-as-root", "-np", "8", "--hostfile", "/etc/mpi/hostfile",
+        "-x", "RT", "-x", "JOB", "-x", "NCCL_IB_HCA", "python3", "/workspace/train.py",
     ]  # fmt: skip
     # The MPI plugin sizes the node job from spec.trainer.numNodes only.
     assert trainer["numNodes"] == 2

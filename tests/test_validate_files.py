@@ -309,3 +309,123 @@ def test_an_object_validated_once_is_skipped_and_a_different_one_is_not() -> Non
     # Changed on the way (an overlay): validated again.
     changed = bad.replace("name: p", "name: q")
     assert [p.field for p in validate_text(changed, "build", None, seen=seen)] == ["spec.hostPID"]
+
+
+def _rendered(text: str) -> list[dict[str, object]]:
+    import yaml
+
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def test_a_file_holding_what_trainkit_wrote_is_validated_as_rendered_unparsed(
+    crds: CrdSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check`` knows each file's bytes and objects: a clean file is not parsed again, and
+    its objects are recorded as validated (their canonical JSON)."""
+    from trainkit.validate import files
+    from trainkit.validate.argo_decode import canonical_json
+
+    clean = JOB_WITH_TYPO.replace("nprocPerNod: 8", "workingDir: /w")
+    path = tmp_path / "out" / "job.yaml"
+    path.parent.mkdir()
+    path.write_text(clean)
+    objects = _rendered(clean)
+    known = {path: (clean.encode(), objects)}
+
+    def no_parse(*_args: object) -> object:
+        raise AssertionError("parsed a file whose objects were known")
+
+    monkeypatch.setattr(files, "iter_documents", no_parse)
+    seen: set[str] = set()
+    assert validate_paths([path.parent], crds, tmp_path, seen=seen, known=known) == []
+    assert seen == {files.validated_key(canonical_json(o)) for o in objects}
+
+
+def test_a_known_file_with_problems_is_reported_from_its_text(crds: CrdSet, tmp_path: Path) -> None:
+    """A rendered object with a problem: the file is read for what it says, with its lines,
+    exactly as without ``known``; a file that does not hold the bytes written is read."""
+    path = tmp_path / "out" / "job.yaml"
+    path.parent.mkdir()
+    path.write_text(JOB_WITH_TYPO)
+    unknown = validate_paths([path.parent], crds, tmp_path)
+    assert [p.field for p in unknown] == [
+        "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].nprocPerNod"
+    ]
+    known = {path: (JOB_WITH_TYPO.encode(), _rendered(JOB_WITH_TYPO))}
+    assert validate_paths([path.parent], crds, tmp_path, known=known) == unknown
+    clean = _rendered(JOB_WITH_TYPO.replace("nprocPerNod: 8", "workingDir: /w"))
+    stale = {path: (b"what was written", clean)}
+    assert validate_paths([path.parent], crds, tmp_path, known=stale) == unknown
+
+
+@pytest.mark.usefixtures("git_env")
+def test_a_known_changed_file_is_checked_against_its_deployed_version(
+    crds: CrdSet, tmp_path: Path
+) -> None:
+    changed = TRAINJOB.replace("a:1", "a:2")
+    out, baseline = deployed_and_current(tmp_path, TRAINJOB, changed)
+    path = (out / "vision" / "trainjob.yaml").resolve()
+    known = {path: (changed.encode(), _rendered(changed))}
+    expected = validate_paths([out], crds, tmp_path, baseline=baseline)
+    assert [p.message for p in expected] == ["field is immutable"]
+    assert validate_paths([out], crds, tmp_path, baseline=baseline, known=known) == expected
+
+
+def test_stopped_builds_end_and_are_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TreeBuilds`` runs builds from the moment it is made; ``stop`` (a stale tree, an
+    error, Ctrl-C) kills those still running and starts no more."""
+    from trainkit.validate import build
+    from trainkit.validate.tree import TreeBuilds
+
+    pids = tmp_path / "pids"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/bin/sh\necho $$ >> "{pids}"\nexec sleep 600\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(build, "find_kubectl", lambda: str(fake))
+    out = tmp_path / "out"
+    for name in ("a", "b", "c", "d"):
+        (out / name).mkdir(parents=True)
+        (out / name / "kustomization.yaml").write_text("resources: []\n")
+    builds = TreeBuilds(out)
+    assert len(builds.directories) == 4
+    while not pids.exists() or not pids.read_text().strip():
+        os.sched_yield()  # at least one build has started (no clock: it must start)
+    builds.stop()
+    started = [int(p) for p in pids.read_text().split()]
+    assert 1 <= len(started) <= 4
+    for pid in started:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed and reaped
+
+
+def test_builds_are_read_in_order_with_their_output(tmp_path: Path) -> None:
+    from trainkit.validate.tree import TreeBuilds
+
+    out = tmp_path / "out"
+    for name in ("b", "a", "c"):
+        (out / name).mkdir(parents=True)
+        (out / name / "cm.yaml").write_text(
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"
+        )
+        (out / name / "kustomization.yaml").write_text("resources: [cm.yaml]\n")
+    (out / "d").mkdir()
+    (out / "d" / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    builds = TreeBuilds(out, reuse={"c": builds_digest(out / "c")})
+    try:
+        got = [
+            (d.name, data, [p.message[:22] for p in problems])
+            for d, data, problems in builds.results()
+        ]
+    finally:
+        builds.stop()
+    assert got == [
+        ("a", b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n", []),
+        ("b", b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n", []),
+        ("d", b"", ["kustomize build failed"]),
+    ]  # c passed last time with these inputs: not run again
+
+
+def builds_digest(directory: Path) -> str:
+    from trainkit.validate.tree import _inputs_digest
+
+    return _inputs_digest(directory)

@@ -71,7 +71,7 @@ HAND_EDITS = {
         host_path,
         f"{WORKER}.volumes[4].hostPath",
         "pod security: volume 'node-root' mounts a directory of the node (hostPath), which is "
-        "never allowed; use a PersistentVolumeClaim or an emptyDir",
+        "never allowed without a Team.host_paths grant; use a PersistentVolumeClaim or an emptyDir",
     ),
     "host network": (
         host_network,
@@ -225,7 +225,7 @@ def test_builtin_workloads_are_checked(ws, cli, crds, with_crds):
             "Pod 'debug'",
             "spec.volumes[0].hostPath",
             "pod security: volume 'root' mounts a directory of the node (hostPath), which is "
-            "never allowed; use a PersistentVolumeClaim or an emptyDir",
+            "never allowed without a Team.host_paths grant; use a PersistentVolumeClaim or an emptyDir",
         ),
         (
             "CronJob 'clean'",
@@ -294,3 +294,17 @@ def test_validate_in_a_trainkit_repository_honours_the_platform_s_profiles(ws, c
         "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
         "'IPC_LOCK' (NetworkProfiles 'hostnet', 'rdma'); remove it"
     )
+
+
+def test_a_rayjobs_submitter_pod_is_checked_too():
+    # KubeRay v1.7 RayJobSpec.SubmitterPodTemplate is a PodTemplateSpec under its own key
+    # (ray-operator/apis/ray/v1/rayjob_types.go), not under `template`.
+    path = REPO / "generated/clusters/gpu-east/llm-training/rayjob-lr-sweep-ray-r2.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    submitter = doc["spec"]["submitterPodTemplate"]["spec"]
+    submitter["containers"][0]["securityContext"] = {"privileged": True}
+    submitter["hostPID"] = True
+    assert [p for p, _ in findings(doc)] == [
+        "spec.submitterPodTemplate.spec.hostPID",
+        "spec.submitterPodTemplate.spec.containers[0].securityContext.privileged",
+    ]

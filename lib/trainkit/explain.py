@@ -94,10 +94,20 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
             source = f"Secret {v['secret']['secretName']}"
         elif "emptyDir" in v:
             size = v["emptyDir"].get("sizeLimit")
-            kind = "memory" if v["emptyDir"].get("medium") == "Memory" else "emptyDir (node disk)"
-            source = kind + (f" ({size})" if size else "")
+            where = "memory" if v["emptyDir"].get("medium") == "Memory" else "the node's disk"
+            source = where + (f" ({size})" if size else "")
+        elif "csi" in v:
+            source = f"CSI driver {v['csi']['driver']}"
+        elif "projected" in v:
+            tokens = [s["serviceAccountToken"] for s in v["projected"].get("sources") or []]
+            source = ", ".join(
+                f"ServiceAccount token for {t['audience']!r} ({t['path']})" for t in tokens
+            )
         else:
             source = m["name"]
+        items = (v.get("secret") or v.get("configMap") or {}).get("items")
+        if items:
+            source += " keys " + ", ".join(f"{i['key']}→{i['path']}" for i in items)
         if m.get("subPath"):
             source += f" [{m['subPath']}]"
         out.append({"path": m["mountPath"], "source": source, "read_only": bool(m.get("readOnly"))})
@@ -161,11 +171,23 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                     {"name": c.get("name"), "image": c.get("image")}
                     for c in ps.added_init_containers
                 ],
+                "init_containers": [
+                    {
+                        "name": c.get("name"),
+                        "image": c.get("image"),
+                        "sidecar": c.get("restartPolicy") == "Always",
+                        "command": c.get("command"),
+                        "resources": c.get("resources") or {},
+                    }
+                    for c in ps.spec.get("initContainers") or []
+                ],
                 "image": ps.main.get("image"),
                 "image_pull_policy": ps.main.get("imagePullPolicy"),
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
                 "service_account": ps.spec.get("serviceAccountName"),
                 "priority_class": ps.spec.get("priorityClassName"),
+                "security_context": ps.spec.get("securityContext"),
+                "container_security_context": ps.main.get("securityContext"),
                 "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
@@ -261,6 +283,16 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             lines.append(
                 f"    image      {pod['image']}" + (f" ({', '.join(pull)})" if pull else "")
             )
+            for init in pod["init_containers"]:
+                limits = ", ".join(
+                    f"{k} {v}" for k, v in (init["resources"].get("limits") or {}).items()
+                )
+                role = "sidecar    " if init["sidecar"] else "init       "
+                when = "beside the job's container" if init["sidecar"] else "before it starts"
+                lines.append(
+                    f"    {role}{init['name']} ({init['image']}), {when}"
+                    + (f"; limits {limits}" if limits else "")
+                )
             for init in pod["added_init_containers"]:
                 lines.append(
                     f"    init       {init['name']} ({init['image']}), added by the operator"
@@ -271,6 +303,12 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
             if pod["priority_class"]:
                 lines.append(f"    priority   PriorityClass {pod['priority_class']}")
+            for level in ("pod", "container"):
+                context = pod[
+                    "security_context" if level == "pod" else "container_security_context"
+                ]
+                if context:
+                    lines.append(f"    security   {level}: {_security(context)}")
             if pod["command"]:
                 lines.append(f"    command    {shlex.join(pod['command'])}")
             if pod["args"]:
@@ -298,6 +336,23 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
     # Env values and arguments are the definition's: no control character reaches the
     # terminal raw.
     return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
+
+
+def _security(context: dict[str, Any]) -> str:
+    """A securityContext on one line, in Kubernetes' words: ``runAsUser 1000, …``."""
+    parts = []
+    for key, value in context.items():
+        if key in ("seccompProfile", "appArmorProfile") and isinstance(value, dict):
+            value = value.get("localhostProfile") or value.get("type")
+        elif key == "capabilities" and isinstance(value, dict):
+            parts += [f"{k} capabilities {', '.join(v)}" for k, v in sorted(value.items())]
+            continue
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key} {value}")
+    return "; ".join(parts)
 
 
 def _completion(c: dict[str, Any]) -> str:

@@ -18,7 +18,8 @@ One module per controller:
 - ``training_operator``: Kubeflow Training Operator v1.9.4 (PyTorchJob, TFJob, PaddleJob);
 - ``paddle_operator``: PaddleFlow paddle-operator 68230bfd (v0.3.5);
 - ``volcano``: Volcano v1.12.4 (queue admission, queue state);
-- ``kueue``: Kueue v0.19.2 (the Kubeflow, MPIJob, TrainJob and RayJob integrations);
+- ``kueue``: Kueue v0.19.2 (the Kubeflow and MPIJob integrations);
+- ``kueue_trainjob``, ``kueue_rayjob``: Kueue v0.19.2 (the TrainJob and RayJob integrations);
 - ``mpi_operator``: kubeflow/mpi-operator caa3c47 (v0.8.x, MPIJob v2beta1);
 - ``trainer``: Kubeflow Trainer v2.3.0 (TrainJob and its runtimes);
 - ``kuberay``: KubeRay v1.7.0 (RayJob).
@@ -47,7 +48,9 @@ __all__ = [
     "PodNames",
     "Pods",
     "Port",
+    "RayStart",
     "Refused",
+    "Resources",
     "Restart",
     "Source",
     "Succeeds",
@@ -80,6 +83,8 @@ class Definition:
     by trainkit, then read by ``effective/``: what trainkit writes for the upstream case."""
 
     job: Any
+    """The object, or a function making it where the model itself refuses the input (the
+    case then gives ``kind``)."""
     scheduler: str = "volcano"
     """``volcano`` (a Volcano Queue ``q``), ``kueue`` (a ClusterQueue ``q``) or ``default``."""
     operators: tuple[str, ...] | None = None
@@ -172,6 +177,26 @@ class Volume:
 
 
 @dataclass(frozen=True)
+class RayStart:
+    """Parameters of the ``ray start`` KubeRay generates for ``role``'s pods
+    (``KUBERAY_GEN_RAY_START_CMD``): ``--name=value``, ``"true"`` for a bare ``--name``,
+    ``ABSENT`` for a parameter not given."""
+
+    role: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The training container's resources on ``role``'s pods after every merge the
+    controller does: ``requests`` and ``limits`` exactly (quantities compared by value)."""
+
+    role: str
+    requests: Mapping[str, str]
+    limits: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class InitContainers:
     """Init containers the controller adds to ``role``'s pods, by name."""
 
@@ -259,6 +284,8 @@ Check = (
     | Port
     | Command
     | Volume
+    | Resources
+    | RayStart
     | InitContainers
     | Restart
     | Succeeds

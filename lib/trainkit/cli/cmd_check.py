@@ -55,52 +55,64 @@ def run(args: argparse.Namespace) -> int:
         return 0
     prestart()
     from ..synth import synthesize
-    from ..validate import PodAllowance, crd_needs, planned_objects, validate_tree
+    from ..validate import PodAllowance, TreeBuilds, crd_needs, planned_objects, validate_tree
 
     require_node()
     out_dir = Path(args.out)
-    with Progress(sys.stderr, "trainkit check") as progress:
-        progress.step("running the definitions and rendering")
-        out = synthesize(
-            Path(args.jobs), out_dir, check=True, against=args.against,
-            load_options=load_options(args), require_baseline=require_baseline(args),
-            use_cache=not args.no_cache, runs=runs,
-        )  # fmt: skip
-        progress.clear()
-        notices(out.notices, out.plan.warnings, args)
-        raise_if_stale(out.changes, args.out)
-        progress.step("reading the CRDs")
-        policy = out.plan.index.policy
-        tree = tree_crds(policy.obj, policy.file) if policy else tree_crds(None, None)
-        crds, against = load_crds(args, tree)
-        if crds is None:
+    # Builds whose inputs passed the last check (same trainkit, CRDs, kubectl) are not
+    # run again.
+    last = runs.last("check") if runs is not None and tools is not None else None
+    passed = last.facts.get("build_inputs") if last is not None else None
+    if last is None or runs is None or last.frame != runs.frame("check", tools or {}):
+        passed = None
+    # The builds run beside the synth: kustomize reads the files on disk, and the synth
+    # then proves them up to date (a stale tree is refused before any build is read).
+    builds = TreeBuilds(out_dir, passed if isinstance(passed, dict) else None, probe=True)
+    try:
+        with Progress(sys.stderr, "trainkit check") as progress:
+            progress.step("running the definitions and rendering")
+            out = synthesize(
+                Path(args.jobs), out_dir, check=True, against=args.against,
+                load_options=load_options(args), require_baseline=require_baseline(args),
+                use_cache=not args.no_cache, runs=runs,
+            )  # fmt: skip
             progress.clear()
-            unverified(args, crd_needs(out.files.items()), f"{args.out}/")
-        # Pods may have what the platform's NetworkProfiles grant; CEL transition rules
-        # (oldSelf) run against the deployed version of each object.
-        allowance = PodAllowance.from_profiles(out.plan.network_profiles)
-        # Each build, decoded as Argo CD decodes it, must hold exactly what was rendered.
-        planned = planned_objects(out.objects, out.files, out.kept)
-        notes: list[Problem] = []
-        # Builds whose inputs passed the last check (same trainkit, CRDs, kubectl) are not
-        # run again.
-        last = runs.last("check") if runs is not None and tools is not None else None
-        passed = last.facts.get("build_inputs") if last is not None else None
-        if last is None or runs is None or last.frame != runs.frame("check", tools or {}):
-            passed = None
-        digests: dict[str, str] = {}
-        problems, builds = validate_tree(
-            out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
-            progress=progress.step, planned=planned, notes=notes,
-            reuse=passed if isinstance(passed, dict) else None, digests=digests,
-        )  # fmt: skip
-        progress.clear()
-        notices((), notes, args)
+            notices(out.notices, out.plan.warnings, args)
+            raise_if_stale(out.changes, args.out)
+            progress.step("reading the CRDs")
+            policy = out.plan.index.policy
+            tree = tree_crds(policy.obj, policy.file) if policy else tree_crds(None, None)
+            crds, against = load_crds(args, tree)
+            if crds is None:
+                progress.clear()
+                unverified(args, crd_needs(out.files.items()), f"{args.out}/")
+            # Pods may have what the platform's NetworkProfiles and Teams grant; CEL transition
+            # rules (oldSelf) run against the deployed version of each object.
+            allowance = PodAllowance.from_profiles(
+                out.plan.network_profiles,
+                [p for team in out.plan.index.teams.values() for p in team.obj.host_paths],
+            )
+            # Each build, decoded as Argo CD decodes it, must hold exactly what was rendered.
+            planned = planned_objects(out.objects, out.files, out.kept)
+            notes: list[Problem] = []
+            digests: dict[str, str] = {}
+            # A file that holds what was rendered for it is validated as those objects; a
+            # kept file (deployed bytes, not this rendering) is read as it is.
+            written = {p: data for p, data in out.files.items() if p not in out.kept}
+            problems, count = validate_tree(
+                out_dir, crds, root=Path.cwd(), baseline=out.baseline, allowance=allowance,
+                progress=progress.step, planned=planned, notes=notes, digests=digests,
+                builds=builds, written=written,
+            )  # fmt: skip
+            progress.clear()
+            notices((), notes, args)
+    finally:
+        builds.stop()
     if problems:
         raise ManifestError(problems)
     facts: dict[str, object] = {
         "against": against,
-        "builds": builds,
+        "builds": count,
         "deployed": out.baseline.description,
         "nothing_deployed": out.baseline.nothing,
         "build_inputs": digests,

@@ -33,6 +33,7 @@ __all__ = [
     "BACKOFF_COUNTS",
     "container_port",
     "effective_pytorchjob",
+    "first_pod_requests",
     "first_requests",
     "gpus_per_pod",
     "pod_restart_policy",
@@ -271,13 +272,35 @@ def scheduling_gang(
     members = int(scheduling.get("minAvailable", default))
     given = scheduling.get("minResources")
     requests = resource_list(given) if given is not None else first_requests(pod_sets, members)
+    placed = first_pod_requests(pod_sets, members)
     return Gang(
         pj.object_name,
         scheduling.get("queue") or "default",
         members,
         requests,
         priority_class=scheduling.get("priorityClass") or None,
+        placed=placed if _more(placed, requests) else None,
     )
+
+
+def _more(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
+    """Whether ``a`` asks for more of some resource than ``b`` (the pods count, which the
+    operator never puts in minResources, aside)."""
+    return any(v > b.get(k, Decimal(0)) for k, v in a.items() if k != "pods")
+
+
+def first_pod_requests(pod_sets: Sequence[PodSet], members: int) -> dict[str, Decimal]:
+    """What the first ``members`` pods request as Volcano places them (each pod's
+    ``PodSet.requests``: init containers and native sidecars counted as the scheduler counts
+    them), where the operator's minResources counts only the containers."""
+    total: dict[str, Decimal] = {}
+    left = members
+    for ps in pod_sets:
+        take = min(left, ps.count)
+        for name, value in ps.requests().items():
+            total[name] = total.get(name, Decimal(0)) + value * take
+        left -= take
+    return total
 
 
 def first_requests(pod_sets: Sequence[PodSet], members: int) -> dict[str, Decimal]:

@@ -11,6 +11,7 @@ pkg/controller/jobs/kubeflow/jobs/paddlejob/paddlejob_controller.go).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +22,7 @@ from .admission import min_resources, replica_workload, resource_list
 from .operator_pods import (
     BACKOFF_COUNTS,
     container_port,
+    first_pod_requests,
     gpus_per_pod,
     role_pod_sets,
     run_policy_gang,
@@ -140,6 +142,12 @@ def _paddle_operator(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         pod_sets.append(_with(ps, restart, intranet))
     total = sum(ps.count for ps in pod_sets)
     gang = _paddle_operator_gang(pj, spec.get("schedulingPolicy"), replicas, total)
+    if gang is not None:
+        # minResources counts the containers; Volcano places the pods with their init
+        # containers and sidecars (pod_info.go GetPodResourceRequest).
+        placed = first_pod_requests(pod_sets, gang.min_member)
+        if any(v > gang.requests.get(k, Decimal(0)) for k, v in placed.items()):
+            gang = replace(gang, placed=placed)
     procs, world = _size(pj, pod_sets, "worker")
     notes = [
         "paddle-operator: the job completes when every pod of every role has exited 0 and "

@@ -18,6 +18,7 @@ __all__ = [
     "EnvVar",
     "Gang",
     "PodSet",
+    "Service",
     "Workload",
     "WorkloadPodSet",
     "env_source",
@@ -116,6 +117,9 @@ class PodSet:
     None where the controller picks names of its own (a random suffix)."""
     added_init_containers: tuple[dict[str, Any], ...] = ()
     """Init containers the controller adds to the template (not the job's own)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The pods' labels as the controller creates them (the template's and its own), where
+    the model knows them; empty otherwise."""
     vary: Callable[[int], Sequence[EnvVar]] | None = field(default=None, compare=False, repr=False)
     """The training container's env on pod ``i`` when it differs from pod to pod."""
 
@@ -181,8 +185,11 @@ def pod_requests(
     containers: Sequence[Mapping[str, Any]], init: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, Decimal]:
     """A pod's requests as the scheduler (and Kueue) counts them: per resource the sum over
-    its containers, or the largest init container's if that is more (k8s.io/component-helpers
-    resource.PodRequests); a limit stands for a missing request (the API server's default)."""
+    its containers and native sidecars (init containers with ``restartPolicy: Always``), or,
+    if that is more, what an init container needs while it runs beside the sidecars started
+    before it (k8s.io/component-helpers resource/helpers.go PodRequests; Volcano v1.12
+    pkg/scheduler/api/pod_info.go GetPodResourceRequest does the same). A limit stands for a
+    missing request (the API server's default)."""
 
     def amounts(c: Mapping[str, Any]) -> dict[str, Decimal]:
         res = c.get("resources") or {}
@@ -193,13 +200,28 @@ def pod_requests(
                 out[str(name)] = parsed
         return out
 
+    def add(into: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
+        for name, value in more.items():
+            into[name] = into.get(name, Decimal(0)) + value
+
     total: dict[str, Decimal] = {}
     for c in containers:
-        for name, value in amounts(c).items():
-            total[name] = total.get(name, Decimal(0)) + value
+        add(total, amounts(c))
+    sidecars: dict[str, Decimal] = {}
+    peak: dict[str, Decimal] = {}
     for c in init:
-        for name, value in amounts(c).items():
-            total[name] = max(total.get(name, Decimal(0)), value)
+        own = amounts(c)
+        if c.get("restartPolicy") == "Always":
+            add(total, own)  # runs for the pod's whole life
+            add(sidecars, own)
+            running = dict(sidecars)
+        else:
+            running = dict(sidecars)
+            add(running, own)
+        for name, value in running.items():
+            peak[name] = max(peak.get(name, Decimal(0)), value)
+    for name, value in peak.items():
+        total[name] = max(total.get(name, Decimal(0)), value)
     return total
 
 
@@ -276,6 +298,20 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Service:
+    """A Service the controller creates for the job's pods: the DNS names of its hosts."""
+
+    name: str
+    selector: Mapping[str, str]
+    """The pods it selects (exactly these labels)."""
+    headless: bool = True
+    """``clusterIP: None``: each selected pod gets its own name, ``<hostname>.<name>``."""
+    publish_not_ready: bool = False
+    """Whether a pod's name resolves before the pod is ready."""
+    ports: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class EffectiveJob:
     planned: PlannedJob
     pod_sets: tuple[PodSet, ...]
@@ -294,6 +330,10 @@ class EffectiveJob:
     """The Kueue Workload of a job on a Kueue cluster (its queue label), else None."""
     completion: Completion | None = None
     """When the job succeeds or fails, as its controller decides."""
+    hostfile: str | None = None
+    """The MPI hostfile the controller writes for the launcher (``/etc/mpi/hostfile``)."""
+    services: tuple[Service, ...] = ()
+    """The Services the controller creates for the job's pods (their names)."""
 
     @property
     def kind(self) -> str:

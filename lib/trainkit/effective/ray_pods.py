@@ -10,16 +10,23 @@ calculatePodGroupParams).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from ..injected_env.kuberay_env import rayjob_env
+from ..injected_env.kuberay_env import RAY_GCS_PORT, rayjob_env
 from ..kube.quantities import parse_quantity
-from ..render.kuberay import HEAD_CONTAINER, QUEUE_LABEL, SUBMITTER, WORKER_CONTAINER
+from ..render.kuberay import (
+    HEAD_CONTAINER,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    SUBMITTER,
+    WORKER_CONTAINER,
+)
 from ..resolve import PlannedJob
 from .admission import pod_set_workload
-from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source
+from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source, pod_requests
 
 __all__ = ["HEAD_GROUP", "effective_rayjob", "ray_start_resources"]
 
@@ -33,29 +40,51 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     cluster = spec["rayClusterSpec"]
     autoscaled = bool(cluster.get("enableInTreeAutoscaling"))
-    head = _pod_set(pj, "Head", 1, cluster["headGroupSpec"]["template"], HEAD_CONTAINER, None)
+    head_group = cluster["headGroupSpec"]
+    port = str((head_group.get("rayStartParams") or {}).get("port", RAY_GCS_PORT))
+    head = _pod_set(pj, "Head", 1, head_group, HEAD_CONTAINER, None, port)
     # The entrypoint's driver runs on the head (ray job submit), beside Ray's GCS.
     pod_sets = [head]
+    # KubeRay v1.7.0 batchscheduler/volcano/volcano_scheduler.go calculatePodGroupParams
+    # (utils/util.go): minMember is the head and each group's desired pods (replicas within
+    # min and max, × numOfHosts), its minReplicas × numOfHosts when autoscaling; minResources
+    # counts the same pods but the replicas as given, and the submitter's requests
+    # (handleRayJob getSubmitterResource), which is no member.
     gang_members = 1
-    gang_sets = [(head, 1)]
+    gang_pods: list[tuple[dict[str, Decimal], int]] = [(_volcano_pod(head.spec), 1)]
     for g in cluster.get("workerGroupSpecs") or []:
-        ps = _pod_set(pj, g["groupName"], int(g["replicas"]), g["template"], WORKER_CONTAINER, g)
+        hosts = int(g.get("numOfHosts", 1))
+        ps = _pod_set(pj, g["groupName"], _desired(g) * hosts, g, WORKER_CONTAINER, g, port)
         pod_sets.append(ps)
-        admitted = int(g["minReplicas"]) if autoscaled else ps.count
-        gang_members += admitted
-        gang_sets.append((ps, admitted))
+        if g.get("suspend"):
+            continue
+        if autoscaled:
+            gang_members += int(g.get("minReplicas", 0)) * hosts
+            gang_pods.append((_volcano_pod(ps.spec), int(g.get("minReplicas", 0)) * hosts))
+        else:
+            gang_members += ps.count
+            gang_pods.append((_volcano_pod(ps.spec), int(g.get("replicas", 0)) * hosts))
     submitter = _submitter(pj, spec)
     if submitter is not None:
         pod_sets.append(submitter)
-        gang_sets.append((submitter, 1))  # in minResources, not a member
+    submitter_pod = _submitter_resources(spec)
+    if submitter_pod:
+        gang_pods.append((submitter_pod, 1))
     gang = None
-    queue = body["metadata"].get("labels", {}).get(QUEUE_LABEL)
+    labels = body["metadata"].get("labels") or {}
+    queue = labels.get(QUEUE_LABEL)
     if queue is not None:
         requests: dict[str, Decimal] = {}
-        for ps, count in gang_sets:
-            for name, value in ps.requests().items():
+        for amounts, count in gang_pods:
+            for name, value in amounts.items():
                 requests[name] = requests.get(name, Decimal(0)) + value * count
-        gang = Gang(f"ray-{pj.object_name}-pg", queue, gang_members, requests)
+        gang = Gang(
+            f"ray-{pj.object_name}-pg",
+            queue,
+            gang_members,
+            requests,
+            priority_class=labels.get(PRIORITY_LABEL),
+        )
     ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
     notes = [
         f"the entrypoint `{spec['entrypoint']}` runs on the head once the Ray cluster is up; "
@@ -118,24 +147,87 @@ def _workload(body: dict[str, Any]) -> Workload | None:
     return pod_set_workload(body, sets)
 
 
+def _desired(group: dict[str, Any]) -> int:
+    """A group's replicas within its minReplicas and maxReplicas, 0 when suspended (KubeRay
+    v1.7.0 utils/util.go GetWorkerGroupDesiredReplicas)."""
+    if group.get("suspend"):
+        return 0
+    low = int(group.get("minReplicas", 0))
+    high = int(group.get("maxReplicas", 2**31 - 1))
+    replicas = group.get("replicas")
+    if replicas is None or int(replicas) < low:
+        return low
+    return min(int(replicas), high)
+
+
+def _volcano_pod(spec: dict[str, Any]) -> dict[str, Decimal]:
+    """A pod's resources as KubeRay's Volcano scheduler counts them: its containers' requests,
+    a limit standing in for a missing request, init containers left out (utils/util.go
+    CalculatePodResource)."""
+    return pod_requests(spec.get("containers") or [])
+
+
+def _submitter_resources(spec: dict[str, Any]) -> dict[str, Decimal]:
+    """What the submitter adds to the PodGroup's minResources: its template's pod in
+    K8sJobMode (KubeRay's default container without one), the default container in
+    SidecarMode, nothing in HTTPMode (volcano_scheduler.go getSubmitterResource,
+    common/job.go GetSubmitterTemplate, GetDefaultSubmitterContainer)."""
+    mode = spec.get("submissionMode")
+    template = (spec.get("submitterPodTemplate") or {}).get("spec")
+    if mode == "K8sJobMode" and template is not None:
+        return _volcano_pod(template)
+    if mode in ("K8sJobMode", "SidecarMode"):
+        return pod_requests([{"resources": _SUBMITTER}])
+    return {}
+
+
+# common/pod.go setContainerEnvVars: read by the pod from its own fields.
+_FIELD_REFS = {
+    "RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']",
+    "RAY_CLUSTER_NAMESPACE": "metadata.namespace",
+    "RAY_CLOUD_INSTANCE_ID": "metadata.name",
+    "RAY_NODE_TYPE_NAME": "metadata.labels['ray.io/group']",
+}
+_METRICS_PORT = {"name": "metrics", "containerPort": 8080}
+"""common/pod.go DefaultHeadPodTemplate, DefaultWorkerPodTemplate: Prometheus' port on the
+Ray container unless it has a port named ``metrics`` (utils/constant.go DefaultMetricsPort)."""
+
+
 def _pod_set(
     pj: PlannedJob,
     role: str,
     count: int,
-    template: dict[str, Any],
+    group_spec: dict[str, Any],
     container: str,
     group: dict[str, Any] | None,
+    port: str,
 ) -> PodSet:
-    spec = dict(template["spec"])
-    own = next(c for c in spec["containers"] if c["name"] == container)
+    spec = dict(group_spec["template"]["spec"])
+    # The Ray container is the pod's first, whatever its name (utils/constant.go
+    # RayContainerIndex).
+    own = spec["containers"][0]
+    container = str(own.get("name", container))
     env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
     names = {e.name for e in env}
+    start = _start_command(own, group_spec.get("rayStartParams") or {}, head=group is None)
     injected = rayjob_env(
         head=group is None,
         group=HEAD_GROUP if group is None else group["groupName"],
-        start=_start_command(own, head=group is None, pj=pj),
+        start=start,
     )
-    env += [EnvVar(k, v, _KUBERAY) for k, v in injected.items() if k not in names]
+    # The head's GCS port, rayStartParams' ``port`` if given (common/pod.go GetHeadPort).
+    injected["RAY_PORT"] = port
+    host = injected["RAY_ADDRESS"].rsplit(":", 1)[0]
+    injected["RAY_ADDRESS"] = f"{host}:{port}"
+    for k, v in injected.items():
+        if k in names:
+            continue
+        ref = _FIELD_REFS.get(k)
+        env.append(
+            EnvVar(k, v, _KUBERAY, value_from={"fieldRef": {"fieldPath": ref}} if ref else None)
+        )
+    if not any(p.get("name") == "metrics" for p in own.get("ports") or []):
+        own = {**own, "ports": [*(own.get("ports") or []), dict(_METRICS_PORT)]}
     if not any(m.get("mountPath") == "/dev/shm" for m in own.get("volumeMounts") or []):
         # common/pod.go BuildPod: a memory-backed /dev/shm for Ray's object store, sized to
         # the container's memory, unless the pod mounts one already.
@@ -146,10 +238,7 @@ def _pod_set(
             empty["sizeLimit"] = size
         spec["volumes"] = [*(spec.get("volumes") or []), {"name": "shared-mem", "emptyDir": empty}]
         own = {**own, "volumeMounts": [*(own.get("volumeMounts") or []), _SHM_MOUNT]}
-    spec["containers"] = [
-        {**own, "env": [e.entry() for e in env]} if c["name"] == container else c
-        for c in spec["containers"]
-    ]
+    spec["containers"] = [{**own, "env": [e.entry() for e in env]}, *spec["containers"][1:]]
     duty = "runs the entrypoint and Ray's GCS" if group is None else "Ray workers"
     return PodSet(role, count, 0, spec, container, tuple(env), duty=duty)
 
@@ -166,35 +255,68 @@ def ray_start_resources(limits: Mapping[str, str], gpu_resource: str) -> tuple[i
     return cpus, int(amount("memory")), int(amount(gpu_resource))
 
 
-def _start_command(container: dict[str, Any], *, head: bool, pj: PlannedJob) -> str:
-    """What KubeRay's generated ``ray start`` says of the node's resources."""
-    limits = (container.get("resources") or {}).get("limits") or {}
-    cpus, memory, gpus = ray_start_resources(limits, pj.cluster.gpu_resource)
-    parts = [
-        "ray start --head" if head else "ray start",
-        f"--num-cpus={cpus}",
-        f"--memory={memory}",
-    ]
-    if gpus:
-        parts.append(f"--num-gpus={gpus}")
+# convertParamMap: ``false`` drops a flag, except these, which take it as a value.
+_FALSE_KEPT = ("log-color", "include-dashboard", "include-log-monitor")
+_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+
+
+def _is_gpu(name: str) -> bool:
+    """utils/resources.go IsGPUResourceKey: a name ending in ``gpu``, or an NVIDIA MIG slice."""
+    return name.endswith("gpu") or _MIG.search(name) is not None
+
+
+def _start_command(container: dict[str, Any], given: Mapping[str, Any], *, head: bool) -> str:
+    """KubeRay's generated ``ray start`` (common/pod.go generateRayStartCommand): the group's
+    rayStartParams, then what they leave out: ``num-cpus`` from the CPU limit (else the
+    request), ``memory`` from the memory limit, in bytes, ``num-gpus`` from the first GPU
+    resource of the limits, each only when not zero; flags sorted by name (convertParamMap).
+    The rest KubeRay adds (address, block, ports) is left out: ``…``."""
+    res = container.get("resources") or {}
+    limits = {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
+    requests = {str(k): str(v) for k, v in (res.get("requests") or {}).items()}
+
+    def whole(value: str | None) -> int:
+        q = parse_quantity(value) if value is not None else None
+        return int((q or Decimal(0)).to_integral_value(rounding=ROUND_CEILING))
+
+    params = {str(k): str(v) for k, v in given.items()}
+    if "num-cpus" not in params:
+        cpus = whole(limits.get("cpu")) or whole(requests.get("cpu"))
+        if cpus:
+            params["num-cpus"] = str(cpus)
+    if "memory" not in params and whole(limits.get("memory")):
+        params["memory"] = str(whole(limits.get("memory")))
+    if "num-gpus" not in params:
+        for name in sorted(limits):
+            if _is_gpu(name) and whole(limits[name]):
+                params["num-gpus"] = str(whole(limits[name]))
+                break
+    parts = ["ray start --head" if head else "ray start"]
+    for name in sorted(params):
+        value = params[name]
+        if value.lower() == "true" and name not in _FALSE_KEPT:
+            parts.append(f"--{name}")
+        elif value.lower() != "false" or name in _FALSE_KEPT:
+            parts.append(f"--{name}={value}")
     return " ".join(parts) + " …"
 
 
 def _submitter(pj: PlannedJob, spec: dict[str, Any]) -> PodSet | None:
     if spec.get("submissionMode") != "K8sJobMode":
         return None
-    pod = dict(spec["submitterPodTemplate"]["spec"])
-    own = next(c for c in pod["containers"] if c["name"] == SUBMITTER)
+    # Without a template, KubeRay's default submitter (common/job.go GetSubmitterTemplate).
+    default = {"containers": [{"name": SUBMITTER, "resources": _SUBMITTER}]}
+    pod = dict((spec.get("submitterPodTemplate") or {}).get("spec") or default)
+    # rayjob_controller.go configures the template's first container, whatever its name.
+    own = pod["containers"][0]
     env = (
         *(EnvVar.of(e, "job") for e in own.get("env") or []),
         EnvVar("PYTHONUNBUFFERED", "1", _KUBERAY),
         EnvVar("RAY_DASHBOARD_ADDRESS", "<the head's dashboard, port 8265>", _KUBERAY),
         EnvVar("RAY_JOB_SUBMISSION_ID", "<the RayJob's name and 5 random characters>", _KUBERAY),
     )
-    pod["containers"] = [
-        {**c, "env": [e.entry() for e in env]} if c["name"] == SUBMITTER else c
-        for c in pod["containers"]
-    ]
+    pod["containers"] = [{**own, "env": [e.entry() for e in env]}, *pod["containers"][1:]]
+    name = str(own.get("name", SUBMITTER))
     return PodSet(
-        "Submitter", 1, 0, pod, SUBMITTER, env, runs_ranks=False, duty="submits the entrypoint"
+        "Submitter", 1, 0, pod, name, env, runs_ranks=False, duty="submits the entrypoint"
     )

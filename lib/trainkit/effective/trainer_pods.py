@@ -60,48 +60,59 @@ def effective_trainjob(
     jobset = _claims(jobset, pj.object_name)
     trainer = spec.get("trainer")
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
-    if "mpi" in rt_spec["mlPolicy"]:
-        sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], trainer, runtime_name)
+    if "mpi" in (rt_spec.get("mlPolicy") or {}):
+        sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], spec, runtime_name)
         gang = _gang(pj, rt_spec, sets, annotations)
+        # Kueue's pod sets follow the JobSet's replicated jobs.
+        order = [r["name"] for r in jobset["replicatedJobs"]]
+        in_order = sorted(sets, key=lambda ps: order.index(ps.role))
         return EffectiveJob(
-            pj, tuple(sets), slots, ranks, None, gang, tuple(told), workload=_workload(body, sets)
+            pj,
+            tuple(sets),
+            slots,
+            ranks,
+            None,
+            gang,
+            tuple(told),
+            workload=_workload(body, in_order),
         )
     pod_sets: list[PodSet] = []
     notes: list[str] = []
     procs = "1"
     world = 0
-    framework = next((f for f in ("jax", "xgboost", "flux") if f in rt_spec["mlPolicy"]), "torch")
+    # A policy without a framework is plainml: counts and spec.trainer only, no variables
+    # (trainer v2.3.0 plugins/plainml/plainml.go).
+    policy = rt_spec.get("mlPolicy")
+    frameworks = ("torch", "jax", "xgboost", "flux")
+    framework = next((f for f in frameworks if f in (policy or {})), "plainml")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
-        count = 1
+        count = _parallelism(rjob)
         added: tuple[dict[str, Any], ...] = ()
         if labels.get(ANCESTOR_LABEL) == "trainer":
-            count = int((trainer or {}).get("numNodes") or rt_spec["mlPolicy"].get("numNodes", 1))
+            # mlPolicy.numNodes (1 when not given), the job's parallelism without an mlPolicy
+            # (trainingruntime.go newRuntimeInfo); the TrainJob's numNodes over either.
+            base = int(policy.get("numNodes", 1)) if policy is not None else count
+            count = int((trainer or {}).get("numNodes") or base)
             if framework == "flux" and rjob["name"] == NODE:
                 pod, env, procs, added = _flux_pod(
-                    pod, runtime_name, trainer, pj, count, rt_spec["mlPolicy"]["flux"], notes
+                    pod, runtime_name, trainer, pj, count, (policy or {})["flux"], notes
                 )
                 world = count * int(procs)
             elif framework == "torch":
                 pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
                 world = count * _procs(procs, pod)
+            elif framework in ("plainml", "flux"):
+                pod, env = _plain_pod(pod, runtime_name, trainer, pj)
+                world = count
             else:
                 pod, env, procs = _framework_pod(
                     pod, runtime_name, trainer, pj, count, framework, notes
                 )
                 world = count * int(procs)
         elif labels.get(ANCESTOR_LABEL) in (DATASET_INITIALIZER, MODEL_INITIALIZER):
-            step = labels[ANCESTOR_LABEL]
-            count = int(rjob["template"]["spec"].get("parallelism", 1))
-            pod, env = _initializer_pod(pod, step, spec.get("initializer"), runtime_name, pj)
-            where = "/workspace/dataset" if step == DATASET_INITIALIZER else "/workspace/model"
-            pod_sets.append(
-                PodSet(
-                    rjob["name"], count, 0, pod, step, env, runs_ranks=False,
-                    duty=f"downloads to {where} of the nodes, then completes",
-                )
-            )  # fmt: skip
+            pod_sets.append(_initializer_set(rjob, spec, runtime_name, pj))
             continue
         else:
             env = ()
@@ -161,6 +172,79 @@ def _claims(jobset: dict[str, Any], trainjob: str) -> dict[str, Any]:
     return {**jobset, "replicatedJobs": rjobs}
 
 
+def _runtime_node_resources(jobset: dict[str, Any]) -> dict[str, Any]:
+    """Container ``node``'s resources in the first replicated job named ``node`` or labelled
+    the trainer's that has any (runtime.go ExtractResourcePerNodeFromRuntime)."""
+    for rjob in jobset["replicatedJobs"]:
+        labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+        if rjob["name"] != NODE and labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        for c in rjob["template"]["spec"]["template"]["spec"].get("containers") or []:
+            if c.get("name") == NODE and c.get("resources") is not None:
+                return dict(c["resources"])
+    return {}
+
+
+# The ssh keys and hostfile Trainer mounts (trainer v2.3.0 plugins/mpi/mpi.go
+# EnforceMLPolicy; the names and modes of pkg/constants/constants.go).
+_SSH_ITEMS = [
+    {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
+    {"key": "ssh-publickey", "path": "id_rsa.pub", "mode": 0o644},
+    {"key": "ssh-publickey", "path": "authorized_keys", "mode": 0o644},
+]
+
+
+def _mpi_volumes(pod: dict[str, Any], job: str, ssh_dir: str, *, launcher: bool) -> dict[str, Any]:
+    """``pod`` with the ssh Secret mounted at ``ssh_dir`` in container ``node``, and on the
+    launcher the hostfile ConfigMap at /etc/mpi; each upserted by volume name."""
+    ssh = {
+        "name": "mpi-ssh-auth",
+        "secret": {"secretName": f"{job}-mpi-ssh-auth", "defaultMode": 0o400, "items": _SSH_ITEMS},
+    }
+    hostfile = {
+        "name": "mpi-hostfile",
+        "configMap": {
+            "name": f"{job}-mpi-hostfile",
+            "items": [{"key": "hostfile", "path": "hostfile", "mode": 0o444}],
+        },
+    }
+    added = [ssh, hostfile] if launcher else [ssh]
+    mounts = [{"name": "mpi-ssh-auth", "mountPath": ssh_dir}]
+    if launcher:
+        mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
+    names = {v["name"] for v in added}
+    volumes = [v for v in pod.get("volumes") or [] if v.get("name") not in names] + added
+    containers = []
+    for c in pod.get("containers") or []:
+        if c.get("name") == NODE:
+            own = [m for m in c.get("volumeMounts") or [] if m.get("name") not in names]
+            c = {**c, "volumeMounts": own + mounts}
+        containers.append(c)
+    return {**pod, "volumes": volumes, "containers": containers}
+
+
+def _parallelism(rjob: dict[str, Any]) -> int:
+    """Pods of a replicated job that is not the trainer's: its Job's parallelism, at least 1
+    (trainer v2.3.0 pkg/runtime/core/trainingruntime.go newRuntimeInfo; pkg/runtime/runtime.go
+    WithPodSet)."""
+    return max(int(rjob["template"]["spec"].get("parallelism", 1)), 1)
+
+
+def _plain_pod(
+    pod: dict[str, Any], runtime_name: str, trainer: dict[str, Any] | None, pj: PlannedJob
+) -> tuple[dict[str, Any], tuple[EnvVar, ...]]:
+    """Container ``node`` of a plainml runtime's trainer job: spec.trainer written into it
+    (jobset/builder.go), nothing injected."""
+    containers: list[dict[str, Any]] = []
+    env: list[EnvVar] = []
+    for c in pod.get("containers") or []:
+        if c.get("name") == NODE:
+            c, env = apply_trainer(c, trainer, runtime_name, pj)
+            c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env)
+
+
 def _workload(body: dict[str, Any], pod_sets: list[PodSet]) -> Any:
     """Kueue v0.19.2 makes a TrainJob's pod sets from its JobSet, one per replicated job
     counting its pods (pkg/controller/jobs/trainjob/trainjob_controller.go podSets,
@@ -176,17 +260,21 @@ def _gang(
         return None
     members = sum(ps.count for ps in pod_sets)
     requests: dict[str, Decimal] = {}
+    priority = None
     for ps in pod_sets:
         for name, value in ps.requests().items():
             requests[name] = requests.get(name, Decimal(0)) + value * ps.count
-    return Gang(pj.object_name, annotations.get(VOLCANO_QUEUE_ANNOTATION), members, requests)
+        # The last replicated job's pod priorityClassName (volcano.go Build).
+        priority = ps.spec.get("priorityClassName") or priority
+    queue = annotations.get(VOLCANO_QUEUE_ANNOTATION)
+    return Gang(pj.object_name, queue, members, requests, priority_class=priority)
 
 
 def _mpi_pods(
     pj: PlannedJob,
     jobset: dict[str, Any],
     policy: dict[str, Any],
-    trainer: dict[str, Any] | None,
+    spec: dict[str, Any],
     runtime_name: str,
 ) -> tuple[list[PodSet], str, int, list[str]]:
     """Trainer v2.3.0 plugins/mpi/mpi.go: the launcher (the trainer job, where spec.trainer
@@ -194,6 +282,7 @@ def _mpi_pods(
     when the launcher is a node, which then also gets spec.trainer's env. The launcher job
     has mlPolicy.numNodes pods (pkg/runtime/core/trainingruntime.go newRuntimeInfo: the
     count of the trainer ancestor), each running the command."""
+    trainer = spec.get("trainer")
     mpi = policy["mpi"]
     as_node = bool(mpi.get("runLauncherAsNode", False))
     by_name = {r["name"]: r for r in jobset["replicatedJobs"]}
@@ -202,16 +291,32 @@ def _mpi_pods(
     num_nodes = (trainer or {}).get("numNodes")
     if num_nodes is not None:
         nodes = max(int(num_nodes) - 1, 1) if as_node else int(num_nodes)
-    node_pod = by_name["node"]["template"]["spec"]["template"]["spec"]
     slots = int((trainer or {}).get("numProcPerNode") or mpi.get("numProcPerNode", 1))
-    if slots == 1:
-        main: dict[str, Any] = next(
-            (c for c in node_pod.get("containers") or [] if c.get("name") == NODE), {}
-        )
-        slots = max(1, gpus_of(main.get("resources") or {}))
+    if slots == 1 and (trainer or {}).get("numProcPerNode") is None:
+        # One slot per GPU of resourcesPerNode, else of the runtime's node (mpi.go
+        # EnforceMLPolicy, runtime.go ExtractResourcePerNodeFromRuntime).
+        resources = (trainer or {}).get("resourcesPerNode") or _runtime_node_resources(jobset)
+        slots = max(1, gpus_of(resources))
+    ssh_dir = str(mpi.get("sshAuthMountPath") or "/root/.ssh")
+    counts = {"launcher": launchers, "node": nodes}
     pod_sets: list[PodSet] = []
-    for name, count in (("launcher", launchers), ("node", nodes)):
-        pod = by_name[name]["template"]["spec"]["template"]["spec"]
+    # The launcher and the nodes first, then any other replicated job (an initializer):
+    # its parallelism, nothing injected.
+    others = [r for r in jobset["replicatedJobs"] if r["name"] not in counts]
+    for rjob in [by_name["launcher"], by_name["node"], *others]:
+        name = rjob["name"]
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        if name not in counts:
+            step = ((rjob["template"].get("metadata") or {}).get("labels") or {}).get(
+                ANCESTOR_LABEL
+            )
+            if step in (DATASET_INITIALIZER, MODEL_INITIALIZER):
+                pod_sets.append(_initializer_set(rjob, spec, runtime_name, pj))
+            else:
+                pod_sets.append(PodSet(name, _parallelism(rjob), 0, pod, NODE, (), False))
+            continue
+        count = counts[name]
+        pod = _mpi_volumes(pod, pj.object_name, ssh_dir, launcher=name == "launcher")
         gets_trainer = name == "launcher" or as_node
         containers: list[dict[str, Any]] = []
         env: tuple[EnvVar, ...] = ()
@@ -292,10 +397,11 @@ def _trainer_pod(
                 "PET_MASTER_PORT": str(TRAINER_MASTER_PORT),
             }
             env = [x for x in env if x.name not in injected]
-            env += [
-                EnvVar(k, v, _TRAINER, "the pod's completion index" if k == "PET_NODE_RANK" else "")
-                for k, v in injected.items()
-            ]
+            env += [_injected(k, v, k == "PET_NODE_RANK") for k, v in injected.items()]
+            # torch.go: the headless Service's port on the container, upserted.
+            ports = list(c.get("ports") or [])
+            if not any(p.get("containerPort") == _PORT for p in ports):
+                c["ports"] = [*ports, {"containerPort": _PORT}]
         else:
             notes.append(
                 "spec.trainer is not set: Trainer injects no PET_* variables, torchrun runs alone"
@@ -338,10 +444,7 @@ def _framework_pod(
             )
             env = [x for x in env if x.name not in injected]
             per_pod = {"JAX_PROCESS_ID", "DMLC_TASK_ID"}
-            env += [
-                EnvVar(k, v, _TRAINER, "the pod's completion index" if k in per_pod else "")
-                for k, v in injected.items()
-            ]
+            env += [_injected(k, v, k in per_pod) for k, v in injected.items()]
             if framework == "xgboost":
                 procs = str(max(1, gpus))
                 notes.append(
@@ -357,6 +460,22 @@ def _framework_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+def _initializer_set(
+    rjob: dict[str, Any], spec: dict[str, Any], runtime_name: str, pj: PlannedJob
+) -> PodSet:
+    """An initializer step's replicated job: one pod set of its Job's parallelism (counted
+    once, like any replicated job that is not the trainer's: trainingruntime.go
+    newRuntimeInfo), with spec.initializer written into its container."""
+    step = rjob["template"]["metadata"]["labels"][ANCESTOR_LABEL]
+    pod = rjob["template"]["spec"]["template"]["spec"]
+    pod, env = _initializer_pod(pod, step, spec.get("initializer"), runtime_name, pj)
+    where = "/workspace/dataset" if step == DATASET_INITIALIZER else "/workspace/model"
+    return PodSet(
+        rjob["name"], _parallelism(rjob), 0, pod, step, env, runs_ranks=False,
+        duty=f"downloads to {where} of the nodes, then completes",
+    )  # fmt: skip
 
 
 def _initializer_pod(
@@ -500,6 +619,22 @@ def _flux_pod(
     if volumes:
         out["volumes"] = volumes
     return out, tuple(env), str(tasks), ((installer,) if installer else ())
+
+
+_PORT = TRAINER_MASTER_PORT
+# The Job controller's completion-index annotation, read by the pod (trainer v2.3.0
+# pkg/constants/constants.go JobCompletionIndexFieldPath).
+_COMPLETION_INDEX = {
+    "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+}
+
+
+def _injected(name: str, value: str, per_index: bool) -> EnvVar:
+    """A variable Trainer sets; the node rank (``value`` on the first pod) is read from the
+    pod's completion index (plugins/torch/torch.go, jax/jax.go, xgboost/xgboost.go)."""
+    if not per_index:
+        return EnvVar(name, value, _TRAINER)
+    return EnvVar(name, value, _TRAINER, "the pod's completion index", dict(_COMPLETION_INDEX))
 
 
 def apply_trainer(

@@ -3,7 +3,9 @@
 Pod specs are found by shape: ``Pod.spec``, and any ``template.spec`` holding
 pod fields — PyTorchJob replica specs, (Cluster)TrainingRuntime and JobSet
 replicated jobs, Deployments, Jobs, CronJobs… A ``template.spec`` without
-pod fields (a JobSet's, a Job template's) is walked into, not reported.
+pod fields (a JobSet's, a Job template's) is walked into, not reported. A pod template
+under a key of its own counts too: a RayJob's ``submitterPodTemplate`` (KubeRay v1.7
+ray-operator/apis/ray/v1/rayjob_types.go SubmitterPodTemplate, a PodTemplateSpec).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def _walk(value: Any, path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
         for key, child in value.items():
             if not isinstance(child, dict | list):
                 continue
-            spec = child.get("spec") if key == "template" and isinstance(child, dict) else None
+            template = key == "template" or key.endswith("PodTemplate")
+            spec = child.get("spec") if template and isinstance(child, dict) else None
             if isinstance(spec, dict) and _POD_FIELDS.intersection(spec):
                 yield (*path, key, "spec"), spec
             else:

@@ -2,6 +2,7 @@
 
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
+from .init_containers import InitContainer
 from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
 from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
@@ -14,10 +15,19 @@ from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
+from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
 from .trainer_flux import RuntimeFlux
 from .trainer_initializers import DataSource, Initializer, RuntimeInitializers
+from .volumes import (
+    ConfigMapVolume,
+    CsiVolume,
+    EmptyDir,
+    HostPath,
+    SecretVolume,
+    ServiceAccountToken,
+)
 from .xgboostjob import XGBoostJob
 
 __all__ = [
@@ -31,10 +41,16 @@ __all__ = [
     "ClusterTrainingRuntime",
     "ConfigMapEnv",
     "ConfigMapKey",
+    "ConfigMapVolume",
+    "ContainerSecurityContext",
+    "CsiVolume",
     "DataSource",
     "DeletionRule",
     "Elastic",
+    "EmptyDir",
     "FlavorQuota",
+    "HostPath",
+    "InitContainer",
     "Initializer",
     "JAXJob",
     "Job",
@@ -60,6 +76,9 @@ __all__ = [
     "Script",
     "SecretEnv",
     "SecretKey",
+    "SecretVolume",
+    "SecurityContext",
+    "ServiceAccountToken",
     "TFJob",
     "Team",
     "Toleration",

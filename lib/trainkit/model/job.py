@@ -25,7 +25,6 @@ __all__ = [
     "Toleration",
     "Volume",
     "check_program",
-    "check_volumes",
     "image_for",
     "repeated",
 ]
@@ -74,6 +73,11 @@ class Resources(TrainkitModel):
     ``memory_request`` says less)."""
     gpu: int = Field(default=0, ge=0)
     """GPUs per node, counted in the cluster's GPU resource (``nvidia.com/gpu``, …)."""
+    ephemeral_storage: MemoryQuantity | None = None
+    """Local disk per node (``ephemeral-storage``: the image's writable layer, logs and
+    ``EmptyDir`` volumes on disk), e.g. ``"200Gi"``, requested and the limit: the scheduler
+    places the pod where that much is free, and the kubelet evicts it beyond. Volcano and Kueue
+    count it against the queue."""
     cpu_request: CpuQuantity | None = None
     """A CPU request below ``cpu``, only where ``Policy.burstable`` allows it: the pod is then
     Burstable, not Guaranteed, and may be throttled or evicted before Guaranteed pods."""
@@ -204,25 +208,6 @@ def check_program(script: Script | None, command: Sequence[str] | None, without:
         )
     if command is not None and not command:
         raise ValueError(f"command is empty; give the program to run, or leave it out ({without})")
-
-
-def check_volumes(volumes: Sequence[Volume]) -> None:
-    """One mount per path and per claim, no clash with generated volumes; raises ValueError
-    for the job's model validator."""
-    taken = sorted({v.claim for v in volumes} & GENERATED_VOLUMES)
-    if taken:
-        # Pod volumes are named after their claims: a claim named like a generated volume
-        # would replace it (for a TrainJob silently, through Trainer's merge by name).
-        raise ValueError(
-            f"claim {taken[0]!r} has the name of a volume trainkit generates "
-            f"({', '.join(sorted(GENERATED_VOLUMES))}); rename the claim"
-        )
-    dupes = repeated(v.path for v in volumes)
-    if dupes:
-        raise ValueError(f"volumes mount more than once at {', '.join(dupes)}")
-    claims = [v.claim for v in volumes]
-    if len(set(claims)) != len(claims):
-        raise ValueError("each claim may be mounted once; use sub_path for parts of a volume")
 
 
 def repeated(items: Iterable[str]) -> list[str]:

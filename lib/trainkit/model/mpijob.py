@@ -13,10 +13,12 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .fields import Arg, Path
-from .job import Resources
+from .job import Resources, Volume
 from .operator_job import OperatorJob, Role
+from .security import effective_user
+from .volumes import volume_name
 
-__all__ = ["LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
+__all__ = ["HOST_NETWORK_SSH_PORT", "LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
 
 LAUNCHER_RESOURCES = Resources(cpu="1", memory="2Gi")
 """What a launcher that is not a worker gets unless ``launcher=Role(resources=…)`` says
@@ -25,6 +27,12 @@ otherwise: it only starts the ranks over ssh."""
 # Volumes mpi-operator adds to the pods (configVolumeName, sshAuthVolume).
 MPI_RESERVED_VOLUMES = frozenset({"mpi-job-config", "ssh-auth"})
 _CONFIG_DIR = "/etc/mpi"
+_ROOT_SSH = "/root/.ssh"  # mpi_job_controller.go rootSSHPath
+
+HOST_NETWORK_SSH_PORT = 2222
+"""The port sshd listens on, and ssh reaches, in the MPI pods of a job on a host-network
+profile: port 22 of the node's network namespace is the node's own sshd. 2222 is the port of
+mpi-operator's and Trainer's MPI images (kubeflow/mpi-operator build/base/Dockerfile)."""
 
 
 class MPIJob(OperatorJob):
@@ -110,24 +118,50 @@ class MPIJob(OperatorJob):
                 "ranks and gets the job's resources; drop one of them"
             )
         for v in self.volumes:
-            if v.claim in MPI_RESERVED_VOLUMES:
+            name = volume_name(v)
+            if name in MPI_RESERVED_VOLUMES:
+                what = "claim" if isinstance(v, Volume) else "volume"
                 raise ValueError(
-                    f"claim {v.claim!r} has the name of a volume mpi-operator adds "
-                    f"({', '.join(sorted(MPI_RESERVED_VOLUMES))}); rename the claim"
+                    f"{what} {name!r} has the name of a volume mpi-operator adds "
+                    f"({', '.join(sorted(MPI_RESERVED_VOLUMES))}); rename the {what}"
                 )
             for taken in (_CONFIG_DIR, self.ssh_dir):
                 if v.path == taken or v.path.startswith(taken.rstrip("/") + "/"):
                     raise ValueError(
-                        f"volume {v.claim!r} mounts at {v.path}, where mpi-operator mounts the "
+                        f"volume {name!r} mounts at {v.path}, where mpi-operator mounts the "
                         f"{'hostfile' if taken == _CONFIG_DIR else 'ssh keys'} ({taken}); "
                         "choose another path"
                     )
+        self._check_ssh_user()
         # validation.go validateMPIJobName: "<name>-worker-<replicas-1>" must be a DNS-1035
         # label, or the operator creates no pods.
         self._check_longest_name(
             f"{self.object_name}-worker-{self.nodes - 1}", f"{self.nodes} nodes"
         )
         return self
+
+    def _check_ssh_user(self) -> None:
+        """The user the security contexts choose must be able to use the ssh key the operator
+        mounts: mode 0600 under ``/root/.ssh``, the Secret's default 0644 elsewhere, owned by
+        root either way (pkg/controller/mpi_job_controller.go setupSSHOnPod). OpenSSH
+        (authfile.c sshkey_perm_ok) refuses a private key its own uid owns with any group or
+        other bit, and another uid cannot read a 0600 file of root's."""
+        uid, non_root = effective_user(self.security_context, self.container_security_context)
+        root_dir = self.ssh_dir.rstrip("/") == _ROOT_SSH
+        if root_dir and (non_root or (uid is not None and uid != 0)):
+            who = f"run_as_user={uid}" if uid not in (None, 0) else "run_as_non_root=True"
+            raise ValueError(
+                f"{who} with ssh_dir {self.ssh_dir!r}: mpi-operator mounts the ssh key there "
+                "with mode 0600, owned by root, which another user cannot read; set ssh_dir to "
+                "the .ssh of the image's user, e.g. ssh_dir='/home/mpiuser/.ssh'"
+            )
+        if not root_dir and uid == 0:
+            raise ValueError(
+                f"run_as_user=0 (root) with ssh_dir {self.ssh_dir!r}: mpi-operator mounts the "
+                "ssh key there readable by everyone (0644), owned by root, and OpenSSH refuses "
+                "a key its own user owns that others can read; use ssh_dir='/root/.ssh' for "
+                "root, or the image's non-root user"
+            )
 
     @property
     def slots(self) -> int:

@@ -26,9 +26,12 @@ from .fields import (
     MemoryQuantity,
     ObjectName,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
+from .init_containers import InitContainer, check_init_containers
+from .job import Image, Resources, Script, Toleration, check_program
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
+from .security import ContainerSecurityContext, SecurityContext, check_security
+from .volumes import AnyVolume, check_volumes, volume_name
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -99,8 +102,10 @@ class PodJob(TrainkitModel):
     variable (a device-visibility one, say)."""
     shm_size: MemoryQuantity | None = None
     """Size of ``/dev/shm`` (memory-backed emptyDir), e.g. ``"20Gi"`` for data loaders, NCCL."""
-    volumes: list[Volume] = []
-    """PersistentVolumeClaims mounted on every node."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on every node: claims (``Volume(claim=…)``), scratch space
+    (``EmptyDir``), Secret and ConfigMap files (``SecretVolume``, ``ConfigMapVolume``),
+    tokens for other systems (``ServiceAccountToken``), CSI volumes (``CsiVolume``)."""
     node_selector: dict[LabelKey, LabelValue] = {}
     """Node labels the pods must run on, e.g. ``{"gpu.product": "A100"}``."""
     tolerations: list[Toleration] = []
@@ -118,7 +123,7 @@ class PodJob(TrainkitModel):
     network: DNS1123Label | None = None
     """A ``NetworkProfile`` declared in ``jobs/platform/`` (e.g. ``"rdma"``): the capabilities,
     device resources, host network and env its pods get. Nothing else can ask for them;
-    privileged containers and host paths are never generated."""
+    privileged containers are never generated."""
     service_account: ObjectName | None = None
     """ServiceAccount the pods run as, one the Team lists in ``service_accounts``; default:
     the namespace's ``default``."""
@@ -137,6 +142,19 @@ class PodJob(TrainkitModel):
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of every pod, e.g. ``{"example.com/owner": "ml-infra"}``; the same keys
     as ``pod_labels`` need a grant."""
+    security_context: SecurityContext | None = None
+    """Who every container of the pods runs as: ``SecurityContext(run_as_user=1000,
+    fs_group=1000, run_as_non_root=True)``, seccomp and AppArmor profiles (``"Unconfined"``
+    or a node's profile only where the Team grants it). Default: the image's user."""
+    container_security_context: ContainerSecurityContext | None = None
+    """The job's container's own settings over ``security_context``, e.g.
+    ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``;
+    it can only narrow what the container may do."""
+    init_containers: list[InitContainer] = []
+    """Containers of every pod that runs the job's code besides the job's own:
+    ``InitContainer(...)`` runs to completion before it, ``InitContainer(sidecar=True, ...)``
+    beside it (a native sidecar, stopped when it ends). An MPI launcher that runs no ranks and
+    KubeRay's submitter get none."""
 
     @field_validator("pod_labels", "pod_annotations")
     @classmethod
@@ -165,6 +183,13 @@ class PodJob(TrainkitModel):
     def _one_program(self) -> PodJob:
         check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
+        return self
+
+    @model_validator(mode="after")
+    def _pod_rules(self) -> PodJob:
+        # A validator of its own: a kind's _one_program (RayJob's) replaces the one above.
+        check_security(self.security_context, self.container_security_context)
+        check_init_containers(self.init_containers, [volume_name(v) for v in self.volumes])
         return self
 
     @property

@@ -127,4 +127,32 @@ def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
                 "paddle-operator has no backoff limit: a failed pod fails the job; drop it",
             )
         )
+    # Its CRD (config/crd/bases/batch.paddlepaddle.org_paddlejobs.yaml at v0.3.5) predates
+    # native sidecars and AppArmor fields: the API server would prune them, turning a sidecar
+    # into an init container that never ends and dropping the profile unseen.
+    for i, ic in enumerate(job.init_containers):
+        if ic.sidecar:
+            out.append(
+                (
+                    f"init_containers[{i}]",
+                    "paddle-operator's CRD has no init container restartPolicy, so the API "
+                    "server would drop sidecar=True and the pod would wait for it forever; run "
+                    "it before training (sidecar=False) or use the Training Operator's PaddleJob",
+                )
+            )
+    contexts = [
+        ("security_context", job.security_context),
+        ("container_security_context", job.container_security_context),
+        *((f"init_containers[{i}].security_context", ic.security_context)
+          for i, ic in enumerate(job.init_containers)),
+    ]  # fmt: skip
+    for field, context in contexts:
+        if context is not None and context.app_armor is not None:
+            out.append(
+                (
+                    f"{field}.app_armor",
+                    "paddle-operator's CRD has no appArmorProfile, so the API server would drop "
+                    "it silently; leave it out here (the node's default profile applies)",
+                )
+            )
     return out

@@ -14,9 +14,11 @@ from .fields import (
     DNS1123Label,
     MemoryQuantity,
     ObjectName,
+    Path,
     ResourceName,
 )
 from .job import Toleration
+from .security import Profile
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
 
@@ -88,6 +90,10 @@ class Cluster(TrainkitModel):
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A
     toleration without key (``operator='Exists'``) tolerates every taint, control-plane and
     dedicated nodes included: declare it only on purpose."""
+    csi_drivers: list[ObjectName] = []
+    """CSI drivers installed on the cluster whose inline volumes jobs may mount
+    (``CsiVolume``), e.g. ``["secrets-store.csi.k8s.io"]``; a pod naming a driver the cluster
+    lacks never starts."""
 
     @model_validator(mode="after")
     def _one_destination(self) -> Cluster:
@@ -127,6 +133,11 @@ class Capacity(TrainkitModel):
     """Memory with a unit, e.g. ``"256Gi"``."""
     gpu: int | None = Field(default=None, ge=0)
     """Number of GPUs (rendered as the cluster's ``gpu_resource``)."""
+    ephemeral_storage: MemoryQuantity | None = None
+    """Local disk of the nodes (``ephemeral-storage``), e.g. ``"2Ti"``: Volcano and Kueue
+    count the pods' requests of it like any other resource (volcano v1.12
+    pkg/scheduler/api/resource_info.go NewResource), so a queue that lists it caps it, and a
+    Kueue queue must list it for jobs that ask for it."""
 
     def amounts(self, gpu_resource: str, *, zero_gpu: bool = False) -> dict[str, str]:
         """The amounts in a cluster's words (``gpu`` → its GPU resource); no GPUs are left
@@ -136,6 +147,8 @@ class Capacity(TrainkitModel):
             out["cpu"] = str(self.cpu)
         if self.memory is not None:
             out["memory"] = self.memory
+        if self.ephemeral_storage is not None:
+            out["ephemeral-storage"] = self.ephemeral_storage
         if self.gpu or (zero_gpu and self.gpu is not None):
             out[gpu_resource] = str(self.gpu)
         return out
@@ -241,6 +254,18 @@ class Team(TrainkitModel):
     KubeRay then runs the head, and so the job's own code, as its autoscaler's ServiceAccount,
     which may patch the job's RayCluster and its pods: the code could change its own pod
     templates after every check here. Off: a group keeps its node count."""
+    seccomp_profiles: list[Profile] = []
+    """Seccomp profiles besides ``"RuntimeDefault"`` the team's jobs may give
+    (``security_context``, ``container_security_context``): ``"Unconfined"`` lifts the
+    system call filter; ``"localhost/<file>"`` names a profile the platform installs on the
+    nodes (a pod naming one the node lacks never starts)."""
+    host_paths: list[Path] = []
+    """Directories of the nodes the team's jobs may mount (``HostPath``), each with what is
+    below it, e.g. ``["/mnt/nvme/cache"]``; none by default. A node's directory is shared
+    with every pod on the node and outlives the job: grant only what is meant to be shared."""
+    app_armor_profiles: list[Profile] = []
+    """AppArmor profiles besides ``"RuntimeDefault"`` the team's jobs may give:
+    ``"Unconfined"``, or ``"localhost/<name>"`` of a profile loaded on the nodes."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

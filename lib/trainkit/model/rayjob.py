@@ -15,9 +15,10 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
-from .job import Resources, check_volumes, repeated
+from .job import Resources, repeated
 from .operator_job import PodJob
 from .pip_requirements import requirement_problem
+from .volumes import check_volumes
 
 __all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RuntimeEnv", "WorkerGroup"]
 

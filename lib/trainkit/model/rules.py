@@ -1,10 +1,10 @@
 """Policy the platform engineer declares in ``jobs/platform/``: registries, GPU caps, networks.
 
-Definitions have no field that asks for a privileged container, a host path
-or the host's network: the only way to more than a plain pod is a
-``NetworkProfile`` declared here, which grants capabilities, extended
-resources and (optionally) the host network to the jobs and runtimes that
-name it.
+Definitions have no field that asks for a privileged container or the host's
+network: the only way to more than a plain pod is a ``NetworkProfile``
+declared here, which grants capabilities, extended resources and (optionally)
+the host network to the jobs and runtimes that name it. A node's directory
+(``HostPath``) needs the Team's grant, ``Team.host_paths``.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ class NetworkProfile(TrainkitModel):
     """What pods of the jobs and runtimes naming it (``network=``) are granted, e.g. RDMA.
 
     This is the only way a definition gets Linux capabilities, extra device
-    resources or the host network; privileged containers and host paths cannot
-    be asked for at all.
+    resources or the host network; privileged containers cannot be asked for at
+    all, host paths only where ``Team.host_paths`` grants them.
     """
 
     name: DNS1123Label

@@ -28,12 +28,14 @@ from .fields import (
     ObjectName,
     Path,
 )
-from .job import Image, Resources, Script, Toleration, Volume, check_program, check_volumes
+from .job import Image, Resources, Script, Toleration, check_program
 from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
+from .security import ContainerSecurityContext, SecurityContext, check_security
 from .trainer_flux import RuntimeFlux, tasks_gpus_problem
 from .trainer_initializers import DataSource, RuntimeInitializers
+from .volumes import AnyVolume, check_volumes
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -280,8 +282,10 @@ class TrainJob(TrainkitModel):
     """Processes per node; defaults to the GPUs per node (Trainer's ``auto``)."""
     resources: Resources | None = None
     """CPU, memory and GPUs of each node; defaults to the runtime's."""
-    volumes: list[Volume] = []
-    """PersistentVolumeClaims mounted on every node."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on every node: claims (``Volume(claim=…)``), scratch space
+    (``EmptyDir``), Secret and ConfigMap files (``SecretVolume``, ``ConfigMapVolume``),
+    tokens for other systems (``ServiceAccountToken``), CSI volumes (``CsiVolume``)."""
     deadline_seconds: int | None = Field(default=None, ge=1)
     """Fail the job when it has existed this long, counted from its creation (Trainer's clock:
     time queued in Volcano counts, unlike a PyTorchJob's deadline; on Kueue from admission)."""
@@ -317,6 +321,14 @@ class TrainJob(TrainkitModel):
     (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
+    security_context: SecurityContext | None = None
+    """Who every container of the nodes' pods runs as, over the runtime's (in the runtime
+    patch): ``SecurityContext(run_as_user=1000, fs_group=1000, run_as_non_root=True)``. On an
+    MPI runtime its ``run_as_user`` and ``fs_group`` are the runtime's, which its ssh keys
+    need."""
+    container_security_context: ContainerSecurityContext | None = None
+    """The node container's own settings over ``security_context``, e.g.
+    ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``."""
 
     @field_validator("env")
     @classmethod
@@ -360,6 +372,7 @@ class TrainJob(TrainkitModel):
     def _coherent(self) -> TrainJob:
         check_program(self.script, self.command, "the runtime's command runs")
         check_volumes(self.volumes)
+        check_security(self.security_context, self.container_security_context)
         return self
 
     @property

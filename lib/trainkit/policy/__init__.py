@@ -21,6 +21,7 @@ from .images import check_images
 from .packages import check_packages
 from .qos import check_qos
 from .queues import check_kueue_fit, check_queue_fit
+from .sidecars import check_sidecars
 from .tolerations import check_tolerations
 
 __all__ = ["check_policy", "team_gpus", "teams_over_cap"]
@@ -41,4 +42,5 @@ def check_policy(
     check_kueue_fit(plan.index, jobs, problems)
     check_tolerations(plan, problems)
     check_qos(plan.index, jobs, runtimes, problems)
+    check_sidecars(jobs, runtimes, problems)
     return list(dict.fromkeys(problems))

@@ -34,12 +34,22 @@ def check_qos(
         pj = ej.planned
         if getattr(pj.job, "resources", None) is None:
             continue  # the runtime's resources, reported at the runtime
+        own = [ic.name for ic in getattr(pj.job, "init_containers", [])]
         for ps in ej.pod_sets:
             _check(index, pj.definition, [ps.main], problems)
+            # The job's init containers and sidecars: the pod's QoS counts them too.
+            for c in ps.spec.get("initContainers") or []:
+                if c.get("name") in own:
+                    field = f"init_containers[{own.index(c['name'])}]."
+                    _check(index, pj.definition, [c], problems, field)
 
 
 def _check(
-    index: Index, d: Definition, containers: Iterable[dict[str, Any]], problems: list[Problem]
+    index: Index,
+    d: Definition,
+    containers: Iterable[dict[str, Any]],
+    problems: list[Problem],
+    field: str = "",
 ) -> None:
     for c in containers:
         res = c.get("resources") or {}
@@ -53,6 +63,6 @@ def _check(
                         f"a {name} request below the limit makes the pods Burstable (throttled "
                         f"and evicted before Guaranteed pods), which Policy.burstable in {where} "
                         f"does not allow; remove {name}_request",
-                        f"resources.{name}_request",
+                        f"{field}resources.{name}_request",
                     )
                 )

@@ -30,7 +30,9 @@ def render_namespace(*, namespace: str, team: str, source: str) -> dict[str, Any
 def resource_requirements(res: Resources, cluster: Cluster, *, gpu: bool = False) -> dict[str, Any]:
     """A node's ``resources``: requests equal limits (Guaranteed QoS, GPUs packed exactly),
     but for the CPU or memory request a job lowers where the policy allows it."""
-    cap = Capacity(cpu=res.cpu, memory=res.memory, gpu=res.gpu)
+    cap = Capacity(
+        cpu=res.cpu, memory=res.memory, gpu=res.gpu, ephemeral_storage=res.ephemeral_storage
+    )
     amounts = cap.amounts(cluster.gpu_resource, zero_gpu=gpu)
     requests = dict(amounts)
     if res.cpu_request is not None:

@@ -13,7 +13,14 @@ import copy
 from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT
-from ..model import ClusterTrainingRuntime, Resources, RuntimeFlux, TrainingRuntime, TrainJob
+from ..model import (
+    ClusterTrainingRuntime,
+    NetworkProfile,
+    Resources,
+    RuntimeFlux,
+    TrainingRuntime,
+    TrainJob,
+)
 from ..model.job import WORKSPACE
 from ..model.trainer import RuntimeMPI
 
@@ -41,6 +48,7 @@ from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .mpi_wait import wait_for_hosts
 from .pod import (
     GPU_HIDING_ENV,
+    container_security,
     env_list,
     env_only,
     env_sources,
@@ -49,9 +57,13 @@ from .pod import (
     hides_gpus,
     network_container,
     network_pod,
+    one_per_node,
     placement,
     pod_access,
+    pod_security,
     pod_volumes,
+    rsh_port_args,
+    sshd_port,
     tolerations,
 )
 from .script import job_metadata, script_configmap_name
@@ -83,6 +95,9 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
+# Where the MPI plugin mounts the hostfile (trainer v2.3.0 pkg/constants MPIHostfileDir,
+# MPIHostfileName).
+MPI_HOSTFILE = "/etc/mpi/hostfile"
 
 
 def _runtime_pod(
@@ -301,6 +316,12 @@ def _replicated_job(
     return rjob
 
 
+def _host_ssh_port(profile: NetworkProfile | None, mpi: RuntimeMPI) -> int | None:
+    """The nodes' sshd port that trainkit must set itself: ``ssh_port`` on a host-network
+    profile (the plan refuses 22 there); None leaves sshd and ssh to the image."""
+    return mpi.ssh_port if profile is not None and profile.host_network else None
+
+
 def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], dict[str, Any]]:
     """Trainer v2.3.0 plugins/mpi/mpi.go: replicated job ``launcher`` (the trainer, where
     spec.trainer goes) and ``node`` (sshd, ``numNodes`` pods, or one less when the launcher
@@ -313,8 +334,14 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         "runLauncherAsNode": mpi.launcher_as_node,
     }
     nodes = max(rt.nodes - 1, 1) if mpi.launcher_as_node else rt.nodes
-    node = _runtime_pod(pr, command=list(mpi.sshd), ports=False)
+    port = _host_ssh_port(pr.network, mpi)
+    # On the host network port 22 is the node's own sshd: the nodes' listens on ssh_port (-p
+    # overrides the Port of the image's sshd_config), where the probe and mpirun look.
+    sshd = [*mpi.sshd, "-p", str(port)] if port is not None else list(mpi.sshd)
+    node = _runtime_pod(pr, command=sshd, ports=False)
     node["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": mpi.ssh_port}}
+    if port is not None:
+        sshd_port(node["containers"][0], port)
     launcher = _runtime_pod(
         pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
         devices=mpi.launcher_as_node,
@@ -337,7 +364,7 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
             wait_for_hosts(
                 rt.image, hostfile_volume="mpi-hostfile", ssh_volume="mpi-ssh-auth",
                 ssh_dir=mpi.ssh_dir, resources=launcher["containers"][0]["resources"],
-                pull_policy=rt.image_pull_policy,
+                pull_policy=rt.image_pull_policy, port=port,
             )
         ]  # fmt: skip
     jobset = {
@@ -457,8 +484,13 @@ def mpi_command(pj: PlannedJob, job: TrainJob) -> list[str]:
     )
     forward = [a for name in names for a in ("-x", name)]
     ranks = mpi_slots(pj) * mpi_hosts(pj)
+    assert rt.mpi is not None
+    rsh = rsh_port_args(_host_ssh_port(pj.network, rt.mpi))
+    # The hostfile on the command line: Open MPI 5 ignores Trainer's
+    # OMPI_MCA_orte_default_hostfile and would start every rank on the launcher.
     return [
-        "mpirun", "--allow-run-as-root", "-np", str(ranks), *forward,
+        "mpirun", "--allow-run-as-root", "-np", str(ranks), "--hostfile", MPI_HOSTFILE,
+        *rsh, *forward,
         "python3", job.script.mount_path,
     ]  # fmt: skip
 
@@ -471,10 +503,17 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     volumes, mounts = pod_volumes(
         configmap=cm, scripts=list(pj.definition.files), claims=job.volumes
     )
+    node: dict[str, Any] = {"name": NODE}
+    container_security(node, job)
     if mounts:
-        pod["containers"] = [{"name": NODE, "volumeMounts": mounts}]
+        node["volumeMounts"] = mounts
+    if len(node) > 1:
+        pod["containers"] = [node]
     if volumes:
         pod["volumes"] = volumes
+    # A map: merged key by key into the runtime's (its run_as_user and fs_group stay unless
+    # the job gives its own, which the plan refuses on an MPI runtime).
+    pod_security(pod, job)
     if job.node_selector:
         pod["nodeSelector"] = dict(job.node_selector)  # a map: merged key by key
     if job.tolerations and pj.runtime is not None:
@@ -493,7 +532,7 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     pod_access(pod, service_account=job.service_account, pull_secrets=job.image_pull_secrets)
     # An MPI runtime's launcher and nodes both read the script and run on the job's nodes.
     mpi = pj.runtime is not None and pj.runtime.runtime.mpi is not None
-    jobs = [
+    jobs: list[dict[str, Any]] = [
         {
             "name": name,
             # Copied, not shared, so YAML dumpers never emit anchors for it.
@@ -508,6 +547,18 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         }
         for name in ((NODE, LAUNCHER) if mpi else (NODE,))
     ]
+    rt_mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    if rt_mpi is not None and _host_ssh_port(pj.network, rt_mpi) is not None:
+        # One node pod of this TrainJob per node: two would share the node's network
+        # namespace and sshd's port (the plan keeps the launcher off the host network).
+        # JobSet labels every pod with its JobSet's name, the TrainJob's, and its replicated
+        # job's (jobset v0.12.0 api/jobset/v1alpha2/jobset_types.go JobSetNameKey,
+        # ReplicatedJobNameKey; trainer v2.3.0 plugins/jobset/jobset.go Build names the JobSet).
+        one_per_node(
+            jobs[0]["template"]["spec"]["template"]["spec"],
+            {"jobset.sigs.k8s.io/jobset-name": pj.object_name,
+             "jobset.sigs.k8s.io/replicatedjob-name": NODE},
+        )  # fmt: skip
     steps = pj.runtime.runtime.initializers if pj.runtime is not None else None
     for name, step in (
         (DATASET_INITIALIZER, steps.dataset if steps else None),

@@ -28,7 +28,7 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
-from .pod import hide_gpus, pod_access, tolerations
+from .pod import container_security, hide_gpus, pod_access, pod_security, tolerations
 from .script import job_metadata, script_configmap_name
 
 __all__ = [
@@ -181,7 +181,9 @@ def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
     if job.image_pull_policy is not None:
         container["imagePullPolicy"] = job.image_pull_policy
     hide_gpus(container, pj.cluster)  # the head's image, on a GPU node maybe
+    container_security(container, job)  # a pod of the job, its user the job's
     spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
+    pod_security(spec, job)
     if job.tolerations:
         spec["tolerations"] = tolerations(job.tolerations)
     pod_access(

@@ -7,8 +7,8 @@ connections only), so a launcher started beside its workers would burn its backo
 they pull their image. mpi-operator publishes a worker's name only once it is Ready
 (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go newJobService); Trainer's nodes
 have names at once but sshd listens only once they run. The check is the one mpirun makes:
-ssh with the job's key and the image's ssh configuration, so it also fails (boundedly) on a
-key the image cannot use.
+ssh with the job's key and the image's ssh configuration (on the port the hosts' sshd listens
+on, when it is not the image's), so it also fails (boundedly) on a key the image cannot use.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ self=$(cat /etc/hostname)
 end=$(( $(date +%s) + $2 ))
 for host in $(cut -d' ' -f1 "$1" | cut -d: -f1); do
   case "$host" in "$self"|"$self".*) continue ;; esac
-  until ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no \\
+  until ssh{port} -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no \\
       -o UserKnownHostsFile=/dev/null "$host" true 2>/dev/null; do
     if [ "$(date +%s)" -ge "$end" ]; then
       echo "wait-for-hosts: $host did not accept ssh within $2 s" >&2
@@ -50,15 +50,18 @@ def wait_for_hosts(
     ssh_dir: str,
     resources: dict[str, Any],
     pull_policy: str | None = None,
+    port: int | None = None,
 ) -> dict[str, Any]:
     """The init container ``wait-for-hosts`` of a launcher pod: ``image`` (the launcher's,
     whose ssh mpirun uses), the operator's hostfile and ssh key volumes mounted where the
-    launcher has them, and the launcher's ``resources`` (the pod's QoS stays its own)."""
+    launcher has them, and the launcher's ``resources`` (the pod's QoS stays its own); ``port``:
+    the hosts' sshd port when ssh must not use the image's (a host network)."""
     c: dict[str, Any] = {"name": "wait-for-hosts", "image": image}
     if pull_policy is not None:
         c["imagePullPolicy"] = pull_policy
     # sh -c SCRIPT NAME ARGS...: NAME is $0.
-    c["command"] = ["sh", "-c", _SCRIPT, "wait-for-hosts", "/etc/mpi/hostfile", str(WAIT_SECONDS)]
+    script = _SCRIPT.format(port="" if port is None else f" -p {port}")
+    c["command"] = ["sh", "-c", script, "wait-for-hosts", "/etc/mpi/hostfile", str(WAIT_SECONDS)]
     c["resources"] = copy.deepcopy(resources)  # never shared: no YAML anchors
     c["volumeMounts"] = [
         {"mountPath": "/etc/mpi", "name": hostfile_volume, "readOnly": True},

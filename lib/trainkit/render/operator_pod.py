@@ -7,6 +7,7 @@ network profile, scheduler, tolerations, placement and access are the job's.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
 from .pod import (
+    container_security,
     env_list,
     env_sources,
     hide_gpus,
@@ -23,12 +25,46 @@ from .pod import (
     network_pod,
     placement,
     pod_access,
+    pod_security,
     pod_volumes,
     tolerations,
 )
 from .script import script_configmap_name
 
-__all__ = ["role_replicas", "role_template", "run_policy", "scheduling_policy"]
+__all__ = ["init_containers", "role_replicas", "role_template", "run_policy", "scheduling_policy"]
+
+
+def init_containers(
+    pj: PlannedJob, job: PodJob, mounts: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The job's init containers and native sidecars: the job's image unless they name one,
+    their own command, env and resources (no GPU, so the NVIDIA variables are blanked), the
+    job's ``mounts`` they name, and the job's container security unless they give their own."""
+    out = []
+    for ic in job.init_containers:
+        c: dict[str, Any] = {"name": ic.name, "image": ic.image or pj.image}
+        if job.image_pull_policy is not None:
+            c["imagePullPolicy"] = job.image_pull_policy
+        c["command"] = list(ic.command)
+        if ic.args:
+            c["args"] = list(ic.args)
+        if ic.env:
+            c["env"] = env_list(ic.env)
+        c["resources"] = resource_requirements(ic.resources, pj.cluster)
+        hide_gpus(c, pj.cluster)
+        if ic.sidecar:
+            # A native sidecar (KEP-753): started before the job's container, stopped once it
+            # has ended, so the pod completes (a second regular container would keep it
+            # Running, holding its GPUs).
+            c["restartPolicy"] = "Always"
+        own = [copy.deepcopy(m) for m in mounts if m["name"] in ic.mounts]
+        if own:
+            c["volumeMounts"] = own
+        context = ic.security_context or job.container_security_context
+        if context is not None and (rendered := context.render()):
+            c["securityContext"] = rendered
+        out.append(c)
+    return out
 
 
 def role_template(
@@ -69,13 +105,18 @@ def role_template(
     if container.get("ports"):
         c["ports"] = container["ports"]
     c["resources"] = resource_requirements(resources, pj.cluster)
+    container_security(c, job)
     network_container(c, profile)
     if gpu_env:
         hide_gpus(c, pj.cluster)
     if mounts:
         c["volumeMounts"] = mounts
-    spec: dict[str, Any] = {"containers": [c]}
+    spec: dict[str, Any] = {}
+    if runs_training and job.init_containers:
+        spec["initContainers"] = init_containers(pj, job, mounts)
+    spec["containers"] = [c]
     network_pod(spec, profile)
+    pod_security(spec, job)
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     if volumes:

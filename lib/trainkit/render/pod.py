@@ -9,6 +9,16 @@ from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, V
 from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
+from ..model.security import ContainerSecurityContext, SecurityContext
+from ..model.volumes import (
+    AnyVolume,
+    ConfigMapVolume,
+    EmptyDir,
+    HostPath,
+    SecretVolume,
+    ServiceAccountToken,
+    volume_name,
+)
 
 __all__ = [
     "GPU_HIDING_ENV",
@@ -16,6 +26,7 @@ __all__ = [
     "SHM_VOLUME",
     "claim_mounts",
     "claim_volumes",
+    "container_security",
     "env_list",
     "env_only",
     "env_sources",
@@ -24,33 +35,81 @@ __all__ = [
     "hides_gpus",
     "network_container",
     "network_pod",
+    "one_per_node",
     "placement",
     "pod_access",
+    "pod_security",
     "pod_volumes",
+    "rsh_port_args",
+    "sshd_port",
     "tolerations",
 ]
 
 
-def claim_mounts(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
-    out = []
-    for v in volumes:
-        m: dict[str, Any] = {"mountPath": v.path, "name": v.claim}
-        if v.read_only:
-            m["readOnly"] = True
-        if v.sub_path:
-            m["subPath"] = v.sub_path
-        out.append(m)
-    return out
+def _mount(v: AnyVolume) -> dict[str, Any]:
+    m: dict[str, Any] = {"mountPath": v.path, "name": volume_name(v)}
+    # Secret, ConfigMap and projected volumes are read-only whatever the mount says
+    # (the kubelet's atomic writer); saying so shows it.
+    if getattr(v, "read_only", False) or isinstance(
+        v, SecretVolume | ConfigMapVolume | ServiceAccountToken
+    ):
+        m["readOnly"] = True
+    if v.sub_path:
+        m["subPath"] = v.sub_path
+    return m
 
 
-def claim_volumes(volumes: Sequence[Volume]) -> list[dict[str, Any]]:
-    out = []
-    for v in volumes:
+def _items(items: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"key": k, "path": items[k]} for k in sorted(items)]
+
+
+def _source(v: AnyVolume) -> dict[str, Any]:
+    """The pod volume of ``v``."""
+    out: dict[str, Any] = {"name": volume_name(v)}
+    if isinstance(v, Volume):
         claim: dict[str, Any] = {"claimName": v.claim}
         if v.read_only:
             claim["readOnly"] = True
-        out.append({"name": v.claim, "persistentVolumeClaim": claim})
+        out["persistentVolumeClaim"] = claim
+    elif isinstance(v, EmptyDir):
+        empty: dict[str, Any] = {"medium": "Memory"} if v.memory else {}
+        out["emptyDir"] = {**empty, "sizeLimit": v.size}
+    elif isinstance(v, SecretVolume | ConfigMapVolume):
+        source: dict[str, Any]
+        if isinstance(v, SecretVolume):
+            key, source = "secret", {"secretName": v.secret}
+        else:
+            key, source = "configMap", {"name": v.config_map}
+        if v.items:
+            source["items"] = _items(v.items)
+        if v.optional:
+            source["optional"] = True
+        out[key] = source
+    elif isinstance(v, ServiceAccountToken):
+        token = {"audience": v.audience, "expirationSeconds": v.expiration_seconds, "path": v.file}
+        out["projected"] = {"sources": [{"serviceAccountToken": token}]}
+    elif isinstance(v, HostPath):
+        out["hostPath"] = {"path": v.host_path, "type": "Directory"}
+    else:
+        csi: dict[str, Any] = {"driver": v.driver}
+        if v.fs_type is not None:
+            csi["fsType"] = v.fs_type
+        if v.read_only:
+            csi["readOnly"] = True
+        if v.attributes:
+            csi["volumeAttributes"] = dict(sorted(v.attributes.items()))
+        out["csi"] = csi
     return out
+
+
+def claim_mounts(volumes: Sequence[AnyVolume]) -> list[dict[str, Any]]:
+    """The ``volumeMounts`` of a job's volumes, in the order given."""
+    return [_mount(v) for v in volumes]
+
+
+def claim_volumes(volumes: Sequence[AnyVolume]) -> list[dict[str, Any]]:
+    """The pod ``volumes`` of a job's volumes, in the order given."""
+    return [_source(v) for v in volumes]
 
 
 def network_container(container: dict[str, Any], profile: NetworkProfile | None) -> None:
@@ -68,7 +127,24 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
             # Extended resources are never overcommitted: requests equal limits.
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
     if profile.capabilities:
-        container["securityContext"] = {"capabilities": {"add": sorted(set(profile.capabilities))}}
+        # Added after the job's dropped ones (a container may drop ALL and keep IPC_LOCK).
+        context = container.setdefault("securityContext", {})
+        context.setdefault("capabilities", {})["add"] = sorted(set(profile.capabilities))
+
+
+def container_security(container: dict[str, Any], job: object) -> None:
+    """The job's ``container_security_context`` on ``container`` (before a network profile
+    adds its capabilities)."""
+    context: ContainerSecurityContext | None = getattr(job, "container_security_context", None)
+    if context is not None and (rendered := context.render()):
+        container["securityContext"] = rendered
+
+
+def pod_security(spec: dict[str, Any], job: object) -> None:
+    """The job's ``security_context`` as the pod's."""
+    context: SecurityContext | None = getattr(job, "security_context", None)
+    if context is not None and (rendered := context.render()):
+        spec["securityContext"] = rendered
 
 
 # The NVIDIA container runtime exposes the GPUs the image's NVIDIA_VISIBLE_DEVICES names (CUDA
@@ -116,6 +192,34 @@ def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
         # The default policy would fall back to the node's resolv.conf and lose
         # the cluster's Service names, which the operator's master address is.
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def sshd_port(container: dict[str, Any], port: int) -> None:
+    """Declare the port sshd listens on in a host-network pod as a host port: the scheduler
+    (its NodePorts filter) then places no second pod using the port, of any job, on the node.
+    For a host-network pod the API server makes every containerPort a hostPort anyway."""
+    container["ports"] = [
+        {"name": "ssh", "containerPort": port, "hostPort": port, "protocol": "TCP"}
+    ]
+
+
+def one_per_node(spec: dict[str, Any], labels: Mapping[str, str]) -> None:
+    """At most one pod that ``labels`` select per node: a required pod anti-affinity on the
+    node's hostname (the MPI hosts of a job on the host network, each one node's sshd)."""
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": "kubernetes.io/hostname"}
+    spec.setdefault("affinity", {})["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]
+    }
+
+
+def rsh_port_args(port: int | None) -> list[str]:
+    """mpirun's arguments that make its ssh reach sshd on ``port`` (none for the image's).
+
+    On the command line, not in the env: the operators set OMPI_MCA_plm_rsh_args themselves,
+    after the pod's own variables, and Open MPI 5 reads only the command line's (its prterun
+    passes ``--mca plm_rsh_args`` on as ``plm_ssh_args``). ``-p N`` holds no ``=``, which
+    prterun would cut when it forwards the value to the daemons it spawns in a tree."""
+    return [] if port is None else ["--mca", "plm_rsh_args", f"-p {port}"]
 
 
 def pod_access(
@@ -210,7 +314,7 @@ def pod_volumes(
     configmap: str | None = None,
     scripts: Sequence[str] = (),
     shm_size: str | None = None,
-    claims: Sequence[Volume] = (),
+    claims: Sequence[AnyVolume] = (),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(volumes, volumeMounts)``: scripts, shared memory and claims, in that order.
 

@@ -16,6 +16,8 @@ from ..load import Definition
 from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from ..model.env import EnvSource, source_key_refused
 from ..model.pod_metadata import steering_domain
+from ..model.security import RUNTIME_DEFAULT
+from ..model.volumes import ConfigMapVolume, HostPath, SecretVolume
 from .index import Declared
 from .problems import known, problem
 
@@ -79,6 +81,83 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
     sources = getattr(d.obj, "env_from", [])
     problems.extend(check_env_from(d, team, sources, own, kind, lambda i: f"env_from[{i}]"))
     problems.extend(_pod_metadata(d, team))
+    problems.extend(_profiles(d, team))
+    problems.extend(_volume_keys(d, team))
+    return problems
+
+
+def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A problem per Secret or ConfigMap volume whose keys ``team`` does not grant: the keys
+    of ``items``, or with none the whole object, which the grant must list with every key
+    it holds (as for ``env_from``): a Secret may hold other systems' credentials."""
+    problems = []
+    for i, v in enumerate(getattr(d.obj, "volumes", [])):
+        if isinstance(v, HostPath):
+            granted_dirs = team.obj.host_paths
+            if not any(v.below(g) for g in granted_dirs):
+                problems.append(
+                    problem(
+                        d,
+                        f"team {team.obj.name!r} may not mount the node's {v.host_path}; "
+                        f"Team.host_paths in {team.file} allows {known(granted_dirs)}; use "
+                        "a claim or an EmptyDir, or ask the platform team",
+                        f"volumes[{i}]",
+                    )
+                )
+            continue
+        if isinstance(v, SecretVolume):
+            grant, kind, source, granted = "secrets", "Secret", v.secret, team.obj.secrets
+        elif isinstance(v, ConfigMapVolume):
+            grant, kind, source = "config_maps", "ConfigMap", v.config_map
+            granted = team.obj.config_maps
+        else:
+            continue
+        keys = granted.get(source)
+        if keys is None:
+            missing = f"{kind} {source!r}"
+            allows = f"allows {known(granted)}"
+        elif v.items and not (wanted := sorted(set(v.items) - set(keys))):
+            continue
+        elif v.items:
+            missing = f"key {', '.join(repr(k) for k in wanted)} of {kind} {source!r}"
+            allows = f"allows keys {known(keys)} of it"
+        else:
+            continue  # the grant lists every key of the object
+        problems.append(
+            problem(
+                d,
+                f"team {team.obj.name!r} may not mount {missing}; Team.{grant} in "
+                f"{team.file} {allows}; list only granted keys in items, or ask the platform "
+                "team",
+                f"volumes[{i}]",
+            )
+        )
+    return problems
+
+
+def _profiles(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A problem per seccomp or AppArmor profile other than ``RuntimeDefault`` that ``team``
+    does not grant: ``Unconfined`` lifts a confinement of the kernel, and a node's own
+    profile may allow anything (or be missing, so the pod never starts)."""
+    problems = []
+    for field in ("security_context", "container_security_context"):
+        context = getattr(d.obj, field, None)
+        if context is None:
+            continue
+        for kind, grant in (("seccomp", "seccomp_profiles"), ("app_armor", "app_armor_profiles")):
+            profile = getattr(context, kind)
+            granted: list[str] = getattr(team.obj, grant)
+            if profile is None or profile == RUNTIME_DEFAULT or profile in granted:
+                continue
+            problems.append(
+                problem(
+                    d,
+                    f"team {team.obj.name!r} may not use the {kind} profile {profile!r}; "
+                    f"Team.{grant} in {team.file} allows {known(granted)} besides "
+                    f"{RUNTIME_DEFAULT!r}; use {RUNTIME_DEFAULT!r}, or ask the platform team",
+                    f"{field}.{kind}",
+                )
+            )
     return problems
 
 

@@ -11,6 +11,7 @@ from ..model import (
     Cluster,
     ClusterTrainingRuntime,
     Job,
+    MPIJob,
     NetworkProfile,
     RayJob,
     Resources,
@@ -18,7 +19,7 @@ from ..model import (
     TrainJob,
 )
 from ..model.env import SecretEnv
-from ..model.job import image_for
+from ..model.job import Volume, image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
 from ..model.paddlejob import (
     PADDLE_OPERATOR,
@@ -26,6 +27,7 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.security import effective_user
 from ..model.trainer import trainjob_object_name
 from ..model.trainer_flux import (
     FLUX_MOUNTS,
@@ -34,9 +36,16 @@ from ..model.trainer_flux import (
     tasks_gpus_problem,
 )
 from ..model.trainer_initializers import INITIALIZER_VOLUME, initializer_claim
+from ..model.volumes import CsiVolume, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
-from .network import check_network_grant, env_conflicts, resolve_network
+from .network import (
+    check_network_grant,
+    env_conflicts,
+    host_network_mpijob,
+    host_network_trainjob,
+    resolve_network,
+)
 from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
@@ -224,8 +233,11 @@ def place(
                 )
             # A TrainJob's env reaches the same container as its runtime's profile env.
             problems.extend(env_conflicts(d, {**job.env, **job.env_refs}, network, index))
+            problems.extend(host_network_trainjob(d, job, found.runtime, network))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
+            if isinstance(job, MPIJob):
+                problems.extend(host_network_mpijob(d, job, network))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
@@ -235,6 +247,7 @@ def place(
             granted_keys(sources, team), local_queue, indexes,
         )  # fmt: skip
         _check_hostnames(pj, problems)
+        _check_csi(pj, problems)
         out.append(pj)
     return out
 
@@ -278,6 +291,9 @@ def _runtime_env_from(
     return check_env_from(d, team, rt.env_from, own, "TrainJob", lambda i: "runtime", via)
 
 
+TRAINER_MPI_VOLUMES = ("mpi-hostfile", "mpi-ssh-auth")
+
+
 def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list[Problem]:
     """What a TrainJob may not say on an MPI runtime: Trainer writes spec.trainer's image into
     the trainer job's container only (pkg/runtime/framework/plugins/jobset/builder.go), the
@@ -296,6 +312,45 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     f"{what} would reach only the launcher, not the nodes that run the ranks; "
                     "set it on the runtime",
                     field,
+                )
+            )
+    # The runtime's user reads the ssh key, mode 0640, through its fs_group, at its own
+    # ~/.ssh (ssh_dir): another user or group would find no usable key (see the runtime's
+    # _ssh_key_readable).
+    rt, mpi = runtime.runtime, runtime.runtime.mpi
+    for i, v in enumerate(job.volumes):
+        # Trainer's MPI plugin adds these volumes (trainer v2.3.0 pkg/constants/constants.go
+        # MPIHostfileVolumeName, MPISSHAuthVolumeName); a patch's of the same name would be
+        # merged into them.
+        if volume_name(v) in TRAINER_MPI_VOLUMES:
+            out.append(
+                problem(
+                    d,
+                    f"volume {volume_name(v)!r} has the name of a volume Trainer's MPI plugin "
+                    f"adds ({', '.join(TRAINER_MPI_VOLUMES)}); rename it",
+                    f"volumes[{i}]",
+                )
+            )
+    pod, own = job.security_context, job.container_security_context
+    uid, _ = effective_user(pod, own)
+    uid_field = (
+        "container_security_context"
+        if own is not None and own.run_as_user is not None
+        else "security_context"
+    )
+    fs_group = pod.fs_group if pod is not None else None
+    for what, field, mine, theirs in (
+        ("run_as_user", uid_field, uid, rt.run_as_user),
+        ("fs_group", "security_context", fs_group, rt.fs_group),
+    ):
+        if mine is not None and mine != theirs:
+            out.append(
+                problem(
+                    d,
+                    f"{what}={mine} differs from the {what} {theirs} of MPI runtime "
+                    f"{rt.name!r}, whose ssh keys (mode 0640 at {mpi.ssh_dir}) only that "
+                    f"user and group can use; leave {what} out",
+                    f"{field}.{what}",
                 )
             )
     return out
@@ -370,12 +425,13 @@ def _initializer_trainjob(
             )
         )
     for v in job.volumes:
-        if v.claim == INITIALIZER_VOLUME:
+        if volume_name(v) == INITIALIZER_VOLUME:
+            what = "claim" if isinstance(v, Volume) else "volume"
             out.append(
                 problem(
                     d,
-                    f"claim {v.claim!r} has the name of the workspace volume of runtime "
-                    f"{rt.name!r}, which JobSet refuses beside it; rename the claim",
+                    f"{what} {volume_name(v)!r} has the name of the workspace volume of runtime "
+                    f"{rt.name!r}, which JobSet refuses beside it; rename the {what}",
                     "volumes",
                 )
             )
@@ -425,13 +481,14 @@ def _flux_trainjob(
         field = "procs_per_node" if job.procs_per_node is not None else "resources"
         out.append(problem(d, on + why, field))
     for v in job.volumes:
-        if v.claim in FLUX_VOLUMES:
+        if volume_name(v) in FLUX_VOLUMES:
+            what = "claim" if isinstance(v, Volume) else "volume"
             out.append(
                 problem(
                     d,
-                    on + f"claim {v.claim!r} has the name of a volume Trainer's Flux plugin adds "
-                    f"({', '.join(sorted(FLUX_VOLUMES))}), which would replace it; rename the "
-                    "claim",
+                    on + f"{what} {volume_name(v)!r} has the name of a volume Trainer's Flux "
+                    f"plugin adds ({', '.join(sorted(FLUX_VOLUMES))}), which would replace it; "
+                    f"rename the {what}",
                     "volumes",
                 )
             )
@@ -502,6 +559,23 @@ def _image(job: Job, d: Definition, cluster: Cluster, problems: list[Problem]) -
             )
         )
     return image
+
+
+def _check_csi(pj: PlannedJob, problems: list[Problem]) -> None:
+    """A problem per CSI volume whose driver the cluster does not list: the kubelet finds no
+    such driver and the pod never starts (and an unlisted driver may mount anything)."""
+    listed = pj.cluster.csi_drivers
+    for i, v in enumerate(getattr(pj.job, "volumes", [])):
+        if isinstance(v, CsiVolume) and v.driver not in listed:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"on cluster {pj.cluster.name!r}: CSI driver {v.driver!r} is not one the "
+                    f"cluster lists (Cluster.csi_drivers: {known(listed)}); use a listed "
+                    "driver, or ask the platform team",
+                    f"volumes[{i}]",
+                )
+            )
 
 
 def _check_hostnames(pj: PlannedJob, problems: list[Problem]) -> None:

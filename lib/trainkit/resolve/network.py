@@ -6,12 +6,29 @@ from collections.abc import Mapping
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Cluster, NetworkProfile, Team
+from ..model import (
+    Cluster,
+    ClusterTrainingRuntime,
+    MPIJob,
+    NetworkProfile,
+    Team,
+    TrainingRuntime,
+    TrainJob,
+)
+from ..model.mpijob import HOST_NETWORK_SSH_PORT
 from .index import Declared, Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
 
-__all__ = ["check_network_grant", "check_profiles", "env_conflicts", "resolve_network"]
+__all__ = [
+    "check_network_grant",
+    "check_profiles",
+    "env_conflicts",
+    "host_network_mpijob",
+    "host_network_runtime",
+    "host_network_trainjob",
+    "resolve_network",
+]
 
 
 def resolve_network(
@@ -148,3 +165,121 @@ def check_profiles(index: Index, problems: list[Problem]) -> None:
                         f"resources.{gpu}",
                     )
                 )
+
+
+# MPI on the host network. The pods share their node's network namespace, where the node's own
+# sshd listens on port 22: trainkit starts sshd on another port (HOST_NETWORK_SSH_PORT, or a
+# runtime's ssh_port) and points every ssh it writes at it. What it cannot point there is
+# refused. The operators' own ssh arguments cannot carry the port: mpi-operator appends
+# OMPI_MCA_plm_rsh_args (and Intel's and MPICH's) after the job's env, so its value wins
+# (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go ompiEnvVars, newLauncherPodTemplate),
+# Trainer upserts it over the runtime's (trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go
+# EnforceMLPolicy), and Open MPI 5 reads no OMPI_MCA_plm_rsh_args from the env at all: only
+# mpirun's command line reaches ssh.
+_NODE_SSHD = "the node's own sshd listens on port 22 of the host network"
+
+
+def _on_host(profile: NetworkProfile | None) -> bool:
+    return profile is not None and profile.host_network
+
+
+def host_network_mpijob(
+    d: Definition, job: MPIJob, profile: NetworkProfile | None
+) -> list[Problem]:
+    """What an MPIJob on a host-network profile cannot do: trainkit runs the workers' sshd on
+    port HOST_NETWORK_SSH_PORT and passes it to the mpirun, deepspeed or horovodrun it writes."""
+    if not _on_host(profile):
+        return []
+    assert profile is not None
+    where = f"network profile {profile.name!r} runs the workers on the host network"
+    port = HOST_NETWORK_SSH_PORT
+    out = []
+    if job.mpi != "OpenMPI":
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}; trainkit moves the workers' sshd to port {port} "
+                f"and points Open MPI's mpirun at it, not mpi={job.mpi!r}'s Hydra launcher: use "
+                "mpi='OpenMPI' or a profile without host_network",
+                "mpi",
+            )
+        )
+    if job.script is None:
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}; the workers' sshd listens on port {port}, and "
+                "trainkit points only the launchers it writes for script= at it, not your "
+                "command: use script= (with launch=) or a profile without host_network",
+                "command",
+            )
+        )
+    if job.launcher_as_worker:
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}; launcher_as_worker=True would put the launcher "
+                "in the host network too, where its host name is the node's, not the "
+                "hostfile's: drop launcher_as_worker (add a node instead) or use a profile "
+                "without host_network",
+                "launcher_as_worker",
+            )
+        )
+    return out
+
+
+def host_network_runtime(
+    d: Definition, rt: ClusterTrainingRuntime | TrainingRuntime, profile: NetworkProfile | None
+) -> list[Problem]:
+    """What an MPI runtime on a host-network profile cannot do: its nodes' sshd listens on
+    ``ssh_port``, which port 22 cannot be, and the launcher stays off the host network."""
+    if rt.mpi is None or not _on_host(profile):
+        return []
+    assert profile is not None
+    where = f"network profile {profile.name!r} runs the nodes on the host network"
+    out = []
+    if rt.mpi.ssh_port == 22:
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}: the nodes' readiness probe would pass against "
+                "it and mpirun would reach it; set mpi=RuntimeMPI(ssh_port=...) to another "
+                f"port, e.g. {HOST_NETWORK_SSH_PORT} (trainkit starts sshd on it with -p)",
+                "mpi.ssh_port",
+            )
+        )
+    if rt.mpi.launcher_as_node:
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}; launcher_as_node=True would put the launcher "
+                "in the host network too, where its host name is the node's, not the "
+                "hostfile's: drop launcher_as_node (add a node instead) or use a profile "
+                "without host_network",
+                "mpi.launcher_as_node",
+            )
+        )
+    return out
+
+
+def host_network_trainjob(
+    d: Definition,
+    job: TrainJob,
+    rt: ClusterTrainingRuntime | TrainingRuntime,
+    profile: NetworkProfile | None,
+) -> list[Problem]:
+    """A TrainJob on an MPI runtime on the host network runs the mpirun trainkit writes for
+    its script, which reaches the nodes' ssh_port; a command of its own would not."""
+    if rt.mpi is None or not _on_host(profile) or job.script is not None:
+        return []
+    assert profile is not None
+    return [
+        problem(
+            d,
+            f"runtime {rt.name!r} runs its nodes on the host network (network profile "
+            f"{profile.name!r}), where {_NODE_SSHD}; their sshd listens on port "
+            f"{rt.mpi.ssh_port}, and trainkit points only the mpirun it writes for script= at "
+            "it, not your command: use script=",
+            "command",
+        )
+    ]

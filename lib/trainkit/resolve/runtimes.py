@@ -111,7 +111,7 @@ def collect_runtimes(
 ) -> Runtimes:
     """Place every runtime on its clusters; duplicates and bad references are problems."""
     from .access import check_access
-    from .network import check_network_grant, resolve_network
+    from .network import check_network_grant, host_network_runtime, resolve_network
 
     # One name may be defined more than once on disjoint clusters: the same
     # runtime name with a CUDA image on NVIDIA clusters and a ROCm one on AMD.
@@ -211,6 +211,7 @@ def collect_runtimes(
                 )
                 continue
             network = resolve_network(d, rt.network, cluster, index, problems)
+            problems.extend(host_network_runtime(d, rt, network))
             queue = _queue(d, rt, cluster, index, problems)
             placed.append(PlannedRuntime(rt, d, cluster, namespace, queue, network))
     placed.sort(key=lambda r: (r.cluster.name, r.kind, r.namespace or "", r.runtime.name))

@@ -25,7 +25,7 @@ from trainkit.validate.crds import CrdSet, TreeCrds, crds_dir, load_crds
 from trainkit.validate.files import validate_paths, validate_text
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 from trainkit.validate.report import format_github, format_json, format_text
-from trainkit.validate.tree import validate_tree
+from trainkit.validate.tree import TreeBuilds, validate_tree
 
 __all__ = [
     "ARGOCD_KUSTOMIZE",
@@ -36,6 +36,7 @@ __all__ = [
     "NeededCrd",
     "Planned",
     "PodAllowance",
+    "TreeBuilds",
     "TreeCrds",
     "check_object",
     "crd_needs",

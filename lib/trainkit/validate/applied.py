@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from trainkit.errors import Problem
-from trainkit.validate.argo_decode import Decoded, DecodeError, decode_build, decode_documents
+from trainkit.validate.argo_decode import (
+    Decoded,
+    DecodeError,
+    canonical_json,
+    decode_build,
+    decode_documents,
+)
 from trainkit.validate.check import describe_object
 from trainkit.validate.documents import InputLimitError
 
@@ -77,12 +83,14 @@ def compare_build(
     *,
     shown: str,
     origins: Callable[[Path], tuple[bytes, str] | None] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[Problem]:
     """Problems where the decoded build of ``directory`` is not the planned objects.
 
     ``shown`` is how messages name the tree (``generated``); ``origins``, called with the
     directory only when an object is extra, returns the build with kustomize's origin
-    annotations (``build.origin_build``) to name the file it came from.
+    annotations (``build.origin_build``) to name the file it came from. ``keys``: the
+    ``canonical_json`` of each decoded object, when the caller has them already.
     """
     files, problems = _listed(directory, out_dir, shown, set())
     expected: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -101,12 +109,13 @@ def compare_build(
         for obj in objects:
             expected.setdefault(_canonical(obj), []).append((rel, obj))
     unmatched: list[Decoded] = []
-    for d in decoded:
-        bucket = expected.get(_canonical(d.body))
+    for i, d in enumerate(decoded):
+        key = keys[i] if keys is not None else _canonical(d.body)
+        bucket = expected.get(key)
         if bucket:
             bucket.pop()
             if not bucket:
-                del expected[_canonical(d.body)]
+                del expected[key]
         else:
             unmatched.append(d)
     if not unmatched and not expected:
@@ -360,8 +369,7 @@ def _identity(doc: dict[str, Any]) -> _Identity | None:
     return (str(parts[0]), str(parts[1]), str(parts[2]), str(parts[3]))
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_canonical = canonical_json
 
 
 def _go(value: Any) -> Any:

@@ -67,6 +67,7 @@ __all__ = [
     "ArgoLoader",
     "DecodeError",
     "Decoded",
+    "canonical_json",
     "decode_build",
     "decode_documents",
     "go_resolve",
@@ -401,9 +402,8 @@ class _GoBuilder(Builder):
 
     def _mapping(self, node: yaml.MappingNode, depth: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
-        self._write(node, out, depth)
-        if not any(isinstance(k, tuple) for k in out):
-            return out
+        if not self._write(node, out, depth):
+            return out  # every key a string
         # convertToJSONableObject: keys become strings; two keys that become the same
         # string are kept in Go's random map order, so Argo CD's result is not known.
         result: dict[str, Any] = {}
@@ -417,28 +417,34 @@ class _GoBuilder(Builder):
             result[text] = v
         return result
 
-    def _write(self, node: yaml.MappingNode, out: dict[Any, Any], depth: int) -> None:
-        """Write the pairs of ``node`` into ``out`` in go-yaml v2's order (merges included)."""
+    def _write(self, node: yaml.MappingNode, out: dict[Any, Any], depth: int) -> bool:
+        """Write the pairs of ``node`` into ``out`` in go-yaml v2's order (merges included);
+        whether a key written is not a string (a tagged tuple of ``_key``)."""
         scalar = yaml.ScalarNode
         fast = not self._track
+        others = False
         for key_node, value_node in node.value:
             if key_node.__class__ is scalar and key_node.tag == _STR:
                 key: Any = key_node.value
             elif (
                 key_node.__class__ is scalar and key_node.tag == _MERGE and (key_node.value == "<<")
             ):
-                self._merge(value_node, out, depth + 1)
+                others = self._merge(value_node, out, depth + 1) or others
                 continue
             else:
                 key = self._key(key_node, depth + 1)
+                others = others or isinstance(key, tuple)
             if fast and value_node.__class__ is scalar and value_node.tag == _STR:
                 out[key] = value_node.value
             else:
                 out[key] = self.build(value_node, depth + 1)
+        return others
 
-    def _merge(self, node: yaml.Node, out: dict[Any, Any], depth: int) -> None:
-        """go-yaml v2 ``decoder.merge``: a map's pairs, or a list's maps last to first."""
+    def _merge(self, node: yaml.Node, out: dict[Any, Any], depth: int) -> bool:
+        """go-yaml v2 ``decoder.merge``: a map's pairs, or a list's maps last to first;
+        whether a key written is not a string."""
         sources = list(reversed(node.value)) if isinstance(node, yaml.SequenceNode) else [node]
+        others = False
         for source in sources:
             if not isinstance(source, yaml.MappingNode):
                 raise DecodeError("map merge requires map or sequence of maps as the value")
@@ -448,7 +454,8 @@ class _GoBuilder(Builder):
                 self._alias(source, depth)  # counted as the alias it is
             else:
                 self.build(source, depth)  # seen once, so that a later alias counts
-            self._write(source, out, depth)
+            others = self._write(source, out, depth) or others
+        return others
 
 
 # --- documents ------------------------------------------------------------------------
@@ -507,7 +514,10 @@ def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 # Characters a JSON string may hold raw that go-yaml v2 then reads otherwise (NEL folds,
 # the rest are refused), or escapes that can produce them; a key over 1024 characters
 # cannot be a simple key. Only a document with one of these is read a second time.
-_SECOND_READ = re.compile(rb"\\[xuUN]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\x7f|[^\n]{1000}")
+# (The long line is looked for apart: as a regex alternative it costs a scan of up to
+# 1,000 bytes at every position of the document.)
+_SECOND_READ = re.compile(rb"\\[xuUN]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\x7f")
+_LONG_LINE = 1000
 _TAG_TOKEN = re.compile(rb"(?:^|[\s\[{,])!")
 
 
@@ -537,10 +547,10 @@ def _offset(start: int, line: int | None) -> int:
 
 def _decode_chunk(chunk: bytes) -> tuple[yaml.Node | None, Any]:
     check_nesting(chunk, ArgoLoader)
-    if _TAG_TOKEN.search(chunk):
+    if b"!" in chunk and _TAG_TOKEN.search(chunk):
         _refuse_non_specific_tags(chunk)
     node, value = _first_document(chunk)
-    if value is not None and _SECOND_READ.search(chunk):
+    if value is not None and _needs_second_read(chunk):
         # Step 3 reads the JSON of step 2 with go-yaml again.
         text = _go_json(value)
         try:
@@ -552,6 +562,12 @@ def _decode_chunk(chunk: bytes) -> tuple[yaml.Node | None, Any]:
                 "holds a character its YAML reader refuses or takes for a line break"
             ) from None
     return node, value
+
+
+def _needs_second_read(chunk: bytes) -> bool:
+    if _SECOND_READ.search(chunk):
+        return True
+    return len(chunk) >= _LONG_LINE and max(map(len, chunk.split(b"\n"))) >= _LONG_LINE
 
 
 def _first_document(chunk: bytes) -> tuple[yaml.Node | None, Any]:
@@ -583,6 +599,13 @@ def _go_json(value: Any) -> str:
     U+2029 escaped, every other non-ASCII character raw."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value, whatever its keys' order: how decoded objects are compared
+    (and remembered as validated). A value that is no JSON (a file read with other rules
+    may hold one) is written as its ``str``."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _reason(err: yaml.YAMLError) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "find_kubectl",
     "kustomize_build",
     "origin_build",
+    "require_kubectl",
     "start_build",
 ]
 
@@ -108,6 +109,10 @@ class Build:
         out, problems = self.output()
         return out.decode("utf-8", "replace"), problems
 
+    def wait(self) -> None:
+        """Wait until the build ends (or is killed)."""
+        self._proc.wait()
+
     def output(self) -> tuple[bytes, list[Problem]]:
         """Wait for the build; ``(bytes, [])`` or ``(b"", problems)``."""
         self._proc.wait()
@@ -142,10 +147,15 @@ class Build:
 
 def start_build(directory: Path) -> Build:
     """Start ``kubectl kustomize <directory>``; ``Build.result`` waits for it."""
+    return Build(directory, require_kubectl(directory))
+
+
+def require_kubectl(directory: Path) -> str:
+    """The kubectl that builds ``directory``; a ``SetupError`` saying how to install one."""
     kubectl = find_kubectl()
     if kubectl is None:
         raise SetupError([Problem(file=str(directory), message=_INSTALL)])
-    return Build(directory, kubectl)
+    return kubectl
 
 
 def origin_build(directory: Path) -> tuple[bytes, str] | None:

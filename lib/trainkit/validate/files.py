@@ -8,8 +8,9 @@ field check although kustomize applies it correctly.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,20 @@ import yaml
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem
-from trainkit.validate.argo_decode import Decoded
+from trainkit.validate.argo_decode import Decoded, canonical_json
 from trainkit.validate.check import check_object, describe_object
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError, iter_documents, line_of, load_all
 from trainkit.validate.findings import Finding, format_path
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["NOT_MANIFEST_GROUPS", "validate_decoded", "validate_paths", "validate_text"]
+__all__ = [
+    "NOT_MANIFEST_GROUPS",
+    "validate_decoded",
+    "validate_paths",
+    "validate_text",
+    "validated_key",
+]
 
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 NOT_MANIFEST_GROUPS = frozenset({"kustomize.config.k8s.io"})
@@ -40,10 +47,17 @@ def validate_paths(
     allowance: PodAllowance = BASELINE,
     baseline: Baseline | None = None,
     seen: set[str] | None = None,
+    known: Mapping[Path, tuple[bytes, Sequence[dict[str, Any]]]] | None = None,
 ) -> list[Problem]:
     """Problems of every manifest under ``paths``; ``crds=None`` runs only the object rules.
 
     ``seen``, when given, receives every object validated (see ``validate_text``).
+
+    ``known`` maps a file (its absolute path as a walk of ``paths`` finds it) to the bytes
+    trainkit wrote into it and the objects it rendered for them (``check``: the objects each
+    build must hold, ``applied.planned_objects``). A file holding exactly those bytes is not
+    parsed: its objects are validated as rendered, and only when they have problems is the
+    file read, to validate what it says with its lines.
 
     ``allowance`` is what pod templates may be granted (``BASELINE`` unless the
     caller knows the platform's NetworkProfiles). With a ``baseline``, each
@@ -71,12 +85,41 @@ def validate_paths(
         old = deployed.get(file)
         # An unchanged file cannot break a transition rule: skip parsing it twice.
         old_text = old if old is not None and old != data else None
+        written = known.get(file) if known is not None else None
+        if written is not None and written[0] == data:
+            clean = _validate_rendered(written[1], crds, allowance, old_text, seen)
+            if clean:
+                continue
         problems.extend(
             validate_text(
                 data, _shown(file, root), crds, allowance=allowance, old_text=old_text, record=seen
             )
         )
     return sorted(problems, key=lambda p: (p.file, p.line or 0, p.obj, p.field, p.message))
+
+
+def validated_key(canonical: str) -> str:
+    """What ``seen`` sets hold for an object: a digest of its ``canonical_json`` (a tree of
+    10,000 jobs would otherwise keep the JSON of every object)."""
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _validate_rendered(
+    objects: Sequence[dict[str, Any]],
+    crds: CrdSet | None,
+    allowance: PodAllowance,
+    old_text: bytes | None,
+    record: set[str] | None,
+) -> bool:
+    """Whether the rendered ``objects`` of a file have no findings; if so, each is recorded
+    in ``record`` as validated."""
+    olds = _objects_by_identity(old_text) if old_text is not None and crds is not None else {}
+    for obj in objects:
+        if _check_document(obj, crds, allowance, olds):
+            return False
+    if record is not None:
+        record.update(validated_key(canonical_json(obj)) for obj in objects)
+    return True
 
 
 def validate_text(
@@ -91,8 +134,8 @@ def validate_text(
 ) -> list[Problem]:
     """Problems of every manifest in a multi-document YAML text (e.g. kustomize output).
 
-    ``record`` receives the canonical JSON of each document checked; a document whose
-    canonical JSON is in ``seen`` is skipped (it was validated already, and would only
+    ``record`` receives the ``validated_key`` of each document checked; a document whose
+    key is in ``seen`` is skipped (it was validated already, and would only
     repeat its problems).
 
     ``old_text`` is the deployed version: an object in it with the same
@@ -107,7 +150,7 @@ def validate_text(
             if not isinstance(doc, dict) or "kind" not in doc:
                 continue  # not a Kubernetes object (e.g. a kustomize configurations file)
             if record is not None or seen is not None:
-                canonical = json.dumps(doc, sort_keys=True, default=str)
+                canonical = validated_key(canonical_json(doc))
                 if seen is not None and canonical in seen:
                     continue
                 if record is not None:
@@ -138,14 +181,18 @@ def validate_decoded(
     *,
     allowance: PodAllowance = BASELINE,
     seen: set[str] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[Problem]:
     """Problems of the objects Argo CD applies from a build (``argo_decode.decode_build``).
 
-    An object whose canonical JSON is in ``seen`` was validated already (as a file's)."""
+    An object whose canonical JSON (``canonical_json``; ``keys`` holds them when the caller
+    has them already) is in ``seen`` was validated already (as a file's)."""
     problems: list[Problem] = []
-    for d in objects:
-        if seen is not None and json.dumps(d.body, sort_keys=True, default=str) in seen:
-            continue
+    for i, d in enumerate(objects):
+        if seen is not None:
+            key = validated_key(keys[i] if keys is not None else canonical_json(d.body))
+            if key in seen:
+                continue
         prefix: tuple[str | int, ...] = ("items", d.item) if d.item is not None else ()
         for finding, obj in _check_document(d.body, crds, allowance, {}):
             line = line_of(d.node, (*prefix, *finding.path)) if d.node is not None else 1

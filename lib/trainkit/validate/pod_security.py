@@ -1,8 +1,8 @@
 """Pod security of manifests: what a hand-written or overlaid pod template may not have.
 
-trainkit never generates privileged containers, host paths or host
-namespaces, and adds Linux capabilities or the host network only through a
-platform ``NetworkProfile``. An overlay or a hand-written manifest could add
+trainkit never generates privileged containers or host namespaces, a host
+path only below a directory a Team grants (``Team.host_paths``), and Linux
+capabilities or the host network only through a platform ``NetworkProfile``. An overlay or a hand-written manifest could add
 them anyway, and nothing in the CRD schemas refuses them: these rules do.
 
 Pod specs are found by shape, wherever a kind nests them (``trainkit.kube.pods``).
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from trainkit.kube.paths import under
 from trainkit.kube.pods import containers
 from trainkit.validate.findings import Finding, JsonPath
 
@@ -47,23 +48,38 @@ class PodAllowance:
     host_network: bool
     source: str
     """Who grants it, for messages."""
+    host_paths: frozenset[str] = frozenset()
+    """Directories of the nodes some Team grants (``Team.host_paths``): a hostPath volume
+    below one is allowed, any other never."""
 
     @classmethod
-    def from_profiles(cls, profiles: Iterable[GrantsPods]) -> PodAllowance:
-        """The union of what the platform's network profiles grant."""
+    def from_profiles(
+        cls, profiles: Iterable[GrantsPods], host_paths: Iterable[str] = ()
+    ) -> PodAllowance:
+        """The union of what the platform's network profiles grant, and the node directories
+        its Teams grant."""
         profiles = sorted(profiles, key=lambda p: p.name)
         names = ", ".join(repr(p.name) for p in profiles)
         return cls(
             capabilities=frozenset(_cap(c) for p in profiles for c in p.capabilities),
             host_network=any(p.host_network for p in profiles),
             source=f"NetworkProfiles {names}" if profiles else "no NetworkProfile is declared",
+            host_paths=frozenset(host_paths),
         )
 
     @classmethod
     def from_platform(cls, objects: Iterable[object]) -> PodAllowance:
-        """What the platform's objects grant (those that grant pods anything: its
-        NetworkProfiles), as ``trainkit check`` takes them from the plan."""
-        return cls.from_profiles(o for o in objects if isinstance(o, GrantsPods))
+        """What the platform's objects grant (its NetworkProfiles, and its Teams' node
+        directories), as ``trainkit check`` takes them from the plan."""
+        objects = list(objects)
+        paths = [
+            p
+            for o in objects
+            if not isinstance(o, GrantsPods)
+            for p in getattr(o, "host_paths", None) or ()
+            if isinstance(p, str)
+        ]
+        return cls.from_profiles((o for o in objects if isinstance(o, GrantsPods)), paths)
 
 
 BASELINE = PodAllowance(
@@ -107,12 +123,21 @@ def _check_pod(
     volumes = spec.get("volumes")
     for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
         if isinstance(volume, dict) and volume.get("hostPath") is not None:
+            source = volume["hostPath"]
+            node_dir = source.get("path") if isinstance(source, dict) else None
+            if isinstance(node_dir, str) and any(under(node_dir, g) for g in allow.host_paths):
+                continue  # a directory a Team grants (the plan checked it was this team's)
+            granted = ", ".join(sorted(allow.host_paths))
+            why = (
+                f"which is not below a directory the platform grants (Team.host_paths: {granted})"
+                if granted
+                else "which is never allowed without a Team.host_paths grant"
+            )
             out.append(
                 Finding(
                     (*path, "volumes", i, "hostPath"),
                     f"pod security: volume {volume.get('name')!r} mounts a directory of the "
-                    "node (hostPath), which is never allowed; use a PersistentVolumeClaim or "
-                    "an emptyDir",
+                    f"node (hostPath), {why}; use a PersistentVolumeClaim or an emptyDir",
                 )
             )
     for where, c in containers(spec, path):

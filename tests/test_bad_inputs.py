@@ -605,8 +605,8 @@ CASES = [
         field="runtime",
         says=(
             "unknown runtime 'torch-distributd' on cluster 'gpu-east'; runtimes there: "
-            "ClusterTrainingRuntime 'deepspeed-0-19', ClusterTrainingRuntime 'jax-0-10', "
-            "ClusterTrainingRuntime 'torch-2-5' "
+            "ClusterTrainingRuntime 'deepspeed-0-19', ClusterTrainingRuntime 'flux-jammy', "
+            "ClusterTrainingRuntime 'jax-0-10', ClusterTrainingRuntime 'torch-2-5' "
             "(declare runtimes in jobs/platform/)",
         ),
         problems=2,  # one per cluster

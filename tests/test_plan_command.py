@@ -509,7 +509,7 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
         for r in c["changes"]
         if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "JAXJob", "TrainJob")
     }
-    assert len(gone) == 12
+    assert len(gone) == 14
     assert gone == {k: v for k, v in new.items() if k in gone}
 
 
@@ -558,14 +558,16 @@ def test_a_plan_too_long_for_a_comment_drops_details_then_rows(ws: Workspace) ->
 def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     ws: Workspace, cli: Cli
 ) -> None:
-    """On h100-south the RayJob's new run is admitted by ClusterQueue llm: the plan adds its
-    pods' requests (head, workers, submitter) and shows the queue's nominal quota."""
+    """On h100-south the RayJob's new run is admitted by ClusterQueue llm beside the TrainJob
+    wiki-sft: the plan adds the pods' requests (head, workers, submitter; the TrainJob's node
+    and its dataset step) and shows the queue's nominal quota."""
     deploy(ws, cli)
     edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]
     assert llm["after"]["capability"] == {"gpu": 64, "cpu": "512", "memory": "4Ti"}
-    # 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU.
-    assert llm["after"]["requests"]["gpu"] == 16
-    assert llm["after"]["requests"]["cpu"] == "73"
+    # The RayJob: 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU; wiki-sft: a node of
+    # 16 CPUs and 8 GPUs, and its dataset step's 2 CPUs (Kueue admits both in one workload).
+    assert llm["after"]["requests"]["gpu"] == 16 + 8
+    assert llm["after"]["requests"]["cpu"] == str(73 + 16 + 2)

@@ -90,12 +90,12 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
             source = f"ConfigMap {v['configMap']['name']}"
         elif "persistentVolumeClaim" in v:
             source = f"PersistentVolumeClaim {v['persistentVolumeClaim']['claimName']}"
+        elif "secret" in v:
+            source = f"Secret {v['secret']['secretName']}"
         elif "emptyDir" in v:
             size = v["emptyDir"].get("sizeLimit")
             where = "memory" if v["emptyDir"].get("medium") == "Memory" else "the node's disk"
             source = where + (f" ({size})" if size else "")
-        elif "secret" in v:
-            source = f"Secret {v['secret']['secretName']}"
         elif "csi" in v:
             source = f"CSI driver {v['csi']['driver']}"
         elif "projected" in v:

@@ -19,7 +19,21 @@ from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT, trainer_framework_env
 from ..kube.quantities import parse_quantity
-from ..render.kubeflow_trainer import ANCESTOR_LABEL, NODE
+from ..render.kubeflow_trainer import (
+    ANCESTOR_LABEL,
+    DATASET_INITIALIZER,
+    FLUX_INSTALLER,
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    INITIALIZER_VOLUME,
+    MODEL_INITIALIZER,
+    NODE,
+    STORAGE_URI,
+    flux_configmap,
+    flux_curve_secret,
+    flux_original_command,
+    flux_run,
+)
 from ..render.meta import VOLCANO_QUEUE_ANNOTATION
 from ..resolve import PlannedJob
 from .admission import pod_set_workload
@@ -43,10 +57,11 @@ def effective_trainjob(
         annotations.update((template.get("metadata") or {}).get("annotations") or {})
         if template.get("spec") is not None:
             jobset = strategic_merge(jobset, template["spec"])
+    jobset = _claims(jobset, pj.object_name)
     trainer = spec.get("trainer")
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
     if "mpi" in (rt_spec.get("mlPolicy") or {}):
-        sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], trainer, runtime_name)
+        sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], spec, runtime_name)
         gang = _gang(pj, rt_spec, sets, annotations)
         # Kueue's pod sets follow the JobSet's replicated jobs.
         order = [r["name"] for r in jobset["replicatedJobs"]]
@@ -68,20 +83,27 @@ def effective_trainjob(
     # A policy without a framework is plainml: counts and spec.trainer only, no variables
     # (trainer v2.3.0 plugins/plainml/plainml.go).
     policy = rt_spec.get("mlPolicy")
-    framework = next((f for f in ("torch", "jax", "xgboost") if f in (policy or {})), "plainml")
+    frameworks = ("torch", "jax", "xgboost", "flux")
+    framework = next((f for f in frameworks if f in (policy or {})), "plainml")
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]
         count = _parallelism(rjob)
+        added: tuple[dict[str, Any], ...] = ()
         if labels.get(ANCESTOR_LABEL) == "trainer":
             # mlPolicy.numNodes (1 when not given), the job's parallelism without an mlPolicy
             # (trainingruntime.go newRuntimeInfo); the TrainJob's numNodes over either.
             base = int(policy.get("numNodes", 1)) if policy is not None else count
             count = int((trainer or {}).get("numNodes") or base)
-            if framework == "torch":
+            if framework == "flux" and rjob["name"] == NODE:
+                pod, env, procs, added = _flux_pod(
+                    pod, runtime_name, trainer, pj, count, (policy or {})["flux"], notes
+                )
+                world = count * int(procs)
+            elif framework == "torch":
                 pod, env, procs = _trainer_pod(pod, runtime_name, trainer, pj, count, notes)
                 world = count * _procs(procs, pod)
-            elif framework == "plainml":
+            elif framework in ("plainml", "flux"):
                 pod, env = _plain_pod(pod, runtime_name, trainer, pj)
                 world = count
             else:
@@ -89,9 +111,19 @@ def effective_trainjob(
                     pod, runtime_name, trainer, pj, count, framework, notes
                 )
                 world = count * int(procs)
+        elif labels.get(ANCESTOR_LABEL) in (DATASET_INITIALIZER, MODEL_INITIALIZER):
+            pod_sets.append(_initializer_set(rjob, spec, runtime_name, pj))
+            continue
         else:
             env = ()
-        pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env))
+        pod_sets.append(PodSet(rjob["name"], count, 0, pod, NODE, env, added_init_containers=added))
+        after = [x["name"] for x in rjob.get("dependsOn") or [] if x.get("status") == "Complete"]
+        if after:
+            notes.append(
+                f"the nodes start once {' and '.join(after)} completed (JobSet dependsOn); "
+                f"the workspace claim {INITIALIZER_VOLUME}-{pj.object_name} is JobSet's, "
+                "deleted with the TrainJob"
+            )
     gang = _gang(pj, rt_spec, pod_sets, annotations)
     return EffectiveJob(
         pj,
@@ -103,6 +135,41 @@ def effective_trainjob(
         tuple(notes),
         workload=_workload(body, pod_sets),
     )
+
+
+def _claims(jobset: dict[str, Any], trainjob: str) -> dict[str, Any]:
+    """JobSet's volumeClaimPolicies: one PVC ``<template>-<jobset>`` per template, added as a
+    volume to every replicated job whose containers mount it by name (jobset v0.12.0
+    pkg/controllers/volume_claim_policy.go addVolumes; the JobSet is named after the TrainJob)."""
+    names = [
+        t["metadata"]["name"]
+        for policy in jobset.get("volumeClaimPolicies") or []
+        for t in policy.get("templates") or []
+    ]
+    if not names:
+        return jobset
+    rjobs = []
+    for rjob in jobset["replicatedJobs"]:
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+        mounted = {m.get("name") for c in containers for m in c.get("volumeMounts") or []}
+        added = [
+            {"name": n, "persistentVolumeClaim": {"claimName": f"{n}-{trainjob}"}}
+            for n in names
+            if n in mounted
+        ]
+        if added:
+            pod = {**pod, "volumes": [*(pod.get("volumes") or []), *added]}
+            template = {**rjob["template"]["spec"]["template"], "spec": pod}
+            rjob = {
+                **rjob,
+                "template": {
+                    **rjob["template"],
+                    "spec": {**rjob["template"]["spec"], "template": template},
+                },
+            }
+        rjobs.append(rjob)
+    return {**jobset, "replicatedJobs": rjobs}
 
 
 def _runtime_node_resources(jobset: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +274,7 @@ def _mpi_pods(
     pj: PlannedJob,
     jobset: dict[str, Any],
     policy: dict[str, Any],
-    trainer: dict[str, Any] | None,
+    spec: dict[str, Any],
     runtime_name: str,
 ) -> tuple[list[PodSet], str, int, list[str]]:
     """Trainer v2.3.0 plugins/mpi/mpi.go: the launcher (the trainer job, where spec.trainer
@@ -215,6 +282,7 @@ def _mpi_pods(
     when the launcher is a node, which then also gets spec.trainer's env. The launcher job
     has mlPolicy.numNodes pods (pkg/runtime/core/trainingruntime.go newRuntimeInfo: the
     count of the trainer ancestor), each running the command."""
+    trainer = spec.get("trainer")
     mpi = policy["mpi"]
     as_node = bool(mpi.get("runLauncherAsNode", False))
     by_name = {r["name"]: r for r in jobset["replicatedJobs"]}
@@ -239,7 +307,13 @@ def _mpi_pods(
         name = rjob["name"]
         pod = rjob["template"]["spec"]["template"]["spec"]
         if name not in counts:
-            pod_sets.append(PodSet(name, _parallelism(rjob), 0, pod, NODE, (), False))
+            step = ((rjob["template"].get("metadata") or {}).get("labels") or {}).get(
+                ANCESTOR_LABEL
+            )
+            if step in (DATASET_INITIALIZER, MODEL_INITIALIZER):
+                pod_sets.append(_initializer_set(rjob, spec, runtime_name, pj))
+            else:
+                pod_sets.append(PodSet(name, _parallelism(rjob), 0, pod, NODE, (), False))
             continue
         count = counts[name]
         pod = _mpi_volumes(pod, pj.object_name, ssh_dir, launcher=name == "launcher")
@@ -386,6 +460,165 @@ def _framework_pod(
         c["env"] = [e.entry() for e in env]
         containers.append(c)
     return {**pod, "containers": containers}, tuple(env), procs
+
+
+def _initializer_set(
+    rjob: dict[str, Any], spec: dict[str, Any], runtime_name: str, pj: PlannedJob
+) -> PodSet:
+    """An initializer step's replicated job: one pod set of its Job's parallelism (counted
+    once, like any replicated job that is not the trainer's: trainingruntime.go
+    newRuntimeInfo), with spec.initializer written into its container."""
+    step = rjob["template"]["metadata"]["labels"][ANCESTOR_LABEL]
+    pod = rjob["template"]["spec"]["template"]["spec"]
+    pod, env = _initializer_pod(pod, step, spec.get("initializer"), runtime_name, pj)
+    where = "/workspace/dataset" if step == DATASET_INITIALIZER else "/workspace/model"
+    return PodSet(
+        rjob["name"], _parallelism(rjob), 0, pod, step, env, runs_ranks=False,
+        duty=f"downloads to {where} of the nodes, then completes",
+    )  # fmt: skip
+
+
+def _initializer_pod(
+    pod: dict[str, Any],
+    step: str,
+    initializer: dict[str, Any] | None,
+    runtime_name: str,
+    pj: PlannedJob,
+) -> tuple[dict[str, Any], tuple[EnvVar, ...]]:
+    """Container ``step`` of an initializer job with the TrainJob's section written into it
+    (trainer v2.3.0 plugins/jobset/builder.go Initializer): STORAGE_URI and env upserted,
+    the Secret appended as envFrom."""
+    source = (initializer or {}).get(step.removesuffix("-initializer"))
+    containers = []
+    env: list[EnvVar] = []
+    for c in pod.get("containers") or []:
+        if c.get("name") != step:
+            containers.append(c)
+            continue
+        c = dict(c)
+        env = [EnvVar.of(e, env_source(pj, e["name"], runtime_name)) for e in c.get("env") or []]
+        if source is not None:
+            given = list(source.get("env") or [])
+            if source.get("storageUri") is not None:
+                given.insert(0, {"name": STORAGE_URI, "value": source["storageUri"]})
+            for e in given:
+                env = [x for x in env if x.name != e["name"]]
+                env.append(EnvVar.of(e, "job"))
+            if source.get("secretRef") is not None:
+                c["envFrom"] = [*(c.get("envFrom") or []), {"secretRef": source["secretRef"]}]
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+    return {**pod, "containers": containers}, tuple(env)
+
+
+def _flux_pod(
+    pod: dict[str, Any],
+    runtime_name: str,
+    trainer: dict[str, Any] | None,
+    pj: PlannedJob,
+    count: int,
+    policy: dict[str, Any],
+    notes: list[str],
+) -> tuple[dict[str, Any], tuple[EnvVar, ...], str, tuple[dict[str, Any], ...]]:
+    """The trainer job ``node`` of a flux runtime (trainer v2.3.0 plugins/flux/flux.go
+    EnforceMLPolicy; plugins/plainml/plainml.go upserts spec.trainer's env and sizes it):
+    the command wrapped by the entrypoint, args dropped, the plugin's volumes (by name) and
+    mounts (by path), and its flux-installer init container."""
+    name = pj.object_name
+    containers = []
+    env: list[EnvVar] = []
+    tasks = int((trainer or {}).get("numProcPerNode") or policy.get("numProcPerNode") or 1)
+    installer: dict[str, Any] = {}
+    for c in pod.get("containers") or []:
+        if c.get("name") != NODE:
+            containers.append(c)
+            continue
+        settings = {
+            "FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+            "FLUX_NETWORK_DEVICE": "eth0",
+            "FLUX_QUEUE_POLICY": "fcfs",
+        }  # pkg/constants/constants.go Flux*; the runtime's values, then the TrainJob's
+        for source in (c.get("env") or [], (trainer or {}).get("env") or []):
+            for e in source:
+                if e.get("name") in settings:
+                    settings[e["name"]] = str(e.get("value", ""))
+        original = flux_original_command(
+            list((trainer or {}).get("command") or c.get("command") or []),
+            list((trainer or {}).get("args") or []),
+        )
+        c, env = apply_trainer(c, trainer, runtime_name, pj)
+        if trainer is None:
+            notes.append(
+                "spec.trainer is not set: Trainer's Flux plugin cannot run (it rewrites "
+                "spec.trainer's command)"
+            )
+            c["env"] = [e.entry() for e in env]
+            containers.append(c)
+            continue
+        c.pop("args", None)
+        c["command"] = ["/bin/bash", "/etc/flux-config/entrypoint.sh", original]
+        mounts = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") not in FLUX_MOUNTS]
+        for path, volume in FLUX_MOUNTS.items():
+            mount: dict[str, Any] = {"name": volume.replace("<trainjob>", name), "mountPath": path}
+            if path not in ("/mnt/flux", "/opt/software"):
+                mount["readOnly"] = True
+            mounts.append(mount)
+        c["volumeMounts"] = mounts
+        c["env"] = [e.entry() for e in env]
+        containers.append(c)
+        installer = {
+            "name": FLUX_INSTALLER,
+            "image": settings["FLUX_VIEW_IMAGE"],
+            "command": ["/bin/bash", "/etc/flux-config/init.sh"],
+            "volumeMounts": [
+                {"name": "flux-install", "mountPath": "/mnt/flux"},
+                {"name": flux_configmap(name), "mountPath": "/etc/flux-config", "readOnly": True},
+            ],
+        }
+        res = (trainer.get("resourcesPerNode") if trainer else None) or c.get("resources") or {}
+        gpus = gpus_of(res)
+        notes.append(
+            f"Flux: the first node runs `{flux_run(count, tasks, gpus, original)}` "
+            f"({count} × {tasks} tasks); "
+            + (
+                f"the other {count - 1} run Flux brokers until it ends"
+                if count > 1
+                else "no other node"
+            )
+        )
+        notes.append(
+            "Trainer's Flux plugin mounts a read-only memory-backed /dev/shm and an emptyDir "
+            "over /opt/software (the image's is hidden), and creates ConfigMap "
+            f"{flux_configmap(name)} and Secret {flux_curve_secret(name)}"
+        )
+        if not gpus and pj.resources is not None and pj.resources.gpu:
+            notes.append(
+                f"Trainer counts no GPUs under {pj.cluster.gpu_resource} (the name holds no "
+                "'gpu'): flux run asks for none, the tasks see the pod's"
+            )
+    volumes = [
+        v
+        for v in pod.get("volumes") or []
+        if v.get("name") not in {*FLUX_VOLUMES, flux_configmap(name)}
+    ]
+    if installer:
+        volumes += [
+            {"name": "spack-install", "emptyDir": {}},
+            {"name": "flux-install", "emptyDir": {}},
+            {
+                "name": flux_configmap(name),
+                "configMap": {"name": flux_configmap(name), "defaultMode": 0o755},
+            },
+            {"name": "shared-memory", "emptyDir": {"medium": "Memory"}},
+            {
+                "name": "flux-curve",
+                "secret": {"secretName": flux_curve_secret(name), "defaultMode": 0o400},
+            },
+        ]
+    out = {**pod, "containers": containers}
+    if volumes:
+        out["volumes"] = volumes
+    return out, tuple(env), str(tasks), ((installer,) if installer else ())
 
 
 _PORT = TRAINER_MASTER_PORT

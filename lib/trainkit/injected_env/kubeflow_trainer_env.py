@@ -39,6 +39,7 @@ TRAINJOB_RESERVED_ENV: dict[str, str] = {
 # would be overwritten (apply.UpsertEnvVars).
 _TRAINER_JAX = "Kubeflow Trainer's JAX plugin sets it on a jax runtime's nodes"
 _TRAINER_XGB = "Kubeflow Trainer's XGBoost plugin sets it on an xgboost runtime's nodes"
+_TRAINER_FLUX = "Kubeflow Trainer's Flux plugin reads it on a flux runtime"
 TRAINER_FRAMEWORK_ENV: dict[str, str] = {
     "JAX_NUM_PROCESSES": f"{_TRAINER_JAX} to the number of nodes",
     "JAX_PROCESS_ID": f"{_TRAINER_JAX} to the pod's completion index",
@@ -47,6 +48,13 @@ TRAINER_FRAMEWORK_ENV: dict[str, str] = {
     "DMLC_TRACKER_PORT": f"{_TRAINER_XGB} to 29500",
     "DMLC_TASK_ID": f"{_TRAINER_XGB} to the pod's completion index",
     "DMLC_NUM_WORKER": f"{_TRAINER_XGB} to nodes × GPUs per node (or nodes)",
+    # plugins/flux/flux.go brokerSettingsFromEnvironment: read from the runtime's container
+    # "node", then the TrainJob's env (an env_ref would read as the empty string there).
+    "FLUX_VIEW_IMAGE": f"{_TRAINER_FLUX} as the flux-installer image; set "
+    "RuntimeFlux(view_image=...) on the runtime",
+    "FLUX_NETWORK_DEVICE": f"{_TRAINER_FLUX} as the brokers' network device; set "
+    "RuntimeFlux(network_device=...) on the runtime",
+    "FLUX_QUEUE_POLICY": f"{_TRAINER_FLUX} as the Flux scheduler's queue policy (fcfs)",
 }
 
 

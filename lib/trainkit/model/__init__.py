@@ -18,6 +18,8 @@ from .rules import NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
+from .trainer_flux import RuntimeFlux
+from .trainer_initializers import DataSource, Initializer, RuntimeInitializers
 from .volumes import (
     ConfigMapVolume,
     CsiVolume,
@@ -42,12 +44,14 @@ __all__ = [
     "ConfigMapVolume",
     "ContainerSecurityContext",
     "CsiVolume",
+    "DataSource",
     "DeletionRule",
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
     "HostPath",
     "InitContainer",
+    "Initializer",
     "JAXJob",
     "Job",
     "MPIJob",
@@ -66,6 +70,8 @@ __all__ = [
     "Resources",
     "Role",
     "RuntimeEnv",
+    "RuntimeFlux",
+    "RuntimeInitializers",
     "RuntimeMPI",
     "Script",
     "SecretEnv",

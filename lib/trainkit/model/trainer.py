@@ -33,10 +33,13 @@ from .placement import NodeLabel, Topology
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
+from .trainer_flux import RuntimeFlux, tasks_gpus_problem
+from .trainer_initializers import DataSource, RuntimeInitializers
 from .volumes import AnyVolume, check_volumes
 
 __all__ = [
     "ClusterTrainingRuntime",
+    "RuntimeFlux",
     "RuntimeMPI",
     "TrainJob",
     "TrainingRuntime",
@@ -128,6 +131,14 @@ class _TorchRuntime(TrainkitModel):
     fs_group: int | None = Field(default=None, ge=0, le=2147483647)
     """Group id that owns the pods' volumes and is added to their processes
     (``securityContext.fsGroup``), e.g. ``1000``. An MPI runtime needs one."""
+    initializers: RuntimeInitializers | None = None
+    """Steps that download a dataset and/or a model into a workspace volume before the nodes
+    start (``RuntimeInitializers(dataset=Initializer(...), size="200Gi")``); the nodes read
+    them at ``/workspace/dataset`` and ``/workspace/model``. Not on Volcano clusters."""
+    flux: RuntimeFlux | None = None
+    """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
+    installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
+    the first node, ``procs_per_node`` tasks per node (HPC and MPI programs)."""
     framework: Literal["torch", "jax", "xgboost"] = "torch"
     """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
     ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
@@ -137,6 +148,21 @@ class _TorchRuntime(TrainkitModel):
 
     @model_validator(mode="after")
     def _one_policy(self) -> _TorchRuntime:
+        # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
+        if self.flux is not None and self.mpi is not None:
+            raise ValueError(
+                "flux= and mpi= are two ML policies; Trainer takes one: drop one of them"
+            )
+        if self.flux is not None and self.framework != "torch":
+            raise ValueError(
+                f"framework={self.framework!r} and flux= are two ML policies; Trainer takes "
+                "one: drop flux= or framework="
+            )
+        if self.initializers is not None and self.mpi is not None:
+            raise ValueError(
+                "initializers= on an MPI runtime is not offered: the launcher already waits for "
+                "the nodes; download in the job's script instead"
+            )
         if self.mpi is not None and self.framework != "torch":
             # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
             raise ValueError(
@@ -152,6 +178,24 @@ class _TorchRuntime(TrainkitModel):
 
     _refs = env_refs_validator("TrainJob")
     _sources = env_from_validator()
+
+    @model_validator(mode="after")
+    def _flux_fits(self) -> _TorchRuntime:
+        if self.flux is None:
+            return self
+        if self.shm_size is not None:
+            # flux.go EnforceMLPolicy mounts its memory-backed volume shared-memory at
+            # /dev/shm, upserted by path (pkg/apply/apply.go UpsertVolumeMounts).
+            raise ValueError(
+                "shm_size cannot be kept: Trainer's Flux plugin mounts its own /dev/shm over it "
+                "(memory-backed, read-only, no size limit: it counts against the pod's memory); "
+                "drop shm_size"
+            )
+        gpus = self.resources.gpu if self.resources is not None else 0
+        why = tasks_gpus_problem(self.flux.procs_per_node, gpus)
+        if why is not None:
+            raise ValueError(why)
+        return self
 
     @model_validator(mode="after")
     def _ssh_key_readable(self) -> _TorchRuntime:
@@ -225,6 +269,13 @@ class TrainJob(TrainkitModel):
     env_refs: dict[EnvName, EnvRef] = {}
     """Variables read when the pod starts from a key of a Secret or ConfigMap the Team grants,
     e.g. ``{"HF_TOKEN": SecretKey(secret="hf-token", key="token")}``."""
+    dataset: DataSource | None = None
+    """What the runtime's dataset step downloads to ``/workspace/dataset`` before the nodes
+    start, e.g. ``DataSource(storage_uri="hf://tatsu-lab/alpaca")``."""
+    model: DataSource | None = None
+    """What the runtime's model step downloads to ``/workspace/model`` before the nodes
+    start, e.g. ``DataSource(storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct",
+    secret="hf-token")``."""
     nodes: int | None = Field(default=None, ge=1, le=10000)
     """Number of nodes (pods); defaults to the runtime's."""
     procs_per_node: int | None = Field(default=None, ge=1, le=1024)

@@ -37,6 +37,10 @@ def check_images(
             pod = rjob["template"]["spec"]["template"]["spec"]
             for c in pod.get("containers") or []:
                 _check(index, pr.definition, str(c.get("image", "")), pr.cluster, problems)
+        if pr.runtime.flux is not None:
+            # Trainer runs it as the flux-installer init container of every node (trainer
+            # v2.3.0 plugins/flux/flux.go EnforceMLPolicy); TrainJobs cannot change it.
+            _check(index, pr.definition, pr.runtime.flux.view_image, pr.cluster, problems)
     for ej in jobs:
         pj = ej.planned
         for ps in ej.pod_sets:

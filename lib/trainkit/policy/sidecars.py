@@ -15,11 +15,16 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..errors import Problem
+from ..model.trainer_initializers import DATASET_INITIALIZER, MODEL_INITIALIZER
 from ..resolve import PlannedRuntime, problem
 
 __all__ = ["check_sidecars"]
 
 _RUNTIME_CONTAINER = "node"  # render/kubeflow_trainer.py NODE
+# An initializer step's job runs its container named after the step, which the label names
+# (render/kubeflow_trainer.py ANCESTOR_LABEL; trainer v2.3.0 pkg/constants/constants.go).
+_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+_STEPS = (DATASET_INITIALIZER, MODEL_INITIALIZER)
 
 
 def check_sidecars(
@@ -41,10 +46,11 @@ def check_sidecars(
     for pr, body in runtimes:
         for rjob in body["spec"]["template"]["spec"]["replicatedJobs"]:
             pod = rjob["template"]["spec"]["template"]["spec"]
+            labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+            step = labels.get(_STEP_LABEL)
+            own = step if step in _STEPS else _RUNTIME_CONTAINER
             extra = [
-                str(c.get("name"))
-                for c in pod.get("containers") or []
-                if c.get("name") != _RUNTIME_CONTAINER
+                str(c.get("name")) for c in pod.get("containers") or [] if c.get("name") != own
             ]
             if extra:
                 where = f"the {rjob.get('name')} pods"

@@ -338,6 +338,34 @@ def rank_target(
                 )
             ]
         )
+    if pj.runtime is not None and pj.runtime.runtime.initializers is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("runtime"),
+                    obj=pj.job.describe(),
+                    field="runtime",
+                    message=f"runtime {pj.runtime.runtime.name!r} downloads a dataset or model "
+                    "before the nodes start; rehearsing TrainJobs on it is not available yet "
+                    "(trainkit explain shows its steps)",
+                )
+            ]
+        )
+    if pj.runtime is not None and pj.runtime.runtime.flux is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=pj.definition.file,
+                    line=pj.definition.line_of("runtime"),
+                    obj=pj.job.describe(),
+                    field="runtime",
+                    message=f"runtime {pj.runtime.runtime.name!r} is a flux runtime; "
+                    "rehearsing TrainJobs on it is not available yet (trainkit explain shows "
+                    "its pods and the flux run command)",
+                )
+            ]
+        )
     if pj.runtime is not None and pj.runtime.runtime.framework != "torch":
         raise RehearsalError(
             [

@@ -13,8 +13,35 @@ import copy
 from typing import Any
 
 from ..injected_env.kubeflow_trainer_env import TRAINER_MASTER_PORT
-from ..model import NetworkProfile, Resources, TrainingRuntime, TrainJob
+from ..model import (
+    ClusterTrainingRuntime,
+    NetworkProfile,
+    Resources,
+    RuntimeFlux,
+    TrainingRuntime,
+    TrainJob,
+)
+from ..model.job import WORKSPACE
 from ..model.trainer import RuntimeMPI
+
+# The Flux plugin's names and commands, for effective/ (which reads the model through here).
+from ..model.trainer_flux import (
+    FLUX_INSTALLER,
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    flux_configmap,
+    flux_curve_secret,
+    flux_original_command,
+    flux_run,
+)
+from ..model.trainer_initializers import (
+    DATASET_INITIALIZER,
+    INITIALIZER_VOLUME,
+    MODEL_INITIALIZER,
+    STORAGE_URI,
+    DataSource,
+    RuntimeInitializers,
+)
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
@@ -41,7 +68,24 @@ from .pod import (
 )
 from .script import job_metadata, script_configmap_name
 
-__all__ = ["API_VERSION", "PATCH_MANAGER", "render_runtime", "render_trainjob"]
+__all__ = [
+    "API_VERSION",
+    "DATASET_INITIALIZER",
+    "FLUX_INSTALLER",
+    "FLUX_MOUNTS",
+    "FLUX_VOLUMES",
+    "INITIALIZER_VOLUME",
+    "MODEL_INITIALIZER",
+    "PATCH_MANAGER",
+    "STORAGE_URI",
+    "flux_configmap",
+    "flux_curve_secret",
+    "flux_original_command",
+    "flux_run",
+    "render_runtime",
+    "render_trainjob",
+    "runtime_framework",
+]
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 GROUP = "trainer.kubeflow.org"
@@ -63,6 +107,7 @@ def _runtime_pod(
     resources: Resources | None = None,
     ports: bool = True,
     devices: bool = True,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The pod of one replicated job: container ``node`` with the runtime's settings.
     ``resources`` replaces the runtime's; without ``devices`` the pod gets the network
@@ -73,8 +118,8 @@ def _runtime_pod(
         container["imagePullPolicy"] = rt.image_pull_policy
     if command is not None:
         container["command"] = command
-    if rt.env or rt.env_refs:
-        container["env"] = env_list(rt.env, rt.env_refs)
+    if rt.env or rt.env_refs or settings:
+        container["env"] = env_list(rt.env, rt.env_refs) + env_list(settings or {})
     if rt.env_from:
         container["envFrom"] = env_sources(rt.env_from)
     if ports:
@@ -120,15 +165,18 @@ def _runtime_pod(
 def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     rt, cluster = pr.runtime, pr.cluster
     spec: dict[str, Any]
-    if rt.mpi is None:
+    jobset: dict[str, Any]
+    if rt.flux is not None:
+        spec, jobset = _flux_runtime(pr, rt.flux)
+    elif rt.mpi is None:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
         spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
-        jobset: dict[str, Any] = {
-            "replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]
-        }
+        jobset = {"replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
+    if rt.initializers is not None:
+        _add_initializers(pr, rt.initializers, jobset)
     volcano = cluster.scheduler == "volcano"
     if volcano:
         # Trainer creates the PodGroup (all pods or none).
@@ -148,10 +196,98 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: rt.framework if rt.mpi is None else "mpi"},
+            labels={FRAMEWORK_LABEL: runtime_framework(rt)},
         ),
         "spec": spec,
     }
+
+
+def runtime_framework(rt: TrainingRuntime | ClusterTrainingRuntime) -> str:
+    """The runtime's ML policy as Trainer's ``framework`` label names it."""
+    if rt.flux is not None:
+        return "flux"
+    return rt.framework if rt.mpi is None else "mpi"
+
+
+def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Trainer v2.3.0 plugins/flux/flux.go: the policy's numProcPerNode is the tasks per node;
+    the plugin reads its settings from container ``node``'s env (brokerSettingsFromEnvironment)
+    and acts on the replicated job named ``node`` only. Nothing listens on Trainer's 29500."""
+    settings = {"FLUX_VIEW_IMAGE": flux.view_image}
+    if flux.network_device != "eth0":  # the plugin's default (constants.FluxNewtowkDevice)
+        settings["FLUX_NETWORK_DEVICE"] = flux.network_device
+    pod = _runtime_pod(pr, ports=False, settings=settings)
+    spec = {
+        "mlPolicy": {"numNodes": pr.runtime.nodes, "flux": {"numProcPerNode": flux.procs_per_node}}
+    }
+    return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True)]}
+
+
+def _add_initializers(
+    pr: PlannedRuntime, steps: RuntimeInitializers, jobset: dict[str, Any]
+) -> None:
+    """The initializer steps ahead of the node job (the shape of Trainer v2.3.0's torchtune
+    runtimes, manifests/base/runtimes/torchtune): each step a replicated job labelled and named
+    as the webhook requires (plugins/jobset/jobset.go Validate: container of the step's name
+    mounting ``initializer``), the node job ``dependsOn`` each ``Complete``, and the claim
+    ``initializer`` JobSet creates per TrainJob and adds to every pod mounting it
+    (jobset v0.12.0 pkg/controllers/volume_claim_policy.go). The nodes mount the step's
+    sub-directory only, so /workspace stays the image's (scripts are mounted into it)."""
+    jobs = []
+    node_mounts = []
+    for name, step, sub in (
+        (DATASET_INITIALIZER, steps.dataset, "dataset"),
+        (MODEL_INITIALIZER, steps.model, "model"),
+    ):
+        if step is None:
+            continue
+        env = ({STORAGE_URI: step.storage_uri} if step.storage_uri else {}) | dict(step.env)
+        container: dict[str, Any] = {"name": name, "image": step.image}
+        if pr.runtime.image_pull_policy is not None:
+            container["imagePullPolicy"] = pr.runtime.image_pull_policy
+        if env:
+            container["env"] = env_list(env)
+        container["resources"] = resource_requirements(step.resources, pr.cluster)
+        container["volumeMounts"] = [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
+        hide_gpus(container, pr.cluster)  # a step has no GPU: it sees none either
+        pod: dict[str, Any] = {"containers": [container]}
+        if pr.runtime.node_selector:
+            pod["nodeSelector"] = dict(pr.runtime.node_selector)
+        if pr.runtime.tolerations:
+            pod["tolerations"] = tolerations(pr.runtime.tolerations)
+        pod_access(
+            pod,
+            service_account=pr.runtime.service_account,
+            pull_secrets=pr.runtime.image_pull_secrets,
+            priority_class=pr.runtime.priority_class,
+        )
+        jobs.append(_replicated_job(name, pod, trainer=False, ancestor=name))
+        node_mounts.append(
+            {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
+        )
+    for rjob in jobset["replicatedJobs"]:
+        labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        rjob["dependsOn"] = [{"name": j["name"], "status": "Complete"} for j in jobs]
+        rjob_pod = rjob["template"]["spec"]["template"]["spec"]
+        main = rjob_pod["containers"][0]
+        main["volumeMounts"] = [*main.get("volumeMounts", []), *node_mounts]
+        # dependsOn first in the replicated job, as JobSet's type lists it.
+        rjob_copy = {"name": rjob["name"], "dependsOn": rjob.pop("dependsOn")}
+        rjob_copy |= {k: v for k, v in rjob.items() if k != "name"}
+        rjob.clear()
+        rjob.update(rjob_copy)
+    jobset["replicatedJobs"] = [*jobs, *jobset["replicatedJobs"]]
+    claim: dict[str, Any] = {
+        "accessModes": [steps.access_mode],
+        "resources": {"requests": {"storage": steps.size}},
+    }
+    if steps.storage_class is not None:
+        claim["storageClassName"] = steps.storage_class
+    jobset["volumeClaimPolicies"] = [
+        {"templates": [{"metadata": {"name": INITIALIZER_VOLUME}, "spec": claim}]}
+    ]
 
 
 def _replicated_job(
@@ -161,6 +297,7 @@ def _replicated_job(
     trainer: bool,
     count: int | None = None,
     depends_on: str | None = None,
+    ancestor: str | None = None,
 ) -> dict[str, Any]:
     job_spec: dict[str, Any] = {}
     if count is not None:
@@ -168,8 +305,8 @@ def _replicated_job(
         job_spec |= {"parallelism": count, "completions": count}
     job_spec["template"] = {"spec": pod}
     template: dict[str, Any] = {}
-    if trainer:
-        template["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
+    if trainer or ancestor is not None:
+        template["metadata"] = {"labels": {ANCESTOR_LABEL: ancestor or "trainer"}}
     template["spec"] = job_spec
     rjob: dict[str, Any] = {"name": name}
     if depends_on is not None:
@@ -259,11 +396,13 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if pj.image is not None:
         trainer["image"] = pj.image
     mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
+    flux = pj.runtime.runtime.flux if pj.runtime is not None else None
     framework = pj.runtime.runtime.framework if pj.runtime is not None else "torch"
     if job.script is not None and mpi is not None:
         trainer["command"] = mpi_command(pj, job)
-    elif job.script is not None and framework != "torch":
-        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables.
+    elif job.script is not None and (framework != "torch" or flux is not None):
+        # One process per node: the script reads the plugin's JAX_* or DMLC_* variables; on
+        # a flux runtime the plugin runs it under `flux run`, one per task.
         trainer["command"] = ["python3", job.script.mount_path]
     elif job.script is not None:
         # torchrun takes nnodes, nproc_per_node, node_rank and the rendezvous
@@ -282,9 +421,11 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         env += env_list(GPU_HIDING_ENV)
     if env:
         trainer["env"] = env
-    if job.nodes is not None or mpi is not None:
+    if job.nodes is not None or mpi is not None or flux is not None:
         # The MPI plugin sizes the node job from spec.trainer.numNodes only (plugins/mpi/
-        # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it.
+        # mpi.go EnforceMLPolicy), so an MPI TrainJob always says it; the Flux plugin
+        # dereferences it (plugins/flux/flux.go generateFluxEntrypoint), a TrainJob without it
+        # panicking the controller's reconcile.
         trainer["numNodes"] = pj.nodes
     res = pj.resources
     # Trainer's "auto" counts GPUs only for resource names holding "gpu"
@@ -292,7 +433,11 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # start one process per CPU, so the number is written out there.
     odd_gpu = "gpu" not in pj.cluster.gpu_resource.lower() and res is not None and res.gpu > 0
     # Only the torch plugin reads numProcPerNode (jax and xgboost run one process per node).
-    if framework == "torch" and (
+    if flux is not None:
+        # The Flux plugin's tasks per node: the TrainJob's, else the runtime's (flux.go).
+        if job.procs_per_node is not None:
+            trainer["numProcPerNode"] = job.procs_per_node
+    elif framework == "torch" and (
         job.procs_per_node is not None or job.resources is not None or odd_gpu
     ):
         trainer["numProcPerNode"] = pj.trainer_procs()
@@ -414,11 +559,35 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
             {"jobset.sigs.k8s.io/jobset-name": pj.object_name,
              "jobset.sigs.k8s.io/replicatedjob-name": NODE},
         )  # fmt: skip
+    steps = pj.runtime.runtime.initializers if pj.runtime is not None else None
+    for name, step in (
+        (DATASET_INITIALIZER, steps.dataset if steps else None),
+        (MODEL_INITIALIZER, steps.model if steps else None),
+    ):
+        if step is not None:
+            # The steps' pods carry the job's labels too; nothing else (their env comes from
+            # spec.initializer: Trainer's webhook refuses env in a patch, jobset.go Validate).
+            meta = pod_metadata(pj.definition.team, job.name, job)
+            jobs.insert(
+                len(jobs) - (2 if mpi else 1),
+                {"name": name, "template": {"spec": {"template": {"metadata": meta}}}},
+            )
     template: dict[str, Any] = {}
     if pj.queue is not None:
         template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
     template["spec"] = {"replicatedJobs": jobs}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
+
+
+def _source(source: DataSource) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if source.storage_uri is not None:
+        out["storageUri"] = source.storage_uri
+    if source.env:
+        out["env"] = env_list(source.env)
+    if source.secret is not None:
+        out["secretRef"] = {"name": source.secret}
+    return out
 
 
 def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
@@ -430,6 +599,15 @@ def render_trainjob(pj: PlannedJob) -> dict[str, Any]:
         # API server fills in is a difference Argo CD would show.
         "runtimeRef": {"apiGroup": GROUP, "kind": runtime.kind, "name": runtime.runtime.name},
     }
+    initializer = {
+        key: _source(source)
+        for key, source in (("dataset", job.dataset), ("model", job.model))
+        if source is not None
+    }
+    if initializer:
+        # Trainer's builder writes these into the runtime's steps (plugins/jobset/builder.go
+        # Initializer); the CRD keeps the section immutable, as the whole TrainJob is here.
+        spec["initializer"] = initializer
     spec["trainer"] = _trainer(pj, job)
     spec["runtimePatches"] = [_runtime_patch(pj, job)]
     if job.deadline_seconds is not None:

@@ -18,7 +18,8 @@ from ..model import (
     Team,
     TrainJob,
 )
-from ..model.job import image_for
+from ..model.env import SecretEnv
+from ..model.job import Volume, image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
 from ..model.paddlejob import (
     PADDLE_OPERATOR,
@@ -27,6 +28,14 @@ from ..model.paddlejob import (
     training_operator_problems,
 )
 from ..model.security import effective_user
+from ..model.trainer import trainjob_object_name
+from ..model.trainer_flux import (
+    FLUX_MOUNTS,
+    FLUX_VOLUMES,
+    flux_command_problem,
+    tasks_gpus_problem,
+)
+from ..model.trainer_initializers import INITIALIZER_VOLUME, initializer_claim
 from ..model.volumes import CsiVolume, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
@@ -196,6 +205,9 @@ def place(
             runtime, network = found, found.network
             if found.runtime.mpi is not None:
                 problems.extend(_mpi_trainjob(d, job, found))
+            if found.runtime.flux is not None:
+                problems.extend(_flux_trainjob(d, job, found, cluster))
+            problems.extend(_initializer_trainjob(d, job, found, declared_team))
             if found.runtime.framework != "torch" and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
                 # numProcPerNode; each node runs one process.
@@ -341,6 +353,156 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     f"{field}.{what}",
                 )
             )
+    return out
+
+
+def _initializer_trainjob(
+    d: Definition, job: TrainJob, runtime: PlannedRuntime, team: Declared[Team]
+) -> list[Problem]:
+    """What a TrainJob's dataset and model need from its runtime's steps (trainer v2.3.0
+    plugins/jobset/jobset.go Validate) and from the workspace claim (jobset v0.12.0
+    pkg/webhooks/jobset_webhook.go validateVolumeClaimPolicies)."""
+    rt = runtime.runtime
+    steps = rt.initializers
+    out = []
+    for field, source in (("dataset", job.dataset), ("model", job.model)):
+        if source is None:
+            continue
+        if steps is None or getattr(steps, field) is None:
+            out.append(
+                problem(
+                    d,
+                    f"runtime {rt.name!r} has no {field} step (RuntimeInitializers({field}=...)): "
+                    f"Trainer's webhook refuses a TrainJob's {field} without one; drop {field}= "
+                    "or choose a runtime with the step",
+                    field,
+                )
+            )
+        if source.secret is not None:
+            # builder.go Initializer: envFrom.secretRef, every key a variable of the step.
+            def at(_: int, name: str = field) -> str:
+                return name
+
+            out.extend(
+                check_env_from(d, team, [SecretEnv(secret=source.secret)], (), "TrainJob", at)
+            )
+    if steps is None:
+        return out
+    for field, source in (("dataset", job.dataset), ("model", job.model)):
+        step = getattr(steps, field)
+        given = source.storage_uri if source is not None else None
+        if step is not None and step.storage_uri is None and given is None:
+            # Kubeflow's initializer images read STORAGE_URI and fail without it (trainer
+            # v2.3.0 pkg/initializers/dataset/__main__.py, model/__main__.py).
+            out.append(
+                problem(
+                    d,
+                    f"runtime {rt.name!r}'s {field} step has no storage_uri and the job gives "
+                    "none: the step reads STORAGE_URI and fails without it; give "
+                    f"{field}=DataSource(storage_uri=...)",
+                    field,
+                )
+            )
+    claim = initializer_claim(trainjob_object_name(job.name, job.run))
+    if len(claim) > 63:
+        out.append(
+            problem(
+                d,
+                f"the workspace claim {claim!r} would exceed 63 characters (JobSet names it "
+                f"initializer-<TrainJob>); shorten the name by {len(claim) - 63} characters",
+                "name",
+            )
+        )
+    nodes = job.nodes if job.nodes is not None else rt.nodes
+    if steps.access_mode == "ReadWriteOnce" and nodes > 1:
+        out.append(
+            problem(
+                d,
+                f"runtime {rt.name!r} gives a ReadWriteOnce workspace: a ReadWriteOnce volume "
+                f"attaches to one machine, and {nodes} nodes on different machines could not "
+                "all mount it; run 1 node, or ask for access_mode='ReadWriteMany'",
+                "nodes",
+            )
+        )
+    for v in job.volumes:
+        if volume_name(v) == INITIALIZER_VOLUME:
+            what = "claim" if isinstance(v, Volume) else "volume"
+            out.append(
+                problem(
+                    d,
+                    f"{what} {volume_name(v)!r} has the name of the workspace volume of runtime "
+                    f"{rt.name!r}, which JobSet refuses beside it; rename the {what}",
+                    "volumes",
+                )
+            )
+    return out
+
+
+def _flux_trainjob(
+    d: Definition, job: TrainJob, runtime: PlannedRuntime, cluster: Cluster
+) -> list[Problem]:
+    """What a TrainJob cannot say on a flux runtime (trainer v2.3.0 plugins/flux/flux.go and
+    its templates/entrypoint.sh)."""
+    rt = runtime.runtime
+    assert rt.flux is not None
+    on = f"runtime {rt.name!r} is a flux runtime: "
+    out = []
+    if job.script is None and job.command is None:
+        # getOriginalCommand reads the runtime's container command, which trainkit's runtimes
+        # leave to the image; entrypoint.sh runs an interactive broker for an empty command.
+        out.append(
+            problem(
+                d,
+                on + "Trainer's Flux plugin runs the job's command under flux run; without "
+                "script= or command= its entrypoint starts a Flux instance that never ends; "
+                "give the job a script or a command",
+                "command",
+            )
+        )
+    for field, words in (("command", job.command or []), ("args", job.args)):
+        why = flux_command_problem(list(words))
+        if why is not None:
+            out.append(
+                problem(
+                    d,
+                    on + "Trainer's Flux plugin joins command and args with spaces and its "
+                    f"entrypoint splits them again unquoted: {why}; pass the value without "
+                    "spaces or pattern characters (e.g. in a file the script reads)",
+                    field,
+                )
+            )
+    # Trainer counts GPUs only under a resource name holding "gpu" (pkg/runtime/runtime.go
+    # GetNumGPUPerNode), which is what flux.go asks for per task.
+    res = job.resources if job.resources is not None else rt.resources
+    gpus = res.gpu if res is not None and "gpu" in cluster.gpu_resource.lower() else 0
+    tasks = job.procs_per_node if job.procs_per_node is not None else rt.flux.procs_per_node
+    why = tasks_gpus_problem(tasks, gpus)
+    if why is not None and (job.procs_per_node is not None or job.resources is not None):
+        field = "procs_per_node" if job.procs_per_node is not None else "resources"
+        out.append(problem(d, on + why, field))
+    for v in job.volumes:
+        if volume_name(v) in FLUX_VOLUMES:
+            what = "claim" if isinstance(v, Volume) else "volume"
+            out.append(
+                problem(
+                    d,
+                    on + f"{what} {volume_name(v)!r} has the name of a volume Trainer's Flux "
+                    f"plugin adds ({', '.join(sorted(FLUX_VOLUMES))}), which would replace it; "
+                    f"rename the {what}",
+                    "volumes",
+                )
+            )
+        for path, volume in FLUX_MOUNTS.items():
+            if v.path == path or v.path.startswith(path + "/"):
+                out.append(
+                    problem(
+                        d,
+                        on + f"mount path {v.path!r} is where Trainer's Flux plugin mounts "
+                        f"{volume} ({path}), replacing a mount there; choose another path, "
+                        "e.g. /mnt/data",
+                        "volumes",
+                    )
+                )
     return out
 
 

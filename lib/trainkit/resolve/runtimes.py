@@ -194,6 +194,22 @@ def collect_runtimes(
                 continue
             seen[key] = d
             cluster = index.clusters[cname].obj
+            if rt.initializers is not None and cluster.scheduler == "volcano":
+                # Trainer's PodGroup counts every pod of every replicated job (trainer v2.3.0
+                # plugins/volcano/volcano.go Build), while JobSet creates the node job only
+                # once the steps completed (dependsOn): Volcano would wait for pods that wait.
+                problems.append(
+                    problem(
+                        d,
+                        f"cluster {cname!r} gangs pods with Volcano: Trainer's PodGroup counts "
+                        "the initializer steps and the nodes, and JobSet creates the nodes only "
+                        "once the steps completed, so the gang would never gather and the steps "
+                        "never start; download in the job's script there, or limit the "
+                        "runtime's clusters to ones without Volcano",
+                        "initializers",
+                    )
+                )
+                continue
             network = resolve_network(d, rt.network, cluster, index, problems)
             problems.extend(host_network_runtime(d, rt, network))
             queue = _queue(d, rt, cluster, index, problems)

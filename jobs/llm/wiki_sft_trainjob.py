@@ -1,0 +1,18 @@
+"""The FSDP fine-tune on h100-south, its corpus downloaded from S3 first by Trainer's dataset step."""
+
+from trainkit import DataSource, Script, TrainJob
+
+job = TrainJob(
+    name="wiki-sft",
+    runtime="torch-2-5-data",  # nodes of 8 H100s after a dataset-initializer step
+    dataset=DataSource(
+        storage_uri="s3://ml-corpora/wiki-en/txt",  # the step copies it to /workspace/dataset
+        env={"ENDPOINT": "https://s3.example.com"},  # read with the nodes' IAM role
+    ),
+    script=Script.file("scripts/finetune_fsdp.py"),
+    args=["--epochs", "3"],
+    env={"TRAIN_DATA_PATH": "/workspace/dataset"},
+    nodes=1,  # one H100 node: 8 ranks
+    queue="llm",
+    clusters=["h100-south"],
+)

@@ -70,6 +70,7 @@ if typing.TYPE_CHECKING:
         TrainJob,
         Volume,
         WorkerGroup,
+        WorkloadPriorityClass,
         XGBoostJob,
     )
 
@@ -128,6 +129,7 @@ __all__ = [
     "TrainkitError",
     "Volume",
     "WorkerGroup",
+    "WorkloadPriorityClass",
     "XGBoostJob",
     "__version__",
 ]

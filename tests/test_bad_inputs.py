@@ -897,8 +897,8 @@ CASES = [
         edits=(
             (
                 KUEUE,
-                "gpu=64,",
-                "gpu=8,",
+                'quota=Capacity(cpu=512, memory="4Ti", gpu=64)',
+                'quota=Capacity(cpu=512, memory="4Ti", gpu=8)',
             ),
         ),
         file=RAY,

@@ -569,7 +569,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
         "gpu": 64,
         "cpu": "512",
         "memory": "4Ti",
-        "other": {"ephemeral-storage": "28Ti"},
+        "other": {},
     }
     # 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU.
     assert llm["after"]["requests"]["gpu"] == 16

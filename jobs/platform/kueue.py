@@ -7,17 +7,7 @@ h100 = ResourceFlavor(name="h100", node_labels={"nvidia.com/gpu.product": "NVIDI
 
 llm = ClusterQueue(
     name="llm",  # the llm team's queue, here a ClusterQueue instead of a Volcano Queue
-    flavors=[
-        FlavorQuota(
-            flavor="h100",
-            quota=Capacity(
-                cpu=512,
-                memory="4Ti",
-                gpu=64,
-                ephemeral_storage="28Ti",  # the nodes' local NVMe scratch
-            ),
-        )
-    ],
+    flavors=[FlavorQuota(flavor="h100", quota=Capacity(cpu=512, memory="4Ti", gpu=64))],
 )
 
 # What Kueue admits first and may preempt for (the queue's preemption settings permitting);

@@ -32,6 +32,7 @@ CLUSTER_SCOPED = {
     "ClusterTrainingRuntime",
     "ClusterQueue",
     "ResourceFlavor",
+    "WorkloadPriorityClass",
     "ClusterRole",
     "PriorityClass",
 }

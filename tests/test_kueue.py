@@ -17,6 +17,7 @@ from trainkit import (
     FlavorQuota,
     ModelError,
     MPIJob,
+    NetworkProfile,
     PaddleJob,
     PyTorchJob,
     Queue,
@@ -26,6 +27,7 @@ from trainkit import (
     Script,
     Team,
     WorkerGroup,
+    WorkloadPriorityClass,
 )
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
@@ -284,6 +286,97 @@ def test_a_resource_the_queue_does_not_cover_is_refused() -> None:
     assert "resource unavailable in ClusterQueue" in message
 
 
+EFA = "vpc.amazonaws.com/efa"
+
+
+def efa_platform(quota: Capacity, borrow: Capacity | None = None) -> list[Definition]:
+    cq = ClusterQueue(
+        name="q",
+        cohort="all" if borrow is not None else None,
+        flavors=[FlavorQuota(flavor="h100", quota=quota, borrowing_limit=borrow)],
+    )
+    efa = NetworkProfile(name="efa", resources={EFA: 4})
+    team = Team(name="t", queues=["q"], network_profiles=["efa"])
+    swap = {ClusterQueue: cq, Team: team}
+    return [
+        Definition(swap[type(d.obj)], P, "platform") if type(d.obj) in swap else d
+        for d in platform(Definition(efa, P, "platform"))
+    ]
+
+
+def test_a_queue_quotes_extended_resources_and_ephemeral_storage() -> None:
+    quota = Capacity(
+        cpu=64, memory="512Gi", gpu=16, ephemeral_storage="2Ti", extended={EFA: 32, "rdma/hca": 2}
+    )
+    body = objects(efa_platform(quota))[("ClusterQueue", "q")]
+    (group,) = body["spec"]["resourceGroups"]
+    assert group["coveredResources"] == [
+        "cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/hca", EFA,
+    ]  # fmt: skip
+    (flavor,) = group["flavors"]
+    assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]} == {
+        "cpu": "64", "memory": "512Gi", "ephemeral-storage": "2Ti",
+        "nvidia.com/gpu": "16", "rdma/hca": "2", EFA: "32",
+    }  # fmt: skip
+
+
+def test_a_job_on_a_network_profile_needs_its_resources_quoted() -> None:
+    j = mpijob(network="efa")  # 2 pods × 4 EFA interfaces
+    (message,) = problems_of([*efa_platform(QUOTA), job_def(j)])
+    assert f"the job requests {EFA}, which ClusterQueue 'q' (jobs/platform/p.py)" in message
+    assert "add the resource to the queue's flavors" in message
+    covered = QUOTA.model_copy(update={"extended": {EFA: 8}})
+    assert problems_of([*efa_platform(covered), job_def(j)]) == []
+    (message,) = problems_of(
+        [*efa_platform(QUOTA.model_copy(update={"extended": {EFA: 4}})), job_def(j)]
+    )
+    assert f"8 {EFA} in flavor 'h100' (at most 4)" in message
+    # Borrowing an extended resource from the cohort makes room.
+    short = QUOTA.model_copy(update={"extended": {EFA: 4}})
+    assert problems_of([*efa_platform(short, Capacity(extended={EFA: 4})), job_def(j)]) == []
+
+
+def test_a_queue_s_preemption_and_queueing_strategy_are_rendered() -> None:
+    cq = ClusterQueue(
+        name="q",
+        cohort="all",
+        flavors=[FlavorQuota(flavor="h100", quota=QUOTA)],
+        reclaim_within_cohort="Any",
+        borrow_within_cohort="LowerPriority",
+        borrow_max_priority=100,
+        within_queue="LowerPriority",
+        queueing_strategy="StrictFIFO",
+    )
+    defs = [
+        d if not isinstance(d.obj, ClusterQueue) else Definition(cq, P, "platform")
+        for d in platform()
+    ]
+    spec = objects(defs)[("ClusterQueue", "q")]["spec"]
+    assert spec["queueingStrategy"] == "StrictFIFO"
+    assert spec["preemption"] == {
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+        "withinClusterQueue": "LowerPriority",
+    }
+    default = objects(platform())[("ClusterQueue", "q")]["spec"]
+    assert default["queueingStrategy"] == "BestEffortFIFO"
+    assert "borrowWithinCohort" not in default["preemption"]
+
+
+def test_a_queue_may_not_quote_the_gpus_twice() -> None:
+    cq = ClusterQueue(
+        name="q",
+        flavors=[FlavorQuota(flavor="h100", quota=Capacity(gpu=8, extended={"nvidia.com/gpu": 8}))],
+    )
+    defs = [
+        d if not isinstance(d.obj, ClusterQueue) else Definition(cq, P, "platform")
+        for d in platform()
+    ]
+    (message,) = problems_of(defs)
+    assert "quotes 'nvidia.com/gpu' in extended, the GPU resource of cluster 'k'" in message
+    assert "use gpu=" in message
+
+
 @pytest.mark.parametrize(
     ("make", "says"),
     [
@@ -303,6 +396,44 @@ def test_a_resource_the_queue_does_not_cover_is_refused() -> None:
             "flavor 'a' lends more gpu (32) than its quota (16)",
         ),
         (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                flavors=[
+                    FlavorQuota(
+                        flavor="a",
+                        quota=Capacity(cpu=1, extended={EFA: 4}),
+                        lending_limit=Capacity(extended={EFA: 8}),
+                    )
+                ],
+            ),
+            f"flavor 'a' lends more {EFA} (8) than its quota (4)",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                flavors=[
+                    FlavorQuota(
+                        flavor="a", quota=QUOTA, lending_limit=Capacity(ephemeral_storage="1Gi")
+                    )
+                ],
+            ),
+            "flavor 'a' lends more ephemeral-storage (1Gi) than its quota (none)",
+        ),
+        (
+            lambda: Capacity(extended={"efa": 1}),
+            "'efa' is not an extended resource name",
+        ),
+        (
+            lambda: Capacity(extended={EFA: -1}),
+            "extended.vpc.amazonaws.com/efa: must be at least 0",
+        ),
+        (
+            lambda: Capacity(ephemeral_storage="100"),
+            "'100' is 100 bytes",
+        ),
+        (
             lambda: ClusterQueue(name="q", flavors=[FlavorQuota(flavor="a", quota=QUOTA)] * 2),
             "flavor 'a' is listed twice",
         ),
@@ -313,6 +444,33 @@ def test_a_resource_the_queue_does_not_cover_is_refused() -> None:
                 flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
             ),
             "reclaim_within_cohort needs a cohort",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                borrow_within_cohort="LowerPriority",
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "borrow_within_cohort='LowerPriority' needs reclaim_within_cohort other than 'Never'",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                reclaim_within_cohort="Any",
+                borrow_max_priority=10,
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "borrow_max_priority limits borrow_within_cohort, which is 'Never'",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                queueing_strategy="FIFO",  # type: ignore[arg-type]
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "queueing_strategy: must be one of 'BestEffortFIFO' or 'StrictFIFO'",
         ),
         (
             lambda: Cluster(
@@ -388,6 +546,12 @@ def cluster_queues(draw: Any) -> ClusterQueue:
             cpu=draw(st.integers(0, 512)) if i == 0 else draw(st.none() | st.integers(0, 512)),
             memory=draw(st.none() | st.just("64Gi")),
             gpu=draw(st.none() | st.integers(0, 64)),
+            ephemeral_storage=draw(st.none() | st.just("1Ti")),
+            extended=draw(
+                st.dictionaries(
+                    st.sampled_from([EFA, "rdma/hca", "example.com/nic"]), st.integers(0, 64)
+                )
+            ),
         )
         flavors.append(
             FlavorQuota(
@@ -401,7 +565,7 @@ def cluster_queues(draw: Any) -> ClusterQueue:
                 ),
             )
         )
-    return ClusterQueue(
+    cq = ClusterQueue(
         name="q",
         flavors=flavors,
         cohort=cohort,
@@ -409,7 +573,19 @@ def cluster_queues(draw: Any) -> ClusterQueue:
         if cohort
         else "Never",
         within_queue=draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+        queueing_strategy=draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
     )
+    if cq.reclaim_within_cohort != "Never" and draw(st.booleans()):
+        cq = ClusterQueue(
+            **(
+                cq.model_dump()
+                | {
+                    "borrow_within_cohort": "LowerPriority",
+                    "borrow_max_priority": draw(st.none() | st.integers(-(2**31), 2**31 - 1)),
+                }
+            )
+        )
+    return cq
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -479,3 +655,119 @@ def test_a_trainjob_and_its_runtime_on_kueue_carry_nothing_of_volcano() -> None:
     ]
     assert waves[0] < waves[1]
     assert problems_of(platform(rt, job_def(tj))) == []
+
+
+def test_the_plan_counts_extended_resources_against_the_queue() -> None:
+    from trainkit.plan.trees import Obj
+    from trainkit.plan.usage import ClusterJobs, queue_usage
+
+    quota = QUOTA.model_copy(update={"extended": {EFA: 8}, "ephemeral_storage": "1Ti"})
+    defs = [*efa_platform(quota), job_def(mpijob(network="efa"))]
+    plan = build_plan(defs)
+    (ej,) = effective_jobs(render_groups(plan))
+    cq = objects(defs)[("ClusterQueue", "q")]
+    now = ClusterJobs(jobs=[(Obj("j.yaml", {}), ej)], queues={"q": Obj("q.yaml", cq)})
+    (use,) = queue_usage(ClusterJobs(jobs=[], queues={}), now, "nvidia.com/gpu")
+    assert use.after is not None and use.after.capability is not None
+    assert use.after.requests.other == {EFA: "8"}
+    assert use.after.capability.other == {"ephemeral-storage": "1Ti", EFA: "8"}
+    assert use.after.over_capability == []
+    tight = ClusterJobs(
+        jobs=now.jobs,
+        queues={
+            "q": Obj(
+                "q.yaml",
+                objects(efa_platform(QUOTA.model_copy(update={"extended": {EFA: 4}})))[
+                    ("ClusterQueue", "q")
+                ],
+            )
+        },
+    )
+    (use,) = queue_usage(ClusterJobs(jobs=[], queues={}), tight, "nvidia.com/gpu")
+    assert use.after is not None and use.after.over_capability == [EFA]
+
+
+def wpc_platform(*extra: Any, granted: list[str]) -> list[Definition]:
+    return [
+        d
+        if not isinstance(d.obj, Team)
+        else Definition(
+            Team(name="t", queues=["q"], workload_priority_classes=granted), P, "platform"
+        )
+        for d in platform(
+            Definition(WorkloadPriorityClass(name="urgent", value=1000), P, "platform"),
+            *extra,
+        )
+    ]
+
+
+def test_a_job_names_a_workload_priority_class_its_team_is_granted() -> None:
+    defs = wpc_platform(job_def(mpijob(workload_priority="urgent")), granted=["urgent"])
+    assert problems_of(defs) == []
+    objs = objects(defs)
+    assert objs[("WorkloadPriorityClass", "urgent")]["value"] == 1000
+    assert objs[("WorkloadPriorityClass", "urgent")]["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    wpc = objs[("WorkloadPriorityClass", "urgent")]
+    assert validate_text(yaml.safe_dump(wpc), "wpc.yaml", shared_crd_set()) == []
+    labels = objs[("MPIJob", "mj")]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/priority-class"] == "urgent"
+
+
+def test_a_workload_priority_class_not_granted_or_not_declared_is_refused() -> None:
+    (message,) = problems_of(wpc_platform(job_def(mpijob(workload_priority="urgent")), granted=[]))
+    assert "team 't' may not use WorkloadPriorityClass 'urgent'" in message
+    (message,) = problems_of(
+        wpc_platform(job_def(mpijob(workload_priority="nope")), granted=["nope"])
+    )
+    assert "unknown WorkloadPriorityClass 'nope'; defined: 'urgent'" in message
+
+
+def test_a_workload_priority_off_kueue_is_refused() -> None:
+    volcano = Cluster(name="v", server="https://v", gpus_per_node=8, operators=["mpi-operator"])
+    defs = [
+        Definition(volcano, P, "platform"),
+        Definition(Queue(name="vq"), P, "platform"),
+        Definition(WorkloadPriorityClass(name="urgent", value=1), P, "platform"),
+        Definition(
+            Team(name="t", queues=["vq"], workload_priority_classes=["urgent"]), P, "platform"
+        ),
+        job_def(mpijob(workload_priority="urgent")),
+    ]
+    messages = problems_of(defs)
+    assert any(
+        "workload_priority is read by Kueue only, but cluster 'v' schedules with 'volcano'" in m
+        for m in messages
+    ), messages
+
+
+def test_a_workload_priority_class_missing_on_the_job_s_cluster_is_refused() -> None:
+    other = cluster(name="k2", server="https://k2")
+    only_k2 = WorkloadPriorityClass(name="urgent", value=1, clusters=["k2"])
+    defs = [
+        *(d for d in platform() if not isinstance(d.obj, Team)),
+        Definition(other, P, "platform"),
+        Definition(only_k2, P, "platform"),
+        Definition(
+            Team(name="t", queues=["q"], workload_priority_classes=["urgent"]), P, "platform"
+        ),
+        job_def(mpijob(workload_priority="urgent", clusters=["k"])),
+    ]
+    (message,) = problems_of(defs)
+    assert (
+        "WorkloadPriorityClass 'urgent' (jobs/platform/p.py) does not exist on cluster 'k'"
+        in message
+    )
+    assert "Kueue would not create the job's Workload" in message
+
+
+def test_a_workload_priority_class_on_a_volcano_cluster_is_refused() -> None:
+    volcano = Cluster(name="v", server="https://v", gpus_per_node=8)
+    defs = [
+        *platform(),
+        Definition(volcano, P, "platform"),
+        Definition(WorkloadPriorityClass(name="urgent", value=1, clusters=["v"]), P, "platform"),
+    ]
+    assert any(
+        "cluster 'v' has no Kueue (scheduler='volcano'), so a WorkloadPriorityClass there" in m
+        for m in problems_of(defs)
+    ), problems_of(defs)

@@ -279,9 +279,9 @@ def test_a_queue_over_its_capability_is_information(bare: Workspace, bare_cli: C
     bare.write("jobs/vision/big.py", SECOND_JOB)  # 12 GPUs beside ddp's 8, capability 16
     doc = plan(bare_cli)
     (research,) = cluster(doc, "east")["queues"]
-    assert research["before"]["requests"] == {"gpu": 8, "cpu": "8", "memory": "32Gi"}
-    assert research["after"]["requests"] == {"gpu": 20, "cpu": "32", "memory": "128Gi"}
-    assert research["after"]["capability"] == {"gpu": 16, "cpu": None, "memory": None}
+    assert research["before"]["requests"] == {"gpu": 8, "cpu": "8", "memory": "32Gi", "other": {}}
+    assert research["after"]["requests"] == {"gpu": 20, "cpu": "32", "memory": "128Gi", "other": {}}
+    assert research["after"]["capability"] == {"gpu": 16, "cpu": None, "memory": None, "other": {}}
     assert (research["before"]["over_capability"], research["after"]["over_capability"]) == (
         [], ["gpu"],
     )  # fmt: skip
@@ -566,7 +566,12 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]
-    assert llm["after"]["capability"] == {"gpu": 64, "cpu": "512", "memory": "4Ti"}
+    assert llm["after"]["capability"] == {
+        "gpu": 64,
+        "cpu": "512",
+        "memory": "4Ti",
+        "other": {},
+    }
     # The RayJob: 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU; wiki-sft: a node of
     # 16 CPUs and 8 GPUs, and its dataset step's 2 CPUs (Kueue admits both in one workload).
     assert llm["after"]["requests"]["gpu"] == 16 + 8

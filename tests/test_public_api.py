@@ -61,6 +61,7 @@ def test_all_is_pinned_and_sorted():
         "TrainkitError",
         "Volume",
         "WorkerGroup",
+        "WorkloadPriorityClass",
         "XGBoostJob",
         "__version__",
     ]

@@ -74,6 +74,7 @@ if typing.TYPE_CHECKING:
         TrainJob,
         Volume,
         WorkerGroup,
+        WorkloadPriorityClass,
         XGBoostJob,
     )
 
@@ -136,6 +137,7 @@ __all__ = [
     "TrainkitError",
     "Volume",
     "WorkerGroup",
+    "WorkloadPriorityClass",
     "XGBoostJob",
     "__version__",
 ]

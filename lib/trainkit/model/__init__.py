@@ -5,7 +5,7 @@ from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
 from .init_containers import InitContainer
 from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
-from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor
+from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor, WorkloadPriorityClass
 from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
@@ -88,6 +88,7 @@ __all__ = [
     "TrainkitModel",
     "Volume",
     "WorkerGroup",
+    "WorkloadPriorityClass",
     "XGBoostJob",
 ]
 
@@ -103,6 +104,7 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     ResourceFlavor,
     Team,
     TrainingRuntime,
+    WorkloadPriorityClass,
 )
 JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob, TrainJob)
 

@@ -3,7 +3,8 @@
 
 Rules cite kubernetes-sigs/kueue at v0.19.2: apis/kueue/v1beta2/clusterqueue_types.go and
 pkg/webhooks/clusterqueue_webhook.go (validateClusterQueueSpec: limits without a cohort, a
-lending limit above the quota, a flavor twice), resourceflavor_types.go (at most 8 node labels).
+lending limit above the quota, a flavor twice; validatePreemption: borrowing preemption without
+reclaiming), resourceflavor_types.go (at most 8 node labels).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from .fields import ClusterRef, DNS1123Label, LabelKey, LabelValue
 from .job import repeated
 from .platform import Capacity
 
-__all__ = ["KUEUE_FRAMEWORKS", "ClusterQueue", "FlavorQuota", "ResourceFlavor"]
+__all__ = [
+    "KUEUE_FRAMEWORKS",
+    "ClusterQueue",
+    "FlavorQuota",
+    "ResourceFlavor",
+    "WorkloadPriorityClass",
+]
 
 KUEUE_FRAMEWORKS = {
     "PyTorchJob": "kubeflow.org/pytorchjob",
@@ -75,13 +82,24 @@ class ClusterQueue(TrainkitModel):
     within_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
     """Whether a job may preempt the queue's own jobs: ``Never``, ``LowerPriority`` or
     ``LowerOrNewerEqualPriority``."""
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
+    """Whether a job that must borrow may preempt lower-priority jobs of the cohort's other
+    queues (``LowerPriority``); needs ``reclaim_within_cohort`` other than ``Never``."""
+    borrow_max_priority: int | None = Field(default=None, ge=-(2**31), lt=2**31)
+    """With ``borrow_within_cohort="LowerPriority"``: only jobs of at most this priority may be
+    preempted by a borrowing job (none: any of lower priority)."""
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    """Order of admission: ``BestEffortFIFO`` (oldest first, but a job that does not fit lets
+    newer ones that fit pass) or ``StrictFIFO`` (an older job that does not fit blocks the
+    newer ones)."""
     clusters: list[ClusterRef] | None = None
     """Clusters the queue exists on; ``None`` means every Kueue cluster."""
 
     def covered(self, gpu_resource: str) -> list[str]:
         """The resources of the queue's one resource group: those any flavor quotes (cpu,
-        memory, then the rest), which every flavor then quotes, in that order (Kueue's
-        webhook wants the same names in the same order)."""
+        memory, then the rest by name: ephemeral-storage, the GPUs, extended resources), which
+        every flavor then quotes, in that order (Kueue's webhook wants the same names in the
+        same order). A job requesting a resource outside them is never admitted."""
         names: list[str] = []
         for fq in self.flavors:
             for limit in (fq.quota, fq.borrowing_limit, fq.lending_limit):
@@ -111,17 +129,44 @@ class ClusterQueue(TrainkitModel):
                         "or lend to (Kueue refuses it): set cohort= or drop it"
                     )
             if f.lending_limit is not None:
-                for key in ("cpu", "memory", "gpu"):
-                    lend, quota = getattr(f.lending_limit, key), getattr(f.quota, key)
-                    if lend is None:
-                        continue
-                    if quota is None or (parse_quantity(str(lend)) or 0) > (
-                        parse_quantity(str(quota)) or 0
-                    ):
+                quotas = f.quota.amounts("gpu", zero_gpu=True)
+                for key, lend in f.lending_limit.amounts("gpu", zero_gpu=True).items():
+                    quota = quotas.get(key)
+                    if quota is None or (parse_quantity(lend) or 0) > (parse_quantity(quota) or 0):
                         raise ValueError(
                             f"flavor {f.flavor!r} lends more {key} ({lend}) than its quota "
-                            f"({quota}); Kueue refuses a lending limit above the quota"
+                            f"({quota or 'none'}); Kueue refuses a lending limit above the quota"
                         )
+        # Kueue's webhook and CRD (CEL) refuse borrowing preemption without reclaiming
+        # (pkg/webhooks/clusterqueue_webhook.go validatePreemption).
+        if self.borrow_within_cohort != "Never" and self.reclaim_within_cohort == "Never":
+            raise ValueError(
+                f"borrow_within_cohort={self.borrow_within_cohort!r} needs "
+                "reclaim_within_cohort other than 'Never' (Kueue refuses it): set "
+                "reclaim_within_cohort='LowerPriority' or 'Any', or drop borrow_within_cohort"
+            )
+        if self.borrow_max_priority is not None and self.borrow_within_cohort == "Never":
+            raise ValueError(
+                "borrow_max_priority limits borrow_within_cohort, which is 'Never': set "
+                "borrow_within_cohort='LowerPriority' or drop borrow_max_priority"
+            )
         if self.reclaim_within_cohort == "Never" or self.cohort is not None:
             return self
         raise ValueError("reclaim_within_cohort needs a cohort; set cohort= or drop it")
+
+
+class WorkloadPriorityClass(TrainkitModel):
+    """A priority Kueue orders and preempts jobs by, without touching the pods' own priority
+    (``kueue.x-k8s.io/v1beta2``, cluster-scoped), e.g.
+    ``WorkloadPriorityClass(name="urgent", value=1000)``. A job names it in
+    ``workload_priority=`` when its team lists it in ``Team.workload_priority_classes``."""
+
+    name: DNS1123Label
+    """Class name; jobs give it as ``workload_priority=`` (it becomes a label value)."""
+    value: int = Field(ge=-(2**31), lt=2**31)
+    """The priority: a higher value is admitted first and may preempt lower ones, as the
+    queues' preemption settings allow."""
+    description: str = Field(default="", max_length=1000)
+    """What the class is for, shown to whoever reads the object."""
+    clusters: list[ClusterRef] | None = None
+    """Clusters the class exists on; ``None`` means every Kueue cluster."""

@@ -135,6 +135,9 @@ class PodJob(TrainkitModel):
     priority_class: ObjectName | None = None
     """PriorityClass of the pods and of Volcano's PodGroup, one the Team lists in
     ``priority_classes``."""
+    workload_priority: DNS1123Label | None = None
+    """On a Kueue cluster: the WorkloadPriorityClass Kueue admits and preempts the job by (the
+    pods keep their own priority), one the Team lists in ``workload_priority_classes``."""
     pod_labels: dict[LabelKey, LabelValue] = {}
     """Labels of every pod, e.g. ``{"example.com/cost-center": "vision"}``. A key under a
     prefix a controller acts on (``kueue.x-k8s.io/``, ``volcano.sh/``, ``kubernetes.io/``, …)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -125,7 +125,8 @@ class Cluster(TrainkitModel):
 
 
 class Capacity(TrainkitModel):
-    """An amount of resources; ``gpu`` is counted in the cluster's GPU resource."""
+    """An amount of resources; ``gpu`` is counted in the cluster's GPU resource, e.g.
+    ``Capacity(cpu=64, memory="512Gi", gpu=8, extended={"vpc.amazonaws.com/efa": 32})``."""
 
     cpu: CpuQuantity | None = None
     """CPU cores, e.g. ``64`` or ``"500m"``."""
@@ -138,6 +139,9 @@ class Capacity(TrainkitModel):
     count the pods' requests of it like any other resource (volcano v1.12
     pkg/scheduler/api/resource_info.go NewResource), so a queue that lists it caps it, and a
     Kueue queue must list it for jobs that ask for it."""
+    extended: dict[ResourceName, Annotated[int, Field(ge=0)]] = {}
+    """Other extended resources by name, e.g. the devices a network profile gives each pod:
+    ``{"vpc.amazonaws.com/efa": 32, "rdma/hca": 8}``. GPUs go in ``gpu``."""
 
     def amounts(self, gpu_resource: str, *, zero_gpu: bool = False) -> dict[str, str]:
         """The amounts in a cluster's words (``gpu`` → its GPU resource); no GPUs are left
@@ -151,6 +155,8 @@ class Capacity(TrainkitModel):
             out["ephemeral-storage"] = self.ephemeral_storage
         if self.gpu or (zero_gpu and self.gpu is not None):
             out[gpu_resource] = str(self.gpu)
+        for name, value in sorted(self.extended.items()):
+            out.setdefault(name, str(value))
         return out
 
 
@@ -237,6 +243,9 @@ class Team(TrainkitModel):
     config_maps: dict[ObjectName, list[Key]] = {}
     """ConfigMaps of the team's namespace, and the keys of each, that its jobs may read into
     variables (``env_refs``), or whole (``env_from``) when the list names every key."""
+    workload_priority_classes: list[DNS1123Label] = []
+    """Kueue WorkloadPriorityClasses the team's jobs may name (``workload_priority=``) on Kueue
+    clusters; a higher one is admitted first and may preempt other teams' jobs."""
     priority_classes: list[ObjectName] = []
     """PriorityClasses the team's jobs may name (``priority_class=``); a higher class can
     preempt other teams' pods, so none is allowed unless listed."""

@@ -28,7 +28,8 @@ __all__ = [
 ]
 
 Action = Literal["add", "new-run", "change", "remove"]
-Resource = Literal["gpu", "cpu", "memory"]
+Resource = str
+"""``gpu`` (the cluster's GPU resource), ``cpu``, ``memory`` or another resource's name."""
 
 
 class _Fact(BaseModel):
@@ -114,7 +115,8 @@ class ObjectChange(_Fact):
 
 
 class Amounts(_Fact):
-    """GPUs, CPU and memory; a limit leaves out what it does not limit (null)."""
+    """GPUs, CPU, memory and the other resources a queue quotes; a limit leaves out what it
+    does not limit (null, or absent from ``other``)."""
 
     gpu: int | None = None
     """GPUs, counted in the cluster's GPU resource."""
@@ -122,6 +124,9 @@ class Amounts(_Fact):
     """CPU as a Kubernetes quantity (``64``, ``500m``)."""
     memory: str | None = None
     """Memory as a Kubernetes quantity (``512Gi``)."""
+    other: dict[str, str] = {}
+    """Every other resource by name, as a Kubernetes quantity: ``ephemeral-storage`` and
+    extended resources such as ``vpc.amazonaws.com/efa``."""
 
 
 class QueueSide(_Fact):

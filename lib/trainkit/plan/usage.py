@@ -135,7 +135,8 @@ def _above(
     if raw is None:
         return []
     out: list[Resource] = []
-    for resource in _RESOURCES:
+    others = sorted(k for k in raw if k not in (gpu, "cpu", "memory"))
+    for resource in (*_RESOURCES, *others):
         key = gpu if resource == "gpu" else resource
         limit = parse_quantity(raw.get(key)) if key in raw else None
         if limit is not None and wanted.get(key, Decimal(0)) > limit:
@@ -144,7 +145,8 @@ def _above(
 
 
 def _amounts(values: Mapping[str, Decimal], gpu: str, *, every: bool) -> Amounts:
-    """Amounts of the three resources; ``every`` writes zeros for those not named."""
+    """Amounts of the three resources and any other named; ``every`` writes zeros for the
+    three when not named."""
 
     def get(key: str) -> Decimal | None:
         return values.get(key, Decimal(0) if every else None)
@@ -154,6 +156,11 @@ def _amounts(values: Mapping[str, Decimal], gpu: str, *, every: bool) -> Amounts
         gpu=int(g) if g is not None else None,
         cpu=format_amount("cpu", c) if c is not None else None,
         memory=format_amount("memory", m) if m is not None else None,
+        other={
+            k: format_amount(k, v)
+            for k, v in sorted(values.items())
+            if k not in (gpu, "cpu", "memory")
+        },
     )
 
 
@@ -164,7 +171,7 @@ def format_amount(resource: str, value: Decimal) -> str:
             return f"{int(value * 1000)}m"
         return format(value.normalize(), "f")
     whole = int(value)
-    if resource == "memory":
+    if resource in ("memory", "ephemeral-storage"):
         for unit, size in (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):  # fmt: skip
             if whole >= size and whole % size == 0:
                 return f"{whole // size}{unit}"

@@ -105,8 +105,19 @@ def _what(c: ObjectChange, code: Callable[[str], str] = str) -> str:
 def _get(a: Amounts | None, r: _Resource) -> str | None:
     if a is None:
         return None
-    value = getattr(a, r)
+    value = getattr(a, r) if r in _LABEL else a.other.get(r)
     return None if value is None else str(value)
+
+
+def _others(q: QueueUse) -> list[str]:
+    """The resources besides GPUs, cpu and memory that the queue quotes or its jobs request."""
+    names: set[str] = set()
+    for side in (q.before, q.after):
+        if side is not None:
+            for a in (side.requests, side.capability, side.deserved, side.guarantee):
+                if a is not None:
+                    names.update(a.other)
+    return sorted(names)
 
 
 def _span(before: str | None, after: str | None, *, gone: str = "—") -> str:
@@ -173,7 +184,7 @@ def _over(cluster: str, q: QueueUse) -> str | None:
     parts = []
     for r in side.over_capability:
         cap = _get(side.capability, r)
-        parts.append(f"{_LABEL[r]} {_get(side.requests, r)} of {cap}")
+        parts.append(f"{_LABEL.get(r, r)} {_get(side.requests, r) or 0} of {cap}")
     return (
         f"queue `{q.queue}` on `{cluster}` {_ONCE}: {', '.join(parts)}; over its capability, "
         "jobs wait for each other (not an error)"
@@ -236,7 +247,10 @@ def _text_cluster(c: ClusterReport) -> Iterator[str]:
         names = [_queue_name(q, str) for q in queues]
         width = max(len(n) for n in names)
         for q, name in zip(queues, names, strict=True):
-            cells = "   ".join(f"{_LABEL[r]} {_queue_cell(q, r)}" for r in ("gpu", "cpu", "memory"))
+            cells = "   ".join(
+                f"{_LABEL.get(r, r)} {_queue_cell(q, r)}"
+                for r in ("gpu", "cpu", "memory", *_others(q))
+            )
             yield f"    {name:<{width}}  {cells}"
     teams = [t for t in c.teams if t.before != t.after or t.over_after or t.over_before]
     if teams:
@@ -325,9 +339,16 @@ def _md_details(c: ClusterReport) -> list[str]:
     queues = _interesting_queues(c)
     if queues:
         out += [f"Requests {_ONCE}, against each queue's limits:", ""]
-        out += ["| queue | GPU | cpu | memory |", "| --- | --- | --- | --- |"]
+        # Other resources (ephemeral-storage, extended ones) share one column, shown only
+        # where a queue has any.
+        other = any(_others(q) for q in queues)
+        head, rule = "| queue | GPU | cpu | memory |", "| --- | --- | --- | --- |"
+        out += [head + " other |", rule + " --- |"] if other else [head, rule]
         for q in queues:
             cells = " | ".join(_cell(_queue_cell(q, r)) for r in ("gpu", "cpu", "memory"))
+            if other:
+                more = ", ".join(f"{r} {_queue_cell(q, r)}" for r in _others(q))
+                cells += f" | {_cell(more) if more else '—'}"
             out.append(f"| {_queue_name(q, _code)} | {cells} |")
         out.append("")
     teams = [t for t in c.teams if t.before != t.after or t.over_after or t.over_before]

@@ -17,8 +17,9 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..resolve import Index, problem, queue_path
+from ..resolve.references import on_cluster
 
-__all__ = ["check_kueue_fit", "check_queue_fit"]
+__all__ = ["check_kueue_fit", "check_queue_fit", "check_workload_priority"]
 
 
 def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
@@ -81,6 +82,11 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
         need = workload.requests()
         field = "queue" if pj.job.queue else "clusters"
         where = f"ClusterQueue {cq.name!r} ({declared.file})"
+        # Every non-zero request needs a resource group covering it: findFlavorForPodSets
+        # answers "resource %s unavailable in ClusterQueue" otherwise, and the default quota
+        # check (BlockUndeclared) skips only zero requests (kueue v0.19.2 pkg/scheduler/
+        # flavorassigner/flavorassigner.go; apis/config/v1beta2/configuration_types.go).
+        # This covers ephemeral-storage and the extended resources of network profiles.
         covered = set(cq.covered(cluster.gpu_resource))
         missing = sorted(n for n, v in need.items() if v and n not in covered)
         if missing:
@@ -156,5 +162,43 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
                     f"any flavor of {where} holds with what it may borrow: Kueue would leave "
                     "it pending forever; use fewer nodes or resources, or another queue",
                     field,
+                )
+            )
+
+
+def check_workload_priority(
+    index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]
+) -> None:
+    """A job's ``workload_priority`` is a label only Kueue reads, and only when the class
+    exists on the cluster: Kueue refuses to create the Workload of a job naming a missing
+    WorkloadPriorityClass, so it never runs (kueue v0.19.2 pkg/controller/jobframework/
+    reconciler.go ExtractPriority → pkg/util/priority/priority.go
+    GetPriorityFromWorkloadPriorityClass, which fails when the class is missing)."""
+    for ej in jobs:
+        pj = ej.planned
+        name = getattr(pj.job, "workload_priority", None)
+        if name is None:
+            continue
+        cluster = pj.cluster
+        if cluster.scheduler != "kueue":
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"workload_priority is read by Kueue only, but cluster {cluster.name!r} "
+                    f"schedules with {cluster.scheduler!r}: drop it there (priority_class= "
+                    "orders the pods and Volcano's gangs)",
+                    "workload_priority",
+                )
+            )
+            continue
+        declared = index.workload_priorities.get(name)
+        if declared is not None and not on_cluster(declared.obj, cluster.name):
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"WorkloadPriorityClass {name!r} ({declared.file}) does not exist on cluster "
+                    f"{cluster.name!r}: Kueue would not create the job's Workload and it would "
+                    "never start; add the cluster to the class's clusters",
+                    "workload_priority",
                 )
             )

@@ -213,6 +213,7 @@ CLUSTER_KINDS: tuple[tuple[str, str], ...] = (
     ("", "Namespace"),
     ("kueue.x-k8s.io", "ClusterQueue"),
     ("kueue.x-k8s.io", "ResourceFlavor"),
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"),
     ("scheduling.volcano.sh", "Queue"),
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
 )

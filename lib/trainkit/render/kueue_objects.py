@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Capacity, Cluster, ClusterQueue, ResourceFlavor
+from ..model import Capacity, Cluster, ClusterQueue, ResourceFlavor, WorkloadPriorityClass
 from ..resolve import Declared
 from .meta import metadata
 
@@ -24,6 +24,7 @@ __all__ = [
     "render_cluster_queue",
     "render_local_queue",
     "render_resource_flavor",
+    "render_workload_priority_class",
 ]
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -71,10 +72,15 @@ def render_cluster_queue(
                 {"key": _NAMESPACE_KEY, "operator": "In", "values": list(namespaces)}
             ]
         }
-    spec["preemption"] = {
-        "reclaimWithinCohort": cq.reclaim_within_cohort,
-        "withinClusterQueue": cq.within_queue,
-    }
+    preemption: dict[str, Any] = {"reclaimWithinCohort": cq.reclaim_within_cohort}
+    if cq.borrow_within_cohort != "Never":
+        borrowing: dict[str, Any] = {"policy": cq.borrow_within_cohort}
+        if cq.borrow_max_priority is not None:
+            borrowing["maxPriorityThreshold"] = cq.borrow_max_priority
+        preemption["borrowWithinCohort"] = borrowing
+    preemption["withinClusterQueue"] = cq.within_queue
+    spec["preemption"] = preemption
+    spec["queueingStrategy"] = cq.queueing_strategy
     spec["resourceGroups"] = [{"coveredResources": resources, "flavors": flavors}]
     return {
         "apiVersion": KUEUE_API,
@@ -82,6 +88,19 @@ def render_cluster_queue(
         "metadata": metadata(name=cq.name, kind="ClusterQueue", source=declared.file),
         "spec": spec,
     }
+
+
+def render_workload_priority_class(declared: Declared[WorkloadPriorityClass]) -> dict[str, Any]:
+    w = declared.obj
+    body: dict[str, Any] = {
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": metadata(name=w.name, kind="WorkloadPriorityClass", source=declared.file),
+        "value": w.value,
+    }
+    if w.description:
+        body["description"] = w.description
+    return body
 
 
 def render_local_queue(namespace: str, queue: str, team: str, source: str) -> dict[str, Any]:

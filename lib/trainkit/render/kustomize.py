@@ -18,7 +18,7 @@ from ..model.paddlejob import PADDLE_ROLES
 from ..model.tfjob import TF_ROLES
 from ..model.xgboostjob import XGBOOST_ROLES
 from .kuberay import QUEUE_LABEL
-from .meta import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
+from .meta import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
 
 __all__ = [
     "CLUSTER_SCOPED",
@@ -38,6 +38,7 @@ CLUSTER_SCOPED = (
     ("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
     ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors"),
     ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
+    ("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses"),
     ("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes"),
 )
 
@@ -167,6 +168,7 @@ def kustomize_config() -> dict[str, Any]:
     # Kueue: a LocalQueue names its ClusterQueue, which names its flavors; every job names its
     # LocalQueue in a label.
     kueue_label = "metadata/labels/" + KUEUE_QUEUE_LABEL.replace("/", "\\/")
+    priority_label = "metadata/labels/" + KUEUE_PRIORITY_LABEL.replace("/", "\\/")
     job_kinds = sorted({k for k, _ in _POD_SPECS if k != "TrainingRuntime"})
     name_refs += [
         {
@@ -186,6 +188,12 @@ def kustomize_config() -> dict[str, Any]:
             "group": "kueue.x-k8s.io",
             "version": "v1beta2",
             "fieldSpecs": [{"kind": k, "path": kueue_label} for k in job_kinds],
+        },
+        {
+            "kind": "WorkloadPriorityClass",
+            "group": "kueue.x-k8s.io",
+            "version": "v1beta2",
+            "fieldSpecs": [{"kind": k, "path": priority_label} for k in job_kinds],
         },
     ]
     return {

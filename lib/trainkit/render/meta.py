@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "DEFINITION_ANNOTATION",
     "JOB_LABEL",
+    "KUEUE_PRIORITY_LABEL",
     "KUEUE_QUEUE_LABEL",
     "MANAGED_BY",
     "SOURCE_ANNOTATION",
@@ -32,6 +33,7 @@ trainkit's version: an unchanged definition keeps its deployed bytes across upgr
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 """Kueue v0.19 reads a job's LocalQueue from this label only (the annotation was removed)."""
 
 # Argo CD applies a wave only when the previous one is synced *and healthy*, and
@@ -42,6 +44,8 @@ _WAVES = {
     "Queue": -20,
     # Kueue: flavors before the queues that quote them, LocalQueues after their ClusterQueue.
     "ResourceFlavor": -25,
+    # Kueue refuses to create the Workload of a job naming a missing class.
+    "WorkloadPriorityClass": -25,
     "ClusterQueue": -20,
     "LocalQueue": -15,
     # Trainer's webhook rejects a TrainJob whose runtime does not exist yet.

@@ -6,7 +6,14 @@ import hashlib
 from typing import Any
 
 from ..resolve import PlannedJob
-from .meta import DEFINITION_ANNOTATION, JOB_LABEL, KUEUE_QUEUE_LABEL, definition_hash, metadata
+from .meta import (
+    DEFINITION_ANNOTATION,
+    JOB_LABEL,
+    KUEUE_PRIORITY_LABEL,
+    KUEUE_QUEUE_LABEL,
+    definition_hash,
+    metadata,
+)
 
 __all__ = [
     "job_definition_hash",
@@ -75,6 +82,11 @@ def job_metadata(
     a Kueue cluster the LocalQueue label Kueue admits it by."""
     if pj.local_queue is not None:
         labels = {**(labels or {}), KUEUE_QUEUE_LABEL: pj.local_queue}
+        # Kueue reads the job's own label for the Workload's priority (kueue v0.19.2
+        # pkg/controller/jobframework/utils.go WorkloadPriorityClassName).
+        priority = getattr(pj.job, "workload_priority", None)
+        if priority is not None:
+            labels[KUEUE_PRIORITY_LABEL] = priority
     return metadata(
         name=pj.object_name,
         kind=kind,

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 
 from ..errors import DefinitionError, Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import JOB_KINDS, ArgoCD, Cluster, ClusterQueue, NetworkProfile, Queue, ResourceFlavor
+from ..model import (
+    JOB_KINDS,
+    ArgoCD,
+    Cluster,
+    ClusterQueue,
+    NetworkProfile,
+    Queue,
+    ResourceFlavor,
+    WorkloadPriorityClass,
+)
 from .index import Declared, Index, build_index
 from .jobs import PlannedJob, check_unique, place
 from .network import check_profiles
@@ -57,6 +66,7 @@ class KueueObjects:
     local_queues: tuple[tuple[str, str, Definition], ...] = ()
     """(namespace, queue, the Team's definition), sorted."""
     namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    workload_priorities: tuple[Declared[WorkloadPriorityClass], ...] = ()
     """ClusterQueue → the namespaces of the teams that list it (its namespaceSelector)."""
 
 
@@ -179,6 +189,9 @@ def _kueue_objects(index: Index, cluster: Cluster) -> KueueObjects:
         flavors=tuple(f for _, f in sorted(index.flavors.items()) if on_cluster(f.obj, name)),
         cluster_queues=queues,
         local_queues=tuple(local),
+        workload_priorities=tuple(
+            w for _, w in sorted(index.workload_priorities.items()) if on_cluster(w.obj, name)
+        ),
         namespaces={
             cq.obj.name: tuple(sorted({ns for ns, q, _ in local if q == cq.obj.name}))
             for cq in queues

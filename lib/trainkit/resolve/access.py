@@ -28,6 +28,7 @@ _GRANTS = (
     ("service_account", "service_accounts", "ServiceAccount"),
     ("image_pull_secrets", "image_pull_secrets", "pull Secret"),
     ("priority_class", "priority_classes", "PriorityClass"),
+    ("workload_priority", "workload_priority_classes", "WorkloadPriorityClass"),
 )
 
 

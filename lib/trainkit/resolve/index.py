@@ -24,6 +24,7 @@ from ..model import (
     ResourceFlavor,
     Team,
     TrainkitModel,
+    WorkloadPriorityClass,
 )
 from .problems import problem
 
@@ -60,6 +61,8 @@ class Index:
     """Kueue's ResourceFlavors, by name."""
     patches: dict[str, Declared[PlatformPatch]] = field(default_factory=dict)
     """The platform's JSON patches of planned objects, by name."""
+    workload_priorities: dict[str, Declared[WorkloadPriorityClass]] = field(default_factory=dict)
+    """Kueue's WorkloadPriorityClasses, by name."""
 
     @property
     def rules(self) -> Policy:
@@ -138,4 +141,5 @@ def build_index(defs: Sequence[Definition], problems: list[Problem]) -> Index:
         cluster_queues=_by_name(defs, ClusterQueue, problems),
         flavors=_by_name(defs, ResourceFlavor, problems),
         patches=_by_name(defs, PlatformPatch, problems),
+        workload_priorities=_by_name(defs, WorkloadPriorityClass, problems),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
-from ..model import Queue
+from ..model import Cluster, FlavorQuota, Queue
 from ..model.platform import system_namespace
 from .index import Index
 from .problems import known, problem
@@ -74,6 +74,17 @@ def check_teams(index: Index, problems: list[Problem]) -> None:
                 )
             elif q in index.children:
                 problems.append(_not_a_leaf(d, q, index, f"queues[{i}]"))
+        for i, w in enumerate(team.workload_priority_classes):
+            if w not in index.workload_priorities:
+                problems.append(
+                    problem(
+                        d,
+                        f"unknown WorkloadPriorityClass {w!r}; defined: "
+                        f"{known(index.workload_priorities)} (declare "
+                        "WorkloadPriorityClass(name=..., value=...) in jobs/platform/)",
+                        f"workload_priority_classes[{i}]",
+                    )
+                )
         problems.extend(check_clusters(d, team.clusters, index))
         for i, profile in enumerate(team.network_profiles):
             if profile not in index.profiles:
@@ -205,12 +216,20 @@ def check_kueue(index: Index, problems: list[Problem]) -> None:
         f, d = flavor_decl.obj, flavor_decl.definition
         problems.extend(check_clusters(d, f.clusters, index))
         problems.extend(_wrong_scheduler(d, f.clusters, index, "kueue", "ResourceFlavor"))
+    for wpc in index.workload_priorities.values():
+        problems.extend(check_clusters(wpc.definition, wpc.obj.clusters, index))
+        problems.extend(
+            _wrong_scheduler(
+                wpc.definition, wpc.obj.clusters, index, "kueue", "WorkloadPriorityClass"
+            )
+        )
     for queue_decl in index.cluster_queues.values():
         cq, d = queue_decl.obj, queue_decl.definition
         problems.extend(check_clusters(d, cq.clusters, index))
         problems.extend(_wrong_scheduler(d, cq.clusters, index, "kueue", "ClusterQueue"))
         clusters = [c for c in kueue_clusters(index) if cq.clusters is None or c in cq.clusters]
         for i, fq in enumerate(cq.flavors):
+            problems.extend(_gpus_twice(d, i, fq, [index.clusters[c].obj for c in clusters]))
             flavor = index.flavors.get(fq.flavor)
             if flavor is None:
                 problems.append(
@@ -233,6 +252,26 @@ def check_kueue(index: Index, problems: list[Problem]) -> None:
                         f"flavors[{i}].flavor",
                     )
                 )
+
+
+def _gpus_twice(d: Definition, i: int, fq: FlavorQuota, clusters: list[Cluster]) -> list[Problem]:
+    """An ``extended`` entry naming a cluster's GPU resource would quote the GPUs twice."""
+    out = []
+    for field in ("quota", "borrowing_limit", "lending_limit"):
+        limit = getattr(fq, field)
+        for c in clusters:
+            if limit is not None and c.gpu_resource in limit.extended:
+                out.append(
+                    problem(
+                        d,
+                        f"flavor {fq.flavor!r} quotes {c.gpu_resource!r} in extended, the GPU "
+                        f"resource of cluster {c.name!r}, which gpu= already quotes there: use "
+                        "gpu= and drop it from extended",
+                        f"flavors[{i}].{field}.extended",
+                    )
+                )
+                break
+    return out
 
 
 def kueue_clusters(index: Index) -> list[str]:

@@ -23,7 +23,12 @@ from ..render.cluster_scoped import render_namespace, render_queue
 from ..render.jax import render_jaxjob
 from ..render.kubeflow_trainer import render_runtime, render_trainjob
 from ..render.kuberay import render_rayjob
-from ..render.kueue_objects import render_cluster_queue, render_local_queue, render_resource_flavor
+from ..render.kueue_objects import (
+    render_cluster_queue,
+    render_local_queue,
+    render_resource_flavor,
+    render_workload_priority_class,
+)
 from ..render.kustomize import (
     KUSTOMIZE_CONFIG,
     KUSTOMIZE_OPENAPI,
@@ -130,6 +135,12 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
             f"{platform}/kueue/clusterqueue-{cq.obj.name}.yaml",
             render_cluster_queue(cq, cp.cluster, namespaces),
             cq.file,
+        )
+    for wpc in cp.kueue.workload_priorities:
+        yield Rendered(
+            f"{platform}/kueue/workloadpriorityclass-{wpc.obj.name}.yaml",
+            render_workload_priority_class(wpc),
+            wpc.file,
         )
     for ns, lq, tdef in cp.kueue.local_queues:
         owner = tdef.obj.name  # type: ignore[attr-defined]

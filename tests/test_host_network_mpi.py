@@ -77,6 +77,10 @@ def _refused(obj: Any, *platform: Any) -> str:
 # --- MPIJob (mpi-operator v2beta1) ------------------------------------------------------------
 
 
+# DeepSpeed's mpirun needs the nodes' interface named on the host network.
+IFACE = ["--mca", "btl_tcp_if_include", "bond0"]
+
+
 def mpijob(**kw: Any) -> MPIJob:
     fields: dict[str, Any] = {
         "name": "mj",
@@ -138,7 +142,7 @@ def test_mpijob_mpirun_ssh_reaches_the_port() -> None:
 
 
 def test_mpijob_deepspeed_passes_the_port_to_its_mpirun() -> None:
-    body = _objects(mpijob(launch="deepspeed"))["MPIJob"]
+    body = _objects(mpijob(launch="deepspeed", launcher_args=IFACE))["MPIJob"]
     cmd = _role(body, "Launcher")["containers"][0]["command"]
     launcher_args = shlex.split(cmd[cmd.index("--launcher_args") + 1])
     i = launcher_args.index("plm_rsh_args")
@@ -185,6 +189,17 @@ def test_mpijob_shapes_that_cannot_reach_the_port_are_refused(
     msg = _refused(mpijob(**fields))
     assert "host network" in msg and text in msg, msg
     assert "port 22" in msg, msg
+
+
+def test_deepspeed_on_the_host_network_must_name_the_nodes_interface() -> None:
+    """DeepSpeed's OpenMPIRunner adds `--mca btl_tcp_if_include eth0` unless launcher_args
+    set it (deepspeed/launcher/multinode_runner.py); a node's interface need not be eth0."""
+    msg = _refused(mpijob(launch="deepspeed"))
+    assert "launcher_args" in msg and "eth0" in msg and "btl_tcp_if_include" in msg, msg
+    body = _objects(mpijob(launch="deepspeed", launcher_args=["-mca", *IFACE[1:]]))["MPIJob"]
+    cmd = _role(body, "Launcher")["containers"][0]["command"]
+    launcher_args = shlex.split(cmd[cmd.index("--launcher_args") + 1])
+    assert launcher_args[-3:] == ["-mca", "btl_tcp_if_include", "bond0"]
 
 
 # --- Trainer v2.3 MPI runtimes ----------------------------------------------------------------
@@ -331,7 +346,7 @@ def test_the_rendered_mpirun_reaches_the_workers_sshd_port(tmp_path: Path) -> No
     "obj",
     [
         pytest.param(mpijob(), id="mpirun"),
-        pytest.param(mpijob(launch="deepspeed"), id="deepspeed"),
+        pytest.param(mpijob(launch="deepspeed", launcher_args=IFACE), id="deepspeed"),
         pytest.param(mpijob(launch="horovodrun"), id="horovodrun"),
         pytest.param(trainjob(), id="trainjob"),
     ],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
@@ -214,6 +215,19 @@ def host_network_mpijob(
                 "command",
             )
         )
+    if job.launch == "deepspeed" and not _names_tcp_interface(job.launcher_args):
+        # DeepSpeed's OpenMPIRunner adds `--mca btl_tcp_if_include eth0` unless the launcher
+        # args name the interface (deepspeed/launcher/multinode_runner.py get_cmd): eth0 is a
+        # pod's interface, a node's may be called anything.
+        out.append(
+            problem(
+                d,
+                f"{where}, whose interface need not be eth0, which DeepSpeed's mpirun picks "
+                "unless told otherwise: name the nodes' interface, e.g. launcher_args=['--mca', "
+                "'btl_tcp_if_include', 'bond0'], or use a profile without host_network",
+                "launcher_args",
+            )
+        )
     if job.launcher_as_worker:
         out.append(
             problem(
@@ -226,6 +240,11 @@ def host_network_mpijob(
             )
         )
     return out
+
+
+def _names_tcp_interface(args: Sequence[str]) -> bool:
+    """Whether mpirun arguments set ``btl_tcp_if_include`` as DeepSpeed looks for it."""
+    return any(a in ("-mca", "--mca") and b == "btl_tcp_if_include" for a, b in pairwise(args))
 
 
 def host_network_runtime(

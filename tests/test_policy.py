@@ -619,6 +619,15 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
         '    clusters=["a800-north"],',
         '    host_network=True,\n    clusters=["a800-north"],',
     )
+    # DeepSpeed's mpirun must then be told the nodes' interface (it would pick eth0).
+    run = cli("synth")
+    assert run.code == 1 and "btl_tcp_if_include" in run.err, run.err
+    edit(
+        ws,
+        "jobs/llm/llama_pretrain_deepspeed.py",
+        '    launch="deepspeed",',
+        '    launch="deepspeed",\n    launcher_args=["--mca", "btl_tcp_if_include", "bond0"],',
+    )
     assert cli("synth").code == 0
     (job,) = _docs(
         ws.out / "clusters/a800-north/llm-training/pytorchjob-llama-finetune-fsdp-r1.yaml"

@@ -45,6 +45,7 @@ from trainkit import (
     ClusterQueue,
     DefinitionError,
     FlavorQuota,
+    JAXJob,
     MPIJob,
     PaddleJob,
     PyTorchJob,
@@ -54,6 +55,7 @@ from trainkit import (
     Team,
     TFJob,
     TrainJob,
+    XGBoostJob,
 )
 from trainkit.effective import EffectiveJob, EnvVar, effective_job
 from trainkit.health import health_checks
@@ -65,6 +67,7 @@ from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 
 MODULES = (
     "training_operator",
+    "training_operator_xgb_jax",
     "paddle_operator",
     "volcano",
     "kueue",
@@ -142,6 +145,8 @@ _KINDS: Mapping[str, Any] = {
     "MPIJob": MPIJob,
     "RayJob": RayJob,
     "TrainJob": TrainJob,
+    "XGBoostJob": XGBoostJob,
+    "JAXJob": JAXJob,
 }
 
 
@@ -378,6 +383,8 @@ KINDS = (
     "MPIJob",
     "TrainJob",
     "RayJob",
+    "XGBoostJob",
+    "JAXJob",
 )
 
 

@@ -16,6 +16,8 @@ still asserts what upstream does and names the defect (``defect``: a strict xfai
 One module per controller:
 
 - ``training_operator``: Kubeflow Training Operator v1.9.4 (PyTorchJob, TFJob, PaddleJob);
+- ``training_operator_xgb_jax``: the same operator's XGBoostJob and JAXJob, with Kueue
+  v0.19.2's integrations for both;
 - ``paddle_operator``: PaddleFlow paddle-operator 68230bfd (v0.3.5);
 - ``volcano``: Volcano v1.12.4 (queue admission, queue state);
 - ``kueue``: Kueue v0.19.2 (the Kubeflow and MPIJob integrations);

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env.jax_env import jaxjob_env
-from ..render.jax import CONTAINER
+from ..injected_env.jax_env import JAXJOB_PORT, jaxjob_env
+from ..render.jax import CONTAINER, PORT_NAME
 from ..resolve import PlannedJob
 from .admission import replica_workload
-from .operator_pods import BACKOFF_COUNTS, role_pod_sets, run_policy_gang
+from .operator_pods import BACKOFF_COUNTS, container_port, role_pod_sets, run_policy_gang
 from .podsets import Completion, EffectiveJob, EnvVar
 
 __all__ = ["effective_jaxjob"]
@@ -24,9 +24,12 @@ _PER_POD = {"PROCESS_ID": "the Worker's index"}
 
 def effective_jaxjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
+    # envvar.go getPortFromJAXJob: COORDINATOR_PORT is the port named jaxjob-port on
+    # container jax of the Workers' spec (jax_defaults.go adds 6666 where it is missing).
+    port = container_port(spec["jaxReplicaSpecs"], "Worker", CONTAINER, PORT_NAME, JAXJOB_PORT)
 
     def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
-        env = jaxjob_env(job=pj.object_name, workers=sum(counts.values()), index=index)
+        env = jaxjob_env(job=pj.object_name, workers=sum(counts.values()), index=index, port=port)
         return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
 
     # jax_types.go JAXJobDefaultRestartPolicy: Never.

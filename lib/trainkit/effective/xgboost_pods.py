@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..injected_env.xgboost_env import xgboostjob_env
-from ..render.xgboost import CONTAINER
+from ..injected_env.xgboost_env import XGBOOSTJOB_PORT, xgboostjob_env
+from ..render.xgboost import CONTAINER, PORT_NAME
 from ..resolve import PlannedJob
 from .admission import replica_workload
-from .operator_pods import BACKOFF_COUNTS, role_pod_sets, run_policy_gang
+from .operator_pods import BACKOFF_COUNTS, container_port, role_pod_sets, run_policy_gang
 from .podsets import Completion, EffectiveJob, EnvVar
 
 __all__ = ["effective_xgboostjob"]
@@ -26,9 +26,23 @@ _PER_POD = {"RANK": "the pod's rank; Worker i has i + 1"}
 
 def effective_xgboostjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
+    # xgboost.go getPortFromXGBoostJob: MASTER_PORT and WORKER_PORT are the port named
+    # xgboostjob-port on container xgboost of the Master's and the Workers' specs (the
+    # defaulting webhook adds 9999 where it is missing: xgboost_defaults.go).
+    ports = {
+        role: container_port(spec["xgbReplicaSpecs"], role, CONTAINER, PORT_NAME, XGBOOSTJOB_PORT)
+        for role in ("Master", "Worker")
+    }
 
     def injected(rtype: str, counts: dict[str, int], index: int) -> list[EnvVar]:
-        env = xgboostjob_env(job=pj.object_name, counts=counts, role=rtype, index=index)
+        env = xgboostjob_env(
+            job=pj.object_name,
+            counts=counts,
+            role=rtype,
+            index=index,
+            master_port=ports["Master"],
+            worker_port=ports["Worker"],
+        )
         return [EnvVar(k, v, _OPERATOR, _PER_POD.get(k, "")) for k, v in env.items()]
 
     # xgboost_types.go XGBoostJobDefaultRestartPolicy: Never.

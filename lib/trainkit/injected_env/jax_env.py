@@ -23,11 +23,12 @@ JAXJOB = ReservedEnv(
 )
 
 
-def jaxjob_env(*, job: str, workers: int, index: int) -> dict[str, str]:
-    """What the operator appends for Worker ``index`` of ``workers``."""
+def jaxjob_env(*, job: str, workers: int, index: int, port: int = JAXJOB_PORT) -> dict[str, str]:
+    """What the operator appends for Worker ``index`` of ``workers``; ``port`` is the Workers'
+    ``jaxjob-port`` (envvar.go getPortFromJAXJob reads it from the job's spec)."""
     return {
         "PYTHONUNBUFFERED": "1",
-        "COORDINATOR_PORT": str(JAXJOB_PORT),
+        "COORDINATOR_PORT": str(port),
         "COORDINATOR_ADDRESS": f"{job}-worker-0",
         "NUM_PROCESSES": str(workers),
         "PROCESS_ID": str(index),

@@ -25,20 +25,30 @@ XGBOOSTJOB = ReservedEnv(
 )
 
 
-def xgboostjob_env(*, job: str, counts: dict[str, int], role: str, index: int) -> dict[str, str]:
+def xgboostjob_env(
+    *,
+    job: str,
+    counts: dict[str, int],
+    role: str,
+    index: int,
+    master_port: int = XGBOOSTJOB_PORT,
+    worker_port: int = XGBOOSTJOB_PORT,
+) -> dict[str, str]:
     """What the operator appends for pod ``index`` of replica type ``role`` (``Master`` or
     ``Worker``): a Worker's rank is its index plus the Master's replicas; ``WORKER_PORT`` and
-    ``WORKER_ADDRS`` (``total - 1`` Worker Services) only when the job has more than one pod."""
+    ``WORKER_ADDRS`` (``total - 1`` Worker Services) only when the job has more than one pod.
+    The ports are the Master's and the Workers' ``xgboostjob-port`` (xgboost.go
+    getPortFromXGBoostJob reads them from the job's spec)."""
     total = sum(counts.values())
     rank = index + (counts.get("Master", 0) if role == "Worker" else 0)
     env = {
-        "MASTER_PORT": str(XGBOOSTJOB_PORT),
+        "MASTER_PORT": str(master_port),
         "MASTER_ADDR": f"{job}-master-0",
         "WORLD_SIZE": str(total),
         "RANK": str(rank),
         "PYTHONUNBUFFERED": "1",
     }
     if total > 1:
-        env["WORKER_PORT"] = str(XGBOOSTJOB_PORT)
+        env["WORKER_PORT"] = str(worker_port)
         env["WORKER_ADDRS"] = ",".join(f"{job}-worker-{i}" for i in range(total - 1))
     return env

@@ -27,7 +27,16 @@ from ..injected_env.kubeflow_trainer_env import TRAINJOB, trainjob_env
 from ..injected_env.mpi_operator_env import MPIJOB, mpijob_env
 from ..injected_env.training_operator_env import PYTORCHJOB, pytorchjob_env
 from ..injected_env.xgboost_env import xgboostjob_env
-from ..model import WORKSPACE, JAXJob, MPIJob, PyTorchJob, TrainJob, XGBoostJob
+from ..model import (
+    WORKSPACE,
+    ClusterTrainingRuntime,
+    JAXJob,
+    MPIJob,
+    PyTorchJob,
+    TrainingRuntime,
+    TrainJob,
+    XGBoostJob,
+)
 from ..render.kubeflow_trainer import NODE
 from ..render.pod import forwarded
 
@@ -324,63 +333,20 @@ def rank_target(
                 )
             ]
         )
-    if pj.runtime is not None and pj.runtime.runtime.mpi is not None:
-        raise RehearsalError(
-            [
-                Problem(
-                    file=pj.definition.file,
-                    line=pj.definition.line_of("runtime"),
-                    obj=pj.job.describe(),
-                    field="runtime",
-                    message=f"runtime {pj.runtime.runtime.name!r} is an MPI runtime, whose "
-                    "launcher starts the ranks over ssh; rehearsing it is not available yet "
-                    "(trainkit explain shows its pods)",
-                )
-            ]
-        )
-    if pj.runtime is not None and pj.runtime.runtime.initializers is not None:
-        raise RehearsalError(
-            [
-                Problem(
-                    file=pj.definition.file,
-                    line=pj.definition.line_of("runtime"),
-                    obj=pj.job.describe(),
-                    field="runtime",
-                    message=f"runtime {pj.runtime.runtime.name!r} downloads a dataset or model "
-                    "before the nodes start; rehearsing TrainJobs on it is not available yet "
-                    "(trainkit explain shows its steps)",
-                )
-            ]
-        )
-    if pj.runtime is not None and pj.runtime.runtime.flux is not None:
-        raise RehearsalError(
-            [
-                Problem(
-                    file=pj.definition.file,
-                    line=pj.definition.line_of("runtime"),
-                    obj=pj.job.describe(),
-                    field="runtime",
-                    message=f"runtime {pj.runtime.runtime.name!r} is a flux runtime; "
-                    "rehearsing TrainJobs on it is not available yet (trainkit explain shows "
-                    "its pods and the flux run command)",
-                )
-            ]
-        )
-    if pj.runtime is not None and pj.runtime.runtime.framework != "torch":
-        raise RehearsalError(
-            [
-                Problem(
-                    file=pj.definition.file,
-                    line=pj.definition.line_of("runtime"),
-                    obj=pj.job.describe(),
-                    field="runtime",
-                    message=f"runtime {pj.runtime.runtime.name!r} is a "
-                    f"{pj.runtime.runtime.framework} runtime; rehearsing TrainJobs on it is not "
-                    "available yet (trainkit explain shows its pods; an XGBoostJob or JAXJob "
-                    "with the same script is rehearsed)",
-                )
-            ]
-        )
+    if pj.runtime is not None:
+        reason = _runtime_not_rehearsed(pj.runtime.runtime)
+        if reason is not None:
+            raise RehearsalError(
+                [
+                    Problem(
+                        file=pj.definition.file,
+                        line=pj.definition.line_of("runtime"),
+                        obj=pj.job.describe(),
+                        field="runtime",
+                        message=f"runtime {pj.runtime.runtime.name!r} {reason}",
+                    )
+                ]
+            )
     pods = _training_pods(ej)
     # An MPIJob's command and env are the launcher's; its files and resources the workers'.
     first = ej.pod_sets[0] if isinstance(pj.job, MPIJob) else pods[0]
@@ -474,6 +440,32 @@ def rank_target(
             how.append(from_rt)
         procs_label += f" ({', '.join(how)})"
     return TrainJobTarget(**fields, nodes_label=nodes_label, procs_label=procs_label)
+
+
+def _runtime_not_rehearsed(rt: ClusterTrainingRuntime | TrainingRuntime) -> str | None:
+    """Why a TrainJob on this runtime cannot be rehearsed yet, or None when it can."""
+    if rt.mpi is not None:
+        return (
+            "is an MPI runtime, whose launcher starts the ranks over ssh; rehearsing it is "
+            "not available yet (trainkit explain shows its pods)"
+        )
+    if rt.initializers is not None:
+        return (
+            "downloads a dataset or model before the nodes start; rehearsing TrainJobs on it "
+            "is not available yet (trainkit explain shows its steps)"
+        )
+    if rt.flux is not None:
+        return (
+            "is a flux runtime; rehearsing TrainJobs on it is not available yet (trainkit "
+            "explain shows its pods and the flux run command)"
+        )
+    if rt.framework != "torch":
+        return (
+            f"is a {rt.framework} runtime; rehearsing TrainJobs on it is not available yet "
+            "(trainkit explain shows its pods; an XGBoostJob or JAXJob with the same script "
+            "is rehearsed)"
+        )
+    return None
 
 
 def _training_pods(ej: EffectiveJob) -> list[PodSet]:

@@ -41,6 +41,10 @@ $(VENV)/.dev: $(TK)
 	$(BIN)/pip install -q -e '.[dev,rehearse,deepspeed,ray,mpi,xgboost,jax]'
 	@# DeepSpeed compiles its CPU collective op on first use (about 25 s), cached in
 	@# $$TORCH_EXTENSIONS_DIR; built here once, with the venv's ninja a rehearsal also uses.
+	@# A build killed midway leaves its lock behind and torch waits on it forever. Only this
+	@# step builds into the venv's directory (rehearsals use what it built), so a lock found
+	@# here has no builder left.
+	@find "$$TORCH_EXTENSIONS_DIR" -name lock -delete 2>/dev/null || true
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c \
 	  'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null 2>&1
 	@touch $@

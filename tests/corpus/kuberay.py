@@ -1,0 +1,199 @@
+"""KubeRay's RayJob samples (ray-project/kuberay at v1.7.0, ``ray-operator/config/samples/``)
+and Kueue's (kubernetes-sigs/kueue at v0.19.2). Each runs ``sample_code.py`` from a ConfigMap
+the sample ships beside the RayJob, mounted on the head."""
+
+from __future__ import annotations
+
+from trainkit import ConfigMapVolume, Policy, RayJob, Resources, RuntimeEnv, WorkerGroup
+
+from . import Case, Expected, Source, pod
+
+__all__ = ["CASES"]
+
+
+def src(path: str) -> Source:
+    return Source(
+        "ray-project/kuberay",
+        "v1.7.0",
+        "59d663aeec13760646da3db9c1cf8cfe883e30b7",
+        f"ray-operator/config/samples/{path}",
+    )
+
+
+RAY = "rayproject/ray:2.52.0"
+CMD = ["python", "/home/ray/samples/sample_code.py"]
+CODE = {
+    "/home/ray/samples": 'configMap:ray-job-code-sample:[{"key": "sample_code.py", "path": "sample_code.py"}]:ro'
+}
+PIP = ["requests==2.26.0", "pendulum==2.1.2"]
+ENV = {"pip": PIP, "env_vars": {"counter_name": "test_counter"}}
+HEAD_REQ = {"cpu": "1", "memory": "2Gi"}
+HEAD_LIM = {"cpu": "1", "memory": "5Gi"}
+WORKER = {"cpu": "1", "memory": "1Gi"}
+# The team may mount the sample's code and pip installs from an index the platform names; the
+# head is burstable (the samples request less memory than their limit).
+PLATFORM = {
+    "cluster": {"operators": ["kuberay"]},
+    "team": {"config_maps": {"ray-job-code-sample": ["sample_code.py"]}},
+    "objects": (lambda: Policy(burstable=True, package_indexes=["https://pypi.org/simple/"]),),
+}
+
+
+def sample(name: str, workers: int = 1, **more: object) -> RayJob:
+    """KubeRay's sample RayJob: a 1-CPU head with the code, one group of 1-CPU workers."""
+    fields: dict[str, object] = {
+        "image": RAY,
+        "command": CMD,
+        "shutdown_after_finish": False,
+        "head": Resources(cpu=1, memory="5Gi", memory_request="2Gi"),
+        "workers": [
+            WorkerGroup(name="small-group", nodes=workers, resources=Resources(cpu=1, memory="1Gi"))
+        ],
+        "runtime_env": RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
+        "volumes": [
+            ConfigMapVolume(
+                name="code-sample",
+                config_map="ray-job-code-sample",
+                path="/home/ray/samples",
+                items={"sample_code.py": "sample_code.py"},
+            )
+        ],
+    }
+    return RayJob(name=name, **(fields | more))  # type: ignore[arg-type]
+
+
+def expected(name: str, workers: int = 1, **spec: object) -> Expected:
+    return Expected(
+        "RayJob",
+        name,
+        {
+            "head": pod(1, RAY, requests=HEAD_REQ, limits=HEAD_LIM, mounts=CODE),
+            "small-group": pod(workers, RAY, requests=WORKER, limits=WORKER),
+        },
+        spec={
+            "entrypoint": CMD,
+            "runtimeEnvYAML": ENV,
+            "rayClusterSpec": {
+                "headGroupSpec": {"rayStartParams": {}},
+                "workerGroupSpecs": [{"rayStartParams": {}}],
+            },
+            **spec,
+        },
+    )
+
+
+# trainkit mounts a job's volumes on every Ray node; the samples mount the code on the head.
+HEAD_ONLY = "volumes on the head only (per-role volumes)"
+
+CASES = [
+    Case(
+        id="ray-job-sample",
+        source=src("ray-job.sample.yaml"),
+        definition=lambda: sample("rayjob-sample"),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample",
+            {
+                "head": pod(1, RAY, requests=HEAD_REQ, limits=HEAD_LIM, mounts=CODE),
+                "small-group": pod(1, RAY, requests={"cpu": "200m"}, limits={"cpu": "1"}),
+            },
+            spec=expected("rayjob-sample").spec,
+        ),
+        needs=HEAD_ONLY + " and a worker CPU request below its limit without a memory size",
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+    Case(
+        id="ray-job-shutdown",
+        source=src("ray-job.shutdown.yaml"),
+        definition=lambda: sample(
+            "rayjob-sample-shutdown", shutdown_after_finish=True, ttl_seconds=10
+        ),
+        expected=expected(
+            "rayjob-sample-shutdown", shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=10
+        ),
+        needs=HEAD_ONLY,
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+    Case(
+        id="ray-job-custom-head-svc",
+        source=src("ray-job.custom-head-svc.yaml"),
+        definition=lambda: sample("rayjob-sample"),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample",
+            expected("rayjob-sample").roles,
+            spec={
+                **expected("rayjob-sample").spec,
+                "rayClusterSpec": {
+                    "headGroupSpec": {
+                        "rayStartParams": {},
+                        "headService": {"metadata": {"name": "custom-ray-head-service-name"}},
+                    },
+                    "workerGroupSpecs": [{"rayStartParams": {}}],
+                },
+            },
+        ),
+        needs=HEAD_ONLY + " and the head Service",
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+    Case(
+        id="ray-job-sidecar-mode",
+        source=src("ray-job.sidecar-mode.yaml"),
+        definition=lambda: sample("rayjob-sidecar-mode", submission_mode="SidecarMode"),
+        expected=expected("rayjob-sidecar-mode", submissionMode="SidecarMode"),
+        needs=HEAD_ONLY,
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+    Case(
+        id="ray-job-volcano-queue",
+        source=src("ray-job.volcano-scheduler-queue.yaml"),
+        definition=lambda: sample("rayjob-sample-0", workers=2, queue="kuberay-test-queue"),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample-0",
+            expected("rayjob-sample-0", workers=2).roles,
+            spec=expected("rayjob-sample-0").spec,
+            queue=("volcano", "kuberay-test-queue"),
+        ),
+        needs=HEAD_ONLY,
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+    Case(
+        id="ray-job-batch-inference",
+        source=src("ray-job.batch-inference.yaml"),
+        definition=lambda: RayJob(
+            name="rayjob-sample",
+            image="rayproject/ray-ml:2.46.0.0e19ea-py39-gpu",
+            command=CMD,
+            shutdown_after_finish=False,
+            head=Resources(cpu=54, memory="54Gi", gpu=4),
+            node_selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"},
+            volumes=[
+                ConfigMapVolume(
+                    name="code-sample",
+                    config_map="ray-job-code-sample",
+                    path="/home/ray/samples",
+                    items={"sample_code.py": "sample_code.py"},
+                )
+            ],
+        ),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample",
+            {
+                "head": pod(
+                    1,
+                    "rayproject/ray-ml:2.46.0.0e19ea-py39-gpu",
+                    limits={"nvidia.com/gpu": "4", "cpu": "54", "memory": "54Gi"},
+                    mounts=CODE,
+                    pod={"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"}},
+                )
+            },
+            spec={
+                "entrypoint": CMD,
+                "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}}, "workerGroupSpecs": []},
+            },
+        ),
+        **PLATFORM,  # type: ignore[arg-type]
+    ),
+]

@@ -36,8 +36,11 @@ normalisation, so each rule can only hide what it names):
    (``pkg/apis/kubeflow/v2beta1/default.go``); paddle-operator's restart policy (``Never``,
    ``OnFailure`` for a worker behind a Service: ``controllers/paddlejob_helper.go``); KubeRay's
    ``submissionMode`` ``K8sJobMode``, ``shutdownAfterJobFinishes`` false and ``backoffLimit`` 0
-   (``ray-operator/apis/ray/v1/rayjob_types.go`` at v1.7.0); Trainer v2.3.0's torch plugin's
-   port 29500 on a runtime's node (``pkg/runtime/framework/plugins/torch/torch.go``).
+   (``ray-operator/apis/ray/v1/rayjob_types.go`` at v1.7.0); Trainer v2.3.0's port 29500 on
+   the node of a torch, JAX or XGBoost runtime (``pkg/runtime/framework/plugins/{torch/torch,
+   jax/jax,xgboost/xgboost}.go``: each plugin adds it to the trainer container);
+   JobSet v0.12.0's restart policy ``OnFailure`` for a runtime's pods
+   (``pkg/webhooks/jobset_webhook.go``).
 8. Run policy trainkit always writes where the manifest leaves it to the operator:
    ``backoffLimit`` and ``cleanPodPolicy`` (trainkit bounds restarts and stops hung pods so
    that no job holds its GPUs forever, DESIGN.md). Where the manifest sets them, they are
@@ -52,16 +55,26 @@ normalisation, so each rule can only hide what it names):
     launcher would otherwise race. It changes when the ranks start, not what they run.
 12. RayJob, what KubeRay v1.7.0 does either way: the head's ``dashboard-host`` 0.0.0.0 and
     ``num-cpus``/``num-gpus`` from the containers' resources (``common/pod.go``), the head's
-    ports 6379, 8265 and 10001 (its Service exposes them, ``common/service.go``; a
-    ``containerPort`` opens nothing), a submitter pod from the head's image when none is
+    ports 6379, 8265 and 10001 (a ``containerPort`` opens nothing; without any, KubeRay's head
+    Service exposes these defaults, and Serve's 8000, where nothing listens unless the job
+    starts Ray Serve: ``common/service.go getServicePorts``), a submitter pod from the head's
+    image when none is
     given (``common/job.go``), ``minReplicas``/``maxReplicas`` read only with the autoscaler;
     the entrypoint compared as the shell splits it; the pip options trainkit adds from the
     platform's package indexes (where pip installs from, not what).
-14. A TrainJob's name: trainkit names each run ``<name>-r<run>`` (a TrainJob is never edited in
-    place); the name is compared without that suffix.
 13. ``rayVersion``: KubeRay v1.7.0 reads it only to gate Ray before 2.6.0 (``common/job.go``)
     and the unified health check from 2.53.0 (``common/pod.go supportsUnifiedHealthCheck``),
     so a version in between means what none means.
+14. A TrainJob's name: trainkit names each run ``<name>-r<run>`` (a TrainJob is never edited in
+    place); the name is compared without that suffix.
+15. Security contexts: a pod's ``runAsUser``, ``runAsGroup``, ``runAsNonRoot``, seccomp,
+    AppArmor and SELinux settings are those of every container that sets none of its own
+    (Kubernetes ``PodSecurityContext``), so they are compared on the job's container.
+17. A TrainJob's runtime patches are compared without their ``manager`` (it names who owns
+    the patch; Trainer merges every manager's patch alike) and without trainkit's labels and
+    the queue's annotation (rules 1 and 9).
+16. A runtime's replicated Job: one Job, ``completions`` and ``parallelism`` 1 are the
+    defaults (JobSet ``jobset_types.go``, Kubernetes Job).
 
 Every other field of the rendered pods and specs is compared: one the extraction does not
 know shows up as a difference, so a new rendered setting cannot pass unseen.
@@ -89,7 +102,15 @@ from trainkit.policy import check_policy
 from trainkit.resolve import build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 
-MODULES = ("training_operator", "mpi_operator", "paddle_operator", "kuberay", "trainer", "kueue")
+MODULES = (
+    "training_operator",
+    "mpi_operator",
+    "paddle_operator",
+    "kuberay",
+    "trainer",
+    "kueue",
+    "platforms",
+)
 CASES: list[Case] = [c for m in MODULES for c in import_module(f"corpus.{m}").CASES]
 P = "jobs/platform/p.py"
 
@@ -110,8 +131,10 @@ def _param(case: Case) -> Any:
 
 
 def _platform(case: Case, team_name: str) -> list[Definition]:
-    # The cluster's scheduler is the one the manifest's queue belongs to; none without a queue.
+    # The cluster's scheduler is the one the manifest's queue belongs to; none without a queue
+    # or for a scheduler trainkit does not know (the queue then differs).
     scheduler = case.expected.queue[0] if case.expected.queue else "default"
+    scheduler = scheduler if scheduler in ("volcano", "kueue") else "default"
     cluster = {"name": "c", "server": "https://c", "gpus_per_node": 8, "scheduler": scheduler}
     cluster |= case.cluster
     out = [Definition(Cluster(**cluster), P, "platform")]
@@ -202,7 +225,7 @@ _TRAINKIT_RUN_POLICY = frozenset({"backoffLimit", "cleanPodPolicy"})
 # 3. Variables trainkit sets empty in GPU-less pods.
 _GPU_BLANKS = frozenset({"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
 # 12. The head's ports KubeRay v1.7.0's head Service exposes by default (common/service.go
-# getDefaultPorts); a containerPort itself opens nothing.
+# getServicePorts); a containerPort itself opens nothing.
 _RAY_HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 # 1, 9. Pod fields that follow from the queue or only label the pod.
 _POD_IGNORED = frozenset({"schedulerName"})
@@ -238,22 +261,34 @@ def _own(key: str) -> bool:
     return key.startswith(_OWN_META)
 
 
-def _only_own_labels(patch: Any) -> bool:
-    """1. Whether a TrainJob runtime patch of trainkit's sets nothing but trainkit's labels."""
+def _pruned(node: Any, key: str = "") -> Any:
+    """A TrainJob's runtime patch without trainkit's labels (1), the queue's annotation (9) and
+    its ``manager`` (17), and without what is left empty; None when nothing is left."""
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if (
+                (key == "labels" and _own(k))
+                or (key == "annotations" and k in _QUEUE_KEYS)
+                or (key == "" and k == "manager")
+            ):
+                continue
+            kept = _pruned(v, k)
+            if kept is not None and not (k == "name" and key == "replicatedJobs"):
+                out[k] = kept
+        named = {k: v for k, v in out.items() if k != "name"}
+        return out if named else None
+    if isinstance(node, list):
+        items = [x for x in (_pruned(v, key) for v in node) if x is not None]
+        return [_named(n, o) for n, o in zip(node, items, strict=False)] if items else None
+    return node
 
-    def leaves(node: Any, key: str = "") -> list[Any]:
-        if isinstance(node, dict):
-            return [
-                leaf
-                for k, v in node.items()
-                if not (key == "labels" and _own(k)) and k not in ("name", "manager")
-                for leaf in leaves(v, k)
-            ]
-        if isinstance(node, list):
-            return [leaf for v in node for leaf in leaves(v, key)]
-        return [node]
 
-    return bool(patch.get("manager") == "trainkit.dev/synth" and not leaves(patch))
+def _named(source: Any, kept: Any) -> Any:
+    """A replicated Job's patch keeps its name beside what it patches."""
+    if isinstance(source, dict) and "name" in source and isinstance(kept, dict):
+        return {"name": source["name"], **kept}
+    return kept
 
 
 def _volume_source(v: Mapping[str, Any]) -> str:
@@ -283,8 +318,28 @@ def _env_value(e: Mapping[str, Any]) -> Any:
     return json.dumps(src, sort_keys=True)
 
 
-def pod_meaning(kind: str, replicas: int, restart: str | None, spec: Mapping[str, Any]) -> Pod:
-    """The ``Pod`` a rendered pod template means (its first container is the job's)."""
+# 15. securityContext settings a pod gives every container that does not set its own
+# (Kubernetes PodSecurityContext: "the value specified in SecurityContext takes precedence").
+_POD_SC_FOR_CONTAINERS = frozenset(
+    {"runAsUser", "runAsGroup", "runAsNonRoot", "seccompProfile", "appArmorProfile",
+     "seLinuxOptions", "windowsOptions"}
+)  # fmt: skip
+
+
+def _own_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """1. The labels and annotations of an object or pod besides trainkit's own."""
+    out = {}
+    for field in ("labels", "annotations"):
+        kept = {k: v for k, v in meta.get(field, {}).items() if not _own(k)}
+        if kept:
+            out[f"metadata.{field}"] = kept
+    return out
+
+
+def pod_meaning(replicas: int, restart: str | None, template: Mapping[str, Any]) -> Pod:
+    """The ``Pod`` a rendered pod template means (its first container is the job's). A
+    replica's ``restart`` is the pod's: the operators write it into the pods."""
+    spec = template["spec"]
     main = spec["containers"][0]
     volumes = {v["name"]: _volume_source(v) for v in spec.get("volumes", [])}
     mounts = {
@@ -298,11 +353,19 @@ def pod_meaning(kind: str, replicas: int, restart: str | None, spec: Mapping[str
     pod_rest = {
         k: v for k, v in spec.items() if k not in _POD_KNOWN | _POD_IGNORED and v not in ({}, [])
     }
+    pod_rest |= _own_meta(template.get("metadata", {}))
     init = [c for c in pod_rest.pop("initContainers", []) if c["name"] not in _TRAINKIT_INIT]
     if init:
         pod_rest["initContainers"] = init
     if len(spec["containers"]) > 1:
         pod_rest["containers[1:]"] = spec["containers"][1:]
+    container = {k: v for k, v in main.items() if k not in _CONTAINER_KNOWN}
+    pod_sc = dict(pod_rest.pop("securityContext", {}))
+    inherited = {k: pod_sc.pop(k) for k in list(pod_sc) if k in _POD_SC_FOR_CONTAINERS}
+    if pod_sc:
+        pod_rest["securityContext"] = pod_sc
+    if inherited or "securityContext" in container:  # 15.
+        container["securityContext"] = inherited | container.get("securityContext", {})
     return Pod(
         replicas=replicas,
         image=main["image"],
@@ -318,7 +381,7 @@ def pod_meaning(kind: str, replicas: int, restart: str | None, spec: Mapping[str
         restart=restart or spec.get("restartPolicy"),
         pull=main.get("imagePullPolicy"),
         pod=pod_rest,
-        container={k: v for k, v in main.items() if k not in _CONTAINER_KNOWN},
+        container=container,
     )
 
 
@@ -326,32 +389,24 @@ def _roles(body: Mapping[str, Any]) -> dict[str, Pod]:
     kind, spec = body["kind"], body["spec"]
     if _REPLICA_SPECS.get(kind) in spec:
         return {
-            role: pod_meaning(
-                kind, rs.get("replicas", 1), rs.get("restartPolicy"), rs["template"]["spec"]
-            )
+            role: pod_meaning(rs.get("replicas", 1), rs.get("restartPolicy"), rs["template"])
             for role, rs in spec[_REPLICA_SPECS[kind]].items()
         }
     if kind == "PaddleJob":  # paddle-operator: spec.ps, spec.worker, spec.heter
         return {
-            role: pod_meaning(
-                kind, spec[role].get("replicas", 1), None, spec[role]["template"]["spec"]
-            )
+            role: pod_meaning(spec[role].get("replicas", 1), None, spec[role]["template"])
             for role in ("ps", "worker", "heter")
             if role in spec
         }
     if kind == "RayJob":
         cluster = spec["rayClusterSpec"]
-        out = {"head": pod_meaning(kind, 1, None, cluster["headGroupSpec"]["template"]["spec"])}
+        out = {"head": pod_meaning(1, None, cluster["headGroupSpec"]["template"])}
         for g in cluster.get("workerGroupSpecs", []):
-            out[g["groupName"]] = pod_meaning(
-                kind, g.get("replicas", 1), None, g["template"]["spec"]
-            )
+            out[g["groupName"]] = pod_meaning(g.get("replicas", 1), None, g["template"])
         return out
     if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
         return {
-            rj["name"]: pod_meaning(
-                kind, rj.get("replicas", 1), None, rj["template"]["spec"]["template"]["spec"]
-            )
+            rj["name"]: pod_meaning(rj.get("replicas", 1), None, rj["template"]["spec"]["template"])
             for rj in spec["template"]["spec"]["replicatedJobs"]
         }
     if kind == "TrainJob":
@@ -370,6 +425,22 @@ def _roles(body: Mapping[str, Any]) -> dict[str, Pod]:
     raise AssertionError(f"no meaning for kind {kind}")
 
 
+_QUEUE_KEYS = frozenset(
+    {"scheduling.volcano.sh/queue-name", "volcano.sh/queue-name", "kueue.x-k8s.io/queue-name"}
+)
+
+
+def _runtime_annotations(body: Mapping[str, Any]) -> dict[str, str]:
+    """The JobSet annotations of a runtime, or those a TrainJob patches into its runtime."""
+    spec = body["spec"]
+    templates = [spec.get("template", {})] + [
+        p.get("trainingRuntimeSpec", {}).get("template", {}) for p in spec.get("runtimePatches", [])
+    ]
+    return {
+        k: v for t in templates for k, v in t.get("metadata", {}).get("annotations", {}).items()
+    }
+
+
 def _queue(body: Mapping[str, Any]) -> tuple[str, str] | None:
     labels = body["metadata"].get("labels", {})
     if "kueue.x-k8s.io/queue-name" in labels:
@@ -380,8 +451,10 @@ def _queue(body: Mapping[str, Any]) -> tuple[str, str] | None:
         or labels.get("volcano.sh/queue-name")
         or spec.get("runPolicy", {}).get("schedulingPolicy", {}).get("queue")
         or spec.get("schedulingPolicy", {}).get("queue")
-        or spec.get("podGroupPolicy", {}).get("volcano", {}).get("queue")
+        or _runtime_annotations(body).get("scheduling.volcano.sh/queue-name")
     )
+    if not queue and "volcano" in spec.get("podGroupPolicy", {}):
+        queue = "default"  # Volcano's own queue, where a PodGroup names none
     return ("volcano", queue) if queue else None
 
 
@@ -437,6 +510,24 @@ def _ray_spec(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+# 16. Defaults of a JobSet's replicated Job: one Job (jobset_types.go), one pod at a time
+# until one succeeds (Kubernetes Job completions and parallelism).
+_JOB_DEFAULTS = {"completions": 1, "parallelism": 1}
+
+
+def _replicated_job(rj: Mapping[str, Any]) -> dict[str, Any]:
+    """A runtime's replicated Job beside its pod template (which ``_roles`` reads)."""
+    out = {k: v for k, v in rj.items() if k not in ("template", "name", "replicas")}
+    job = {
+        k: v
+        for k, v in rj["template"].get("spec", {}).items()
+        if k != "template" and _JOB_DEFAULTS.get(k) != v
+    }
+    if job:
+        out["spec"] = job
+    return out | _own_meta(rj["template"].get("metadata", {}))
+
+
 def _spec_rest(body: Mapping[str, Any]) -> dict[str, Any]:
     """The spec beside the roles, with the run policy's scheduling left to ``_queue``."""
     kind, spec = body["kind"], dict(body["spec"])
@@ -445,12 +536,13 @@ def _spec_rest(body: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "RayJob":
         spec = _ray_spec(spec)
     if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
-        template = dict(spec.pop("template")["spec"])
-        template["replicatedJobs"] = [
-            {k: v for k, v in rj.items() if k not in ("template", "name", "replicas")}
-            for rj in template["replicatedJobs"]
-        ]
-        spec["template"] = template
+        outer = spec.pop("template")
+        template = dict(outer["spec"])
+        template["replicatedJobs"] = [_replicated_job(rj) for rj in template["replicatedJobs"]]
+        meta = dict(outer.get("metadata", {}))
+        notes = {k: v for k, v in meta.pop("annotations", {}).items() if k not in _QUEUE_KEYS}
+        meta |= {"annotations": notes} if notes else {}  # 9. the queue, compared by _queue
+        spec["template"] = template | ({"metadata": meta} if meta else {})
     if kind == "TrainJob":
         trainer = dict(spec.pop("trainer", {}).items())
         for key in ("numNodes", "image", "command", "args", "resourcesPerNode", "env"):
@@ -458,8 +550,8 @@ def _spec_rest(body: Mapping[str, Any]) -> dict[str, Any]:
         if trainer:
             spec["trainer"] = trainer
         spec.pop("suspend", None)  # 9. Kueue's: it unsuspends what it admits
-        patches = [p for p in spec.pop("runtimePatches", []) if not _only_own_labels(p)]
-        if patches:  # 1. trainkit's own labels reach the pods through a patch of its own
+        patches = [p for p in map(_pruned, spec.pop("runtimePatches", [])) if p is not None]
+        if patches:
             spec["runtimePatches"] = patches
     run = dict(spec.pop("runPolicy", {}))
     run.pop("schedulingPolicy", None)
@@ -491,8 +583,10 @@ def _norm_pod(kind: str, role: str, p: Pod, intranet: str | None = None) -> dict
         restart = restart or _MPI_RESTART.get(role)
     if kind == "paddle-operator":
         restart = restart or _paddle_restart(role, intranet)
-    if kind in ("ClusterTrainingRuntime", "TrainingRuntime") and role == "node":
-        ports.setdefault("29500", 29500)  # 7. Trainer's torch plugin adds it (torch.go)
+    if kind in ("ClusterTrainingRuntime", "TrainingRuntime", "framework-runtime"):
+        restart = restart or "OnFailure"  # 7. JobSet's webhook default (jobset_webhook.go)
+    if kind == "framework-runtime" and role == "node":
+        ports.setdefault("29500", 29500)  # 7. Trainer's torch, jax and xgboost plugins add it
     if kind == "RayJob" and role == "head":
         ports = {**_RAY_HEAD_PORTS, **ports}  # 12.
     env = {k: v for k, v in p.env.items() if not (k in _GPU_BLANKS and v == "")}  # 3.
@@ -536,6 +630,8 @@ def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
     kind = body["kind"]
     # paddle-operator's PaddleJob has none of the Training Operator's defaults
     flavour = "paddle-operator" if body["apiVersion"].startswith("batch.paddlepaddle") else kind
+    if {"torch", "jax", "xgboost"} & set(body["spec"].get("mlPolicy", {})):
+        flavour = "framework-runtime"  # 7. the plugins' port
     out: list[str] = []
     if kind != expected.kind or _name(body) != expected.name:
         out.append(
@@ -556,9 +652,18 @@ def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
         for key in want:
             if key in ("requests", "limits"):
                 continue
-            if want[key] != got[key]:
+            if key in ("pod", "container"):  # one line per setting
+                for name in sorted(set(want[key]) | set(got[key])):
+                    w, g = want[key].get(name), got[key].get(name)
+                    if w != g:
+                        out.append(f"{role}.{key}.{name}: manifest {w!r}, trainkit {g!r}")
+            elif want[key] != got[key]:
                 out.append(f"{role}.{key}: manifest {want[key]!r}, trainkit {got[key]!r}")
     want_spec = {**_SPEC_DEFAULTS.get(kind, {}), **expected.spec}
+    if "runtimePatches" in want_spec:  # 17., as on trainkit's side
+        want_spec["runtimePatches"] = [
+            p for p in map(_pruned, want_spec["runtimePatches"]) if p is not None
+        ]
     got_spec = {**_SPEC_DEFAULTS.get(kind, {}), **_spec_rest(body)}
     want_run = dict(want_spec.pop("runPolicy", {}))
     got_run = dict(got_spec.pop("runPolicy", {}))
@@ -576,14 +681,14 @@ def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
             )
     if expected.queue != _queue(body):
         out.append(f"queue: manifest {expected.queue}, trainkit {_queue(body)}")
-    queue_labels = ("kueue.x-k8s.io/queue-name", "volcano.sh/queue-name")  # 9.
-    labels = {
-        k: v
-        for k, v in body["metadata"].get("labels", {}).items()
-        if not _own(k) and k not in queue_labels
-    }
-    if labels != dict(expected.labels):
-        out.append(f"metadata.labels: manifest {dict(expected.labels)}, trainkit {labels}")
+    for field, want in (("labels", expected.labels), ("annotations", expected.annotations)):
+        got = {
+            k: v
+            for k, v in body["metadata"].get(field, {}).items()
+            if not _own(k) and k not in _QUEUE_KEYS  # 1., 9.
+        }
+        if got != dict(want):
+            out.append(f"metadata.{field}: manifest {dict(want)}, trainkit {got}")
     return out
 
 
@@ -620,12 +725,31 @@ def test_corpus_size_and_sources() -> None:
 
 
 def test_a_difference_is_seen() -> None:
-    """The comparison is not blind: a case's definition with one meaning changed differs."""
+    """The comparison is not blind: each meaning changed in a passing case's rendered object
+    is reported, including the settings the normalisations stand next to."""
     case = next(c for c in CASES if c.id == "to-pytorch-simple")
-    body = synthesize(case)
-    spec = body["spec"]["pytorchReplicaSpecs"]["Worker"]
-    spec["replicas"] = 2
-    spec["template"]["spec"]["containers"][0]["env"] = [{"name": "X", "value": "1"}]
-    got = differences(case.expected, body)
-    assert any(line.startswith("Worker.replicas") for line in got), got
-    assert any(line.startswith("Worker.env") for line in got), got
+    assert differences(case.expected, synthesize(case)) == []
+    changes: dict[str, Any] = {
+        "Worker.replicas": lambda w, spec: w.update(replicas=2),
+        "Worker.env": lambda w, spec: w["template"]["spec"]["containers"][0].update(
+            env=[{"name": "X", "value": "1"}]
+        ),
+        "Worker.requests[nvidia.com/gpu]": lambda w, spec: w["template"]["spec"]["containers"][0][
+            "resources"
+        ]["limits"].update({"nvidia.com/gpu": 1}),
+        "Worker.pod.hostNetwork": lambda w, spec: w["template"]["spec"].update(hostNetwork=True),
+        "Worker.mounts": lambda w, spec: w["template"]["spec"]["containers"][0].update(
+            volumeMounts=[{"name": "x", "mountPath": "/x"}]
+        ),
+        "Worker.restart": lambda w, spec: w.update(restartPolicy="Never"),
+        "runPolicy.ttlSecondsAfterFinished": lambda w, spec: spec["runPolicy"].update(
+            ttlSecondsAfterFinished=60
+        ),
+        "spec.nprocPerNode": lambda w, spec: spec.update(nprocPerNode="2"),
+        "queue": lambda w, spec: spec["runPolicy"].update(schedulingPolicy={"queue": "q"}),
+    }
+    for line, change in changes.items():
+        body = synthesize(case)
+        change(body["spec"]["pytorchReplicaSpecs"]["Worker"], body["spec"])
+        got = differences(case.expected, body)
+        assert any(d.startswith(line) for d in got), (line, got)

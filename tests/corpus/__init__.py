@@ -91,7 +91,8 @@ class Expected:
     ``ps``/``worker``, a RayJob's ``head`` and worker group names, a TrainJob's ``node``),
     the spec fields beside the roles that it sets (``spec``, by their Kubernetes names, run
     policy under ``runPolicy``), the queue it is admitted through (``("volcano", name)``,
-    ``("kueue", name)`` or None) and the object's own labels beside the queue's."""
+    ``("kueue", name)`` or None) and the object's own labels and annotations beside the
+    queue's."""
 
     kind: str
     name: str
@@ -99,6 +100,7 @@ class Expected:
     spec: Mapping[str, Any] = field(default_factory=dict)
     queue: tuple[str, str] | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

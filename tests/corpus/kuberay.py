@@ -4,7 +4,15 @@ the sample ships beside the RayJob, mounted on the head."""
 
 from __future__ import annotations
 
-from trainkit import ConfigMapVolume, Policy, RayJob, Resources, RuntimeEnv, WorkerGroup
+from trainkit import (
+    ConfigMapVolume,
+    DeletionRule,
+    Policy,
+    RayJob,
+    Resources,
+    RuntimeEnv,
+    WorkerGroup,
+)
 
 from . import Case, Expected, Source, pod
 
@@ -39,7 +47,7 @@ PLATFORM = {
 }
 
 
-def sample(name: str, workers: int = 1, **more: object) -> RayJob:
+def sample(name: str, nodes: int = 1, **more: object) -> RayJob:
     """KubeRay's sample RayJob: a 1-CPU head with the code, one group of 1-CPU workers."""
     fields: dict[str, object] = {
         "image": RAY,
@@ -47,7 +55,7 @@ def sample(name: str, workers: int = 1, **more: object) -> RayJob:
         "shutdown_after_finish": False,
         "head": Resources(cpu=1, memory="5Gi", memory_request="2Gi"),
         "workers": [
-            WorkerGroup(name="small-group", nodes=workers, resources=Resources(cpu=1, memory="1Gi"))
+            WorkerGroup(name="small-group", nodes=nodes, resources=Resources(cpu=1, memory="1Gi"))
         ],
         "runtime_env": RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
         "volumes": [
@@ -59,7 +67,7 @@ def sample(name: str, workers: int = 1, **more: object) -> RayJob:
             )
         ],
     }
-    return RayJob(name=name, **(fields | more))  # type: ignore[arg-type]
+    return RayJob(name=name, **(fields | more))
 
 
 def expected(name: str, workers: int = 1, **spec: object) -> Expected:
@@ -82,6 +90,10 @@ def expected(name: str, workers: int = 1, **spec: object) -> Expected:
     )
 
 
+DELETION_PROGRAM = (
+    "\nimport ray\nray.init()\nprint(f'ray.cluster_resources(): {ray.cluster_resources()}')\n"
+)
+
 # trainkit mounts a job's volumes on every Ray node; the samples mount the code on the head.
 HEAD_ONLY = "volumes on the head only (per-role volumes)"
 
@@ -89,7 +101,14 @@ CASES = [
     Case(
         id="ray-job-sample",
         source=src("ray-job.sample.yaml"),
-        definition=lambda: sample("rayjob-sample"),
+        definition=lambda: sample(
+            "rayjob-sample",
+            workers=[
+                WorkerGroup(
+                    name="small-group", resources=Resources(cpu=1, cpu_request="200m", memory="1Gi")
+                )
+            ],
+        ),
         expected=Expected(
             "RayJob",
             "rayjob-sample",
@@ -99,8 +118,8 @@ CASES = [
             },
             spec=expected("rayjob-sample").spec,
         ),
-        needs=HEAD_ONLY + " and a worker CPU request below its limit without a memory size",
-        **PLATFORM,  # type: ignore[arg-type]
+        needs=HEAD_ONLY,
+        **PLATFORM,
     ),
     Case(
         id="ray-job-shutdown",
@@ -112,7 +131,7 @@ CASES = [
             "rayjob-sample-shutdown", shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=10
         ),
         needs=HEAD_ONLY,
-        **PLATFORM,  # type: ignore[arg-type]
+        **PLATFORM,
     ),
     Case(
         id="ray-job-custom-head-svc",
@@ -134,7 +153,7 @@ CASES = [
             },
         ),
         needs=HEAD_ONLY + " and the head Service",
-        **PLATFORM,  # type: ignore[arg-type]
+        **PLATFORM,
     ),
     Case(
         id="ray-job-sidecar-mode",
@@ -142,12 +161,12 @@ CASES = [
         definition=lambda: sample("rayjob-sidecar-mode", submission_mode="SidecarMode"),
         expected=expected("rayjob-sidecar-mode", submissionMode="SidecarMode"),
         needs=HEAD_ONLY,
-        **PLATFORM,  # type: ignore[arg-type]
+        **PLATFORM,
     ),
     Case(
         id="ray-job-volcano-queue",
         source=src("ray-job.volcano-scheduler-queue.yaml"),
-        definition=lambda: sample("rayjob-sample-0", workers=2, queue="kuberay-test-queue"),
+        definition=lambda: sample("rayjob-sample-0", nodes=2, queue="kuberay-test-queue"),
         expected=Expected(
             "RayJob",
             "rayjob-sample-0",
@@ -156,7 +175,7 @@ CASES = [
             queue=("volcano", "kuberay-test-queue"),
         ),
         needs=HEAD_ONLY,
-        **PLATFORM,  # type: ignore[arg-type]
+        **PLATFORM,
     ),
     Case(
         id="ray-job-batch-inference",
@@ -194,6 +213,212 @@ CASES = [
                 "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}}, "workerGroupSpecs": []},
             },
         ),
-        **PLATFORM,  # type: ignore[arg-type]
+        **PLATFORM,
+    ),
+    Case(
+        id="ray-job-resources",
+        source=src("ray-job.resources.yaml"),
+        definition=lambda: sample("rayjob-sample"),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample",
+            expected("rayjob-sample").roles,
+            spec={
+                **expected("rayjob-sample").spec,
+                "entrypointNumCpus": 2,
+                "entrypointNumGpus": 0.5,
+                "entrypointResources": '{"resource1": 1, "resource2": 2}',
+                "rayClusterSpec": {
+                    "headGroupSpec": {
+                        "rayStartParams": {
+                            "num-cpus": "3",
+                            "num-gpus": "2",
+                            "resources": '"{\\"resource1\\": 2, \\"resource2\\": 3}"',
+                        }
+                    },
+                    "workerGroupSpecs": [{"rayStartParams": {}}],
+                },
+            },
+        ),
+        needs=f"{HEAD_ONLY}, rayStartParams (num-cpus, num-gpus, custom resources) and the "
+        "entrypoint's resources",
+        **PLATFORM,
+    ),
+    Case(
+        id="ray-job-deletion-rules",
+        source=src("ray-job.deletion-rules.yaml"),
+        definition=lambda: RayJob(
+            name="rayjob-deletion-rules",
+            image=RAY,
+            command=["python", "-c", DELETION_PROGRAM],
+            head=Resources(cpu=1, memory="5Gi", memory_request="2Gi"),
+            workers=[WorkerGroup(name="small-group", resources=Resources(cpu=1, memory="1Gi"))],
+            deletion_rules=[
+                DeletionRule(delete=what, when=when, after_seconds=after)
+                for when in ("failed", "succeeded")
+                for what, after in (("workers", 30), ("cluster", 60), ("self", 90))
+            ],
+        ),
+        expected=Expected(
+            "RayJob",
+            "rayjob-deletion-rules",
+            {
+                "head": pod(1, RAY, requests=HEAD_REQ, limits=HEAD_LIM),
+                "small-group": pod(1, RAY, requests=WORKER, limits=WORKER),
+            },
+            spec={
+                "entrypoint": ["python", "-c", DELETION_PROGRAM],
+                "deletionStrategy": {
+                    "deletionRules": [
+                        {"condition": {"jobStatus": status, "ttlSeconds": ttl}, "policy": policy}
+                        for status in ("FAILED", "SUCCEEDED")
+                        for policy, ttl in (
+                            ("DeleteWorkers", 30),
+                            ("DeleteCluster", 60),
+                            ("DeleteSelf", 90),
+                        )
+                    ]
+                },
+                "rayClusterSpec": {
+                    "headGroupSpec": {"rayStartParams": {}},
+                    "workerGroupSpecs": [{"rayStartParams": {}}],
+                },
+            },
+        ),
+        refused="DeleteSelf: Argo CD's self-heal would create the RayJob again and run it twice",
+        **PLATFORM,
+    ),
+    Case(
+        id="ray-job-light-weight-submitter",
+        source=src("ray-job.light-weight-submitter.yaml"),
+        definition=lambda: sample("rayjob-light-weight-submitter"),
+        expected=Expected(
+            "RayJob",
+            "rayjob-light-weight-submitter",
+            expected("rayjob-light-weight-submitter").roles,
+            spec={
+                "rayClusterSpec": expected("x").spec["rayClusterSpec"],
+                "submitterPodTemplate": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "my-custom-rayjob-submitter",
+                                "image": "quay.io/kuberay/submitter:v1.5.1",
+                                "command": ["/submitter"],
+                                "args": [
+                                    "--runtime-env-json",
+                                    '{"pip":["requests==2.26.0","pendulum==2.1.2"],'
+                                    '"env_vars":{"counter_name":"test_counter"}}',
+                                    "--",
+                                    *CMD,
+                                ],
+                            }
+                        ],
+                    }
+                },
+            },
+        ),
+        needs=f"{HEAD_ONLY} and a custom submitter pod",
+        **PLATFORM,
+    ),
+    Case(
+        id="ray-job-pytorch-mnist",
+        source=src("pytorch-mnist/ray-job.pytorch-mnist.yaml"),
+        definition=lambda: RayJob(
+            name="rayjob-pytorch-mnist",
+            image=RAY,
+            command=[
+                "python",
+                "ray-operator/config/samples/pytorch-mnist/ray_train_pytorch_mnist.py",
+            ],
+            shutdown_after_finish=False,
+            head=Resources(cpu=1, memory="5Gi", memory_request="4Gi"),
+            workers=[
+                WorkerGroup(name="small-group", nodes=2, resources=Resources(cpu=3, memory="4Gi"))
+            ],
+            runtime_env=RuntimeEnv(
+                pip=["torch", "torchvision"],
+                env_vars={"NUM_WORKERS": "2", "CPUS_PER_WORKER": "2"},
+                working_dir="https://github.com/ray-project/kuberay/archive/master.zip",
+            ),
+        ),
+        expected=Expected(
+            "RayJob",
+            "rayjob-pytorch-mnist",
+            {
+                "head": pod(1, RAY, requests={"cpu": "1", "memory": "4Gi"}, limits=HEAD_LIM),
+                "small-group": pod(2, RAY, limits={"cpu": "3", "memory": "4Gi"}),
+            },
+            spec={
+                "entrypoint": [
+                    "python",
+                    "ray-operator/config/samples/pytorch-mnist/ray_train_pytorch_mnist.py",
+                ],
+                "runtimeEnvYAML": {
+                    "pip": ["torch", "torchvision"],
+                    "working_dir": "https://github.com/ray-project/kuberay/archive/master.zip",
+                    "env_vars": {"NUM_WORKERS": "2", "CPUS_PER_WORKER": "2"},
+                },
+                "rayClusterSpec": expected("x").spec["rayClusterSpec"],
+            },
+        ),
+        needs="runtime_env working_dir from a remote archive (where the platform grants it)",
+        **PLATFORM,
+    ),
+    Case(
+        id="kueue-ray-job-sample",
+        source=Source(
+            "kubernetes-sigs/kueue",
+            "v0.19.2",
+            "8eab68778fc1b52affe165fdf5af29d1e9b4f3cb",
+            "site/static/examples/jobs/ray-job-sample.yaml",
+        ),
+        definition=lambda: RayJob(
+            name="rayjob-sample",
+            image="rayproject/ray:2.9.0",
+            command=CMD,
+            queue="user-queue",
+            head=Resources(cpu=1, memory="2Gi"),
+            workers=[WorkerGroup(name="small-group", resources=Resources(cpu=1, memory="1Gi"))],
+            runtime_env=RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
+            volumes=[
+                ConfigMapVolume(
+                    name="code-sample",
+                    config_map="ray-job-code-sample",
+                    path="/home/ray/samples",
+                    items={"sample_code.py": "sample_code.py"},
+                )
+            ],
+        ),
+        expected=Expected(
+            "RayJob",
+            "rayjob-sample",
+            {
+                "head": pod(1, "rayproject/ray:2.9.0", limits={"cpu": "1"}, mounts=CODE),
+                "small-group": pod(
+                    1,
+                    "rayproject/ray:2.9.0",
+                    limits={"cpu": "1"},
+                    container={
+                        "lifecycle": {
+                            "preStop": {"exec": {"command": ["/bin/sh", "-c", "ray stop"]}}
+                        }
+                    },
+                ),
+            },
+            spec={
+                "entrypoint": CMD,
+                "runtimeEnvYAML": ENV,
+                "shutdownAfterJobFinishes": True,
+                "rayClusterSpec": {
+                    "headGroupSpec": {"rayStartParams": {}},
+                    "workerGroupSpecs": [{"rayStartParams": {}}],
+                },
+            },
+            queue=("kueue", "user-queue"),
+        ),
+        needs=f"{HEAD_ONLY} and container lifecycle hooks (preStop)",
+        **PLATFORM,
     ),
 ]

@@ -88,7 +88,7 @@ def pi_job(name: str, image: str, mpi: str, **more: object) -> MPIJob:
         ssh_dir="/home/mpiuser/.ssh",
         clean_pods="Running",
         container_security_context=ContainerSecurityContext(run_as_user=1000),
-        **more,  # type: ignore[arg-type]
+        **more,
     )
 
 
@@ -123,13 +123,13 @@ CASES = [
         ),
         needs="per-role command and restart policy (workers run sshd -f its config and default "
         "to Never) and MPIJob ttl_seconds",
-        **MPI,  # type: ignore[arg-type]
+        **MPI,
     ),
     *(
         Case(
             id=f"mpi-pi-{flavour.lower()}",
             source=src(f"examples/v2beta1/pi/pi-{flavour.lower()}.yaml"),
-            definition=lambda flavour=flavour, mpi=mpi: pi_job(  # type: ignore[misc]
+            definition=lambda flavour=flavour, mpi=mpi: pi_job(
                 "pi",
                 f"mpioperator/mpi-pi:{flavour.lower()}",
                 mpi,
@@ -175,7 +175,7 @@ CASES = [
             ),
             needs="per-role args and restart policy (workers run sshd and default to Never) "
             "and readiness probes",
-            **MPI,  # type: ignore[arg-type]
+            **MPI,
         )
         for flavour, mpi in (("Intel", "Intel"), ("MPICH", "MPICH"))
     ),
@@ -204,7 +204,7 @@ CASES = [
             spec={"runPolicy": {"cleanPodPolicy": "Running"}},
         ),
         needs="per-role restart policy (mpi-operator's workers default to Never)",
-        **MPI,  # type: ignore[arg-type]
+        **MPI,
     ),
     Case(
         id="mpi-tensorflow-benchmarks",
@@ -227,6 +227,6 @@ CASES = [
             spec={"runPolicy": {"cleanPodPolicy": "Running"}},
         ),
         needs="per-role restart policy (mpi-operator's workers default to Never)",
-        **MPI,  # type: ignore[arg-type]
+        **MPI,
     ),
 ]

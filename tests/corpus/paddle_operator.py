@@ -36,7 +36,7 @@ def wide_and_deep(name: str, **more: object) -> PaddleJob:
         "resources": SMALL,
         "clean_pods": "None",
     }
-    return PaddleJob(name=name, **(fields | more))  # type: ignore[arg-type]
+    return PaddleJob(name=name, **(fields | more))
 
 
 CASES = [
@@ -58,7 +58,7 @@ CASES = [
             {"worker": pod(2, CPU, ["python"], ["-m", "paddle.distributed.launch", "run_check"])},
             spec={"cleanPodPolicy": "Never"},
         ),
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-resnet",
@@ -88,7 +88,7 @@ CASES = [
             },
             spec={"cleanPodPolicy": "Never"},
         ),
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-deepfm",
@@ -118,7 +118,7 @@ CASES = [
             # are kept, as with Never.
             spec={"cleanPodPolicy": "Never", "withGloo": 1},
         ),
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-wide-and-deep",
@@ -130,7 +130,7 @@ CASES = [
             {role: pod(2, WIDE) for role in ("ps", "worker")},
             spec={"cleanPodPolicy": "Never", "withGloo": 1},
         ),
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-wide-and-deep-podip",
@@ -157,7 +157,7 @@ CASES = [
             },
             spec={"cleanPodPolicy": "Never", "intranet": "PodIP"},
         ),
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-wide-and-deep-service",
@@ -171,7 +171,7 @@ CASES = [
         ),
         refused="paddle-operator restarts a Service worker OnFailure forever (it has no backoff "
         "limit); trainkit's paddle-operator pods never restart",
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
     Case(
         id="po-wide-and-deep-volcano",
@@ -194,6 +194,6 @@ CASES = [
             queue=("volcano", "default"),
         ),
         needs="a job on Volcano's own queue 'default' (trainkit generates every queue it names)",
-        **PADDLE,  # type: ignore[arg-type]
+        **PADDLE,
     ),
 ]

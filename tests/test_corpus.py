@@ -21,10 +21,11 @@ normalisation, so each rule can only hide what it names):
    ``Always`` for ``:latest`` or an untagged image and ``IfNotPresent`` otherwise
    (Kubernetes ``SetDefaults_Container``), on both sides.
 5. Requests and limits: a limit without a request is also the request (the API server's
-   defaulting), on both sides; a zero quantity is no request. GPUs and other extended resources are compared exactly. CPU and
-   memory are compared where the manifest sets them; where it sets none, trainkit's sizes
-   (every trainkit pod is sized) are not a difference. Where the manifest sets only requests,
-   trainkit's limits (equal to them: Guaranteed pods) are not a difference either.
+   defaulting), on both sides; a zero quantity is none. GPUs and other extended resources are
+   compared exactly. CPU and memory are compared where the manifest sets them; where it sets
+   none, trainkit's sizes (every trainkit pod is sized) are not a difference. Where the
+   manifest sets only requests, trainkit's limits (equal to them: Guaranteed pods) are not a
+   difference either.
 6. ``/dev/shm``: a manifest's memory-backed ``emptyDir`` there without a size is matched by
    trainkit's ``shm_size`` of any size (trainkit bounds it; unbounded it counts against the
    pod's memory limit either way).
@@ -45,23 +46,27 @@ normalisation, so each rule can only hide what it names):
    ``backoffLimit`` and ``cleanPodPolicy`` (trainkit bounds restarts and stops hung pods so
    that no job holds its GPUs forever, DESIGN.md). Where the manifest sets them, they are
    compared.
-9. Scheduling: the queue is compared (``("volcano", name)``, ``("kueue", name)`` or none);
-   ``schedulerName``, the PodGroup's ``minAvailable`` (the whole gang, as the operators
-   default it) and Kueue's ``suspend`` follow from the queue and are not compared again.
+9. Scheduling: the queue is compared (``("volcano", name)``, ``("kueue", name)`` or none),
+   wherever it is written (label, annotation, ``schedulingPolicy``); ``schedulerName`` and
+   Kueue's ``suspend`` follow from it. A ``minAvailable`` of the whole gang is what the
+   operators default it to (Training Operator ``pkg/controller.v1/common/job.go``,
+   mpi-operator ``pkg/controller/podgroup.go calculateMinAvailable``, paddle-operator
+   ``constructPodGroup``); any other scheduling setting is compared.
 10. Volume names: mounts are compared by path and by what is mounted there; trainkit names
     volumes itself.
 11. The ``wait-for-hosts`` init container trainkit gives an MPI launcher (issue 24): a bounded
     wait for the workers' sshd before ``mpirun`` starts, which mpi-operator's ``AtStartup``
     launcher would otherwise race. It changes when the ranks start, not what they run.
 12. RayJob, what KubeRay v1.7.0 does either way: the head's ``dashboard-host`` 0.0.0.0 and
-    ``num-cpus``/``num-gpus`` from the containers' resources (``common/pod.go``), the head's
-    ports 6379, 8265 and 10001 (a ``containerPort`` opens nothing; without any, KubeRay's head
-    Service exposes these defaults, and Serve's 8000, where nothing listens unless the job
-    starts Ray Serve: ``common/service.go getServicePorts``), a submitter pod from the head's
-    image when none is
-    given (``common/job.go``), ``minReplicas``/``maxReplicas`` read only with the autoscaler;
-    the entrypoint compared as the shell splits it; the pip options trainkit adds from the
-    platform's package indexes (where pip installs from, not what).
+    ``num-gpus`` 0 on a pod without GPUs (what it derives from the container's resources,
+    ``common/pod.go``); the head's ports 6379, 8265 and 10001 (a ``containerPort`` opens
+    nothing; without any, KubeRay's head Service exposes these defaults, and Serve's 8000,
+    where nothing listens unless the job starts Ray Serve: ``common/service.go
+    getServicePorts``); a submitter pod from the head's image when none is given
+    (``common/job.go``); ``minReplicas``/``maxReplicas``, read only with the autoscaler. The
+    entrypoint is compared as the shell splits it, and ``runtimeEnvYAML`` without the pip
+    options trainkit adds from the platform's package indexes (where pip installs from, not
+    what).
 13. ``rayVersion``: KubeRay v1.7.0 reads it only to gate Ray before 2.6.0 (``common/job.go``)
     and the unified health check from 2.53.0 (``common/pod.go supportsUnifiedHealthCheck``),
     so a version in between means what none means.
@@ -70,11 +75,11 @@ normalisation, so each rule can only hide what it names):
 15. Security contexts: a pod's ``runAsUser``, ``runAsGroup``, ``runAsNonRoot``, seccomp,
     AppArmor and SELinux settings are those of every container that sets none of its own
     (Kubernetes ``PodSecurityContext``), so they are compared on the job's container.
+16. A runtime's replicated Job: one Job, ``completions`` and ``parallelism`` 1 are the
+    defaults (JobSet ``jobset_types.go``, Kubernetes Job).
 17. A TrainJob's runtime patches are compared without their ``manager`` (it names who owns
     the patch; Trainer merges every manager's patch alike) and without trainkit's labels and
     the queue's annotation (rules 1 and 9).
-16. A runtime's replicated Job: one Job, ``completions`` and ``parallelism`` 1 are the
-    defaults (JobSet ``jobset_types.go``, Kubernetes Job).
 
 Every other field of the rendered pods and specs is compared: one the extraction does not
 know shows up as a difference, so a new rendered setting cannot pass unseen.
@@ -94,7 +99,16 @@ import pytest
 import yaml
 
 from corpus import ENTRYPOINT, Case, Expected, Pod
-from trainkit import Capacity, Cluster, ClusterQueue, FlavorQuota, Queue, ResourceFlavor, Team
+from trainkit import (
+    Capacity,
+    Cluster,
+    ClusterQueue,
+    ClusterTrainingRuntime,
+    FlavorQuota,
+    Queue,
+    ResourceFlavor,
+    Team,
+)
 from trainkit.errors import DefinitionError
 from trainkit.kube.quantities import parse_quantity
 from trainkit.load import Definition
@@ -159,10 +173,13 @@ def _platform(case: Case, team_name: str) -> list[Definition]:
 def synthesize(case: Case) -> dict[str, Any]:
     """The rendered object of the case's definition, after the policy checks passed."""
     obj = case.definition()
-    team = getattr(obj, "team", None) or "t"
-    script = getattr(obj, "script", None)
-    files = {script.path: "x"} if script is not None else {}
-    defs = [*_platform(case, team), Definition(obj, f"jobs/{team}/j.py", team, files=files)]
+    if isinstance(obj, ClusterTrainingRuntime):  # the platform's, beside the cluster
+        defs = [*_platform(case, "t"), Definition(obj, P, "platform")]
+    else:
+        team = getattr(obj, "team", None) or "t"
+        script = getattr(obj, "script", None)
+        files = {script.path: "x"} if script is not None else {}
+        defs = [*_platform(case, team), Definition(obj, f"jobs/{team}/j.py", team, files=files)]
     plan = build_plan(defs)
     groups = render_groups(plan)
     problems = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
@@ -528,11 +545,26 @@ def _replicated_job(rj: Mapping[str, Any]) -> dict[str, Any]:
     return out | _own_meta(rj["template"].get("metadata", {}))
 
 
+def _without_gang_defaults(holder: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """9. ``holder``'s ``schedulingPolicy`` without the queue and a whole-gang ``minAvailable``,
+    dropped when nothing else is left."""
+    out = dict(holder)
+    policy = dict(out.pop("schedulingPolicy", {}))
+    policy.pop("queue", None)
+    if policy.get("minAvailable") == sum(p.replicas for p in _roles(body).values()):
+        del policy["minAvailable"]
+    if policy:
+        out["schedulingPolicy"] = policy
+    return out
+
+
 def _spec_rest(body: Mapping[str, Any]) -> dict[str, Any]:
     """The spec beside the roles, with the run policy's scheduling left to ``_queue``."""
     kind, spec = body["kind"], dict(body["spec"])
-    for key in (_REPLICA_SPECS.get(kind), "ps", "worker", "heter", "schedulingPolicy"):
+    for key in (_REPLICA_SPECS.get(kind), "ps", "worker", "heter"):
         spec.pop(key or "", None)
+    if "schedulingPolicy" in spec:  # paddle-operator's
+        spec = _without_gang_defaults(spec, body)
     if kind == "RayJob":
         spec = _ray_spec(spec)
     if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
@@ -553,8 +585,7 @@ def _spec_rest(body: Mapping[str, Any]) -> dict[str, Any]:
         patches = [p for p in map(_pruned, spec.pop("runtimePatches", [])) if p is not None]
         if patches:
             spec["runtimePatches"] = patches
-    run = dict(spec.pop("runPolicy", {}))
-    run.pop("schedulingPolicy", None)
+    run = _without_gang_defaults(spec.pop("runPolicy", {}), body)
     if run:
         spec["runPolicy"] = run
     return spec

@@ -34,7 +34,10 @@ normalisation, so each rule can only hide what it names):
    it) and its default restart policy (``…DefaultRestartPolicy``); mpi-operator's
    ``slotsPerWorker`` 1, ``sshAuthMountPath`` ``/root/.ssh``, ``mpiImplementation``
    ``OpenMPI``, ``launcherCreationPolicy`` ``AtStartup``, ``runLauncherAsWorker`` false
-   (``pkg/apis/kubeflow/v2beta1/default.go``); paddle-operator's restart policy (``Never``,
+   (``pkg/apis/kubeflow/v2beta1/default.go``), its restart policies (``OnFailure`` for the
+   launcher, ``Never`` for workers: ``constants.go``) and the command of a worker that sets
+   neither command nor args, ``/usr/sbin/sshd -De`` (``pkg/controller/mpi_job_controller.go
+   newWorker``); paddle-operator's restart policy (``Never``,
    ``OnFailure`` for a worker behind a Service: ``controllers/paddlejob_helper.go``); KubeRay's
    ``submissionMode`` ``K8sJobMode``, ``shutdownAfterJobFinishes`` false and ``backoffLimit`` 0
    (``ray-operator/apis/ray/v1/rayjob_types.go`` at v1.7.0); Trainer v2.3.0's port 29500 on
@@ -610,8 +613,11 @@ def _norm_pod(kind: str, role: str, p: Pod, intranet: str | None = None) -> dict
         name, number, policy = _OPERATOR_DEFAULTS[kind]
         ports.setdefault(name, number)  # 7.
         restart = restart or policy
+    argv = list(p.argv)
     if kind == "MPIJob":
         restart = restart or _MPI_RESTART.get(role)
+        if role == "Worker" and argv == [ENTRYPOINT]:
+            argv = ["/usr/sbin/sshd", "-De"]  # 7. mpi_job_controller.go newWorker
     if kind == "paddle-operator":
         restart = restart or _paddle_restart(role, intranet)
     if kind in ("ClusterTrainingRuntime", "TrainingRuntime", "framework-runtime"):
@@ -625,7 +631,7 @@ def _norm_pod(kind: str, role: str, p: Pod, intranet: str | None = None) -> dict
         "replicas": p.replicas,
         "image": p.image,
         "pull": _pull(p.image, p.pull) if p.image else None,
-        "argv": list(p.argv),
+        "argv": argv,
         "requests": requests,
         "limits": limits,
         "env": env,

@@ -80,6 +80,10 @@ normalisation, so each rule can only hide what it names):
     (Kubernetes ``PodSecurityContext``), so they are compared on the job's container.
 16. A runtime's replicated Job: one Job, ``completions`` and ``parallelism`` 1 are the
     defaults (JobSet ``jobset_types.go``, Kubernetes Job).
+18. A TrainJob's ``numProcPerNode`` on a torch runtime whose nodes have no GPUs, where a side
+    sets none: Trainer's torch plugin computes it from the CPUs of the TrainJob's resources,
+    else of the runtime's node (``torch.go`` EnforceMLPolicy, getNumCPUPerNode), so that side
+    is given the number Trainer computes (trainkit writes that number itself).
 17. A TrainJob's runtime patches are compared without their ``manager`` (it names who owns
     the patch; Trainer merges every manager's patch alike) and without trainkit's labels and
     the queue's annotation (rules 1 and 9).
@@ -91,6 +95,7 @@ know shows up as a difference, so a new rendered setting cannot pass unseen.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -173,8 +178,9 @@ def _platform(case: Case, team_name: str) -> list[Definition]:
     return [*out, Definition(team, P, "platform")]
 
 
-def synthesize(case: Case) -> dict[str, Any]:
-    """The rendered object of the case's definition, after the policy checks passed."""
+def synthesize(case: Case) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The rendered object of the case's definition, after the policy checks passed, and the
+    runtime a TrainJob names."""
     obj = case.definition()
     if isinstance(obj, ClusterTrainingRuntime):  # the platform's, beside the cluster
         defs = [*_platform(case, "t"), Definition(obj, P, "platform")]
@@ -196,7 +202,14 @@ def synthesize(case: Case) -> dict[str, Any]:
         if r.body.get("kind") == kind and _name(r.body) == name
     ]
     assert len(found) == 1, f"{len(found)} rendered {kind} {name!r}"
-    return found[0]
+    ref = found[0]["spec"].get("runtimeRef", {}).get("name")
+    runtimes = [
+        r.body
+        for _, items in groups
+        for r in items
+        if r.body.get("kind") == "ClusterTrainingRuntime" and r.body["metadata"]["name"] == ref
+    ]
+    return found[0], (runtimes[0] if runtimes else None)
 
 
 # --- meaning ------------------------------------------------------------------------------------
@@ -662,7 +675,26 @@ def _resource_diffs(where: str, want: dict[str, Any], got: dict[str, Any]) -> li
     return out
 
 
-def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
+def _torch_auto(body: Mapping[str, Any], runtime: Mapping[str, Any] | None) -> int | None:
+    """18. The ``numProcPerNode`` Trainer v2.3.0's torch plugin gives a TrainJob that sets
+    none, on a node without GPUs: the whole CPUs of the request, else of the limit, at least 1
+    (``plugins/torch/torch.go`` EnforceMLPolicy, getNumCPUPerNode). None where it stays
+    ``auto`` (GPUs) or the runtime is no torch runtime."""
+    if runtime is None or "torch" not in runtime["spec"].get("mlPolicy", {}):
+        return None
+    res = body["spec"].get("trainer", {}).get("resourcesPerNode")
+    if res is None:  # runtime.ExtractResourcePerNodeFromRuntime: the node container's
+        nodes = [_roles(runtime)["node"]] if "node" in _roles(runtime) else []
+        res = {"requests": nodes[0].requests, "limits": nodes[0].limits} if nodes else {}
+    if any(_q(v) for k, v in res.get("limits", {}).items() if k.endswith("gpu")):
+        return None
+    cpu = res.get("requests", {}).get("cpu") or res.get("limits", {}).get("cpu") or 0
+    return max(1, math.ceil(_q(cpu)))
+
+
+def differences(
+    expected: Expected, body: Mapping[str, Any], runtime: Mapping[str, Any] | None = None
+) -> list[str]:
     """What the rendered object means differently from the manifest, one line each."""
     kind = body["kind"]
     # paddle-operator's PaddleJob has none of the Training Operator's defaults
@@ -697,11 +729,15 @@ def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
             elif want[key] != got[key]:
                 out.append(f"{role}.{key}: manifest {want[key]!r}, trainkit {got[key]!r}")
     want_spec = {**_SPEC_DEFAULTS.get(kind, {}), **expected.spec}
+    got_spec = {**_SPEC_DEFAULTS.get(kind, {}), **_spec_rest(body)}
+    auto = _torch_auto(body, runtime) if kind == "TrainJob" else None
+    for side in (want_spec, got_spec) if auto is not None else ():
+        if "numProcPerNode" not in side.get("trainer", {}):  # 18.
+            side["trainer"] = {**side.get("trainer", {}), "numProcPerNode": auto}
     if "runtimePatches" in want_spec:  # 17., as on trainkit's side
         want_spec["runtimePatches"] = [
             p for p in map(_pruned, want_spec["runtimePatches"]) if p is not None
         ]
-    got_spec = {**_SPEC_DEFAULTS.get(kind, {}), **_spec_rest(body)}
     want_run = dict(want_spec.pop("runPolicy", {}))
     got_run = dict(got_spec.pop("runPolicy", {}))
     for key in sorted(set(want_run) | set(got_run)):
@@ -735,8 +771,8 @@ def differences(expected: Expected, body: Mapping[str, Any]) -> list[str]:
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_manifest_meaning(case: Case) -> None:
     """The definition synthesizes to what the manifest means."""
-    body = synthesize(case)
-    assert differences(case.expected, body) == [], str(case.source)
+    body, runtime = synthesize(case)
+    assert differences(case.expected, body, runtime) == [], str(case.source)
 
 
 def test_corpus_size_and_sources() -> None:
@@ -765,7 +801,7 @@ def test_a_difference_is_seen() -> None:
     """The comparison is not blind: each meaning changed in a passing case's rendered object
     is reported, including the settings the normalisations stand next to."""
     case = next(c for c in CASES if c.id == "to-pytorch-simple")
-    assert differences(case.expected, synthesize(case)) == []
+    assert differences(case.expected, synthesize(case)[0]) == []
     changes: dict[str, Any] = {
         "Worker.replicas": lambda w, spec: w.update(replicas=2),
         "Worker.env": lambda w, spec: w["template"]["spec"]["containers"][0].update(
@@ -786,7 +822,65 @@ def test_a_difference_is_seen() -> None:
         "queue": lambda w, spec: spec["runPolicy"].update(schedulingPolicy={"queue": "q"}),
     }
     for line, change in changes.items():
-        body = synthesize(case)
+        body = synthesize(case)[0]
         change(body["spec"]["pytorchReplicaSpecs"]["Worker"], body["spec"])
         got = differences(case.expected, body)
         assert any(d.startswith(line) for d in got), (line, got)
+
+
+def _set(path: str, value: Any) -> Any:
+    """A change setting ``value`` at ``path`` (dot-separated keys, ``[i]`` list items)."""
+
+    def change(body: dict[str, Any]) -> None:
+        keys = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+        node: Any = body
+        for key in keys[:-1]:
+            node = node[int(key[1:-1])] if key.startswith("[") else node.setdefault(key, {})
+        last = keys[-1]
+        node[int(last[1:-1]) if last.startswith("[") else last] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("case_id", "path", "value", "line"),
+    [
+        # 18: only the number Trainer computes is left out
+        ("trainer-kueue", "spec.trainer.numProcPerNode", 3, "spec.trainer"),
+        # 12: num-gpus 0 alone is KubeRay's own
+        (
+            "ray-job-batch-inference",
+            "spec.rayClusterSpec.headGroupSpec.rayStartParams.num-gpus",
+            "2",
+            "spec.rayClusterSpec",
+        ),
+        # 7: paddle-operator's default restart policy is Never, not any
+        ("po-simple", "spec.worker.template.spec.restartPolicy", "OnFailure", "worker.restart"),
+        # 15: a pod-level user is the container's
+        (
+            "po-simple",
+            "spec.worker.template.spec.securityContext.runAsUser",
+            0,
+            "worker.container.securityContext",
+        ),
+        # 16: replicated Jobs beside their defaults
+        (
+            "trainer-runtime-jax-distributed",
+            "spec.template.spec.replicatedJobs[0].template.spec.parallelism",
+            2,
+            "spec.template",
+        ),
+        # 9: a gang smaller than the job is not the operators' default
+        ("kueue-pytorchjob", "spec.runPolicy.schedulingPolicy.minAvailable", 1, "runPolicy"),
+    ],
+)
+def test_normalisations_hide_only_what_they_name(
+    case_id: str, path: str, value: Any, line: str
+) -> None:
+    """Beside each normalisation, a changed meaning is still reported."""
+    case = next(c for c in CASES if c.id == case_id)
+    body, runtime = synthesize(case)
+    assert differences(case.expected, body, runtime) == []
+    _set(path, value)(body)
+    got = differences(case.expected, body, runtime)
+    assert any(d.startswith(line) for d in got), got

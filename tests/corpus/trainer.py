@@ -31,7 +31,6 @@ PROGRAM = "import os\nprint(os.environ['RANK'])\n"  # the examples' inline progr
 
 
 STEP = {"metadata.labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}}
-AUTO = "leaving numProcPerNode to Trainer's auto (trainkit writes the count auto gives)"
 VOLCANO_DEFAULT = "a job on Volcano's own queue 'default' (trainkit generates every queue it names)"
 REF = {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"}
 
@@ -200,7 +199,6 @@ CASES = [
             queue=("kueue", "training-queue"),
         ),
         objects=(torch_distributed, lambda: Policy(burstable=True)),
-        needs=AUTO,
         **TRAINER,
     ),
     Case(
@@ -271,7 +269,7 @@ CASES = [
             queue=("volcano", "default"),
         ),
         objects=(torch_volcano, lambda: Policy(burstable=True)),
-        needs=f"{VOLCANO_DEFAULT}, and leaving numProcPerNode to Trainer's auto",
+        needs=VOLCANO_DEFAULT,
         **TRAINER,
     ),
     Case(
@@ -363,8 +361,7 @@ CASES = [
                 )
             ],
         },
-        needs="JobSet-level labels and annotations (trainkit puts them on the pods), and "
-        "leaving numProcPerNode to Trainer's auto (trainkit writes the count auto gives)",
+        needs="JobSet-level labels and annotations (trainkit puts them on the pods)",
     ),
     Case(
         id="trainer-flux-runtime",

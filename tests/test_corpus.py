@@ -131,6 +131,7 @@ MODULES = (
     "kuberay",
     "trainer",
     "kueue",
+    "volcano",
     "platforms",
 )
 CASES: list[Case] = [c for m in MODULES for c in import_module(f"corpus.{m}").CASES]

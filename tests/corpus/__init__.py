@@ -17,7 +17,8 @@ field (``needs``) and runs as a strict xfail until the field lands and the defin
 One module per source: ``training_operator`` (Training Operator v1.9.4 examples),
 ``mpi_operator`` (mpi-operator v0.8.0), ``paddle_operator`` (paddle-operator v0.3.5),
 ``kuberay`` (KubeRay v1.7.0), ``trainer`` (Kubeflow Trainer v2.3.0), ``kueue`` (Kueue
-v0.19.2's job samples).
+v0.19.2's job samples), ``volcano`` (Volcano v1.12.4's documentation), ``platforms`` (platform
+teams' public repositories, at the commit read).
 """
 
 from __future__ import annotations

@@ -665,13 +665,13 @@ def _resource_diffs(where: str, want: dict[str, Any], got: dict[str, Any]) -> li
         for name in sorted(set(w) | set(g)):
             if name in w and w[name] == g.get(name):
                 continue
-            # 5. trainkit sizes every pod; its limits equal the requests a manifest sets
-            if (
-                name not in w
-                and name in ("cpu", "memory")
-                and (name not in sized or field == "limits")
-            ):
-                continue
+            # 5. trainkit sizes every pod a manifest leaves unsized, and limits a request the
+            # manifest sets alone to that request (a Guaranteed pod)
+            if name not in w and name in ("cpu", "memory"):
+                if name not in sized:
+                    continue
+                if field == "limits" and g[name] == got["requests"].get(name):
+                    continue
             out.append(f"{where}.{field}[{name}]: manifest {w.get(name)}, trainkit {g.get(name)}")
     return out
 
@@ -857,6 +857,13 @@ def _set(path: str, value: Any) -> Any:
         ),
         # 7: paddle-operator's default restart policy is Never, not any
         ("po-simple", "spec.worker.template.spec.restartPolicy", "OnFailure", "worker.restart"),
+        # 5: a limit above the request the manifest sets alone is no Guaranteed pod
+        (
+            "kueue-pytorchjob",
+            "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits.cpu",
+            "4",
+            "Worker.limits[cpu]",
+        ),
         # 15: a pod-level user is the container's
         (
             "po-simple",

@@ -34,6 +34,7 @@ PADDLE_OPERATOR_KEY = HEALTH_KEY_PREFIX + "batch.paddlepaddle.org_PaddleJob"
 TRAINJOB_KEY = HEALTH_KEY_PREFIX + "trainer.kubeflow.org_TrainJob"
 QUEUE_KEY = HEALTH_KEY_PREFIX + "scheduling.volcano.sh_Queue"
 RAYJOB_KEY = HEALTH_KEY_PREFIX + "ray.io_RayJob"
+RAYCLUSTER_KEY = HEALTH_KEY_PREFIX + "ray.io_RayCluster"
 CLUSTER_QUEUE_KEY = HEALTH_KEY_PREFIX + "kueue.x-k8s.io_ClusterQueue"
 LOCAL_QUEUE_KEY = HEALTH_KEY_PREFIX + "kueue.x-k8s.io_LocalQueue"
 
@@ -128,6 +129,7 @@ def test_health_checks_keys_and_sources(checks: dict[str, str]) -> None:
         PYTORCHJOB_KEY,
         QUEUE_KEY,
         RAYJOB_KEY,
+        RAYCLUSTER_KEY,
         TRAINJOB_KEY,
         CLUSTER_QUEUE_KEY,
     )
@@ -499,3 +501,69 @@ def test_paddle_operator_health_follows_the_phase(
     out = run_health(checks[PADDLE_OPERATOR_KEY], paddle(status))
     assert out["status"] == health
     assert message in out["message"]
+
+
+# --- RayCluster (ray-project/kuberay v1.7.0 raycluster_types.go conditions) --------------------
+
+
+def _ray_cluster(*conditions: tuple[str, str], state: str | None = None, **meta: Any) -> Any:
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": t, "status": s, "reason": f"{t}Reason", "message": f"{t} message"}
+            for t, s in conditions
+        ]
+    }
+    if state is not None:
+        status["state"] = state
+    return {"kind": "RayCluster", "metadata": meta, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("obj", "status", "words"),
+    [
+        ({"kind": "RayCluster"}, "Progressing", "waiting for every Ray pod"),
+        (
+            _ray_cluster(("RayClusterProvisioned", "False"), ("HeadPodReady", "False")),
+            "Progressing",
+            "RayClusterProvisionedReason",
+        ),
+        (
+            _ray_cluster(("RayClusterProvisioned", "True"), ("HeadPodReady", "True")),
+            "Healthy",
+            "ready",
+        ),
+        # Provisioned stays True once set: a head that is not ready afterwards is a fault.
+        (
+            _ray_cluster(("RayClusterProvisioned", "True"), ("HeadPodReady", "False")),
+            "Degraded",
+            "HeadPodReady message",
+        ),
+        (
+            _ray_cluster(
+                ("RayClusterProvisioned", "True"),
+                ("HeadPodReady", "True"),
+                ("ReplicaFailure", "True"),
+            ),
+            "Degraded",
+            "ReplicaFailure message",
+        ),
+        (
+            _ray_cluster(
+                ("RayClusterSuspended", "True"),
+                labels={"kueue.x-k8s.io/queue-name": "llm"},
+            ),
+            "Suspended",
+            "LocalQueue llm",
+        ),
+        (_ray_cluster(("RayClusterSuspending", "True")), "Suspended", "deleting its pods"),
+        # Without the status-conditions gate only the deprecated state is written.
+        (_ray_cluster(state="ready"), "Healthy", "ready"),
+        (_ray_cluster(state="suspended"), "Suspended", "suspended"),
+    ],
+)
+def test_raycluster_health(
+    checks: dict[str, str], obj: dict[str, Any], status: str, words: str
+) -> None:
+    out = run_health(checks[RAYCLUSTER_KEY], obj)
+    assert out["status"] == status, out
+    assert words in out["message"], out

@@ -46,6 +46,17 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("launcher", 1, False, BLANK), ("node", 2, True, NV8)],
         "none",
     ),
+    # A long-lived RayCluster: no submitter; its deadline is none by nature.
+    ("RayCluster eval-pool", "gpu-east"): (
+        3,
+        [("Head", 1, True, BLANK), ("gpu", 2, True, "its 4 nvidia.com/gpu")],
+        "none (a long-lived RayCluster has no deadline: it runs until removed)",
+    ),
+    ("RayCluster eval-pool", "h100-south"): (
+        3,
+        [("Head", 1, True, BLANK), ("gpu", 2, True, "its 4 nvidia.com/gpu")],
+        "none (a long-lived RayCluster has no deadline: it runs until removed)",
+    ),
     ("RayJob lr-sweep-ray-r2", "gpu-east"): (
         3,
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],

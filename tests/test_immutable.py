@@ -74,6 +74,7 @@ def test_kinds_with_rules() -> None:
             "MPIJob",
             "PaddleJob",
             "PyTorchJob",
+            "RayCluster",
             "RayJob",
             "TFJob",
             "TrainJob",

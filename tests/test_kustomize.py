@@ -252,7 +252,7 @@ def test_health_component_merges_into_an_existing_argocd_cm(
     original = yaml.safe_load(cm)
     checks = health_checks()
     assert built["data"] == {**original["data"], **checks}
-    assert len(built["data"]) == len(original["data"]) + 12  # one health check per kind
+    assert len(built["data"]) == len(original["data"]) + 13  # one health check per kind
     assert built["metadata"]["labels"] == original["metadata"]["labels"]
     assert built["metadata"]["namespace"] == kustomization_namespace or resource_namespace
     assert docs["argocd-rbac-cm"]["data"] == {"policy.default": "role:readonly"}

@@ -560,7 +560,8 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
 ) -> None:
     """On h100-south the RayJob's new run is admitted by ClusterQueue llm beside the TrainJob
     wiki-sft: the plan adds the pods' requests (head, workers, submitter; the TrainJob's node
-    and its dataset step) and shows the queue's nominal quota."""
+    and its dataset step; the long-lived RayCluster eval-pool, queued itself) and shows the
+    queue's nominal quota."""
     deploy(ws, cli)
     edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
     doc = plan(cli)
@@ -573,6 +574,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
         "other": {},
     }
     # The RayJob: 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU; wiki-sft: a node of
-    # 16 CPUs and 8 GPUs, and its dataset step's 2 CPUs (Kueue admits both in one workload).
-    assert llm["after"]["requests"]["gpu"] == 16 + 8
-    assert llm["after"]["requests"]["cpu"] == str(73 + 16 + 2)
+    # 16 CPUs and 8 GPUs, and its dataset step's 2 CPUs (Kueue admits both in one workload);
+    # eval-pool: a head of 8 CPUs and 2 workers of 16 CPUs and 4 GPUs.
+    assert llm["after"]["requests"]["gpu"] == 16 + 8 + 8
+    assert llm["after"]["requests"]["cpu"] == str(73 + 16 + 2 + 40)

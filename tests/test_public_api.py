@@ -35,6 +35,7 @@ def test_all_is_pinned_and_sorted():
         "Problem",
         "PyTorchJob",
         "Queue",
+        "RayCluster",
         "RayJob",
         "RehearsalError",
         "ResourceFlavor",

@@ -392,7 +392,7 @@ def test_autoscaling_needs_the_team_s_grant() -> None:
     assert (p.file, p.obj, p.field) == ("jobs/t/j.py", "RayJob 'rj'", "workers[1]")
     assert p.message == (
         "worker group 'gpu' autoscales (1..3 nodes), which runs the head (and the job's code) "
-        "as KubeRay's autoscaler ServiceAccount, allowed to patch the job's RayCluster and "
+        "as KubeRay's autoscaler ServiceAccount, allowed to patch the RayCluster and its "
         "pods; team 't' is not granted ray_autoscaling (Team.ray_autoscaling in "
         "jobs/platform/p.py is False): give each group equal min_nodes and max_nodes, or ask "
         "the platform team to set ray_autoscaling=True on the team"

@@ -326,6 +326,7 @@ def test_application_ignores_kueue_suspend() -> None:
         ("kubeflow.org", "TFJob"): ["/spec/runPolicy/suspend"],
         ("kubeflow.org", "XGBoostJob"): ["/spec/runPolicy/suspend"],
         ("ray.io", "RayJob"): ["/spec/suspend"],
+        ("ray.io", "RayCluster"): ["/spec/suspend"],
         ("trainer.kubeflow.org", "TrainJob"): ["/spec/suspend"],
     }
     (trainjob,) = [
@@ -633,6 +634,7 @@ def test_health_patch() -> None:
         "resource.customizations.health.kubeflow.org_XGBoostJob",
         "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
         "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
+        "resource.customizations.health.ray.io_RayCluster",
         "resource.customizations.health.ray.io_RayJob",
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",
         "resource.customizations.health.scheduling.volcano.sh_Queue",

@@ -92,6 +92,35 @@ def _runtime(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
+# What KubeRay v1.7.0 applies to a running RayCluster (ray-operator/controllers/ray/
+# raycluster_controller.go reconcilePods): each listed group's count within minReplicas and
+# maxReplicas (utils/util.go GetWorkerGroupDesiredReplicas), new groups' pods. Pods are made
+# from the template once (createHeadPod, createWorkerPod) and never updated: without
+# upgradeStrategy Recreate an edited template reaches only pods made later, so one cluster
+# would run two versions; a group taken out of the spec keeps its pods, which no loop visits.
+_RAY_GROUP_SCALING = frozenset({"replicas", "minReplicas", "maxReplicas"})
+
+
+def _raycluster(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    changed = _whole_spec(old, new, {"suspend", "workerGroupSpecs"})
+    old_groups = _by_group(_at(old, "spec", "workerGroupSpecs"))
+    new_groups = _by_group(_at(new, "spec", "workerGroupSpecs"))
+    for name in sorted(old_groups.keys() - new_groups.keys()):
+        changed.append(f"spec.workerGroupSpecs[{name}]")
+    for name in sorted(old_groups.keys() & new_groups.keys()):
+        was, now = old_groups[name], new_groups[name]
+        for key in sorted((was.keys() | now.keys()) - _RAY_GROUP_SCALING):
+            path = f"spec.workerGroupSpecs[{name}].{key}"
+            changed += _diff(_at(was, key), _at(now, key), path, presence=True)
+    return changed
+
+
+def _by_group(items: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(items, list):
+        return {}
+    return {str(i["groupName"]): i for i in items if isinstance(i, dict) and "groupName" in i}
+
+
 _RULES: dict[tuple[str, str], _Rule] = {
     (_TRAINER, "TrainJob"): _spec_but_suspend,
     (_KUBEFLOW, "PyTorchJob"): _operator_job,
@@ -109,6 +138,7 @@ _RULES: dict[tuple[str, str], _Rule] = {
     # job starts (ray-operator/controllers/ray/rayjob_controller.go
     # getOrCreateRayClusterInstance): an edit changes nothing that runs. suspend is Kueue's.
     ("ray.io", "RayJob"): _spec_but_suspend,
+    ("ray.io", "RayCluster"): _raycluster,
     (_TRAINER, "ClusterTrainingRuntime"): _runtime,
     (_TRAINER, "TrainingRuntime"): _runtime,
 }

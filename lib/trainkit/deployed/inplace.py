@@ -18,7 +18,7 @@ import yaml
 
 from ..errors import DefinitionError, Problem
 from ..load import Definition
-from ..model import JOB_KINDS, TrainJob
+from ..model import JOB_KINDS, RayCluster, TrainJob
 from .baseline import Baseline
 from .immutable import in_place_changes
 
@@ -166,6 +166,10 @@ def _problem(c: _Change, baseline: Baseline) -> Problem:
             ", but a TrainJob cannot change once created (Argo CD's sync would fail: field "
             "is immutable)"
             if isinstance(obj, TrainJob)
+            else ": KubeRay makes a RayCluster's pods once from its template and never updates "
+            "them, so the cluster would run old pods beside new ones (only a group's nodes, "
+            "min_nodes and max_nodes, and new groups, apply in place)"
+            if isinstance(obj, RayCluster)
             else f": a finished {type(obj).__name__} never runs again, and a running one would get "
             "pods of the new template beside pods of the old"
         )

@@ -18,7 +18,7 @@ from .mpi_pods import effective_mpijob
 from .operator_pods import effective_pytorchjob
 from .paddle_pods import effective_paddlejob
 from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet
-from .ray_pods import effective_rayjob
+from .ray_pods import effective_raycluster, effective_rayjob
 from .tf_pods import effective_tfjob
 from .trainer_pods import effective_trainjob
 from .xgboost_pods import effective_xgboostjob
@@ -52,4 +52,6 @@ def _pods(
         return effective_jaxjob(pj, body)
     if pj.kind == "RayJob":
         return effective_rayjob(pj, body)
+    if pj.kind == "RayCluster":
+        return effective_raycluster(pj, body)
     return effective_pytorchjob(pj, body)

@@ -44,6 +44,8 @@ def deadline(pj: PlannedJob, body: dict[str, Any]) -> str:
             if volcano
             else "from the TrainJob's creation"
         )
+    elif kind == "RayCluster":
+        return "none (a long-lived RayCluster has no deadline: it runs until removed)"
     elif kind == "RayJob":
         seconds = spec.get("activeDeadlineSeconds")
         since = (

@@ -28,7 +28,7 @@ from ..resolve import PlannedJob
 from .admission import pod_set_workload
 from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source, pod_requests
 
-__all__ = ["HEAD_GROUP", "effective_rayjob", "ray_start_resources"]
+__all__ = ["HEAD_GROUP", "effective_raycluster", "effective_rayjob", "ray_start_resources"]
 
 _KUBERAY = "KubeRay"
 HEAD_GROUP = "headgroup"
@@ -38,7 +38,70 @@ _SHM_MOUNT = {"mountPath": "/dev/shm", "name": "shared-mem"}
 
 def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
-    cluster = spec["rayClusterSpec"]
+    submitter = _submitter(pj, spec)
+    pod_sets, gang = _cluster_pods(
+        pj, body, spec["rayClusterSpec"], submitter, _submitter_resources(spec)
+    )
+    ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
+    notes = [
+        f"the entrypoint `{spec['entrypoint']}` runs on the head once the Ray cluster is up; "
+        "ray.init() there joins the cluster (RAY_ADDRESS), and Ray places tasks and actors on "
+        f"the {ray_nodes} Ray node(s) by the CPUs and GPUs each one has"
+    ]
+    if spec["rayClusterSpec"].get("enableInTreeAutoscaling"):
+        notes.append(
+            "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
+            "autoscaler's ServiceAccount; the gang admits each group's minReplicas"
+        )
+    if spec.get("shutdownAfterJobFinishes"):
+        ttl = spec.get("ttlSecondsAfterFinished", 0)
+        notes.append(
+            f"the Ray cluster is deleted {ttl} s after the job ends; the RayJob and its "
+            "submitter's logs stay"
+        )
+    return EffectiveJob(
+        pj, pod_sets, RAY, ray_nodes, None, gang, tuple(notes), workload=_workload(body)
+    )
+
+
+def effective_raycluster(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
+    """A long-lived RayCluster's pods: the head and its groups, no submitter; its gang
+    (Volcano PodGroup ``ray-<cluster>-pg``, volcano_scheduler.go handleRayCluster) and its
+    Kueue Workload (kueue v0.19.2 pkg/controller/jobs/raycluster/common.go BuildPodSets)."""
+    spec = body["spec"]
+    pod_sets, gang = _cluster_pods(pj, body, spec, None, {})
+    ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
+    notes = [
+        f"a long-lived Ray cluster of {ray_nodes} Ray node(s): its pods hold their CPUs, "
+        "memory and GPUs until the definition is removed; RayJobs naming it "
+        "(ray_cluster=) submit their entrypoints to its head"
+    ]
+    if spec.get("enableInTreeAutoscaling"):
+        notes.append(
+            "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
+            "autoscaler's ServiceAccount; an autoscaled group starts at minReplicas and the "
+            "autoscaler owns its count (git carries none)"
+        )
+    return EffectiveJob(
+        pj,
+        pod_sets,
+        RAY,
+        ray_nodes,
+        None,
+        gang,
+        tuple(notes),
+        workload=pod_set_workload(body, _cluster_pod_sets(spec)),
+    )
+
+
+def _cluster_pods(
+    pj: PlannedJob,
+    body: dict[str, Any],
+    cluster: dict[str, Any],
+    submitter: PodSet | None,
+    submitter_pod: dict[str, Decimal],
+) -> tuple[tuple[PodSet, ...], Gang | None]:
+    """The pods of a Ray cluster (``RayClusterSpec``) and, with a queue label, its gang."""
     autoscaled = bool(cluster.get("enableInTreeAutoscaling"))
     head_group = cluster["headGroupSpec"]
     port = str((head_group.get("rayStartParams") or {}).get("port", RAY_GCS_PORT))
@@ -64,10 +127,8 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         else:
             gang_members += ps.count
             gang_pods.append((_volcano_pod(ps.spec), int(g.get("replicas", 0)) * hosts))
-    submitter = _submitter(pj, spec)
     if submitter is not None:
         pod_sets.append(submitter)
-    submitter_pod = _submitter_resources(spec)
     if submitter_pod:
         gang_pods.append((submitter_pod, 1))
     gang = None
@@ -85,26 +146,7 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             requests,
             priority_class=labels.get(PRIORITY_LABEL),
         )
-    ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
-    notes = [
-        f"the entrypoint `{spec['entrypoint']}` runs on the head once the Ray cluster is up; "
-        "ray.init() there joins the cluster (RAY_ADDRESS), and Ray places tasks and actors on "
-        f"the {ray_nodes} Ray node(s) by the CPUs and GPUs each one has"
-    ]
-    if autoscaled:
-        notes.append(
-            "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
-            "autoscaler's ServiceAccount; the gang admits each group's minReplicas"
-        )
-    if spec.get("shutdownAfterJobFinishes"):
-        ttl = spec.get("ttlSecondsAfterFinished", 0)
-        notes.append(
-            f"the Ray cluster is deleted {ttl} s after the job ends; the RayJob and its "
-            "submitter's logs stay"
-        )
-    return EffectiveJob(
-        pj, tuple(pod_sets), RAY, ray_nodes, None, gang, tuple(notes), workload=_workload(body)
-    )
+    return tuple(pod_sets), gang
 
 
 # kueue v0.19.2 pkg/controller/jobs/raycluster/common.go (autoscalerContainer) and
@@ -126,25 +168,35 @@ def _workload(body: dict[str, Any]) -> Workload | None:
     container when autoscaling, with a submitter container in SidecarMode), one per worker
     group named after it counting replicas × numOfHosts, ``submitter`` in K8sJobMode."""
     spec = body["spec"]
-    cluster = spec["rayClusterSpec"]
-    head = dict(cluster["headGroupSpec"]["template"]["spec"])
-    extra = []
-    if cluster.get("enableInTreeAutoscaling"):
-        options = cluster.get("autoscalerOptions") or {}
-        extra.append({"name": "autoscaler", "resources": options.get("resources") or _AUTOSCALER})
-    if spec.get("submissionMode") == "SidecarMode":
-        extra.append({"name": "ray-job-submitter", "resources": _SUBMITTER})
-    head["containers"] = [*head.get("containers", []), *extra]
-    sets: list[tuple[str, int, dict[str, Any]]] = [("head", 1, head)]
-    for g in cluster.get("workerGroupSpecs") or []:
-        count = int(g.get("replicas", 1)) * max(1, int(g.get("numOfHosts", 1)))
-        sets.append((str(g["groupName"]), count, g["template"]["spec"]))
+    sidecar = spec.get("submissionMode") == "SidecarMode"
+    sets = _cluster_pod_sets(spec["rayClusterSpec"], sidecar_submitter=sidecar)
     if spec.get("submissionMode") == "K8sJobMode":
         template = (spec.get("submitterPodTemplate") or {}).get("spec") or {
             "containers": [{"name": "ray-job-submitter", "resources": _SUBMITTER}]
         }
         sets.append(("submitter", 1, template))
     return pod_set_workload(body, sets)
+
+
+def _cluster_pod_sets(
+    cluster: dict[str, Any], *, sidecar_submitter: bool = False
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """Kueue's pod sets of a RayClusterSpec (raycluster/common.go BuildPodSets): ``head``
+    (with the autoscaler container when autoscaling, and the submitter's in SidecarMode), then
+    one per worker group counting replicas × numOfHosts."""
+    head = dict(cluster["headGroupSpec"]["template"]["spec"])
+    extra = []
+    if cluster.get("enableInTreeAutoscaling"):
+        options = cluster.get("autoscalerOptions") or {}
+        extra.append({"name": "autoscaler", "resources": options.get("resources") or _AUTOSCALER})
+    if sidecar_submitter:
+        extra.append({"name": "ray-job-submitter", "resources": _SUBMITTER})
+    head["containers"] = [*head.get("containers", []), *extra]
+    sets: list[tuple[str, int, dict[str, Any]]] = [("head", 1, head)]
+    for g in cluster.get("workerGroupSpecs") or []:
+        count = int(g.get("replicas", 1)) * max(1, int(g.get("numOfHosts", 1)))
+        sets.append((str(g["groupName"]), count, g["template"]["spec"]))
+    return sets
 
 
 def _desired(group: dict[str, Any]) -> int:
@@ -214,6 +266,7 @@ def _pod_set(
         head=group is None,
         group=HEAD_GROUP if group is None else group["groupName"],
         start=start,
+        cluster=pj.object_name if pj.kind == "RayCluster" else None,
     )
     # The head's GCS port, rayStartParams' ``port`` if given (common/pod.go GetHeadPort).
     injected["RAY_PORT"] = port

@@ -1,4 +1,5 @@
-"""What KubeRay v1.7.0 injects into a RayJob's Ray containers and submitter (render/kuberay.py)."""
+"""What KubeRay v1.7.0 injects into the Ray containers of a RayJob's or a RayCluster's pods and a
+RayJob's submitter (render/kuberay.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ __all__ = ["RAYJOB", "RAY_GCS_PORT", "rayjob_env"]
 RAY_GCS_PORT = 6379
 _KUBERAY = "KubeRay sets it"
 RAYJOB = ReservedEnv(
-    kinds=("RayJob",),
+    kinds=("RayJob", "RayCluster"),
     names={
         "RAY_CLUSTER_NAME": f"{_KUBERAY} to the RayCluster's name",
         "RAY_CLUSTER_NAMESPACE": f"{_KUBERAY} to the namespace",
@@ -33,11 +34,14 @@ RAYJOB = ReservedEnv(
 )
 
 
-def rayjob_env(*, head: bool, group: str, start: str) -> dict[str, str]:
+def rayjob_env(*, head: bool, group: str, start: str, cluster: str | None = None) -> dict[str, str]:
     """What KubeRay appends to the Ray container of a head (``head``) or worker pod of
-    ``group``; ``start`` describes the ``ray start`` command it generates. Values known only
-    on the cluster are described in angle brackets."""
-    cluster = "<the RayCluster: the RayJob's name and 5 random characters>"
+    ``group``; ``start`` describes the ``ray start`` command it generates. ``cluster`` is a
+    long-lived RayCluster's name (None: a RayJob's own cluster, named when it starts). Values
+    known only on the cluster are described in angle brackets."""
+    crd = "RayJob" if cluster is None else "RayCluster"
+    if cluster is None:
+        cluster = "<the RayCluster: the RayJob's name and 5 random characters>"
     env: dict[str, str] = {}
     if not head:
         fqdn = "<cluster>-head-svc.<namespace>.svc.cluster.local"
@@ -53,6 +57,8 @@ def rayjob_env(*, head: bool, group: str, start: str) -> dict[str, str]:
         "RAY_USAGE_STATS_KUBERAY_IN_USE": "1",
     }
     if head:
-        env["RAY_USAGE_STATS_EXTRA_TAGS"] = "kuberay_version=v1.7.0;kuberay_crd=RayJob"
+        # common/pod.go: the creator's CRD type, RayCluster for one made directly
+        # (utils/util.go GetCRDType).
+        env["RAY_USAGE_STATS_EXTRA_TAGS"] = f"kuberay_version=v1.7.0;kuberay_crd={crd}"
     env["RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"] = "1"
     return env

@@ -13,6 +13,7 @@ from .patches import PatchOp, PlatformPatch
 from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
+from .raycluster import RayCluster
 from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
@@ -65,6 +66,7 @@ __all__ = [
     "Policy",
     "PyTorchJob",
     "Queue",
+    "RayCluster",
     "RayJob",
     "ResourceFlavor",
     "Resources",
@@ -106,9 +108,11 @@ PLATFORM_KINDS: tuple[type[TrainkitModel], ...] = (
     TrainingRuntime,
     WorkloadPriorityClass,
 )
-JOB_KINDS = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob, TrainJob)
+JOB_KINDS = (
+    PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob, RayCluster, TrainJob
+)  # fmt: skip
 
-Job = PyTorchJob | MPIJob | TFJob | PaddleJob | XGBoostJob | JAXJob | RayJob | TrainJob
+Job = PyTorchJob | MPIJob | TFJob | PaddleJob | XGBoostJob | JAXJob | RayJob | RayCluster | TrainJob
 """Every job kind a definition may declare."""
-OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob)
+OperatorJobs = (PyTorchJob, MPIJob, TFJob, PaddleJob, XGBoostJob, JAXJob, RayJob, RayCluster)
 """The kinds an operator runs from their own pod templates (not through a runtime)."""

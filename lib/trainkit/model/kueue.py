@@ -35,6 +35,7 @@ KUEUE_FRAMEWORKS = {
     "JAXJob": "kubeflow.org/jaxjob",
     "MPIJob": "kubeflow.org/mpijob",
     "RayJob": "ray.io/rayjob",
+    "RayCluster": "ray.io/raycluster",
     "TrainJob": "trainer.kubeflow.org/trainjob",
 }
 """Kueue's ``integrations.frameworks`` name of each job kind (pkg/controller/jobs/*)."""

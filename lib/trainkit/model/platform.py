@@ -56,6 +56,7 @@ class Cluster(TrainkitModel):
                 "kubeflow.org/jaxjob",
                 "kubeflow.org/mpijob",
                 "ray.io/rayjob",
+                "ray.io/raycluster",
                 "trainer.kubeflow.org/trainjob",
             ]
         ]
@@ -63,7 +64,8 @@ class Cluster(TrainkitModel):
     ) = None
     """With ``scheduler="kueue"``: the job integrations the cluster's Kueue enables
     (``integrations.frameworks``). Default: those of Kueue v0.19's shipped configuration,
-    ``kubeflow.org/mpijob``, ``ray.io/rayjob`` and ``trainer.kubeflow.org/trainjob``; the
+    ``kubeflow.org/mpijob``, ``ray.io/rayjob``, ``ray.io/raycluster`` and
+    ``trainer.kubeflow.org/trainjob``; the
     Training Operator's kinds are off there. A kind Kueue does not manage would run at once,
     outside every quota, so it is refused."""
     operators: list[
@@ -82,7 +84,7 @@ class Cluster(TrainkitModel):
     (``--enable-scheme`` without ``mpijob``). trainkit generates only ``v2beta1``.
     ``paddle-operator`` (PaddleFlow/paddle-operator v0.3.5): PaddleJobs there are
     ``batch.paddlepaddle.org/v1``, not the Training Operator's ``kubeflow.org/v1``.
-    ``kuberay`` (KubeRay v1.7: RayJob); on a Volcano cluster its operator must run with
+    ``kuberay`` (KubeRay v1.7: RayJob, RayCluster); on a Volcano cluster its operator must run with
     ``--batch-scheduler=volcano``, and never with ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES=true``
     (the RayJob would be deleted when it ends, and Argo CD would run it again)."""
     tolerations: list[Toleration] = []
@@ -121,7 +123,12 @@ class Cluster(TrainkitModel):
         if self.kueue_frameworks is not None:
             return tuple(self.kueue_frameworks)
         # config/components/manager/controller_manager_config.yaml at v0.19.2.
-        return ("kubeflow.org/mpijob", "ray.io/rayjob", "trainer.kubeflow.org/trainjob")
+        return (
+            "kubeflow.org/mpijob",
+            "ray.io/rayjob",
+            "ray.io/raycluster",
+            "trainer.kubeflow.org/trainjob",
+        )
 
 
 class Capacity(TrainkitModel):

@@ -23,6 +23,7 @@ from ..model import (
     MPIJob,
     PaddleJob,
     PyTorchJob,
+    RayCluster,
     RayJob,
     TFJob,
     TrainJob,
@@ -84,6 +85,8 @@ def _stand_in(obj: Obj, cluster: Cluster) -> PlannedJob | None:
             job = JAXJob.model_construct(**fields)
         elif obj.kind == "RayJob":
             job = RayJob.model_construct(**fields)
+        elif obj.kind == "RayCluster":
+            job = RayCluster.model_construct(**fields)
         else:
             job = PyTorchJob.model_construct(**fields)
     source = obj.annotation(SOURCE_ANNOTATION) or obj.path

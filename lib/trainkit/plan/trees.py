@@ -32,7 +32,17 @@ __all__ = [
 ]
 
 JOB_KINDS = frozenset(
-    {"PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "RayJob", "TrainJob"}
+    {
+        "PyTorchJob",
+        "MPIJob",
+        "TFJob",
+        "PaddleJob",
+        "XGBoostJob",
+        "JAXJob",
+        "RayJob",
+        "RayCluster",
+        "TrainJob",
+    }
 )
 
 Key = tuple[str, str, str]

@@ -10,7 +10,7 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..model import RayJob, TrainJob
+from ..model import RayCluster, RayJob, TrainJob
 from ..resolve import Index, PlannedRuntime, problem
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
@@ -21,7 +21,7 @@ def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
     job = ej.planned.job
     if isinstance(job, TrainJob) and job.resources is None:
         return "runtime", " (from the runtime's resources)"
-    if isinstance(job, RayJob):
+    if isinstance(job, RayJob | RayCluster):
         # The pod set with the most GPUs: the head, or a worker group (in the job's order);
         # a job without groups runs everything on the head.
         most = max([job.head.gpu, *(g.resources.gpu for g in job.workers)])
@@ -67,7 +67,7 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
             both = from_runtime and isinstance(job, TrainJob) and job.nodes is None
             cap_field = "runtime" if both else "resources.gpu" if inherited else "nodes"
             count = f"{ej.nodes} nodes × {per_node}"
-            if isinstance(job, RayJob):
+            if isinstance(job, RayJob | RayCluster):
                 cap_field = "workers"
                 count = " + ".join(
                     f"{ps.role} {ps.count} × {ps.gpus(cluster.gpu_resource)}"

@@ -192,6 +192,9 @@ IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
     # Kueue toggles a RayJob's spec.suspend (kuberay rayjob_types.go: with
     # shutdownAfterJobFinishes, which trainkit writes).
     {"group": "ray.io", "kind": "RayJob", "jsonPointers": ["/spec/suspend"]},
+    # And a queued RayCluster's (kueue pkg/controller/jobs/raycluster/raycluster_controller.go
+    # Suspend, RunWithPodSetsInfo).
+    {"group": "ray.io", "kind": "RayCluster", "jsonPointers": ["/spec/suspend"]},
     {
         "group": "trainer.kubeflow.org",
         "kind": "TrainJob",

@@ -1,4 +1,4 @@
-"""RayJob (``ray.io/v1``, KubeRay v1.7).
+"""RayJob and RayCluster (``ray.io/v1``, KubeRay v1.7).
 
 What KubeRay does with what is written here (ray-project/kuberay v1.7.0, ray-operator/):
 - controllers/ray/common/pod.go BuildPod: the first container of each pod is the Ray
@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ..model import WORKSPACE, Resources
+from ..model.raycluster import RayCluster
 from ..model.rayjob import RayJob
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
@@ -39,6 +40,8 @@ __all__ = [
     "SUBMITTER_RESOURCES",
     "WORKER_CONTAINER",
     "entrypoint",
+    "ray_cluster_spec",
+    "render_raycluster",
     "render_rayjob",
 ]
 
@@ -62,17 +65,20 @@ def entrypoint(job: RayJob) -> str:
     return shlex.join(argv)
 
 
-def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
-    job = pj.job
-    if not isinstance(job, RayJob):
-        raise TypeError(f"not a RayJob: {pj.kind}")
-    cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
+def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]:
+    """The ``RayClusterSpec`` of a RayJob (``rayClusterSpec``) or of a RayCluster (its
+    ``spec``): the head and the worker groups, autoscaling when a group scales."""
+    cm = (
+        script_configmap_name(job.name, dict(pj.definition.files))
+        if isinstance(job, RayJob) and job.script
+        else None
+    )
 
     def template(
         container: str, resources: Resources, selector: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         c: dict[str, Any] = {"name": container, "image": pj.image}
-        if job.script is not None:
+        if isinstance(job, RayJob) and job.script is not None:
             c["workingDir"] = WORKSPACE
         return role_template(pj, job, c, configmap=cm, resources=resources, node_selector=selector)
 
@@ -89,18 +95,41 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     groups = []
     for g in job.workers:
         low, high = g.scaling
-        groups.append(
-            {
-                "groupName": g.name,
-                "replicas": g.nodes,
-                # Both are required (the CRD), and equal when the group does not scale.
-                "minReplicas": low,
-                "maxReplicas": high,
-                "template": template(WORKER_CONTAINER, g.resources, g.node_selector),
-            }
-        )
+        group: dict[str, Any] = {"groupName": g.name, "replicas": g.nodes}
+        if isinstance(job, RayCluster) and low != high:
+            # The autoscaler patches a long-lived cluster's replicas (and scaleStrategy); a
+            # count in git would be set back by Argo CD's self-heal, a fight. Without one
+            # KubeRay starts minReplicas (utils/util.go GetWorkerGroupDesiredReplicas).
+            del group["replicas"]
+        # Both are required (the CRD), and equal when the group does not scale.
+        group["minReplicas"] = low
+        group["maxReplicas"] = high
+        group["template"] = template(WORKER_CONTAINER, g.resources, g.node_selector)
+        groups.append(group)
     if groups:
         cluster["workerGroupSpecs"] = groups
+    return cluster
+
+
+def render_raycluster(pj: PlannedJob) -> dict[str, Any]:
+    """A long-lived RayCluster. On Volcano, KubeRay's plugin reads its queue and priority from
+    the RayCluster's own labels (volcano_scheduler.go handleRayCluster, getAppPodGroupName:
+    PodGroup ``ray-<cluster>-pg``); on Kueue the ``kueue.x-k8s.io/queue-name`` label queues
+    it (kueue pkg/controller/jobs/raycluster), which RayJobs on it cannot be."""
+    job = pj.job
+    if not isinstance(job, RayCluster):
+        raise TypeError(f"not a RayCluster: {pj.kind}")
+    labels, annotations = volcano_metadata(pj, job)
+    meta = job_metadata(pj, "RayCluster", annotations, labels)
+    spec = ray_cluster_spec(pj, job)
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec}
+
+
+def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
+    job = pj.job
+    if not isinstance(job, RayJob):
+        raise TypeError(f"not a RayJob: {pj.kind}")
+    cluster = ray_cluster_spec(pj, job)
 
     spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
     if job.runtime_env is not None:
@@ -129,9 +158,11 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
 
 
-def volcano_metadata(pj: PlannedJob, job: RayJob) -> tuple[dict[str, str], dict[str, str]]:
-    """``(labels, annotations)`` KubeRay's Volcano plugin reads from the RayJob; none on a
-    cluster without Volcano."""
+def volcano_metadata(
+    pj: PlannedJob, job: RayJob | RayCluster
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``(labels, annotations)`` KubeRay's Volcano plugin reads from the RayJob or
+    RayCluster; none on a cluster without Volcano."""
     if pj.queue is None:
         return {}, {}
     labels = {QUEUE_LABEL: pj.queue}

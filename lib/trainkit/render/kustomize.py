@@ -81,6 +81,8 @@ _POD_SPECS = (
     ("RayJob", "spec/rayClusterSpec/headGroupSpec/template/spec"),
     ("RayJob", "spec/rayClusterSpec/workerGroupSpecs/template/spec"),
     ("RayJob", "spec/submitterPodTemplate/spec"),
+    ("RayCluster", "spec/headGroupSpec/template/spec"),
+    ("RayCluster", "spec/workerGroupSpecs/template/spec"),
     ("TrainJob", f"spec/runtimePatches/trainingRuntimeSpec/{_REPLICATED_POD}"),
     ("TrainingRuntime", f"spec/{_REPLICATED_POD}"),
 )
@@ -149,6 +151,8 @@ def kustomize_config() -> dict[str, Any]:
                 # KubeRay reads a RayJob's queue from this label (volcano_scheduler.go).
                 {"kind": "RayJob", "path": f"metadata/labels/{ray_queue_label}"},
                 {"kind": "RayJob", "path": f"metadata/{queue_annotation}"},
+                {"kind": "RayCluster", "path": f"metadata/labels/{ray_queue_label}"},
+                {"kind": "RayCluster", "path": f"metadata/{queue_annotation}"},
                 {
                     "kind": "TrainJob",
                     "path": f"spec/runtimePatches/trainingRuntimeSpec/template/metadata/"

@@ -58,6 +58,8 @@ _WAVES = {
     "PaddleJob": 0,
     "XGBoostJob": 0,
     "JAXJob": 0,
+    # Before the RayJobs that name it (clusterSelector): KubeRay only looks a RayCluster up.
+    "RayCluster": -1,
     "RayJob": 0,
     "TrainJob": 0,
 }

@@ -13,6 +13,7 @@ from ..model import (
     Job,
     MPIJob,
     NetworkProfile,
+    RayCluster,
     RayJob,
     Resources,
     Team,
@@ -27,6 +28,7 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.rayjob import WorkerGroup
 from ..model.security import effective_user
 from ..model.trainer import trainjob_object_name
 from ..model.trainer_flux import (
@@ -61,6 +63,7 @@ _OPERATOR = {
     "JAXJob": "training-operator",
     "MPIJob": "mpi-operator",
     "RayJob": "kuberay",
+    "RayCluster": "kuberay",
     "TrainJob": "trainer",
 }
 
@@ -116,7 +119,7 @@ class PlannedJob:
         job = self.job
         if isinstance(job, TrainJob) and job.resources is None and self.runtime:
             return self.runtime.runtime.resources
-        if isinstance(job, RayJob):  # the first worker group's, else the head's
+        if isinstance(job, RayJob | RayCluster):  # the first worker group's, else the head's
             return job.workers[0].resources if job.workers else job.head
         return job.resources
 
@@ -154,7 +157,7 @@ def place(
     problems.extend(check_access(d, declared_team))
     if not isinstance(job, TrainJob):  # a TrainJob's profile is its runtime's
         problems.extend(check_network_grant(d, job.network, declared_team, index))
-    if isinstance(job, RayJob):
+    if isinstance(job, RayJob | RayCluster):
         problems.extend(_check_autoscaling(d, job, declared_team))
     allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
@@ -252,7 +255,9 @@ def place(
     return out
 
 
-def _check_autoscaling(d: Definition, job: RayJob, team: Declared[Team]) -> list[Problem]:
+def _check_autoscaling(
+    d: Definition, job: RayJob | RayCluster, team: Declared[Team]
+) -> list[Problem]:
     """An autoscaled worker group needs ``Team.ray_autoscaling``.
 
     KubeRay v1.7.0 ray-operator/controllers/ray/common/pod.go DefaultHeadPodTemplate: the
@@ -270,7 +275,7 @@ def _check_autoscaling(d: Definition, job: RayJob, team: Declared[Team]) -> list
                 d,
                 f"worker group {g.name!r} autoscales ({low}..{high} nodes), which runs the head "
                 "(and the job's code) as KubeRay's autoscaler ServiceAccount, allowed to patch "
-                f"the job's RayCluster and pods; team {team.obj.name!r} is not granted "
+                f"the RayCluster and its pods; team {team.obj.name!r} is not granted "
                 f"ray_autoscaling (Team.ray_autoscaling in {team.file} is False): give each "
                 "group equal min_nodes and max_nodes, or ask the platform team to set "
                 "ray_autoscaling=True on the team",
@@ -685,16 +690,6 @@ def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
                     "shutdown_after_finish=True",
                 )
             )
-        # At most 18 PodSets a Workload: the head, the groups and the submitter.
-        limit = 16 if job.submission_mode == "K8sJobMode" else 17
-        if len(job.workers) > limit:
-            out.append(
-                (
-                    "workers",
-                    f"{len(job.workers)} worker groups; Kueue admits at most {limit} (18 pod "
-                    "sets with the head" + (" and the submitter)" if limit == 16 else ")"),
-                )
-            )
         if job.ttl_seconds:
             # Kueue finishes the workload, freeing its quota, once the job deployment is
             # Complete or Failed (pkg/controller/jobs/rayjob/rayjob_controller.go Finished);
@@ -707,20 +702,50 @@ def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
                     "would be admitted onto GPUs still taken; drop ttl_seconds here",
                 )
             )
-        # Pod sets are keyed by name: the head's, each group's and, in K8sJobMode, Kueue's
-        # own "submitter" (rayjob_controller.go PodSets, addSubmitterPodSet).
-        taken = {"head": "head"}
-        if job.submission_mode == "K8sJobMode":
-            taken["submitter"] = "submitter"
-        for g in job.workers:
-            if g.name in taken:
-                out.append(
-                    (
-                        "workers",
-                        f"a worker group named {g.name!r} clashes with Kueue's {taken[g.name]} "
-                        "pod set, so the workload would never be admitted; rename the group",
-                    )
+        out.extend(_kueue_ray_groups(job.workers, job.submission_mode == "K8sJobMode"))
+    if isinstance(job, RayCluster):
+        # pkg/controller/jobs/raycluster/raycluster_webhook.go validateCreate: no in-tree
+        # autoscaling (outside elastic workload slices), at most 18 pod sets, no group "head".
+        if job.autoscaled:
+            out.append(
+                (
+                    "workers",
+                    "Kueue refuses a queued RayCluster that autoscales (enableInTreeAutoscaling): "
+                    "give each group equal min_nodes and max_nodes",
                 )
+            )
+        out.extend(_kueue_ray_groups(job.workers, False))
+    return out
+
+
+def _kueue_ray_groups(workers: list[WorkerGroup], submitter: bool) -> list[tuple[str | None, str]]:
+    """Kueue's limits on a Ray cluster's groups: at most 18 pod sets a Workload (the head's,
+    each group's and, for a RayJob in K8sJobMode, the submitter's: jobframework MaxPodSets),
+    each named once."""
+    out: list[tuple[str | None, str]] = []
+    limit = 16 if submitter else 17
+    if len(workers) > limit:
+        out.append(
+            (
+                "workers",
+                f"{len(workers)} worker groups; Kueue admits at most {limit} (18 pod "
+                "sets with the head" + (" and the submitter)" if submitter else ")"),
+            )
+        )
+    # Pod sets are keyed by name: the head's, each group's and, in K8sJobMode, Kueue's own
+    # "submitter" (rayjob_controller.go PodSets, addSubmitterPodSet).
+    taken = {"head": "head"}
+    if submitter:
+        taken["submitter"] = "submitter"
+    for g in workers:
+        if g.name in taken:
+            out.append(
+                (
+                    "workers",
+                    f"a worker group named {g.name!r} clashes with Kueue's {taken[g.name]} "
+                    "pod set, so the workload would never be admitted; rename the group",
+                )
+            )
     return out
 
 

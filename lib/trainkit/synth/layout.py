@@ -22,7 +22,7 @@ from ..render import argocd as render_argocd
 from ..render.cluster_scoped import render_namespace, render_queue
 from ..render.jax import render_jaxjob
 from ..render.kubeflow_trainer import render_runtime, render_trainjob
-from ..render.kuberay import render_rayjob
+from ..render.kuberay import render_raycluster, render_rayjob
 from ..render.kueue_objects import (
     render_cluster_queue,
     render_local_queue,
@@ -102,6 +102,7 @@ _RENDER = {
     "XGBoostJob": render_xgboostjob,
     "JAXJob": render_jaxjob,
     "RayJob": render_rayjob,
+    "RayCluster": render_raycluster,
     "TrainJob": render_trainjob,
 }
 

@@ -1,0 +1,399 @@
+"""KubeRay v1.7 RayCluster as a long-lived object: the model, its rendering, its pods, Volcano
+and Kueue, autoscaling only where granted, and the edits a running cluster accepts.
+
+The controller-expectation cases come from ray-project/kuberay v1.7.0's own tests
+(ray-operator/controllers/ray/utils/validation_test.go TestValidateRayClusterSpecNames,
+utils/util_test.go TestGetWorkerGroupDesiredReplicas) and kueue v0.19.2's RayCluster webhook
+(pkg/controller/jobs/raycluster/raycluster_webhook.go validateCreate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kind_fixtures import planned, render
+from trainkit import (
+    Capacity,
+    Cluster,
+    ClusterQueue,
+    FlavorQuota,
+    ModelError,
+    RayCluster,
+    ResourceFlavor,
+    Resources,
+    Script,
+    Team,
+    WorkerGroup,
+)
+from trainkit.deployed.immutable import in_place_changes
+from trainkit.effective import effective_job
+from trainkit.errors import DefinitionError
+from trainkit.load import Definition
+from trainkit.resolve import build_plan
+from trainkit.synth.layout import _cluster_objects
+from trainkit.validate import validate_text
+from validate_fixtures import shared_crd_set
+
+GPU = Resources(cpu=16, memory="128Gi", gpu=4)
+KUBERAY = {"operators": ["kuberay"]}
+
+
+def rc(**kw: Any) -> RayCluster:
+    fields: dict[str, Any] = {
+        "name": "pool",
+        "image": "img:1",
+        "head": Resources(cpu=4, memory="16Gi"),
+        "workers": [WorkerGroup(name="gpu", nodes=2, resources=GPU)],
+    }
+    return RayCluster(**(fields | kw))
+
+
+# --- bad inputs -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        (
+            {"script": Script.file("train.py")},
+            "a RayCluster runs no program of its own (script given): KubeRay starts Ray in each "
+            "pod; submit code with a RayJob that names the cluster",
+        ),
+        ({"command": ["python", "x.py"]}, "a RayCluster runs no program of its own (command"),
+        ({"args": ["--x"]}, "(args given)"),
+        # validation_test.go TestValidateRayClusterSpecNames: more than 53 characters.
+        ({"name": "a" * 54}, "KubeRay takes at most 53 for a RayCluster"),
+        ({"name": "a" * 50, "run": 12}, "(with its run) is 54 characters"),
+        # ... and not a DNS-1035 label.
+        ({"name": "1" * 53}, "name"),
+        ({"head": Resources(cpu="500m", memory="1Gi")}, "head has cpu '500m': Ray schedules"),
+        (
+            {
+                "workers": [
+                    WorkerGroup(name="a", resources=GPU),
+                    WorkerGroup(name="a", resources=GPU),
+                ]
+            },
+            "worker groups share the name 'a'",
+        ),
+        (
+            {"workers": [WorkerGroup(nodes=3, min_nodes=1, max_nodes=4, resources=GPU)]},
+            "worker group 'workers' autoscales (1..4) and starts with min_nodes workers, then the "
+            "autoscaler sets the count; nodes=3 would not be kept: drop nodes or set it to 1",
+        ),
+        (
+            {
+                "workers": [WorkerGroup(min_nodes=1, max_nodes=4, resources=GPU)],
+                "service_account": "sa",
+            },
+            "autoscaler ServiceAccount, which would replace service_account",
+        ),
+        ({"env": {"RAY_ADDRESS": "x:1"}}, "RAY_ADDRESS may not be set: KubeRay sets it"),
+    ],
+)
+def test_bad_fields_are_refused_with_the_reason(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        rc(**fields)
+    assert says in str(e.value)
+
+
+def test_a_cluster_without_kuberay_refuses_it() -> None:
+    with pytest.raises(DefinitionError) as e:
+        planned(rc(), operators=["trainer"])
+    assert any("kuberay" in p.message for p in e.value.problems)
+
+
+def test_autoscaling_needs_the_team_s_grant() -> None:
+    scaled = rc(workers=[WorkerGroup(name="gpu", min_nodes=0, max_nodes=4, resources=GPU)])
+    with pytest.raises(DefinitionError) as e:
+        planned(scaled, **KUBERAY)
+    (p,) = e.value.problems
+    assert p.field == "workers[0]"
+    assert (
+        "worker group 'gpu' autoscales (0..4 nodes), which runs the head (and the job's code) as "
+        "KubeRay's autoscaler ServiceAccount, allowed to patch the RayCluster and its pods; team "
+        "'t' is not granted ray_autoscaling"
+    ) in p.message
+    body, _ = render(scaled, {"ray_autoscaling": True}, **KUBERAY)
+    assert body["spec"]["enableInTreeAutoscaling"] is True
+
+
+# --- rendering and the pods KubeRay makes ---------------------------------------------------------
+
+
+def test_renders_a_raycluster_with_its_volcano_queue() -> None:
+    body, pj = render(rc(), **KUBERAY)
+    assert body["apiVersion"] == "ray.io/v1"
+    assert body["metadata"]["name"] == "pool"
+    # volcano_scheduler.go handleRayCluster reads the RayCluster's own label.
+    assert body["metadata"]["labels"]["volcano.sh/queue-name"] == "q"
+    (group,) = body["spec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 2, 2)
+    assert "entrypoint" not in body["spec"]
+    ej = effective_job(pj, body)
+    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("Head", 1), ("gpu", 2)]
+    assert ej.gang is not None
+    assert (ej.gang.podgroup, ej.gang.min_member) == ("ray-pool-pg", 3)
+    assert ej.gang.requests["nvidia.com/gpu"] == 8
+    head_env = {e.name: e.value for e in ej.pod_sets[0].env}
+    assert head_env["RAY_CLUSTER_NAME"] == "pool"
+    assert head_env["RAY_USAGE_STATS_EXTRA_TAGS"] == "kuberay_version=v1.7.0;kuberay_crd=RayCluster"
+
+
+def test_an_autoscaled_group_leaves_its_count_to_the_autoscaler() -> None:
+    # util_test.go TestGetWorkerGroupDesiredReplicas, test 1: without replicas KubeRay starts
+    # minReplicas. Git carries no count, so Argo CD's self-heal does not undo the autoscaler's.
+    scaled = rc(workers=[WorkerGroup(name="gpu", min_nodes=1, max_nodes=5, resources=GPU)])
+    body, pj = render(scaled, {"ray_autoscaling": True}, **KUBERAY)
+    (group,) = body["spec"]["workerGroupSpecs"]
+    assert "replicas" not in group
+    assert (group["minReplicas"], group["maxReplicas"]) == (1, 5)
+    ej = effective_job(pj, body)
+    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("Head", 1), ("gpu", 1)]
+    assert scaled.nodes == 2
+
+
+@pytest.mark.parametrize(
+    ("replicas", "low", "high", "hosts", "pods"),
+    [
+        # util_test.go TestGetWorkerGroupDesiredReplicas, tests 2, 3, 4 and 6.
+        (3, 1, 5, 1, 3),
+        (6, 1, 5, 1, 5),
+        (0, 1, 5, 1, 1),
+        (5, 1, 5, 4, 20),
+    ],
+)
+def test_desired_workers_as_kuberay_counts_them(
+    replicas: int, low: int, high: int, hosts: int, pods: int
+) -> None:
+    body, pj = render(rc(), **KUBERAY)
+    (group,) = body["spec"]["workerGroupSpecs"]
+    group.update(replicas=replicas, minReplicas=low, maxReplicas=high, numOfHosts=hosts)
+    ej = effective_job(pj, body)
+    assert ej.pod_sets[1].count == pods
+
+
+# --- Kueue -------------------------------------------------------------------------------------
+
+
+def _kueue(j: RayCluster, frameworks: list[str] | None = None) -> list[Definition]:
+    P = "jobs/platform/p.py"
+    c = Cluster(
+        name="k",
+        server="https://k",
+        gpus_per_node=8,
+        scheduler="kueue",
+        operators=["kuberay"],
+        kueue_frameworks=frameworks,  # type: ignore[arg-type]
+    )
+    quota = Capacity(cpu=64, memory="512Gi", gpu=16)
+    return [
+        Definition(c, P, "platform"),
+        Definition(ResourceFlavor(name="f"), P, "platform"),
+        Definition(
+            ClusterQueue(name="q", flavors=[FlavorQuota(flavor="f", quota=quota)]), P, "platform"
+        ),
+        Definition(Team(name="t", queues=["q"], ray_autoscaling=True), P, "platform"),
+        Definition(j, "jobs/t/j.py", "t"),
+    ]
+
+
+def test_on_kueue_the_cluster_itself_is_queued_and_counted() -> None:
+    (cp,) = build_plan(_kueue(rc())).clusters
+    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayCluster"]
+    assert body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+    assert "volcano.sh/queue-name" not in body["metadata"]["labels"]
+    ej = effective_job(cp.jobs[0], body)
+    assert ej.workload is not None
+    # raycluster/common.go BuildPodSets: "head", then one pod set per group.
+    assert [(ps.name, ps.count) for ps in ej.workload.pod_sets] == [("head", 1), ("gpu", 2)]
+
+
+@pytest.mark.parametrize(
+    ("j", "says"),
+    [
+        (
+            rc(workers=[WorkerGroup(name="gpu", min_nodes=1, max_nodes=3, resources=GPU)]),
+            "Kueue refuses a queued RayCluster that autoscales",
+        ),
+        (
+            rc(workers=[WorkerGroup(name="head", resources=GPU)]),
+            "a worker group named 'head' clashes with Kueue's head pod set",
+        ),
+        (
+            rc(workers=[WorkerGroup(name=f"g{i}", resources=GPU) for i in range(18)]),
+            "18 worker groups; Kueue admits at most 17 (18 pod sets with the head)",
+        ),
+    ],
+)
+def test_what_kueue_refuses_of_a_raycluster(j: RayCluster, says: str) -> None:
+    with pytest.raises(DefinitionError) as e:
+        build_plan(_kueue(j))
+    assert any(says in p.message for p in e.value.problems), e.value.problems
+
+
+def test_kueue_without_the_raycluster_integration_refuses_it() -> None:
+    with pytest.raises(DefinitionError) as e:
+        build_plan(_kueue(rc(), ["ray.io/rayjob"]))
+    assert any(
+        "Kueue does not manage RayClusters here ('ray.io/raycluster' is not in" in p.message
+        for p in e.value.problems
+    )
+
+
+# --- edits of a running cluster ----------------------------------------------------------------
+
+
+def _rendered(j: RayCluster) -> dict[str, Any]:
+    body, _ = render(j, {"ray_autoscaling": True}, **KUBERAY)
+    return body
+
+
+@pytest.mark.parametrize(
+    ("edit", "changed"),
+    [
+        # reconcilePods scales each listed group to its desired count.
+        ({"workers": [WorkerGroup(name="gpu", nodes=4, resources=GPU)]}, []),
+        # A new group's pods are made; the old group is untouched.
+        (
+            {
+                "workers": [
+                    WorkerGroup(name="gpu", nodes=2, resources=GPU),
+                    WorkerGroup(name="cpu", nodes=1, resources=Resources(cpu=8, memory="8Gi")),
+                ]
+            },
+            [],
+        ),
+        # Templates are read once per pod (createWorkerPod): refused.
+        (
+            {
+                "workers": [
+                    WorkerGroup(
+                        name="gpu", nodes=2, resources=Resources(cpu=16, memory="64Gi", gpu=4)
+                    )
+                ]
+            },
+            ["spec.workerGroupSpecs[gpu].template.spec"],
+        ),
+        (
+            {"image": "img:2"},
+            ["spec.headGroupSpec.template", "spec.workerGroupSpecs[gpu].template.spec"],
+        ),
+        # A group taken out keeps its pods: no loop of reconcilePods visits it.
+        (
+            {"workers": [WorkerGroup(name="big", nodes=2, resources=GPU)]},
+            ["spec.workerGroupSpecs[gpu]"],
+        ),
+        (
+            {
+                "workers": [
+                    WorkerGroup(name="gpu", nodes=2, min_nodes=2, max_nodes=4, resources=GPU)
+                ]
+            },
+            ["spec.enableInTreeAutoscaling"],
+        ),
+    ],
+)
+def test_edits_kuberay_applies_in_place_and_those_it_does_not(
+    edit: dict[str, Any], changed: list[str]
+) -> None:
+    assert in_place_changes(_rendered(rc()), _rendered(rc(**edit))) == changed
+
+
+def test_kueue_s_suspend_is_no_edit() -> None:
+    old = _rendered(rc())
+    new = yaml.safe_load(yaml.safe_dump(old))
+    new["spec"]["suspend"] = True
+    assert in_place_changes(old, new) == []
+
+
+# --- conformance -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crdset() -> Any:
+    return shared_crd_set()
+
+
+@st.composite
+def rayclusters(draw: Any) -> RayCluster:
+    groups = []
+    for i in range(draw(st.integers(0, 3))):
+        low = draw(st.integers(0, 1))
+        high = draw(st.integers(low, 5))
+        scaled = low != high
+        groups.append(
+            WorkerGroup(
+                name=f"g{i}",
+                **({"min_nodes": low, "max_nodes": high} if scaled else {}),
+                **({} if scaled else {"nodes": draw(st.integers(1, 4))}),
+                resources=Resources(cpu=2, memory="4Gi", gpu=draw(st.integers(0, 8))),
+            )
+        )
+    return RayCluster(
+        name=draw(st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)),
+        run=draw(st.none() | st.integers(1, 99)),
+        image="img:1",
+        head=Resources(cpu=draw(st.integers(1, 8)), memory="8Gi"),
+        workers=groups,
+        shm_size=draw(st.none() | st.just("8Gi")),
+    )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(j=rayclusters(), volcano=st.booleans())
+def test_anything_the_model_accepts_renders_a_valid_raycluster_kuberay_accepts(
+    crdset: Any, j: RayCluster, volcano: bool
+) -> None:
+    (cp,) = planned(
+        j, {"ray_autoscaling": True}, scheduler="volcano" if volcano else "default", **KUBERAY
+    ).clusters
+    for rendered in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
+    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayCluster"]
+    spec = body["spec"]
+    # validation.go ValidateRayClusterSpec: containers in every group; without autoscaling,
+    # min and max on each group, min ≤ max.
+    assert spec["headGroupSpec"]["template"]["spec"]["containers"]
+    for g in spec.get("workerGroupSpecs", []):
+        assert g["template"]["spec"]["containers"]
+        assert g["minReplicas"] <= g["maxReplicas"]
+    ej = effective_job(cp.jobs[0], body)
+    assert ej.nodes == j.nodes
+    if volcano:
+        assert ej.gang is not None and ej.gang.min_member == j.nodes
+    else:
+        assert ej.gang is None
+
+
+# --- policy: what a long-lived cluster holds counts --------------------------------------------
+
+
+def test_its_gpus_count_against_the_team_s_cap_and_the_per_job_cap() -> None:
+    from trainkit import Policy
+    from trainkit.policy import check_policy
+    from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
+
+    big = rc(workers=[WorkerGroup(name="gpu", nodes=3, resources=GPU)])  # 12 GPUs
+    plan = planned(big, {"max_gpus": 8}, Policy(max_gpus_per_job=10), **KUBERAY)
+    groups = render_groups(plan)
+    found = [
+        p.message for p in check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    ]
+    assert any("12 GPUs (gpu 3 × 4) exceed the per-job cap of 10" in m for m in found), found
+    assert any("allows 8: RayCluster 'pool' 12" in m for m in found), found
+
+
+def test_rehearse_refuses_a_raycluster_by_name() -> None:
+    from trainkit.errors import RehearsalError
+    from trainkit.rehearse.definitions import choose_job
+
+    d = Definition(rc(), "jobs/t/j.py", "t")
+    with pytest.raises(RehearsalError) as e:
+        choose_job([d], None, "jobs/t/j.py")
+    assert "trainkit cannot rehearse a RayCluster" in str(e.value.problems[0].message)

@@ -57,6 +57,8 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Head", 1, True, BLANK), ("gpu", 2, True, "its 4 nvidia.com/gpu")],
         "none (a long-lived RayCluster has no deadline: it runs until removed)",
     ),
+    # On the RayCluster: no Ray pods of its own, only the submitter.
+    ("RayJob eval-bleu", "h100-south"): (0, [("Submitter", 1, False, BLANK)], "none"),
     ("RayJob lr-sweep-ray-r2", "gpu-east"): (
         3,
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],

@@ -397,3 +397,226 @@ def test_rehearse_refuses_a_raycluster_by_name() -> None:
     with pytest.raises(RehearsalError) as e:
         choose_job([d], None, "jobs/t/j.py")
     assert "trainkit cannot rehearse a RayCluster" in str(e.value.problems[0].message)
+
+
+# --- RayJobs on a RayCluster (clusterSelector) -----------------------------------------------
+
+from trainkit import RayJob  # noqa: E402
+
+
+def on_pool(**kw: Any) -> RayJob:
+    fields: dict[str, Any] = {
+        "name": "ev",
+        "image": "img:1",
+        "ray_cluster": "pool",
+        "command": ["python", "-m", "ev"],
+    }
+    return RayJob(**(fields | kw))
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        (
+            {"head": Resources(cpu=2, memory="4Gi")},
+            "head shapes the Ray cluster's pods, which are RayCluster 'pool''s: set them there",
+        ),
+        (
+            {"script": Script.file("x.py"), "command": None},
+            "script shapes the Ray cluster's pods",
+        ),
+        ({"env": {"A": "1"}}, "env shapes the Ray cluster's pods"),
+        (
+            {"command": None},
+            "a RayJob on RayCluster 'pool' needs command=[...]: the entrypoint runs on the "
+            "RayCluster's head, in its image",
+        ),
+        (
+            {"queue": "q"},
+            "queue with ray_cluster: the RayJob is not queued: its RayCluster is (Kueue does not "
+            "manage a RayJob on an existing cluster, and would suspend it forever)",
+        ),
+        ({"ttl_seconds": 60}, "ttl_seconds with ray_cluster: KubeRay never deletes a RayCluster"),
+        # validation_test.go TestValidateRayJobSpec "BackoffLimit is incompatible with
+        # ClusterSelector mode" and "SidecarMode doesn't support ClusterSelector".
+        ({"backoff_limit": 2}, "BackoffLimit is incompatible with ClusterSelector mode"),
+        ({"submission_mode": "SidecarMode"}, "ClusterSelector is not supported in SidecarMode"),
+        # ... and "one of RayClusterSpec or ClusterSelector must be set".
+        (
+            {"ray_cluster": None},
+            "a RayJob needs head=Resources(...) for the Ray cluster it starts, or "
+            "ray_cluster='<name>'",
+        ),
+        ({"ray_cluster": "Pool"}, "ray_cluster"),
+    ],
+)
+def test_a_rayjob_on_a_raycluster_refuses_what_is_the_cluster_s(
+    fields: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ModelError) as e:
+        on_pool(**fields)
+    assert says in str(e.value)
+
+
+def _platform(scheduler: str = "kueue") -> list[Definition]:
+    P = "jobs/platform/p.py"
+    quota = Capacity(cpu=64, memory="512Gi", gpu=16)
+    return [
+        Definition(
+            Cluster(
+                name="k", server="https://k", gpus_per_node=8, scheduler=scheduler,  # type: ignore[arg-type]
+                operators=["kuberay"],
+            ),
+            P,
+            "platform",
+        ),
+        Definition(ResourceFlavor(name="f"), P, "platform"),
+        Definition(
+            ClusterQueue(name="q", flavors=[FlavorQuota(flavor="f", quota=quota)]), P, "platform"
+        ),
+        Definition(Team(name="t", queues=["q"]), P, "platform"),
+        Definition(Team(name="u", namespace="other", queues=["q"]), P, "platform"),
+    ]  # fmt: skip
+
+
+def test_on_kueue_the_rayjob_is_not_queued_and_its_cluster_is() -> None:
+    plan = build_plan(
+        [
+            *_platform(),
+            Definition(rc(run=2), "jobs/t/pool.py", "t"),
+            Definition(on_pool(), "jobs/t/ev.py", "t"),
+        ]
+    )
+    (cp,) = plan.clusters
+    bodies = {
+        r.body["kind"]: r.body for r in _cluster_objects(cp) if r.body["kind"].startswith("Ray")
+    }
+    job, cluster = bodies["RayJob"], bodies["RayCluster"]
+    # KubeRay finds the cluster by this one key, as named in the namespace (run included).
+    assert job["spec"]["clusterSelector"] == {"ray.io/cluster": "pool-r2"}
+    assert cluster["metadata"]["name"] == "pool-r2"
+    assert "rayClusterSpec" not in job["spec"]
+    # kueue rayjob_controller.go Skip: never admitted; its webhook would suspend one with a
+    # queue name, and KubeRay refuses suspend with a clusterSelector.
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
+    assert cluster["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+    assert job["spec"]["shutdownAfterJobFinishes"] is False
+    by_kind = {pj.kind: pj for pj in cp.jobs}
+    ej = effective_job(by_kind["RayJob"], job)
+    assert ej.workload is None and ej.gang is None
+    assert [ps.role for ps in ej.pod_sets] == ["Submitter"]
+    assert effective_job(by_kind["RayCluster"], cluster).workload is not None
+
+
+def test_it_runs_where_its_raycluster_does_unless_told() -> None:
+    plan = build_plan(
+        [
+            *_platform(),
+            Definition(rc(clusters=["k"]), "jobs/t/pool.py", "t"),
+            Definition(on_pool(), "jobs/t/ev.py", "t"),
+        ]
+    )
+    assert sorted((pj.kind, pj.cluster.name) for pj in plan.jobs()) == [
+        ("RayCluster", "k"),
+        ("RayJob", "k"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pool_team", "says"),
+    [
+        (
+            "u",
+            "ray_cluster 'pool': team 't' defines no RayCluster of that name on cluster 'k'; a "
+            "RayCluster of that name belongs to team 'u', whose pods and quota are not this "
+            "team's; KubeRay would wait for it forever. The team's RayClusters there: none: "
+            "name one, or define RayCluster(name='pool', ...) on the same clusters",
+        ),
+        (
+            None,
+            "ray_cluster 'pool': team 't' defines no RayCluster of that name on cluster 'k'; "
+            "KubeRay would wait for it forever. The team's RayClusters there: none: name one, "
+            "or define RayCluster(name='pool', ...) on the same clusters",
+        ),
+    ],
+)
+def test_a_raycluster_of_another_team_or_none_is_refused(pool_team: str | None, says: str) -> None:
+    theirs = [Definition(rc(), f"jobs/{pool_team}/pool.py", pool_team)] if pool_team else []
+    with pytest.raises(DefinitionError) as e:
+        build_plan(
+            [*_platform(), *theirs, Definition(on_pool(clusters=["k"]), "jobs/t/ev.py", "t")]
+        )
+    (p,) = e.value.problems
+    assert (p.file, p.field) == ("jobs/t/ev.py", "ray_cluster")
+    assert p.message == says
+
+
+def test_on_volcano_kuberay_refuses_it() -> None:
+    with pytest.raises(DefinitionError) as e:
+        build_plan(
+            [
+                *_platform("volcano")[:1],
+                Definition(
+                    __import__("trainkit").Queue(name="q", capability=Capacity(gpu=64)),
+                    "jobs/platform/p.py",
+                    "platform",
+                ),
+                Definition(Team(name="t", queues=["q"]), "jobs/platform/p.py", "platform"),
+                Definition(rc(), "jobs/t/pool.py", "t"),
+                Definition(on_pool(), "jobs/t/ev.py", "t"),
+            ]
+        )
+    (p,) = e.value.problems
+    assert "refuses a RayJob on an existing RayCluster and keeps it Initializing forever" in (
+        p.message
+    )
+    assert p.field == "ray_cluster"
+
+
+def test_rehearse_refuses_a_rayjob_on_a_raycluster(tmp_path: Any) -> None:
+    from trainkit.errors import RehearsalError
+    from trainkit.rehearse.definitions import rehearse_file
+
+    jobs = tmp_path / "jobs"
+    (jobs / "platform").mkdir(parents=True)
+    (jobs / "t").mkdir()
+    (jobs / "t" / "ev.py").write_text(
+        "from trainkit import RayJob\n"
+        "job = RayJob(name='ev', image='img:1', ray_cluster='pool', command=['python', 'x'])\n"
+    )
+    with pytest.raises(RehearsalError) as e:
+        rehearse_file(jobs / "t" / "ev.py", root=tmp_path)
+    assert (
+        "trainkit cannot rehearse a job on an existing Ray cluster" in e.value.problems[0].message
+    )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    run=st.none() | st.integers(1, 99),
+    mode=st.sampled_from(["K8sJobMode", "HTTPMode"]),
+    deadline=st.none() | st.integers(1, 10**6),
+)
+def test_a_rayjob_on_a_raycluster_is_a_valid_rayjob_kuberay_accepts(
+    crdset: Any, run: int | None, mode: str, deadline: int | None
+) -> None:
+    plan = build_plan(
+        [
+            *_platform(),
+            Definition(rc(run=run), "jobs/t/pool.py", "t"),
+            Definition(
+                on_pool(submission_mode=mode, deadline_seconds=deadline), "jobs/t/ev.py", "t"
+            ),
+        ]
+    )
+    (cp,) = plan.clusters
+    for rendered in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
+    (job,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayJob"]
+    spec = job["spec"]
+    # validation.go ValidateRayJobSpec in clusterSelector mode: a non-empty ray.io/cluster,
+    # no suspend, no SidecarMode, no retries.
+    assert spec["clusterSelector"]["ray.io/cluster"]
+    assert not spec.get("suspend")
+    assert spec["submissionMode"] != "SidecarMode"
+    assert spec["backoffLimit"] == 0

@@ -225,7 +225,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             f"({d['file']}:{d['line']})"
         )
         procs = d["procs_per_node"]
-        if procs == RAY:
+        if procs == RAY and not d["nodes"]:
+            world = "  no Ray pods of its own: it runs on a RayCluster (see the note)"
+        elif procs == RAY:
             world = (
                 f"  Ray cluster of {d['nodes']} node(s): Ray places tasks and actors by the "
                 "CPUs and GPUs each node has (no fixed world size)"

@@ -18,6 +18,7 @@ from typing import Any
 from ..injected_env.kuberay_env import RAY_GCS_PORT, rayjob_env
 from ..kube.quantities import parse_quantity
 from ..render.kuberay import (
+    CLUSTER_SELECTOR_KEY,
     HEAD_CONTAINER,
     PRIORITY_LABEL,
     QUEUE_LABEL,
@@ -39,6 +40,19 @@ _SHM_MOUNT = {"mountPath": "/dev/shm", "name": "shared-mem"}
 def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     submitter = _submitter(pj, spec)
+    selector = spec.get("clusterSelector")
+    if selector:
+        # No Ray pods of its own (rayjob_controller.go getOrCreateRayClusterInstance looks the
+        # cluster up); Kueue leaves it alone (kueue rayjob_controller.go Skip) and Volcano
+        # makes no PodGroup for it: only the submitter Job, outside every queue.
+        name = selector[CLUSTER_SELECTOR_KEY]
+        told = (
+            f"runs on RayCluster {name!r}: the entrypoint `{spec['entrypoint']}` is submitted "
+            "to its head and runs in its image; its pods, queue and quota are the RayCluster's "
+            "(see `trainkit explain` of it). KubeRay never deletes that cluster after the job",
+        )
+        sets = (submitter,) if submitter is not None else ()
+        return EffectiveJob(pj, sets, RAY, 0, None, None, told)
     pod_sets, gang = _cluster_pods(
         pj, body, spec["rayClusterSpec"], submitter, _submitter_resources(spec)
     )

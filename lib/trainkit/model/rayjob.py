@@ -14,7 +14,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
+from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
 from .job import Resources, repeated
 from .operator_job import PodJob
 from .pip_requirements import requirement_problem
@@ -196,11 +196,18 @@ class DeletionRule(TrainkitModel):
 class RayJob(PodJob):
     """A Ray job (KubeRay): a Ray cluster of a head and worker groups, created for the job;
     the ``script`` (or ``command``) is submitted to it as the job's entrypoint and runs on the
-    head, where ``ray.init()`` connects to the cluster."""
+    head, where ``ray.init()`` connects to the cluster. With ``ray_cluster`` it runs on a
+    long-lived RayCluster of the team instead."""
 
-    head: Resources
+    head: Resources | None = None
     """CPU (whole cores), memory and GPUs of the head pod, which runs the entrypoint and
-    Ray's control plane (GCS, dashboard)."""
+    Ray's control plane (GCS, dashboard). Required unless ``ray_cluster`` is given."""
+    ray_cluster: DNS1035Name | None = None
+    """Run on the team's RayCluster of this name (``RayCluster(name=...)``) instead of a Ray
+    cluster of the job's own: KubeRay submits the entrypoint to its head (``clusterSelector``).
+    The entrypoint runs in the RayCluster's image, so the code comes with it
+    (``command=[...]``; a ``script`` would be mounted on a head the job does not make); the
+    job's ``image`` is its submitter's. The pods, queue and quota are the RayCluster's."""
     workers: list[WorkerGroup] = []
     """Worker groups, e.g. ``[WorkerGroup(name="gpu", nodes=4, resources=...)]``; none runs
     everything on the head."""
@@ -236,6 +243,14 @@ class RayJob(PodJob):
 
     @model_validator(mode="after")
     def _one_program(self) -> RayJob:
+        if self.ray_cluster is not None:
+            self._on_existing_cluster()
+            return self
+        if self.head is None:
+            raise ValueError(
+                "a RayJob needs head=Resources(...) for the Ray cluster it starts, or "
+                "ray_cluster='<name>' to run on a RayCluster of the team"
+            )
         if (self.script is None) == (self.command is None) or self.command == []:
             raise ValueError(
                 "a RayJob submits one entrypoint: give script=Script.file('train.py') (shipped "
@@ -244,6 +259,63 @@ class RayJob(PodJob):
         check_volumes(self.volumes)
         return self
 
+    def _on_existing_cluster(self) -> None:
+        """What a RayJob on an existing RayCluster (``clusterSelector``) may not say.
+
+        KubeRay v1.7.0 utils/validation.go ValidateRayJobSpec refuses SidecarMode, a
+        backoffLimit above 0 and suspend with a clusterSelector, and validateDeletionRules
+        rules that delete the cluster or its workers; rayjob_controller.go skips the cluster's
+        deletion (shutdownAfterJobFinishes has no effect). Everything that shapes the Ray
+        cluster's pods is the RayCluster's.
+        """
+        given = self.model_fields_set
+        owned = [
+            f
+            for f in (
+                "head", "workers", "script", "volumes", "init_containers", "env", "env_refs",
+                "env_from", "shm_size", "node_selector", "node_affinity", "topology", "network",
+            )
+            if f in given and getattr(self, f) not in (None, [], {})
+        ]  # fmt: skip
+        if owned:
+            raise ValueError(
+                f"{', '.join(owned)} shape{'s' if len(owned) == 1 else ''} the Ray cluster's "
+                f"pods, which are RayCluster {self.ray_cluster!r}'s: set them there (a job's "
+                "variables go in runtime_env=RuntimeEnv(env_vars=...), its code in the "
+                "RayCluster's image, started with command=[...])"
+            )
+        if not self.command:
+            raise ValueError(
+                f"a RayJob on RayCluster {self.ray_cluster!r} needs command=[...]: the "
+                "entrypoint runs on the RayCluster's head, in its image"
+            )
+        refused = {
+            "queue": "the RayJob is not queued: its RayCluster is (Kueue does not manage a "
+            "RayJob on an existing cluster, and would suspend it forever), so drop queue",
+            "ttl_seconds": "KubeRay never deletes a RayCluster it did not create for the job: "
+            "drop ttl_seconds",
+            "shutdown_after_finish": "KubeRay never deletes a RayCluster it did not create for "
+            "the job: drop shutdown_after_finish",
+            "deletion_rules": "KubeRay refuses rules that delete the cluster or its workers with "
+            "a clusterSelector (validation.go validateDeletionRules): drop deletion_rules",
+        }
+        for field, why in refused.items():
+            if field in given:
+                raise ValueError(f"{field} with ray_cluster: {why}")
+        if self.backoff_limit:
+            raise ValueError(
+                "backoff_limit with ray_cluster: KubeRay refuses retries on an existing "
+                "cluster (validation.go ValidateRayJobSpec: BackoffLimit is incompatible with "
+                "ClusterSelector mode); drop it"
+            )
+        if self.submission_mode == "SidecarMode":
+            raise ValueError(
+                "submission_mode='SidecarMode' with ray_cluster: KubeRay refuses it (validation.go "
+                "ValidateRayJobSpec: ClusterSelector is not supported in SidecarMode), the "
+                "sidecar would belong to a head the job does not make; use 'K8sJobMode' or "
+                "'HTTPMode'"
+            )
+
     @model_validator(mode="after")
     def _coherent(self) -> RayJob:
         if len(self.object_name) > MAX_RAYJOB_NAME:
@@ -251,7 +323,8 @@ class RayJob(PodJob):
                 f"name {self.object_name!r} (with its run) is {len(self.object_name)} "
                 f"characters; KubeRay takes at most {MAX_RAYJOB_NAME}: shorten the name"
             )
-        whole_cpus(self.head, "head")
+        if self.head is not None:
+            whole_cpus(self.head, "head")
         if self.autoscaled and self.service_account is not None:
             # common/pod.go DefaultHeadPodTemplate: the head of an autoscaled cluster runs as
             # the autoscaler's ServiceAccount, which KubeRay creates.
@@ -307,5 +380,8 @@ class RayJob(PodJob):
 
     @property
     def nodes(self) -> int:
-        """Ray pods the job starts with: the head and every group's workers."""
+        """Ray pods the job starts with: the head and every group's workers; none on an
+        existing RayCluster."""
+        if self.ray_cluster is not None:
+            return 0
         return 1 + sum(g.nodes for g in self.workers)

@@ -24,6 +24,8 @@ def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
     if isinstance(job, RayJob | RayCluster):
         # The pod set with the most GPUs: the head, or a worker group (in the job's order);
         # a job without groups runs everything on the head.
+        if job.head is None:  # on an existing RayCluster: its GPUs are the cluster's
+            return "ray_cluster", ""
         most = max([job.head.gpu, *(g.resources.gpu for g in job.workers)])
         if job.head.gpu == most:
             return "head.gpu", ""

@@ -57,6 +57,20 @@ def rehearse_file(
     d = choose_job(loaded, job_name, rel)
     # Before planning: a RayJob runs on Ray, XGBoost and JAX jobs on their framework, the
     # others with torchrun (or mpirun).
+    if isinstance(d.obj, RayJob) and d.obj.ray_cluster is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=d.file,
+                    obj=d.obj.describe(),
+                    field="ray_cluster",
+                    message=f"{d.obj.describe()} runs on RayCluster {d.obj.ray_cluster!r}, "
+                    "whose image holds its code: trainkit cannot rehearse a job on an existing "
+                    "Ray cluster; run its command against a local Ray cluster (`ray start "
+                    "--head`, then the command with RAY_ADDRESS=auto)",
+                )
+            ]
+        )
     if isinstance(d.obj, RayJob):
         require_ray(d.file, d.obj.describe())
     else:

@@ -33,6 +33,7 @@ from .pod import container_security, hide_gpus, pod_access, pod_security, tolera
 from .script import job_metadata, script_configmap_name
 
 __all__ = [
+    "CLUSTER_SELECTOR_KEY",
     "HEAD_CONTAINER",
     "PRIORITY_LABEL",
     "QUEUE_LABEL",
@@ -49,6 +50,8 @@ HEAD_CONTAINER = "ray-head"
 WORKER_CONTAINER = "ray-worker"
 SUBMITTER = "ray-job-submitter"
 QUEUE_LABEL = "volcano.sh/queue-name"
+CLUSTER_SELECTOR_KEY = "ray.io/cluster"
+"""utils/constant.go RayJobClusterSelectorKey: the one key KubeRay reads of a clusterSelector."""
 PRIORITY_LABEL = "ray.io/priority-class-name"
 # KubeRay's default submitter asks 500m/200Mi below limits of 1 CPU/1Gi (common/job.go
 # GetDefaultSubmitterContainer); trainkit's pods are Guaranteed unless the policy says not.
@@ -82,6 +85,8 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
             c["workingDir"] = WORKSPACE
         return role_template(pj, job, c, configmap=cm, resources=resources, node_selector=selector)
 
+    if job.head is None:
+        raise TypeError(f"{job.describe()} runs on an existing RayCluster: it has no cluster spec")
     cluster: dict[str, Any] = {}
     if job.autoscaled:
         cluster["enableInTreeAutoscaling"] = True
@@ -129,6 +134,8 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
     if not isinstance(job, RayJob):
         raise TypeError(f"not a RayJob: {pj.kind}")
+    if pj.ray_cluster is not None:
+        return _on_existing_cluster(pj, job, pj.ray_cluster)
     cluster = ray_cluster_spec(pj, job)
 
     spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
@@ -155,6 +162,31 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
 
     labels, annotations = volcano_metadata(pj, job)
     meta = job_metadata(pj, "RayJob", annotations, labels)
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
+
+
+def _on_existing_cluster(pj: PlannedJob, job: RayJob, cluster: str) -> dict[str, Any]:
+    """A RayJob on a long-lived RayCluster: ``clusterSelector`` names it by ``ray.io/cluster``
+    (KubeRay v1.7.0 utils/constant.go RayJobClusterSelectorKey; rayjob_controller.go
+    initRayJobStatusIfNeed takes the value as the cluster's name, in the RayJob's namespace),
+    no ``rayClusterSpec``. No queue label: kueue v0.19.2 pkg/controller/jobs/rayjob
+    rayjob_controller.go Skip leaves such a RayJob alone, while its webhook
+    (jobframework ApplyDefaultForSuspend) would still suspend one carrying a queue name, which
+    KubeRay then refuses (validation.go: no suspend with a clusterSelector); its RayCluster is
+    queued instead. KubeRay never deletes that cluster (rayjob_controller.go: "skipping
+    resource deletion"), so ``shutdownAfterJobFinishes`` is false."""
+    spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
+    if job.runtime_env is not None:
+        spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
+    spec["submissionMode"] = job.submission_mode
+    spec["shutdownAfterJobFinishes"] = False
+    spec["backoffLimit"] = 0
+    if job.deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.deadline_seconds
+    if job.submission_mode == "K8sJobMode":
+        spec["submitterPodTemplate"] = _submitter(pj, job)
+    spec["clusterSelector"] = {CLUSTER_SELECTOR_KEY: cluster}
+    meta = job_metadata(pj, "RayJob")
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
 
 

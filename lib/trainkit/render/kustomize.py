@@ -126,6 +126,16 @@ def kustomize_config() -> dict[str, Any]:
         }
         for kind in ("ClusterTrainingRuntime", "TrainingRuntime")
     ]
+    # A RayJob names its RayCluster in clusterSelector (KubeRay's ray.io/cluster key): a
+    # prefix or suffix an overlay gives the RayCluster reaches the selector too.
+    name_refs.append(
+        {
+            "kind": "RayCluster",
+            "group": "ray.io",
+            "version": "v1",
+            "fieldSpecs": [{"kind": "RayJob", "path": "spec/clusterSelector/ray.io\\/cluster"}],
+        }
+    )
     # kustomize field paths split on "/": the annotation key's own slash is escaped.
     queue_annotation = "annotations/" + VOLCANO_QUEUE_ANNOTATION.replace("/", "\\/")
     ray_queue_label = QUEUE_LABEL.replace("/", "\\/")

@@ -23,11 +23,13 @@ from ..model import (
     ClusterQueue,
     NetworkProfile,
     Queue,
+    RayCluster,
     ResourceFlavor,
+    Team,
     WorkloadPriorityClass,
 )
 from .index import Declared, Index, build_index
-from .jobs import PlannedJob, check_unique, place
+from .jobs import PlannedJob, check_ray_clusters, check_unique, place
 from .network import check_profiles
 from .problems import problem
 from .references import check_kueue, check_queues, check_teams, on_cluster, queue_path
@@ -128,11 +130,18 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
                 ),
             )
         )
+    # Where each RayCluster runs (its clusters, else its team's): a RayJob on it follows.
+    ray_clusters = {
+        (d.team, d.obj.name): _where(d.obj, index.teams.get(d.team))
+        for d in jobs
+        if isinstance(d.obj, RayCluster)
+    }
     placed = [
         p for d in jobs if isinstance(d.obj, JOB_KINDS)
-        for p in place(d.obj, d, index, runtimes, problems)
+        for p in place(d.obj, d, index, runtimes, problems, ray_clusters)
     ]  # fmt: skip
     check_unique(placed, problems)
+    placed = check_ray_clusters(placed, problems)
     if problems:
         # A job on several clusters can hit the same cluster-independent problem on each.
         raise DefinitionError(list(dict.fromkeys(problems)))
@@ -171,6 +180,13 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
             )
         )
     return Plan(tuple(plans), index, tuple(dict.fromkeys(warnings)))
+
+
+def _where(rc: RayCluster, team: Declared[Team] | None) -> list[str] | None:
+    """The clusters a RayCluster runs on: its own, else its team's (None: every cluster)."""
+    if rc.clusters is not None:
+        return rc.clusters
+    return team.obj.clusters if team is not None else None
 
 
 def _kueue_objects(index: Index, cluster: Cluster) -> KueueObjects:

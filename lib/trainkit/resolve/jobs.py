@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import Problem
@@ -52,7 +54,7 @@ from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
 
-__all__ = ["Job", "PlannedJob", "check_unique", "place"]
+__all__ = ["Job", "PlannedJob", "check_ray_clusters", "check_unique", "place"]
 
 # The controller each kind needs on a cluster (Cluster.operators).
 _OPERATOR = {
@@ -96,6 +98,9 @@ class PlannedJob:
     package_indexes: tuple[str, ...] = ()
     """The platform's package indexes (``Policy.package_indexes``) a RayJob's
     ``runtime_env.pip`` installs from; empty for other kinds."""
+    ray_cluster: str | None = None
+    """The Kubernetes name of the team's RayCluster a RayJob runs on (``ray_cluster=``) on
+    this cluster; None otherwise."""
 
     @property
     def kind(self) -> str:
@@ -139,9 +144,16 @@ class PlannedJob:
 
 
 def place(
-    job: Job, d: Definition, index: Index, runtimes: Runtimes, problems: list[Problem]
+    job: Job,
+    d: Definition,
+    index: Index,
+    runtimes: Runtimes,
+    problems: list[Problem],
+    ray_clusters: Mapping[tuple[str, str], list[str] | None] | None = None,
 ) -> list[PlannedJob]:
-    """The job on each of its clusters; every reference problem is collected."""
+    """The job on each of its clusters; every reference problem is collected. A RayJob on a
+    RayCluster (``ray_cluster=``) without ``clusters`` runs where that RayCluster does:
+    ``ray_clusters`` maps (team, RayCluster name) to its ``clusters``."""
     if d.team not in index.teams:
         problems.append(
             problem(
@@ -161,6 +173,10 @@ def place(
         problems.extend(_check_autoscaling(d, job, declared_team))
     allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
+    if isinstance(job, RayJob) and job.ray_cluster is not None and job.clusters is None:
+        theirs = (ray_clusters or {}).get((d.team, job.ray_cluster))
+        if theirs is not None:
+            wanted = theirs
     if not wanted:
         problems.append(problem(d, "the job runs on no cluster; set clusters=[...]", "clusters"))
     _check_image_keys(job, d, index, problems)
@@ -197,8 +213,29 @@ def place(
         elif isinstance(job, PaddleJob):
             for where, why in training_operator_problems(job):
                 problems.append(problem(d, f"on cluster {cname!r}: {why}", where))
-        queue = _queue_for(d, job, index, cluster, problems)
-        local_queue = _local_queue_for(d, job, index, cluster, problems)
+        if isinstance(job, RayJob) and job.ray_cluster is not None:
+            # Its pods, queue and quota are its RayCluster's (check_ray_clusters).
+            queue, local_queue = None, None
+            if cluster.scheduler == "volcano":
+                # KubeRay v1.7.0 batchscheduler/volcano/volcano_scheduler.go handleRayJob,
+                # called for every RayJob while Initializing (rayjob_controller.go): "gang
+                # scheduling does not support RayJob ... referencing an existing RayCluster",
+                # so the RayJob would stay Initializing.
+                problems.append(
+                    problem(
+                        d,
+                        f"cluster {cname!r} schedules with Volcano, where KubeRay (run with "
+                        "--batch-scheduler=volcano) refuses a RayJob on an existing RayCluster "
+                        "and keeps it Initializing forever (volcano_scheduler.go handleRayJob); "
+                        "run it where the RayCluster is on Kueue or kube-scheduler, or give the "
+                        "job a cluster of its own (head=..., workers=...)",
+                        field if job.clusters is not None else "ray_cluster",
+                    )
+                )
+                continue
+        else:
+            queue = _queue_for(d, job, index, cluster, problems)
+            local_queue = _local_queue_for(d, job, index, cluster, problems)
         runtime, network = None, None
         if isinstance(job, TrainJob):
             found = runtimes.resolve(job.runtime, team.name, cname)
@@ -793,6 +830,56 @@ def _queue_for(
     if leaf is not None:
         problems.append(leaf)
     return name
+
+
+def check_ray_clusters(placed: list[PlannedJob], problems: list[Problem]) -> list[PlannedJob]:
+    """``placed`` with each RayJob on an existing RayCluster (``ray_cluster=``) pointed at it.
+
+    KubeRay looks the cluster up by name in the RayJob's namespace (v1.7.0 rayjob_controller.go
+    getOrCreateRayClusterInstance: "It must be created manually"): the name must be a RayCluster
+    the same team defines on the same cluster. One another team defines, or none, is refused:
+    the job would run on pods (and quota) that are not its team's, or wait forever."""
+    clusters = {
+        (p.cluster.name, p.definition.team, p.job.name): p
+        for p in placed
+        if isinstance(p.job, RayCluster)
+    }
+    out = []
+    for p in placed:
+        job = p.job
+        if not isinstance(job, RayJob) or job.ray_cluster is None:
+            out.append(p)
+            continue
+        found = clusters.get((p.cluster.name, p.definition.team, job.ray_cluster))
+        if found is not None:
+            out.append(dataclasses.replace(p, ray_cluster=found.object_name))
+            continue
+        here = sorted(
+            name
+            for (c, team, name) in clusters
+            if c == p.cluster.name and team == p.definition.team
+        )
+        others = sorted(
+            team for (c, team, name) in clusters if c == p.cluster.name and name == job.ray_cluster
+        )
+        whose = (
+            f"; a RayCluster of that name belongs to team {others[0]!r}, whose pods and quota "
+            "are not this team's"
+            if others
+            else ""
+        )
+        problems.append(
+            problem(
+                p.definition,
+                f"ray_cluster {job.ray_cluster!r}: team {p.definition.team!r} defines no "
+                f"RayCluster of that name on cluster {p.cluster.name!r}{whose}; KubeRay would "
+                "wait for it forever. The team's RayClusters there: "
+                f"{', '.join(repr(n) for n in here) or 'none'}: name one, or define "
+                f"RayCluster(name={job.ray_cluster!r}, ...) on the same clusters",
+                "ray_cluster",
+            )
+        )
+    return out
 
 
 def check_unique(placed: list[PlannedJob], problems: list[Problem]) -> None:

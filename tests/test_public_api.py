@@ -37,6 +37,7 @@ def test_all_is_pinned_and_sorted():
         "Queue",
         "RayCluster",
         "RayJob",
+        "RayStart",
         "RehearsalError",
         "ResourceFlavor",
         "Resources",

@@ -620,3 +620,197 @@ def test_a_rayjob_on_a_raycluster_is_a_valid_rayjob_kuberay_accepts(
     assert not spec.get("suspend")
     assert spec["submissionMode"] != "SidecarMode"
     assert spec["backoffLimit"] == 0
+
+
+# --- Ray fields: rayStartParams, numOfHosts, entrypoint resources (issue 28) -------------------
+
+from trainkit import RayStart  # noqa: E402
+
+HEAD = Resources(cpu=4, memory="16Gi")
+
+
+def own(**kw: Any) -> RayJob:
+    fields: dict[str, Any] = {
+        "name": "rj",
+        "image": "img:1",
+        "command": ["python", "-m", "x"],
+        "head": HEAD,
+        "workers": [WorkerGroup(name="gpu", nodes=2, resources=GPU)],
+    }
+    return RayJob(**(fields | kw))
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: RayStart(resources={"CPU": 2}),
+            "'CPU' is Ray's own resource: give RayStart(cpus=...)",
+        ),
+        (lambda: RayStart(resources={"memory": 2}), "'memory' is Ray's own resource"),
+        (
+            lambda: RayStart(resources={"a'b": 1}),
+            '"a\'b" is not a Ray resource name trainkit writes',
+        ),
+        (lambda: RayStart(resources={"slot": 0}), "resources.slot: must be more than 0"),
+        (lambda: RayStart(cpus=-1), "cpus"),
+        (
+            lambda: WorkerGroup(resources=GPU, ray_start=RayStart(gpus=8)),
+            "worker group 'workers' tells Ray it has 8 GPU(s) but its pod has 4: Ray would "
+            "place GPU tasks where no GPU is visible",
+        ),
+        (
+            lambda: own(head_ray_start=RayStart(gpus=1)),
+            "the head tells Ray it has 1 GPU(s) but its pod has 0",
+        ),
+        (lambda: WorkerGroup(resources=GPU, hosts=0), "hosts"),
+        (
+            lambda: own(entrypoint_gpus=1, workers=[]),
+            "the entrypoint reserves GPU 1, which no Ray node has (the head: CPU 4): Ray would "
+            "wait for such a node for ever",
+        ),
+        (
+            lambda: own(entrypoint_resources={"eval_slot": 1}),
+            "the entrypoint reserves eval_slot 1, which no Ray node has (the head: CPU 4; "
+            "worker group 'gpu': CPU 16, GPU 4)",
+        ),
+        (
+            lambda: own(entrypoint_cpus=2, head_ray_start=RayStart(cpus=0), workers=[]),
+            "the entrypoint reserves CPU 2, which no Ray node has (the head: none)",
+        ),
+        (
+            lambda: own(ray_cluster="pool", head=None, workers=[], head_ray_start=RayStart(cpus=0)),
+            "head_ray_start shapes the Ray cluster's pods",
+        ),
+    ],
+)
+def test_ray_fields_refuse_bad_values(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value)
+
+
+def test_ray_start_params_reach_ray_start_as_kuberay_builds_it() -> None:
+    j = own(
+        head_ray_start=RayStart(cpus=0),
+        workers=[
+            WorkerGroup(
+                name="gpu",
+                nodes=2,
+                resources=GPU,
+                ray_start=RayStart(gpus=2, resources={"eval_slot": 4, "accelerator_type:A100": 1}),
+            )
+        ],
+        entrypoint_cpus=1,
+        entrypoint_gpus=1,
+        entrypoint_resources={"eval_slot": 1},
+    )
+    body, pj = render(j, **KUBERAY)
+    cluster = body["spec"]["rayClusterSpec"]
+    assert cluster["headGroupSpec"]["rayStartParams"] == {"num-cpus": "0", "num-gpus": "0"}
+    (group,) = cluster["workerGroupSpecs"]
+    # KubeRay's own quoting of --resources (common/pod.go: '%s', getResourcesMap trims it).
+    assert group["rayStartParams"] == {
+        "num-gpus": "2",
+        "resources": '\'{"accelerator_type:A100":1,"eval_slot":4}\'',
+    }
+    # common/job.go GetK8sJobCommand: --entrypoint-num-cpus, -gpus, -resources.
+    assert body["spec"]["entrypointNumCpus"] == 1
+    assert body["spec"]["entrypointNumGpus"] == 1
+    assert body["spec"]["entrypointResources"] == '{"eval_slot":1}'
+    ej = effective_job(pj, body)
+    starts = [
+        {e.name: e.value for e in ps.env}["KUBERAY_GEN_RAY_START_CMD"] for ps in ej.pod_sets[:2]
+    ]
+    assert "--num-cpus=0" in starts[0] and "--num-gpus=0" in starts[0]
+    # The params given win; the CPUs still come from the limit (convertParamMap sorts them).
+    assert starts[1].startswith(
+        "ray start --memory=137438953472 --num-cpus=16 --num-gpus=2 "
+        '--resources=\'{"accelerator_type:A100":1,"eval_slot":4}\''
+    )
+
+
+def test_multi_host_workers_count_every_pod() -> None:
+    # util_test.go TestGetWorkerGroupDesiredReplicas test 6: replicas × numOfHosts pods.
+    j = own(workers=[WorkerGroup(name="tpu", nodes=2, hosts=4, resources=GPU)])
+    assert j.nodes == 1 + 8
+    body, pj = render(j, scheduler="volcano", **KUBERAY)
+    (group,) = body["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["numOfHosts"]) == (2, 4)
+    ej = effective_job(pj, body)
+    assert [(ps.role, ps.count) for ps in ej.pod_sets if ps.runs_ranks] == [("Head", 1), ("tpu", 8)]
+    # volcano_scheduler.go calculatePodGroupParams: the head and replicas × numOfHosts.
+    assert ej.gang is not None and ej.gang.min_member == 9
+    assert ej.gang.requests["nvidia.com/gpu"] == 32
+
+
+def test_hosts_multiply_what_the_team_s_cap_counts() -> None:
+    from trainkit.policy import check_policy
+    from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
+
+    j = own(workers=[WorkerGroup(name="tpu", nodes=2, hosts=4, resources=GPU)])  # 32 GPUs
+    plan = planned(j, {"max_gpus": 16}, **KUBERAY)
+    groups = render_groups(plan)
+    found = [
+        p.message for p in check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    ]
+    assert any("allows 16: RayJob 'rj' 32" in m for m in found), found
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hosts=st.integers(1, 4),
+    cpus=st.none() | st.integers(0, 16),
+    gpus=st.none() | st.integers(0, 4),
+    slots=st.dictionaries(
+        st.sampled_from(["eval_slot", "a:b", "x.y/z"]), st.integers(1, 8), max_size=2
+    ),
+    head_cpus=st.none() | st.integers(0, 4),
+)
+def test_ray_fields_render_valid_rayjobs(
+    crdset: Any,
+    hosts: int,
+    cpus: int | None,
+    gpus: int | None,
+    slots: dict[str, int],
+    head_cpus: int | None,
+) -> None:
+    start = RayStart(cpus=cpus, gpus=gpus, resources=dict(slots))
+    j = own(
+        workers=[WorkerGroup(name="g", nodes=1, hosts=hosts, resources=GPU, ray_start=start)],
+        head_ray_start=RayStart(cpus=head_cpus),
+        entrypoint_resources=dict(slots),
+    )
+    (cp,) = planned(j, **KUBERAY).clusters
+    for rendered in _cluster_objects(cp):
+        assert validate_text(yaml.safe_dump(rendered.body), rendered.path, crdset) == []
+    (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayJob"]
+    ej = effective_job(cp.jobs[0], body)
+    assert ej.nodes == j.nodes == 1 + hosts
+
+
+def test_a_rayjob_on_a_raycluster_must_fit_its_entrypoint_there() -> None:
+    with pytest.raises(DefinitionError) as e:
+        build_plan(
+            [
+                *_platform(),
+                Definition(rc(head_ray_start=RayStart(cpus=0)), "jobs/t/pool.py", "t"),
+                Definition(on_pool(entrypoint_resources={"eval_slot": 1}), "jobs/t/ev.py", "t"),
+            ]
+        )
+    (p,) = e.value.problems
+    assert p.field == "entrypoint_resources"
+    assert p.message.startswith(
+        "on RayCluster 'pool' (jobs/t/pool.py): the entrypoint reserves eval_slot 1, which no "
+        "Ray node has (the head: none; worker group 'gpu': CPU 16, GPU 4)"
+    )
+    plan = build_plan(
+        [
+            *_platform(),
+            Definition(
+                rc(head_ray_start=RayStart(resources={"eval_slot": 2})), "jobs/t/pool.py", "t"
+            ),
+            Definition(on_pool(entrypoint_resources={"eval_slot": 1}), "jobs/t/ev.py", "t"),
+        ]
+    )
+    assert len(plan.jobs()) == 2

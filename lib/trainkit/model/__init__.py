@@ -14,7 +14,7 @@ from .placement import NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
-from .rayjob import DeletionRule, RayJob, RuntimeEnv, WorkerGroup
+from .rayjob import DeletionRule, RayJob, RayStart, RuntimeEnv, WorkerGroup
 from .rules import NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
@@ -68,6 +68,7 @@ __all__ = [
     "Queue",
     "RayCluster",
     "RayJob",
+    "RayStart",
     "ResourceFlavor",
     "Resources",
     "Role",

@@ -12,7 +12,7 @@ from pydantic import field_validator, model_validator
 
 from .job import Resources, repeated
 from .operator_job import PodJob
-from .rayjob import WorkerGroup, whole_cpus
+from .rayjob import RayStart, WorkerGroup, whole_cpus
 from .volumes import check_volumes
 
 __all__ = ["MAX_RAYCLUSTER_NAME", "RayCluster"]
@@ -35,6 +35,9 @@ class RayCluster(PodJob):
     (GCS, dashboard) and the entrypoints of the RayJobs submitted to the cluster."""
     workers: list[WorkerGroup] = []
     """Worker groups, e.g. ``[WorkerGroup(name="gpu", nodes=4, resources=...)]``."""
+    head_ray_start: RayStart | None = None
+    """What Ray is told the head has, e.g. ``RayStart(cpus=0)``: no task or actor runs
+    beside Ray's control plane and the RayJobs' entrypoints."""
 
     @field_validator("name")
     @classmethod
@@ -68,6 +71,8 @@ class RayCluster(PodJob):
                 f"characters; KubeRay takes at most {MAX_RAYCLUSTER_NAME}: shorten the name"
             )
         whole_cpus(self.head, "head")
+        if self.head_ray_start is not None:
+            self.head_ray_start.check(self.head, "the head")
         if self.autoscaled and self.service_account is not None:
             raise ValueError(
                 "an autoscaling Ray cluster's head runs under KubeRay's autoscaler "
@@ -101,6 +106,7 @@ class RayCluster(PodJob):
 
     @staticmethod
     def starting_nodes(group: WorkerGroup) -> int:
-        """Workers a group starts with: ``nodes``, or ``min_nodes`` when it autoscales."""
+        """Pods a group starts with: ``nodes`` workers, or ``min_nodes`` when it autoscales,
+        of ``hosts`` pods each."""
         low, high = group.scaling
-        return low if low != high else group.nodes
+        return (low if low != high else group.nodes) * group.hosts

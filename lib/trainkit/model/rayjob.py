@@ -8,11 +8,15 @@ limits) and common/pod.go (what KubeRay does with the pods' resources).
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
+from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
 from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
 from .job import Resources, repeated
@@ -20,7 +24,7 @@ from .operator_job import PodJob
 from .pip_requirements import requirement_problem
 from .volumes import check_volumes
 
-__all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RuntimeEnv", "WorkerGroup"]
+__all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RayStart", "RuntimeEnv", "WorkerGroup"]
 
 MAX_RAYJOB_NAME = 47
 """utils/constant.go MaxRayJobNameLength: the RayCluster's name (at most 53) is the RayJob's
@@ -40,6 +44,91 @@ def whole_cpus(resources: Resources, where: str) -> None:
         )
 
 
+def _ray_resource(name: str) -> str:
+    # KubeRay writes the resources into the container's shell command inside single quotes
+    # (common/pod.go generateRayStartCommand, convertParamMap): a quote or a space would end
+    # them. Ray itself refuses its built-in names there (python/ray/_private/
+    # resource_spec.py, Ray 2.60.0: "Use the --num-cpus and --num-gpus flags").
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.:/-]{0,62}", name):
+        raise ValueError(
+            f"{name!r} is not a Ray resource name trainkit writes: a letter, then letters, "
+            "digits and _ . : / -, at most 63 characters, e.g. 'accelerator_type:A100'"
+        )
+    if name in _BUILT_IN:
+        raise ValueError(f"{name!r} is Ray's own resource: {_BUILT_IN[name]}")
+    return name
+
+
+_BUILT_IN = {
+    "CPU": "give RayStart(cpus=...)",
+    "GPU": "give RayStart(gpus=...)",
+    "memory": "Ray takes it from the pod's memory limit",
+    "object_store_memory": "Ray sizes it from the pod's memory",
+}
+RayResourceName = Annotated[str, AfterValidator(_ray_resource)]
+RayAmount = Annotated[float, Field(gt=0, le=1_000_000)]
+
+
+class RayStart(TrainkitModel):
+    """What Ray is told a node (pod) has, where it differs from the pod's resources
+    (KubeRay's ``rayStartParams``), e.g. ``RayStart(cpus=0)`` keeps tasks off the head, and
+    ``RayStart(resources={"accelerator_type:A100": 1})`` lets tasks ask for this kind of node.
+    These are Ray's own bookkeeping: the pod's CPUs, memory and GPUs stay its ``resources``."""
+
+    cpus: int | None = Field(default=None, ge=0, le=100_000)
+    """CPUs Ray schedules on the node (``--num-cpus``); default: the pod's CPU limit."""
+    gpus: int | None = Field(default=None, ge=0, le=64)
+    """GPUs Ray schedules on the node (``--num-gpus``), at most the pod's; default: the pod's."""
+    resources: dict[RayResourceName, RayAmount] = Field(default={}, max_length=32)
+    """Custom resources of the node (``--resources``) that tasks, actors and the entrypoint
+    may ask for, e.g. ``{"eval_slot": 4}``."""
+
+    def params(self) -> dict[str, str]:
+        """The ``rayStartParams`` it stands for."""
+        out: dict[str, str] = {}
+        if self.cpus is not None:
+            out["num-cpus"] = str(self.cpus)
+        if self.gpus is not None:
+            out["num-gpus"] = str(self.gpus)
+        if self.resources:
+            text = json.dumps(
+                {k: _number(v) for k, v in sorted(self.resources.items())}, separators=(",", ":")
+            )
+            # KubeRay's own form: single quotes for the shell (getResourcesMap trims them).
+            out["resources"] = f"'{text}'"
+        return out
+
+    def check(self, resources: Resources, where: str) -> None:
+        if self.gpus is not None and self.gpus > resources.gpu:
+            raise ValueError(
+                f"{where} tells Ray it has {self.gpus} GPU(s) but its pod has {resources.gpu}: "
+                "Ray would place GPU tasks where no GPU is visible; give ray_start gpus at most "
+                f"{resources.gpu}"
+            )
+
+
+def ray_node(resources: Resources, start: RayStart | None) -> dict[str, float]:
+    """What Ray schedules on one node: ``CPU`` and ``GPU`` as ``ray start`` gets them (KubeRay
+    v1.7.0 common/pod.go generateRayStartCommand: the params, else the pod's limits; trainkit
+    tells a GPU-less head it has none) and the custom resources."""
+    cpus = float(math.ceil(parse_quantity(str(resources.cpu)) or 0))
+    gpus = float(resources.gpu)
+    out: dict[str, float] = {}
+    if start is not None:
+        cpus = float(start.cpus) if start.cpus is not None else cpus
+        gpus = float(start.gpus) if start.gpus is not None else gpus
+        out.update(start.resources)
+    if cpus:
+        out["CPU"] = cpus
+    if gpus:
+        out["GPU"] = gpus
+    return out
+
+
+def _number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
 class WorkerGroup(TrainkitModel):
     """Identical Ray worker pods (a ``workerGroupSpecs`` entry), e.g.
     ``WorkerGroup(name="gpu", nodes=4, resources=Resources(cpu=32, memory="256Gi", gpu=8))``."""
@@ -57,6 +146,12 @@ class WorkerGroup(TrainkitModel):
     """CPU (whole cores), memory and GPUs of each worker pod."""
     node_selector: dict[LabelKey, LabelValue] | None = None
     """Node labels the group's pods must run on, instead of the job's."""
+    hosts: int = Field(default=1, ge=1, le=64)
+    """Pods of each worker (KubeRay's ``numOfHosts``): a multi-host worker, e.g. a slice of 4
+    TPU VMs, is created, scaled and deleted as one. The group has ``nodes × hosts`` pods, and
+    ``min_nodes``/``max_nodes`` count workers, not pods."""
+    ray_start: RayStart | None = None
+    """What Ray is told each pod has, where it differs from ``resources``."""
 
     @model_validator(mode="after")
     def _scaling(self) -> WorkerGroup:
@@ -72,7 +167,14 @@ class WorkerGroup(TrainkitModel):
                 "group starts with nodes workers, so give a count in that range"
             )
         whole_cpus(self.resources, f"worker group {self.name!r}")
+        if self.ray_start is not None:
+            self.ray_start.check(self.resources, f"worker group {self.name!r}")
         return self
+
+    @property
+    def pods(self) -> int:
+        """Pods the group starts with: ``nodes × hosts``."""
+        return self.nodes * self.hosts
 
     @property
     def scaling(self) -> tuple[int, int]:
@@ -202,6 +304,19 @@ class RayJob(PodJob):
     head: Resources | None = None
     """CPU (whole cores), memory and GPUs of the head pod, which runs the entrypoint and
     Ray's control plane (GCS, dashboard). Required unless ``ray_cluster`` is given."""
+    head_ray_start: RayStart | None = None
+    """What Ray is told the head has, e.g. ``RayStart(cpus=0)`` so that no task or actor runs
+    beside Ray's control plane and the entrypoint (default: the head has no GPUs for Ray
+    unless it asks for some)."""
+    entrypoint_cpus: float | None = Field(default=None, gt=0, le=100_000)
+    """CPUs Ray reserves for the entrypoint (``entrypointNumCpus``), so it runs on a node
+    with them free."""
+    entrypoint_gpus: float | None = Field(default=None, gt=0, le=64)
+    """GPUs Ray reserves for the entrypoint (``entrypointNumGpus``): it then runs on a worker
+    with a GPU, not on the head."""
+    entrypoint_resources: dict[RayResourceName, RayAmount] = Field(default={}, max_length=32)
+    """Custom resources Ray reserves for the entrypoint (``entrypointResources``), ones a
+    group declares in ``ray_start``."""
     ray_cluster: DNS1035Name | None = None
     """Run on the team's RayCluster of this name (``RayCluster(name=...)``) instead of a Ray
     cluster of the job's own: KubeRay submits the entrypoint to its head (``clusterSelector``).
@@ -272,7 +387,8 @@ class RayJob(PodJob):
         owned = [
             f
             for f in (
-                "head", "workers", "script", "volumes", "init_containers", "env", "env_refs",
+                "head", "head_ray_start", "workers", "script", "volumes", "init_containers",
+                "env", "env_refs",
                 "env_from", "shm_size", "node_selector", "node_affinity", "topology", "network",
             )
             if f in given and getattr(self, f) not in (None, [], {})
@@ -325,6 +441,9 @@ class RayJob(PodJob):
             )
         if self.head is not None:
             whole_cpus(self.head, "head")
+            if self.head_ray_start is not None:
+                self.head_ray_start.check(self.head, "the head")
+            self._entrypoint_fits(self.head)
         if self.autoscaled and self.service_account is not None:
             # common/pod.go DefaultHeadPodTemplate: the head of an autoscaled cluster runs as
             # the autoscaler's ServiceAccount, which KubeRay creates.
@@ -349,6 +468,42 @@ class RayJob(PodJob):
                 )
             self._check_rules()
         return self
+
+    def _entrypoint_fits(self, head: Resources) -> None:
+        why = self.entrypoint_problem(head, self.head_ray_start, self.workers)
+        if why is not None:
+            raise ValueError(why)
+
+    def entrypoint_problem(
+        self, head: Resources, head_start: RayStart | None, workers: list[WorkerGroup]
+    ) -> str | None:
+        """Why no Ray node of this head and these groups can run the entrypoint, or None.
+        Ray runs it on a node with what it reserves free (Ray 2.60.0
+        dashboard/modules/job/job_manager.py: the supervisor actor is scheduled with
+        entrypoint_num_cpus, _gpus and _resources); with no such node it waits for ever,
+        and the RayJob with it."""
+        wanted: dict[str, float] = dict(self.entrypoint_resources)
+        if self.entrypoint_cpus:
+            wanted["CPU"] = self.entrypoint_cpus
+        if self.entrypoint_gpus:
+            wanted["GPU"] = self.entrypoint_gpus
+        if not wanted:
+            return None
+        nodes = [("the head", ray_node(head, head_start))]
+        nodes += [(f"worker group {g.name!r}", ray_node(g.resources, g.ray_start)) for g in workers]
+        if any(all(has.get(k, 0) >= v for k, v in wanted.items()) for _, has in nodes):
+            return None
+        asked = ", ".join(f"{k} {_number(v)}" for k, v in sorted(wanted.items()))
+        offered = "; ".join(
+            f"{where}: "
+            + (", ".join(f"{k} {_number(v)}" for k, v in sorted(has.items())) or "none")
+            for where, has in nodes
+        )
+        return (
+            f"the entrypoint reserves {asked}, which no Ray node has ({offered}): Ray would "
+            "wait for such a node for ever; lower entrypoint_cpus, entrypoint_gpus or "
+            "entrypoint_resources, or give a group what they ask (ray_start=RayStart(...))"
+        )
 
     def _check_rules(self) -> None:
         seen: dict[str, dict[str, int]] = {}
@@ -380,8 +535,8 @@ class RayJob(PodJob):
 
     @property
     def nodes(self) -> int:
-        """Ray pods the job starts with: the head and every group's workers; none on an
+        """Ray pods the job starts with: the head and every group's pods; none on an
         existing RayCluster."""
         if self.ray_cluster is not None:
             return 0
-        return 1 + sum(g.nodes for g in self.workers)
+        return 1 + sum(g.pods for g in self.workers)

@@ -16,6 +16,7 @@ What KubeRay does with what is written here (ray-project/kuberay v1.7.0, ray-ope
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -91,16 +92,27 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
     if job.autoscaled:
         cluster["enableInTreeAutoscaling"] = True
     head: dict[str, Any] = {}
+    params: dict[str, str] = {}
     if job.head.gpu == 0:
         # KubeRay passes rayStartParams to `ray start` (common/pod.go generateRayStartCommand);
         # a head without GPUs says so rather than let Ray count what it detects.
-        head["rayStartParams"] = {"num-gpus": "0"}
+        params["num-gpus"] = "0"
+    if job.head_ray_start is not None:
+        params.update(job.head_ray_start.params())
+    if params:
+        head["rayStartParams"] = dict(sorted(params.items()))
     head["template"] = template(HEAD_CONTAINER, job.head)
     cluster["headGroupSpec"] = head
     groups = []
     for g in job.workers:
         low, high = g.scaling
         group: dict[str, Any] = {"groupName": g.name, "replicas": g.nodes}
+        if g.hosts > 1:
+            # Each worker is hosts pods, made and deleted together (raycluster_controller.go
+            # reconcileMultiHostWorkerGroup); min/max count workers.
+            group["numOfHosts"] = g.hosts
+        if g.ray_start is not None and g.ray_start.params():
+            group["rayStartParams"] = g.ray_start.params()
         if isinstance(job, RayCluster) and low != high:
             # The autoscaler patches a long-lived cluster's replicas (and scaleStrategy); a
             # count in git would be set back by Argo CD's self-heal, a fight. Without one
@@ -139,6 +151,7 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     cluster = ray_cluster_spec(pj, job)
 
     spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
+    _entrypoint_resources(spec, job)
     if job.runtime_env is not None:
         spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
     spec["submissionMode"] = job.submission_mode
@@ -165,6 +178,22 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
 
 
+def _entrypoint_resources(spec: dict[str, Any], job: RayJob) -> None:
+    """What Ray reserves for the entrypoint: ``ray job submit --entrypoint-num-cpus …``
+    (KubeRay v1.7.0 common/job.go GetK8sJobCommand)."""
+    if job.entrypoint_cpus is not None:
+        spec["entrypointNumCpus"] = job.entrypoint_cpus
+    if job.entrypoint_gpus is not None:
+        spec["entrypointNumGpus"] = job.entrypoint_gpus
+    if job.entrypoint_resources:
+        amounts = {k: _whole(v) for k, v in sorted(job.entrypoint_resources.items())}
+        spec["entrypointResources"] = json.dumps(amounts, separators=(",", ":"))
+
+
+def _whole(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
 def _on_existing_cluster(pj: PlannedJob, job: RayJob, cluster: str) -> dict[str, Any]:
     """A RayJob on a long-lived RayCluster: ``clusterSelector`` names it by ``ray.io/cluster``
     (KubeRay v1.7.0 utils/constant.go RayJobClusterSelectorKey; rayjob_controller.go
@@ -176,6 +205,7 @@ def _on_existing_cluster(pj: PlannedJob, job: RayJob, cluster: str) -> dict[str,
     queued instead. KubeRay never deletes that cluster (rayjob_controller.go: "skipping
     resource deletion"), so ``shutdownAfterJobFinishes`` is false."""
     spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
+    _entrypoint_resources(spec, job)
     if job.runtime_env is not None:
         spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
     spec["submissionMode"] = job.submission_mode

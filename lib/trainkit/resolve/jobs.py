@@ -851,7 +851,17 @@ def check_ray_clusters(placed: list[PlannedJob], problems: list[Problem]) -> lis
             out.append(p)
             continue
         found = clusters.get((p.cluster.name, p.definition.team, job.ray_cluster))
-        if found is not None:
+        if found is not None and isinstance(found.job, RayCluster):
+            pool = found.job
+            why = job.entrypoint_problem(pool.head, pool.head_ray_start, pool.workers)
+            if why is not None:
+                problems.append(
+                    problem(
+                        p.definition,
+                        f"on RayCluster {job.ray_cluster!r} ({found.definition.file}): {why}",
+                        "entrypoint_resources",
+                    )
+                )
             out.append(dataclasses.replace(p, ray_cluster=found.object_name))
             continue
         here = sorted(

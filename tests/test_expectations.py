@@ -50,6 +50,7 @@ from trainkit import (
     PaddleJob,
     PyTorchJob,
     Queue,
+    RayCluster,
     RayJob,
     ResourceFlavor,
     Team,
@@ -76,6 +77,7 @@ MODULES = (
     "kuberay",
     "kueue_trainjob",
     "kueue_rayjob",
+    "kuberay_raycluster",
 )
 P = "jobs/platform/p.py"
 
@@ -144,6 +146,7 @@ _KINDS: Mapping[str, Any] = {
     "PaddleJob": PaddleJob,
     "MPIJob": MPIJob,
     "RayJob": RayJob,
+    "RayCluster": RayCluster,
     "TrainJob": TrainJob,
     "XGBoostJob": XGBoostJob,
     "JAXJob": JAXJob,
@@ -383,6 +386,7 @@ KINDS = (
     "MPIJob",
     "TrainJob",
     "RayJob",
+    "RayCluster",
     "XGBoostJob",
     "JAXJob",
 )

@@ -814,3 +814,42 @@ def test_a_rayjob_on_a_raycluster_must_fit_its_entrypoint_there() -> None:
         ]
     )
     assert len(plan.jobs()) == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        (
+            {"submitter_resources": Resources(cpu=2, memory="2Gi"), "submission_mode": "HTTPMode"},
+            "submitter_resources size the submitter pod of K8sJobMode, but submission_mode is "
+            "'HTTPMode', which has none",
+        ),
+        (
+            {"submitter_resources": Resources(cpu=2, memory="2Gi", gpu=1)},
+            "submitter_resources.gpu: the submitter only runs `ray job submit`",
+        ),
+    ],
+)
+def test_submitter_resources_refuse_bad_values(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        own(**fields)
+    assert says in str(e.value)
+
+
+def test_submitter_resources_are_counted_where_the_schedulers_count_the_submitter() -> None:
+    j = own(submitter_resources=Resources(cpu=2, memory="4Gi"))
+    body, pj = render(j, scheduler="volcano", **KUBERAY)
+    (c,) = body["spec"]["submitterPodTemplate"]["spec"]["containers"]
+    assert c["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
+    ej = effective_job(pj, body)
+    # volcano_scheduler.go handleRayJob getSubmitterResource: its template's requests.
+    assert ej.gang is not None
+    assert ej.gang.requests["cpu"] == 4 + 2 * 16 + 2
+    # kueue rayjob_controller.go PodSets: the submitter pod set from the template.
+    plan = build_plan([*_platform(), Definition(j, "jobs/t/j.py", "t")])
+    (cp,) = plan.clusters
+    (kbody,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == "RayJob"]
+    workload = effective_job(cp.jobs[0], kbody).workload
+    assert workload is not None
+    (sub,) = [ps for ps in workload.pod_sets if ps.name == "submitter"]
+    assert sub.requests["cpu"] == 2

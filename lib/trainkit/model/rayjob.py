@@ -333,6 +333,9 @@ class RayJob(PodJob):
     keep the driver's output), from the operator over HTTP (``HTTPMode``) or from a
     container beside the head (``SidecarMode``). ``InteractiveMode`` waits for a person to
     submit, which no git change can do."""
+    submitter_resources: Resources | None = None
+    """CPU and memory of the submitter pod (``K8sJobMode``), which only runs ``ray job
+    submit`` and follows the logs; default 1 CPU and 1 GiB. No GPUs."""
     shutdown_after_finish: bool = True
     """Delete the Ray cluster when the job ends, releasing its GPUs; the RayJob stays."""
     ttl_seconds: int = Field(default=0, ge=0)
@@ -431,6 +434,23 @@ class RayJob(PodJob):
                 "sidecar would belong to a head the job does not make; use 'K8sJobMode' or "
                 "'HTTPMode'"
             )
+
+    @model_validator(mode="after")
+    def _submitter(self) -> RayJob:
+        res = self.submitter_resources
+        if res is None:
+            return self
+        if self.submission_mode != "K8sJobMode":
+            raise ValueError(
+                f"submitter_resources size the submitter pod of K8sJobMode, but "
+                f"submission_mode is {self.submission_mode!r}, which has none: drop it"
+            )
+        if res.gpu:
+            raise ValueError(
+                "submitter_resources.gpu: the submitter only runs `ray job submit`; GPUs there "
+                "would be held for the whole job unused: give gpu=0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _coherent(self) -> RayJob:

@@ -269,7 +269,9 @@ def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
     container = {
         "name": SUBMITTER,
         "image": pj.image,
-        "resources": resource_requirements(SUBMITTER_RESOURCES, pj.cluster),
+        "resources": resource_requirements(
+            job.submitter_resources or SUBMITTER_RESOURCES, pj.cluster
+        ),
     }
     if job.image_pull_policy is not None:
         container["imagePullPolicy"] = job.image_pull_policy

@@ -853,3 +853,44 @@ def test_submitter_resources_are_counted_where_the_schedulers_count_the_submitte
     assert workload is not None
     (sub,) = [ps for ps in workload.pod_sets if ps.name == "submitter"]
     assert sub.requests["cpu"] == 2
+
+
+# --- the gate, end to end: a deployed RayCluster ----------------------------------------------
+
+POOL = """\
+from trainkit import RayCluster, Resources, WorkerGroup
+
+pool = RayCluster(
+    name="pool",
+    image="registry.example.com/ray:2",
+    head=Resources(cpu=4, memory="16Gi"),
+    workers=[WorkerGroup(name="gpu", nodes=2, resources=Resources(cpu=8, memory="32Gi", gpu=2))],
+    clusters=["plain"],
+)
+"""
+
+
+def test_a_deployed_raycluster_scales_in_place_and_asks_a_run_for_anything_else(
+    bare: Any, bare_cli: Any
+) -> None:
+    platform = (bare.jobs / "platform/platform.py").read_text()
+    bare.write(
+        "jobs/platform/platform.py",
+        platform.replace('scheduler="default")', 'scheduler="default", operators=["kuberay"])'),
+    )
+    bare.write("jobs/vision/pool.py", POOL)
+    assert bare_cli("synth").code == 0
+    # raycluster_controller.go reconcilePods scales a listed group: accepted.
+    bare.write("jobs/vision/pool.py", POOL.replace("nodes=2", "nodes=3"))
+    r = bare_cli("synth", "--against", "disk")
+    assert r.code == 0, r.err
+    # A template KubeRay reads only when it makes a pod: refused, with the way out.
+    bare.write("jobs/vision/pool.py", POOL.replace("ray:2", "ray:3"))
+    r = bare_cli("synth", "--against", "disk")
+    assert r.code == 1
+    assert (
+        "RayCluster 'pool' on cluster 'plain' is deployed from generated/ on disk and would "
+        "change in place (spec.headGroupSpec.template, spec.workerGroupSpecs[gpu].template.spec): "
+        "KubeRay makes a RayCluster's pods once from its template and never updates them"
+    ) in r.err
+    assert "set run=1 to start the edited job as pool-r1 (Argo CD prunes 'pool')" in r.err

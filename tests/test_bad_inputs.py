@@ -404,8 +404,8 @@ CASES = [
         obj="Team 'vision'",
         field="queues[1]",
         says=(
-            "unknown queue 'nope'; defined queues (Volcano Queues and Kueue ClusterQueues): 'llm', "
-            "'vision'",
+            "unknown queue 'nope'; defined queues (Volcano Queues and Kueue ClusterQueues): "
+            "'h100-spare', 'llm', 'vision'",
         ),
     ),
     Case(
@@ -897,8 +897,10 @@ CASES = [
         edits=(
             (
                 KUEUE,
-                'quota=Capacity(cpu=512, memory="4Ti", gpu=64)',
-                'quota=Capacity(cpu=512, memory="4Ti", gpu=8)',
+                'quota=Capacity(cpu=128, memory="1Ti", gpu=16),\n'
+                '            borrowing_limit=Capacity(cpu=256, memory="2Ti", gpu=32),',
+                'quota=Capacity(cpu=128, memory="1Ti", gpu=8),\n'
+                '            borrowing_limit=Capacity(cpu=256, memory="2Ti", gpu=0),',
             ),
         ),
         file=RAY,

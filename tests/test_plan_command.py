@@ -567,10 +567,11 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]
+    assert llm["kind"] == "ClusterQueue"
     assert llm["after"]["capability"] == {
-        "gpu": 64,
-        "cpu": "512",
-        "memory": "4Ti",
+        "gpu": 16,
+        "cpu": "128",
+        "memory": "1Ti",
         "other": {},
     }
     # The RayJob: 8 + 2 × 32 CPUs, 16 GPUs, and the submitter's CPU; wiki-sft: a node of
@@ -578,3 +579,30 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     # eval-pool: a head of 8 CPUs and 2 workers of 16 CPUs and 4 GPUs.
     assert llm["after"]["requests"]["gpu"] == 16 + 8 + 8
     assert llm["after"]["requests"]["cpu"] == str(73 + 16 + 2 + 40)
+    # Above its nominal 16 GPUs and 128 CPUs, lent by h100-spare, which no job uses.
+    assert llm["after"]["cohort"] == "h100"
+    assert llm["after"]["borrowing"] == {"gpu": 16, "cpu": "3", "memory": None, "other": {}}
+    assert llm["after"]["over_capability"] == []
+    (spare,) = [q for q in kueue["queues"] if q["queue"] == "h100-spare"]
+    assert spare["after"]["borrowing"] is None
+    assert spare["after"]["requests"]["gpu"] == 0
+
+
+def test_the_example_kueue_cluster_s_plan_shows_cohort_borrowing(ws: Workspace) -> None:
+    """The issue's "done when": against an empty tree (no git), h100-south's ClusterQueue llm
+    is shown against its nominal quota, in cohort h100, borrowing the GPUs its jobs need beyond
+    it, in the text and in the pull-request comment."""
+    report = build_review(ws.jobs, ws.out).report
+    shown = format_text(report)
+    assert (
+        "  queues: requests if every job in git ran at once, before → after, of the queue's "
+        "nominal quota, and what it borrows from its cohort\n"
+        "    h100-spare (new) (cohort h100)  GPU 0 of 48   cpu 0 of 384   memory 0 of 3Ti\n"
+        "    llm (new) (cohort h100)         GPU 32 of 16, borrows 16   cpu 131 of 128, "
+        "borrows 3   memory 969Gi of 1Ti\n"
+    ) in shown
+    comment = format_markdown(report)
+    assert (
+        "| `llm` (new) (cohort h100) | 32 of 16, borrows 16 | 131 of 128, borrows 3 | "
+        "969Gi of 1Ti |" in comment
+    )

@@ -5,9 +5,26 @@ from trainkit import Capacity, ClusterQueue, FlavorQuota, ResourceFlavor, Worklo
 
 h100 = ResourceFlavor(name="h100", node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
 
+# The llm team's queue, here a ClusterQueue instead of a Volcano Queue. Its nominal quota is a
+# quarter of the nodes; in cohort h100 it borrows what the spare queue is not using, up to
+# its borrowing limit (`trainkit plan` shows what it borrows).
 llm = ClusterQueue(
-    name="llm",  # the llm team's queue, here a ClusterQueue instead of a Volcano Queue
-    flavors=[FlavorQuota(flavor="h100", quota=Capacity(cpu=512, memory="4Ti", gpu=64))],
+    name="llm",
+    cohort="h100",
+    flavors=[
+        FlavorQuota(
+            flavor="h100",
+            quota=Capacity(cpu=128, memory="1Ti", gpu=16),
+            borrowing_limit=Capacity(cpu=256, memory="2Ti", gpu=32),
+        )
+    ],
+)
+
+# The rest of the nodes, which no team lists: lent to the cohort's queues while idle.
+h100_spare = ClusterQueue(
+    name="h100-spare",
+    cohort="h100",
+    flavors=[FlavorQuota(flavor="h100", quota=Capacity(cpu=384, memory="3Ti", gpu=48))],
 )
 
 # What Kueue admits first and may preempt for (the queue's preemption settings permitting);

@@ -136,22 +136,37 @@ class QueueSide(_Fact):
     """What the gangs of every job in git using the queue (or its children) request
     together: if every job ran at once. A finished job holds nothing in reality."""
     capability: Amounts | None = None
-    """The queue's hard limit (``spec.capability``); more only makes jobs wait."""
+    """The queue's hard limit (``spec.capability``); of a Kueue ClusterQueue, its nominal
+    quota summed over its flavors. More only makes jobs wait."""
     deserved: Amounts | None = None
     """What the queue is entitled to (``spec.deserved``); above it, it borrows."""
     guarantee: Amounts | None = None
     """What is reserved for the queue (``spec.guarantee.resource``)."""
     over_capability: list[Resource] = []
-    """Resources whose requests exceed the capability."""
+    """Resources whose requests exceed the capability; of a ClusterQueue in a cohort, what it
+    can hold with what the cohort's other queues leave it to borrow."""
     above_deserved: list[Resource] = []
     """Resources whose requests exceed what the queue deserves."""
+    reclaimable: bool | None = None
+    """Volcano: whether other queues may reclaim what the queue holds above what it deserves
+    (``spec.reclaimable``); null for a Kueue ClusterQueue."""
+    cohort: str | None = None
+    """Kueue: the cohort whose ClusterQueues lend each other their unused quota
+    (``spec.cohortName``); null without one, and for a Volcano queue."""
+    borrowing: Amounts | None = None
+    """Kueue: what the queue's jobs would borrow from its cohort beyond the nominal quota, of
+    what the cohort's other queues leave unused (within the queue's borrowing limit); null
+    when the jobs fit the nominal quota, or without a cohort."""
 
 
 class QueueUse(_Fact):
-    """One Volcano queue on one cluster, before → after. Information, never an error."""
+    """One Volcano Queue or Kueue ClusterQueue on one cluster, before → after. Information,
+    never an error."""
 
     queue: str
     """The queue's name."""
+    kind: Literal["Queue", "ClusterQueue"] = "Queue"
+    """``Queue`` (Volcano) or ``ClusterQueue`` (Kueue)."""
     before: QueueSide | None
     """Null when the queue is not deployed."""
     after: QueueSide | None

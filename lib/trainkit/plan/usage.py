@@ -9,6 +9,9 @@ A queue's requests are the sum of its jobs' gangs (``Gang.requests``, what
 Volcano admits at once) and, in a hierarchy, of its children's: the capacity
 plugin checks every ancestor (volcano-sh/volcano v1.12
 pkg/scheduler/plugins/capacity/capacity.go ``realCapability``).
+
+A Kueue ClusterQueue's requests are its jobs' Workloads (every pod set at once); it is shown
+against its nominal quota, with what it borrows from its cohort (``cohorts.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from ..effective import EffectiveJob
 from ..kube.quantities import parse_quantity
+from .cohorts import Share, cohort_shares
 from .facts import Amounts, QueueSide, QueueUse, Resource, TeamUse
 from .trees import Obj
 
@@ -44,13 +48,22 @@ def queue_usage(before: ClusterJobs, after: ClusterJobs, gpu_resource: str) -> l
     for label, side in (("before", before), ("after", after)):
         requests = _requests(side)
         names |= set(requests)
-        sides[label] = (side, requests)
+        specs = {
+            n: _dict(o.body.get("spec")) for n, o in side.queues.items() if o.kind == "ClusterQueue"
+        }
+        sides[label] = (side, requests, cohort_shares(specs, requests))
     out = []
     for name in sorted(names):
         b = _side(name, *sides["before"], gpu_resource)
         a = _side(name, *sides["after"], gpu_resource)
         if a is not None or b is not None:
-            out.append(QueueUse.model_construct(queue=name, before=b, after=a))
+            obj = after.queues.get(name) or before.queues.get(name)
+            kueue = obj is not None and obj.kind == "ClusterQueue"
+            out.append(
+                QueueUse.model_construct(
+                    queue=name, kind="ClusterQueue" if kueue else "Queue", before=b, after=a
+                )
+            )
     return out
 
 
@@ -86,21 +99,33 @@ def _lineage(name: str, queues: Mapping[str, Obj]) -> list[str]:
 
 
 def _side(
-    name: str, side: ClusterJobs, requests: Mapping[str, Mapping[str, Decimal]], gpu: str
+    name: str,
+    side: ClusterJobs,
+    requests: Mapping[str, Mapping[str, Decimal]],
+    shares: Mapping[str, Share],
+    gpu: str,
 ) -> QueueSide | None:
     obj = side.queues.get(name)
     if obj is None and name not in requests:
         return None
-    spec = _dict(obj.body.get("spec")) if obj is not None else {}
     wanted = requests.get(name, {})
-    if obj is not None and obj.kind == "ClusterQueue":
-        # The most its jobs hold without borrowing: every flavor's nominal quota.
-        spec = {"capability": _nominal(spec)}
+    share = shares.get(name)
+    if share is not None:
+        # A ClusterQueue: its nominal quota, and what it borrows from its cohort.
+        return QueueSide.model_construct(
+            requests=_amounts(wanted, gpu, every=True),
+            capability=_amounts(share.nominal, gpu, every=False),
+            over_capability=_above(wanted, _text(share.holds), gpu),
+            cohort=share.cohort,
+            borrowing=_amounts(share.borrows, gpu, every=False) if share.borrows else None,
+        )
+    spec = _dict(obj.body.get("spec")) if obj is not None else {}
     limits = {
         "capability": _dict(spec.get("capability")) or None,
         "deserved": _dict(spec.get("deserved")) or None,
         "guarantee": _dict(_dict(spec.get("guarantee")).get("resource")) or None,
     }
+    reclaimable = spec.get("reclaimable", True) if obj is not None else None
     return QueueSide.model_construct(
         requests=_amounts(wanted, gpu, every=True),
         capability=_limit(limits["capability"], gpu),
@@ -108,18 +133,12 @@ def _side(
         guarantee=_limit(limits["guarantee"], gpu),
         over_capability=_above(wanted, limits["capability"], gpu),
         above_deserved=_above(wanted, limits["deserved"], gpu),
+        reclaimable=reclaimable if isinstance(reclaimable, bool) else None,
     )
 
 
-def _nominal(spec: Mapping[str, Any]) -> dict[str, str]:
-    total: dict[str, Decimal] = {}
-    for group in spec.get("resourceGroups") or []:
-        for flavor in _dict(group).get("flavors") or []:
-            for res in _dict(flavor).get("resources") or []:
-                amount = parse_quantity(str(_dict(res).get("nominalQuota", "0")))
-                name = str(_dict(res).get("name"))
-                total[name] = total.get(name, Decimal(0)) + (amount or Decimal(0))
-    return {k: format(v.normalize(), "f") for k, v in total.items()}
+def _text(values: Mapping[str, Decimal]) -> dict[str, str]:
+    return {k: format(v.normalize(), "f") for k, v in values.items()}
 
 
 def _limit(raw: Mapping[str, Any] | None, gpu: str) -> Amounts | None:

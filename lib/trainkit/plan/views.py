@@ -129,20 +129,28 @@ def _span(before: str | None, after: str | None, *, gone: str = "—") -> str:
 def _queue_cell(q: QueueUse, r: _Resource) -> str:
     b, a = q.before, q.after
 
-    def span(pick: Callable[[QueueSide], Amounts | None]) -> str | None:
+    def span(pick: Callable[[QueueSide], Amounts | None], gone: str = "—") -> str | None:
         before = _get(pick(b), r) if b is not None else None
         after = _get(pick(a), r) if a is not None else None
         if b is None or a is None:
             return after if a is not None else before  # a new or removed queue: its one side
         if before is None and after is None:
             return None
-        return _span(before, after)
+        return _span(before, after, gone=gone)
 
     text = span(lambda x: x.requests) or "0"
-    for word, pick in (("of", _capability), ("deserved", _deserved), ("guarantee", _guarantee)):
-        limit = span(pick)
+    for word, pick in (
+        ("of", _capability),
+        ("deserved", _deserved),
+        ("guarantee", _guarantee),
+        ("borrows", _borrowing),
+    ):
+        # A side that borrows nothing borrows 0; a side without a limit has none (—).
+        limit = span(pick, "0" if word == "borrows" else "—")
         if limit is not None:
             text += f" of {limit}" if word == "of" else f", {word} {limit}"
+    if a is not None and r in a.above_deserved and r not in a.over_capability:
+        text += " (above deserved: reclaimable)" if a.reclaimable else " (above deserved)"
     if a is not None and r in a.over_capability:
         text += " (over: jobs wait)"
     elif b is not None and r in b.over_capability:
@@ -162,9 +170,17 @@ def _guarantee(x: QueueSide) -> Amounts | None:
     return x.guarantee
 
 
+def _borrowing(x: QueueSide) -> Amounts | None:
+    return x.borrowing
+
+
 def _queue_name(q: QueueUse, code: Callable[[str], str]) -> str:
     state = " (new)" if q.before is None else " (removed)" if q.after is None else ""
-    return code(q.queue) + state
+    b = q.before.cohort if q.before is not None else None
+    a = q.after.cohort if q.after is not None else b
+    b = b if q.before is not None else a
+    cohort = "" if a is None and b is None else f" (cohort {_span(b, a, gone='none')})"
+    return code(q.queue) + state + cohort
 
 
 def _team_cell(t: TeamUse) -> str:
@@ -184,15 +200,32 @@ def _over(cluster: str, q: QueueUse) -> str | None:
     parts = []
     for r in side.over_capability:
         cap = _get(side.capability, r)
-        parts.append(f"{_LABEL.get(r, r)} {_get(side.requests, r) or 0} of {cap}")
+        borrowed = _get(side.borrowing, r)
+        more = f" and {borrowed} borrowed" if borrowed is not None else ""
+        parts.append(f"{_LABEL.get(r, r)} {_get(side.requests, r) or 0} of {cap}{more}")
+    what = (
+        "over its capability"
+        if side.cohort is None
+        else f"over its nominal quota and what cohort `{side.cohort}` can lend it"
+    )
     return (
-        f"queue `{q.queue}` on `{cluster}` {_ONCE}: {', '.join(parts)}; over its capability, "
+        f"queue `{q.queue}` on `{cluster}` {_ONCE}: {', '.join(parts)}; {what}, "
         "jobs wait for each other (not an error)"
     )
 
 
 def _changed_clusters(report: PlanReport) -> list[ClusterReport]:
     return [c for c in report.clusters if c.changes]
+
+
+def _limits(queues: list[QueueUse], volcano: str) -> str:
+    """What the queues are shown against: ``volcano`` words for Volcano queues."""
+    kinds = {q.kind for q in queues}
+    if kinds == {"ClusterQueue"}:
+        return "nominal quota, and what it borrows from its cohort"
+    if "ClusterQueue" in kinds:
+        return f"{volcano} (a ClusterQueue's nominal quota, and what it borrows from its cohort)"
+    return volcano
 
 
 def _interesting_queues(c: ClusterReport) -> list[QueueUse]:
@@ -243,7 +276,8 @@ def _text_cluster(c: ClusterReport) -> Iterator[str]:
     yield from _text_rows(c.changes)
     queues = _interesting_queues(c)
     if queues:
-        yield f"  queues: requests {_ONCE}, before → after, of the queue's capability"
+        against = _limits(queues, "capability")
+        yield f"  queues: requests {_ONCE}, before → after, of the queue's {against}"
         names = [_queue_name(q, str) for q in queues]
         width = max(len(n) for n in names)
         for q, name in zip(queues, names, strict=True):
@@ -338,7 +372,7 @@ def _md_details(c: ClusterReport) -> list[str]:
     out = ["", f"<details><summary>Queues, teams and jobs on {c.cluster}</summary>", ""]
     queues = _interesting_queues(c)
     if queues:
-        out += [f"Requests {_ONCE}, against each queue's limits:", ""]
+        out += [f"Requests {_ONCE}, against each queue's {_limits(queues, 'limits')}:", ""]
         # Other resources (ephemeral-storage, extended ones) share one column, shown only
         # where a queue has any.
         other = any(_others(q) for q in queues)

@@ -771,3 +771,83 @@ def test_a_workload_priority_class_on_a_volcano_cluster_is_refused() -> None:
         "cluster 'v' has no Kueue (scheduler='volcano'), so a WorkloadPriorityClass there" in m
         for m in problems_of(defs)
     ), problems_of(defs)
+
+
+def _trainjob_defs(granted: list[str], **kw: Any) -> list[Definition]:
+    from trainkit import ClusterTrainingRuntime, TrainJob
+
+    rt = Definition(
+        ClusterTrainingRuntime(
+            name="rt", image="img:1", resources=Resources(cpu=8, memory="64Gi", gpu=8)
+        ),
+        P,
+        "platform",
+    )
+    tj = TrainJob(name="tj", run=1, runtime="rt", script=Script.file("train.py"), nodes=2, **kw)
+    return wpc_platform(rt, job_def(tj), granted=granted)
+
+
+def test_a_trainjob_names_a_workload_priority_class() -> None:
+    """Kueue's TrainJob integration builds its Workload through jobframework, which takes the
+    priority from the job's own kueue.x-k8s.io/priority-class label before any PriorityClass
+    (kueue v0.19.2 pkg/controller/jobframework/reconciler.go ExtractPriority, utils.go
+    WorkloadPriorityClassName; trainjob_webhook.go applies the default class the same way)."""
+    from trainkit.explain import as_data, format_text
+
+    defs = _trainjob_defs(["urgent"], workload_priority="urgent")
+    assert problems_of(defs) == []
+    job = objects(defs)[("TrainJob", "tj-r1")]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "urgent"
+    (ej,) = effective_jobs(render_groups(build_plan(defs)))
+    assert ej.workload is not None and ej.workload.workload_priority == "urgent"
+    assert as_data(ej)["kueue_priority"] == "urgent"
+    assert "  Kueue orders and preempts it by WorkloadPriorityClass urgent\n" in format_text([ej])
+    # Without one, no label and no line.
+    plain = _trainjob_defs(["urgent"])
+    assert (
+        "kueue.x-k8s.io/priority-class"
+        not in objects(plain)[("TrainJob", "tj-r1")]["metadata"]["labels"]
+    )
+    (ej,) = effective_jobs(render_groups(build_plan(plain)))
+    assert "WorkloadPriorityClass" not in format_text([ej])
+
+
+def test_a_trainjob_s_workload_priority_needs_the_team_s_grant() -> None:
+    (message,) = problems_of(_trainjob_defs([], workload_priority="urgent"))
+    assert "team 't' may not use WorkloadPriorityClass 'urgent'" in message
+    assert "Team.workload_priority_classes" in message
+
+
+def test_a_trainjob_s_workload_priority_off_kueue_is_refused() -> None:
+    from trainkit import ClusterTrainingRuntime, TrainJob
+
+    volcano = Cluster(name="v", server="https://v", gpus_per_node=8, operators=["trainer"])
+    defs = [
+        Definition(volcano, P, "platform"),
+        Definition(Queue(name="vq"), P, "platform"),
+        Definition(
+            Team(name="t", queues=["vq"], workload_priority_classes=["urgent"]), P, "platform"
+        ),
+        Definition(WorkloadPriorityClass(name="urgent", value=1000), P, "platform"),
+        Definition(
+            ClusterTrainingRuntime(
+                name="rt", image="img:1", resources=Resources(cpu=8, memory="64Gi", gpu=8)
+            ),
+            P,
+            "platform",
+        ),
+        job_def(
+            TrainJob(
+                name="tj",
+                run=1,
+                runtime="rt",
+                script=Script.file("train.py"),
+                nodes=2,
+                workload_priority="urgent",
+            )
+        ),
+    ]
+    assert any(
+        "workload_priority is read by Kueue only, but cluster 'v' schedules with 'volcano'" in m
+        for m in problems_of(defs)
+    ), problems_of(defs)

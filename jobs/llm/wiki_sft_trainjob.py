@@ -14,5 +14,6 @@ job = TrainJob(
     env={"TRAIN_DATA_PATH": "/workspace/dataset"},
     nodes=1,  # one H100 node: 8 ranks
     queue="llm",
+    workload_priority="deadline",  # Kueue admits it before the team's other jobs
     clusters=["h100-south"],
 )

@@ -132,6 +132,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "gpus": ej.gpus(),
         "deadline": ej.deadline,
         "kueue_queue": ej.workload.queue if ej.workload is not None else None,
+        "kueue_priority": ej.workload.workload_priority if ej.workload is not None else None,
         "kueue_pod_sets": None
         if ej.workload is None
         else [
@@ -252,6 +253,10 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 f"workload (LocalQueue {d['kueue_queue']} → ClusterQueue {d['kueue_queue']}): "
                 f"pod sets {sets}; until then the job stays suspended"
             )
+            if d["kueue_priority"] is not None:
+                lines.append(
+                    f"  Kueue orders and preempts it by WorkloadPriorityClass {d['kueue_priority']}"
+                )
         elif pg is None:
             lines.append("  no gang: the default scheduler places each pod on its own")
         else:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..kube.quantities import parse_quantity
-from ..render.meta import KUEUE_QUEUE_LABEL
+from ..render.meta import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
 from .podsets import Workload, WorkloadPodSet, pod_requests
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "pod_set_workload",
     "replica_workload",
     "resource_list",
+    "workload_priority",
 ]
 
 
@@ -63,7 +64,16 @@ def replica_workload(
         ),
         None,
     )
-    return Workload(queue, tuple(pod_sets), priority)
+    return Workload(queue, tuple(pod_sets), priority, workload_priority(body))
+
+
+def workload_priority(body: Mapping[str, Any]) -> str | None:
+    """The WorkloadPriorityClass a job's ``kueue.x-k8s.io/priority-class`` label names (kueue
+    v0.19.2 pkg/controller/jobframework/utils.go WorkloadPriorityClassName: every integration
+    reads the job's own label, the TrainJob's included)."""
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    name = labels.get(KUEUE_PRIORITY_LABEL)
+    return str(name) if name else None
 
 
 def pod_set_workload(
@@ -87,6 +97,7 @@ def pod_set_workload(
             for name, count, spec in pod_sets
         ),
         priority,
+        workload_priority(body),
     )
 
 

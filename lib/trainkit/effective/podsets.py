@@ -268,6 +268,10 @@ class Workload:
     """The LocalQueue the job's ``kueue.x-k8s.io/queue-name`` label names."""
     pod_sets: tuple[WorkloadPodSet, ...]
     priority_class: str | None = None
+    workload_priority: str | None = None
+    """The WorkloadPriorityClass the job's ``kueue.x-k8s.io/priority-class`` label names:
+    Kueue takes the Workload's priority from it before any PriorityClass (kueue v0.19.2
+    pkg/controller/jobframework/reconciler.go ExtractPriority)."""
 
     def requests(self) -> dict[str, Decimal]:
         """What the whole workload requests (what Kueue checks against the quota)."""

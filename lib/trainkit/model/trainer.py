@@ -312,6 +312,11 @@ class TrainJob(TrainkitModel):
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
     priority_class: ObjectName | None = None
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
+    workload_priority: DNS1123Label | None = None
+    """On a Kueue cluster: the WorkloadPriorityClass Kueue admits and preempts the TrainJob by
+    (the nodes keep their runtime's priority), one the Team lists in
+    ``workload_priority_classes``. Kueue reads it from the TrainJob's own label, as for any
+    job it manages."""
     env_from: list[EnvSource] = []
     """Not settable here: Trainer v2.3's runtime patches cannot carry it; set it on the runtime."""
     pod_labels: dict[LabelKey, LabelValue] = {}

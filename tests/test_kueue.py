@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainkit import (
+    AdmissionCheckRule,
     Capacity,
     Cluster,
     ClusterQueue,
@@ -478,6 +479,78 @@ def test_a_queue_may_not_quote_the_gpus_twice() -> None:
             ),
             "kueue_frameworks is a Kueue setting, but the cluster schedules with 'volcano'",
         ),
+        # Fair sharing: kueue v0.19.2 pkg/webhooks/common.go validateFairSharing (and its
+        # cases in clusterqueue_webhook_test.go / cohort_webhook_test.go).
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                fair_sharing_weight=-1,
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "fair_sharing_weight: must be at least 0",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                cohort="c",
+                fair_sharing_weight="0.000000001",
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "fair_sharing_weight 0.000000001 is above 0 but not above 10^-9, which Kueue refuses",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q", fair_sharing_weight=2, flavors=[FlavorQuota(flavor="a", quota=QUOTA)]
+            ),
+            "fair_sharing_weight shares what a cohort lends, but the queue has no cohort",
+        ),
+        # Admission checks: clusterqueue_webhook.go validateAdmissionCheckOnFlavors
+        # ("admissionCheckStrategy refers to a flavor that is not in quota") and the list's
+        # map key (the CRD's x-kubernetes-list-map-keys: name).
+        (
+            lambda: ClusterQueue(
+                name="q",
+                admission_checks=[AdmissionCheckRule(check="ac1", on_flavors=["flavor1"])],
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "admission check 'ac1' applies on flavor 'flavor1', which the queue has no quota of "
+            "(Kueue refuses it); its flavors: 'a'",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                admission_checks=["ac1", AdmissionCheckRule(check="ac1", on_flavors=["a"])],
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "admission check 'ac1' is listed twice (Kueue keys the list by name)",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                admission_checks=[AdmissionCheckRule(check="ac1", on_flavors=["a", "a"])],
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "admission check 'ac1' lists flavor 'a' twice",
+        ),
+        (
+            lambda: ClusterQueue(
+                name="q",
+                admission_checks=["Not_A_Name"],
+                flavors=[FlavorQuota(flavor="a", quota=QUOTA)],
+            ),
+            "admission_checks[0]: 'Not_A_Name' is not a valid object name",
+        ),
+        (
+            lambda: Cluster(
+                name="v", server="https://v", gpus_per_node=8, kueue_admission_checks=["prov"]
+            ),
+            "kueue_admission_checks is a Kueue setting, but the cluster schedules with 'volcano'",
+        ),
+        (
+            lambda: cluster(kueue_admission_checks=["prov", "prov"]),
+            "kueue_admission_checks lists a check twice; name each once",
+        ),
     ],
 )
 def test_bad_kueue_objects_are_refused(make: Any, says: str) -> None:
@@ -574,6 +647,25 @@ def cluster_queues(draw: Any) -> ClusterQueue:
         else "Never",
         within_queue=draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
         queueing_strategy=draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
+        fair_sharing_weight=draw(
+            st.none() | st.decimals(min_value="0.000000002", max_value=1000, places=9) | st.just(0)
+        )
+        if cohort
+        else None,
+        admission_checks=draw(
+            st.lists(
+                st.sampled_from(["prov", "multikueue.example.com"])
+                | st.builds(
+                    AdmissionCheckRule,
+                    check=st.just("on-some"),
+                    on_flavors=st.lists(
+                        st.sampled_from([f.flavor for f in flavors]), max_size=2, unique=True
+                    ),
+                ),
+                max_size=3,
+                unique_by=lambda a: a if isinstance(a, str) else a.check,
+            )
+        ),
     )
     if cq.reclaim_within_cohort != "Never" and draw(st.booleans()):
         cq = ClusterQueue(
@@ -593,8 +685,9 @@ def cluster_queues(draw: Any) -> ClusterQueue:
 def test_anything_the_models_accept_renders_valid_kueue_objects(
     crdset: Any, cq: ClusterQueue, teams: int
 ) -> None:
+    checks = [r.check for r in cq.check_rules()]
     defs = [
-        Definition(cluster(), P, "platform"),
+        Definition(cluster(kueue_admission_checks=checks), P, "platform"),
         *(Definition(ResourceFlavor(name=f.flavor), P, "platform") for f in cq.flavors),
         Definition(cq, P, "platform"),
         *(Definition(Team(name=f"t{i}", queues=["q"]), P, "platform") for i in range(teams)),
@@ -609,6 +702,10 @@ def test_anything_the_models_accept_renders_valid_kueue_objects(
     for flavor in group["flavors"]:
         # Kueue's webhook: every flavor quotes the covered resources, in their order.
         assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
+    rendered_checks = body["spec"].get("admissionChecksStrategy", {}).get("admissionChecks", [])
+    assert [c["name"] for c in rendered_checks] == checks
+    names = {f["name"] for f in group["flavors"]}
+    assert all(set(c.get("onFlavors", [])) <= names for c in rendered_checks)
 
 
 def test_explain_says_kueue_admits_the_whole_workload() -> None:
@@ -851,3 +948,100 @@ def test_a_trainjob_s_workload_priority_off_kueue_is_refused() -> None:
         "workload_priority is read by Kueue only, but cluster 'v' schedules with 'volcano'" in m
         for m in problems_of(defs)
     ), problems_of(defs)
+
+
+def test_a_queue_s_admission_checks_and_fair_sharing_weight_are_rendered() -> None:
+    cq = ClusterQueue(
+        name="q",
+        cohort="c",
+        fair_sharing_weight="0.5",
+        admission_checks=["prov", AdmissionCheckRule(check="mk", on_flavors=["h100"])],
+        flavors=[FlavorQuota(flavor="h100", quota=QUOTA)],
+    )
+    defs = [
+        Definition(cluster(kueue_admission_checks=["prov", "mk"]), P, "platform")
+        if isinstance(d.obj, Cluster)
+        else Definition(cq, P, "platform")
+        if isinstance(d.obj, ClusterQueue)
+        else d
+        for d in platform()
+    ]
+    assert problems_of(defs) == []
+    spec = objects(defs)[("ClusterQueue", "q")]["spec"]
+    assert spec["fairSharing"] == {"weight": "0.5"}
+    assert spec["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "prov"}, {"name": "mk", "onFlavors": ["h100"]}]
+    }
+    assert "fairSharing" not in objects(platform())[("ClusterQueue", "q")]["spec"]
+    # A float is the decimal it is written as; an int stays whole.
+    for weight, written in ((0.1, "0.1"), (3, "3"), ("2.50", "2.5"), (0, "0")):
+        weighted = ClusterQueue(**(cq.model_dump() | {"fair_sharing_weight": weight}))
+        redefs = [
+            Definition(weighted, P, "platform") if isinstance(d.obj, ClusterQueue) else d
+            for d in defs
+        ]
+        assert objects(redefs)[("ClusterQueue", "q")]["spec"]["fairSharing"] == {"weight": written}
+
+
+def test_an_admission_check_the_cluster_lacks_is_refused() -> None:
+    """A ClusterQueue naming a missing AdmissionCheck is inactive: AdmissionCheckNotFound
+    (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go; clusterqueue_test.go)."""
+    cq = ClusterQueue(
+        name="q", admission_checks=["prov"], flavors=[FlavorQuota(flavor="h100", quota=QUOTA)]
+    )
+    defs = [
+        Definition(cq, P, "platform") if isinstance(d.obj, ClusterQueue) else d for d in platform()
+    ]
+    (message,) = problems_of(defs)
+    assert (
+        "admission check 'prov' is not installed on cluster 'k' (Cluster.kueue_admission_checks: "
+        "none); Kueue would leave the queue inactive, admitting nothing" in message
+    )
+    assert "admission_checks[0]" in str(build_plan_problems(defs))
+
+
+def build_plan_problems(defs: list[Definition]) -> list[Any]:
+    try:
+        build_plan(defs)
+    except DefinitionError as e:
+        return [f"{p.field}: {p.message}" for p in e.problems]
+    return []
+
+
+def test_explain_names_the_cohort_weight_and_admission_checks_of_the_job_s_queue() -> None:
+    from trainkit.explain import as_data, format_text
+
+    cq = ClusterQueue(
+        name="q",
+        cohort="c",
+        fair_sharing_weight=2,
+        admission_checks=["prov", AdmissionCheckRule(check="mk", on_flavors=["h100"])],
+        flavors=[FlavorQuota(flavor="h100", quota=QUOTA)],
+    )
+    defs = [
+        Definition(cluster(kueue_admission_checks=["prov", "mk"]), P, "platform")
+        if isinstance(d.obj, Cluster)
+        else Definition(cq, P, "platform")
+        if isinstance(d.obj, ClusterQueue)
+        else d
+        for d in platform(job_def(rayjob()))
+    ]
+    (ej,) = effective_jobs(render_groups(build_plan(defs)))
+    assert as_data(ej)["kueue_cluster_queue"] == {
+        "cohort": "c",
+        "fair_sharing_weight": "2",
+        "admission_checks": [
+            {"check": "prov", "on_flavors": []},
+            {"check": "mk", "on_flavors": ["h100"]},
+        ],
+    }
+    text = format_text([ej])
+    assert (
+        "  ClusterQueue q is in cohort c: beyond its nominal quota it borrows what the cohort's "
+        "other queues leave unused, fair-sharing weight 2 when the cohort's queues compete for "
+        "what is lent\n"
+    ) in text
+    assert "  admitted only once these AdmissionChecks pass: prov, mk (on flavors h100)\n" in text
+    # A queue without a cohort or checks adds neither line.
+    (ej,) = effective_jobs(render_groups(build_plan(platform(job_def(rayjob())))))
+    assert "cohort" not in format_text([ej]) and "AdmissionChecks" not in format_text([ej])

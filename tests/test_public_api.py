@@ -3,6 +3,7 @@ import trainkit
 
 def test_all_is_pinned_and_sorted():
     assert trainkit.__all__ == [
+        "AdmissionCheckRule",
         "ArgoCD",
         "Capacity",
         "Cluster",

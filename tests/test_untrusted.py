@@ -442,3 +442,22 @@ def test_a_symlink_loop_is_refused(bare: Workspace) -> None:
     (bare.jobs / "vision/loop").symlink_to(bare.jobs, target_is_directory=True)
     found = problems(bare)
     assert any(p.startswith("jobs/vision/loop: is a symbolic link to jobs, one of") for p in found)
+
+
+def test_a_team_cannot_declare_a_cluster_queue_that_wins_the_fair_share(
+    bare: Workspace,
+) -> None:
+    """A ClusterQueue's fair-sharing weight and admission checks decide who gets what a cohort
+    lends: only the platform declares them."""
+    bare.write(
+        "jobs/vision/q.py",
+        "from trainkit import Capacity, ClusterQueue, FlavorQuota\n"
+        "q = ClusterQueue(name='vision', cohort='all', fair_sharing_weight=1000,\n"
+        "    flavors=[FlavorQuota(flavor='h100', quota=Capacity(gpu=8))])\n",
+    )
+    assert any(
+        p.startswith(
+            "jobs/vision/q.py:2: ClusterQueue 'vision': platform objects belong in jobs/platform/"
+        )
+        for p in problems(bare)
+    ), problems(bare)

@@ -39,6 +39,9 @@ h100_south = Cluster(
     accelerator="cuda",
     scheduler="kueue",
     operators=["kuberay", "trainer"],  # Kueue v0.19 manages RayJobs and TrainJobs by default
+    # The platform installs this AdmissionCheck (controller kueue.x-k8s.io/provisioning-request,
+    # with its ProvisioningRequestConfig): the cluster autoscaler brings up the nodes first.
+    kueue_admission_checks=["h100-capacity"],
 )
 
 # NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).

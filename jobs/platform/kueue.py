@@ -11,6 +11,8 @@ h100 = ResourceFlavor(name="h100", node_labels={"nvidia.com/gpu.product": "NVIDI
 llm = ClusterQueue(
     name="llm",
     cohort="h100",
+    fair_sharing_weight=2,  # where the platform's Kueue turns fair sharing on
+    admission_checks=["h100-capacity"],  # admitted once the autoscaler has the nodes
     flavors=[
         FlavorQuota(
             flavor="h100",

@@ -23,6 +23,7 @@ if typing.TYPE_CHECKING:
         TrainkitError,
     )
     from .model import (
+        AdmissionCheckRule,
         ArgoCD,
         Capacity,
         Cluster,
@@ -81,6 +82,7 @@ if typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "AdmissionCheckRule",
     "ArgoCD",
     "Capacity",
     "Cluster",

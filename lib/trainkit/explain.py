@@ -114,6 +114,22 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
     return out
 
 
+def _cluster_queue(ej: EffectiveJob) -> dict[str, Any] | None:
+    """The ClusterQueue's cohort, fair-sharing weight and admission checks, where the job is
+    admitted by Kueue."""
+    cq = ej.planned.cluster_queue
+    if cq is None or ej.workload is None:
+        return None
+    weight = cq.weight
+    return {
+        "cohort": cq.cohort,
+        "fair_sharing_weight": None if weight is None else format(weight.normalize(), "f"),
+        "admission_checks": [
+            {"check": r.check, "on_flavors": list(r.on_flavors)} for r in cq.check_rules()
+        ],
+    }
+
+
 def as_data(ej: EffectiveJob) -> dict[str, Any]:
     """A job's effective pods as plain data (the ``--format json`` document)."""
     pj = ej.planned
@@ -133,6 +149,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "deadline": ej.deadline,
         "kueue_queue": ej.workload.queue if ej.workload is not None else None,
         "kueue_priority": ej.workload.workload_priority if ej.workload is not None else None,
+        "kueue_cluster_queue": _cluster_queue(ej),
         "kueue_pod_sets": None
         if ej.workload is None
         else [
@@ -253,6 +270,25 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 f"workload (LocalQueue {d['kueue_queue']} → ClusterQueue {d['kueue_queue']}): "
                 f"pod sets {sets}; until then the job stays suspended"
             )
+            cq = d["kueue_cluster_queue"]
+            if cq is not None and cq["cohort"] is not None:
+                weight = (
+                    f", fair-sharing weight {cq['fair_sharing_weight']} when the cohort's "
+                    "queues compete for what is lent"
+                    if cq["fair_sharing_weight"] is not None
+                    else ""
+                )
+                lines.append(
+                    f"  ClusterQueue {d['kueue_queue']} is in cohort {cq['cohort']}: beyond its "
+                    f"nominal quota it borrows what the cohort's other queues leave unused{weight}"
+                )
+            if cq is not None and cq["admission_checks"]:
+                checks = ", ".join(
+                    c["check"]
+                    + (f" (on flavors {', '.join(c['on_flavors'])})" if c["on_flavors"] else "")
+                    for c in cq["admission_checks"]
+                )
+                lines.append(f"  admitted only once these AdmissionChecks pass: {checks}")
             if d["kueue_priority"] is not None:
                 lines.append(
                     f"  Kueue orders and preempts it by WorkloadPriorityClass {d['kueue_priority']}"

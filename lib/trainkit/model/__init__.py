@@ -5,7 +5,13 @@ from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
 from .init_containers import InitContainer
 from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
-from .kueue import ClusterQueue, FlavorQuota, ResourceFlavor, WorkloadPriorityClass
+from .kueue import (
+    AdmissionCheckRule,
+    ClusterQueue,
+    FlavorQuota,
+    ResourceFlavor,
+    WorkloadPriorityClass,
+)
 from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
@@ -35,6 +41,7 @@ __all__ = [
     "ACCELERATORS",
     "GENERATED_VOLUMES",
     "WORKSPACE",
+    "AdmissionCheckRule",
     "ArgoCD",
     "Capacity",
     "Cluster",

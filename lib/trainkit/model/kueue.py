@@ -4,23 +4,27 @@
 Rules cite kubernetes-sigs/kueue at v0.19.2: apis/kueue/v1beta2/clusterqueue_types.go and
 pkg/webhooks/clusterqueue_webhook.go (validateClusterQueueSpec: limits without a cohort, a
 lending limit above the quota, a flavor twice; validatePreemption: borrowing preemption without
-reclaiming), resourceflavor_types.go (at most 8 node labels).
+reclaiming; validateAdmissionCheckOnFlavors), pkg/webhooks/common.go (validateFairSharing),
+resourceflavor_types.go (at most 8 node labels).
 """
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1123Label, LabelKey, LabelValue
+from .fields import ClusterRef, DNS1123Label, LabelKey, LabelValue, ObjectName
 from .job import repeated
 from .platform import Capacity
 
 __all__ = [
     "KUEUE_FRAMEWORKS",
+    "AdmissionCheckRule",
     "ClusterQueue",
     "FlavorQuota",
     "ResourceFlavor",
@@ -67,6 +71,17 @@ class FlavorQuota(TrainkitModel):
     """How much of its unused quota the queue may lend to its cohort (none: all of it)."""
 
 
+class AdmissionCheckRule(TrainkitModel):
+    """An AdmissionCheck a ClusterQueue's jobs must pass before Kueue admits them, e.g.
+    ``AdmissionCheckRule(check="gpu-provisioning", on_flavors=["h100"])``."""
+
+    check: ObjectName
+    """The AdmissionCheck, one listed in the cluster's ``kueue_admission_checks``."""
+    on_flavors: list[DNS1123Label] = Field(default=[], max_length=64)
+    """Only jobs given these flavors go through the check (flavors of the queue); none: every
+    job of the queue."""
+
+
 class ClusterQueue(TrainkitModel):
     """Quota that Kueue admits jobs against (``kueue.x-k8s.io/v1beta2``, cluster-scoped); the
     teams that list it in ``Team.queues`` get a LocalQueue of the same name in their namespace."""
@@ -93,8 +108,41 @@ class ClusterQueue(TrainkitModel):
     """Order of admission: ``BestEffortFIFO`` (oldest first, but a job that does not fit lets
     newer ones that fit pass) or ``StrictFIFO`` (an older job that does not fit blocks the
     newer ones)."""
+    fair_sharing_weight: Decimal | int | float | None = Field(default=None, ge=0)
+    """With fair sharing on in the cluster's Kueue configuration (the platform's, not
+    trainkit's): the queue's weight when the cohort's queues compete for what is lent; its
+    share of the borrowed resources is divided by it, so a higher weight gets more. ``0``
+    always loses; none: Kueue's default, 1."""
+    admission_checks: list[AdmissionCheckRule | ObjectName] = Field(default=[], max_length=64)
+    """AdmissionChecks every job of the queue passes before it is admitted, by name
+    (``"gpu-provisioning"``) or with the flavors it applies to
+    (``AdmissionCheckRule(check=..., on_flavors=[...])``); each must be one the cluster
+    lists in ``kueue_admission_checks``."""
     clusters: list[ClusterRef] | None = None
     """Clusters the queue exists on; ``None`` means every Kueue cluster."""
+
+    @field_validator("fair_sharing_weight", mode="before")
+    @classmethod
+    def _exact_weight(cls, value: object) -> object:
+        # A float becomes the decimal it is written as (0.1, not 0.1000000000000000055…).
+        if isinstance(value, float) and math.isfinite(value):
+            return Decimal(repr(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Decimal(value)
+        return value
+
+    @property
+    def weight(self) -> Decimal | None:
+        """``fair_sharing_weight`` as a decimal (the validator stores one)."""
+        w = self.fair_sharing_weight
+        return None if w is None else Decimal(str(w))
+
+    def check_rules(self) -> list[AdmissionCheckRule]:
+        """``admission_checks`` with every entry as a rule."""
+        return [
+            a if isinstance(a, AdmissionCheckRule) else AdmissionCheckRule(check=a)
+            for a in self.admission_checks
+        ]
 
     def covered(self, gpu_resource: str) -> list[str]:
         """The resources of the queue's one resource group: those any flavor quotes (cpu,
@@ -151,6 +199,42 @@ class ClusterQueue(TrainkitModel):
                 "borrow_max_priority limits borrow_within_cohort, which is 'Never': set "
                 "borrow_within_cohort='LowerPriority' or drop borrow_max_priority"
             )
+        # Kueue's webhook refuses a weight above 0 and at most 10^-9 (pkg/webhooks/common.go
+        # validateFairSharing: "When not 0, weight must be > 10e-9").
+        w = self.weight
+        if w is not None and 0 < w <= Decimal("1e-9"):
+            raise ValueError(
+                f"fair_sharing_weight {format(w, 'f')} is above 0 but not above 10^-9, which Kueue refuses: "
+                "give 0 (always last) or a weight above 10^-9, e.g. 1"
+            )
+        if w is not None and self.cohort is None:
+            raise ValueError(
+                "fair_sharing_weight shares what a cohort lends, but the queue has no cohort: "
+                "set cohort= or drop it"
+            )
+        rules = self.check_rules()
+        twice = repeated(r.check for r in rules)
+        if twice:
+            raise ValueError(
+                f"admission check {twice[0]!r} is listed twice (Kueue keys the list by name); "
+                "give each check once, with all its flavors"
+            )
+        # pkg/webhooks/clusterqueue_webhook.go validateAdmissionCheckOnFlavors: onFlavors
+        # must name flavors of the queue's resource groups.
+        flavors = [f.flavor for f in self.flavors]
+        for r in rules:
+            for name in r.on_flavors:
+                if name not in flavors:
+                    raise ValueError(
+                        f"admission check {r.check!r} applies on flavor {name!r}, which the "
+                        f"queue has no quota of (Kueue refuses it); its flavors: "
+                        f"{', '.join(repr(f) for f in flavors)}"
+                    )
+            again = repeated(r.on_flavors)
+            if again:
+                raise ValueError(
+                    f"admission check {r.check!r} lists flavor {again[0]!r} twice; give it once"
+                )
         if self.reclaim_within_cohort == "Never" or self.cohort is not None:
             return self
         raise ValueError("reclaim_within_cohort needs a cohort; set cohort= or drop it")

@@ -68,6 +68,12 @@ class Cluster(TrainkitModel):
     ``trainer.kubeflow.org/trainjob``; the
     Training Operator's kinds are off there. A kind Kueue does not manage would run at once,
     outside every quota, so it is refused."""
+    kueue_admission_checks: list[ObjectName] = Field(default=[], max_length=64)
+    """With ``scheduler="kueue"``: the AdmissionChecks the platform installs on the cluster
+    with their controllers and parameters (e.g. ``"gpu-provisioning"``, a
+    ``kueue.x-k8s.io/provisioning-request`` check), which ClusterQueues may then require
+    (``ClusterQueue.admission_checks``). A ClusterQueue naming a check the cluster lacks is
+    inactive: Kueue admits nothing through it."""
     operators: list[
         Literal["training-operator", "mpi-operator", "paddle-operator", "kuberay", "trainer"]
     ] = [
@@ -104,6 +110,13 @@ class Cluster(TrainkitModel):
                 f"kueue_frameworks is a Kueue setting, but the cluster schedules with "
                 f"{self.scheduler!r}: drop it or set scheduler='kueue'"
             )
+        if self.kueue_admission_checks and self.scheduler != "kueue":
+            raise ValueError(
+                f"kueue_admission_checks is a Kueue setting, but the cluster schedules with "
+                f"{self.scheduler!r}: drop it or set scheduler='kueue'"
+            )
+        if len(set(self.kueue_admission_checks)) != len(self.kueue_admission_checks):
+            raise ValueError("kueue_admission_checks lists a check twice; name each once")
         if len(set(self.operators)) != len(self.operators):
             raise ValueError("operators lists a controller twice; name each once")
         if (self.server is None) == (self.destination_name is None):

@@ -82,6 +82,18 @@ def render_cluster_queue(
     spec["preemption"] = preemption
     spec["queueingStrategy"] = cq.queueing_strategy
     spec["resourceGroups"] = [{"coveredResources": resources, "flavors": flavors}]
+    if cq.weight is not None:
+        # A quantity; read only where the platform's Kueue Configuration turns fair sharing
+        # on (apis/kueue/v1beta2/fairsharing_types.go).
+        spec["fairSharing"] = {"weight": format(cq.weight.normalize(), "f")}
+    rules = cq.check_rules()
+    if rules:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [
+                {"name": r.check, **({"onFlavors": list(r.on_flavors)} if r.on_flavors else {})}
+                for r in rules
+            ]
+        }
     return {
         "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",

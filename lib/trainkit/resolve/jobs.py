@@ -11,6 +11,7 @@ from ..load import PLATFORM_DIR, Definition
 from ..model import (
     ACCELERATORS,
     Cluster,
+    ClusterQueue,
     ClusterTrainingRuntime,
     Job,
     MPIJob,
@@ -101,6 +102,8 @@ class PlannedJob:
     ray_cluster: str | None = None
     """The Kubernetes name of the team's RayCluster a RayJob runs on (``ray_cluster=``) on
     this cluster; None otherwise."""
+    cluster_queue: ClusterQueue | None = None
+    """The ClusterQueue Kueue admits the job through (``local_queue``), for ``explain``."""
 
     @property
     def kind(self) -> str:
@@ -282,9 +285,11 @@ def place(
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]
         indexes = tuple(index.rules.package_indexes) if isinstance(job, RayJob) else ()
+        cq = index.cluster_queues.get(local_queue) if local_queue is not None else None
         pj = PlannedJob(
             job, d, cluster, team.target_namespace, queue, runtime, network, image,
             granted_keys(sources, team), local_queue, indexes,
+            cluster_queue=cq.obj if cq else None,
         )  # fmt: skip
         _check_hostnames(pj, problems)
         _check_csi(pj, problems)

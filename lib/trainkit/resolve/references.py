@@ -228,6 +228,24 @@ def check_kueue(index: Index, problems: list[Problem]) -> None:
         problems.extend(check_clusters(d, cq.clusters, index))
         problems.extend(_wrong_scheduler(d, cq.clusters, index, "kueue", "ClusterQueue"))
         clusters = [c for c in kueue_clusters(index) if cq.clusters is None or c in cq.clusters]
+        # An AdmissionCheck that does not exist leaves the queue inactive
+        # ("AdmissionCheckNotFound", kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go;
+        # pkg/cache/scheduler/clusterqueue.go): it must be one the cluster installs.
+        for i, rule in enumerate(cq.check_rules()):
+            for c in clusters:
+                installed = index.clusters[c].obj.kueue_admission_checks
+                if rule.check not in installed:
+                    problems.append(
+                        problem(
+                            d,
+                            f"admission check {rule.check!r} is not installed on cluster {c!r} "
+                            f"(Cluster.kueue_admission_checks: {known(installed)}); Kueue "
+                            "would leave the queue inactive, admitting nothing: add it to the "
+                            "cluster's kueue_admission_checks, or limit the queue's clusters",
+                            f"admission_checks[{i}]",
+                        )
+                    )
+                    break
         for i, fq in enumerate(cq.flavors):
             problems.extend(_gpus_twice(d, i, fq, [index.clusters[c].obj for c in clusters]))
             flavor = index.flavors.get(fq.flavor)

@@ -16,6 +16,7 @@ from trainkit import (
     Cluster,
     ClusterQueue,
     FlavorQuota,
+    KueueTopology,
     ModelError,
     MPIJob,
     NetworkProfile,
@@ -1045,3 +1046,165 @@ def test_explain_names_the_cohort_weight_and_admission_checks_of_the_job_s_queue
     # A queue without a cohort or checks adds neither line.
     (ej,) = effective_jobs(render_groups(build_plan(platform(job_def(rayjob())))))
     assert "cohort" not in format_text([ej]) and "AdmissionChecks" not in format_text([ej])
+
+
+# --- topology-aware scheduling (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go,
+# pkg/controller/jobframework/tas.go and tas_validation.go) ------------------------------
+
+LEVELS = ["example.com/block", "example.com/rack", "kubernetes.io/hostname"]
+
+
+def tas_platform(
+    *extra: Any, levels: list[str] | None = None, topology: str = "fabric"
+) -> list[Definition]:
+    c = cluster(kueue_topologies={"fabric": levels or LEVELS})
+    flavor = ResourceFlavor(name="h100", node_labels={"gpu": "h100"}, topology_name=topology)
+    return [
+        Definition(c, P, "platform")
+        if isinstance(d.obj, Cluster)
+        else Definition(flavor, P, "platform")
+        if isinstance(d.obj, ResourceFlavor)
+        else d
+        for d in platform(*extra)
+    ]
+
+
+def test_a_job_s_topology_request_is_on_every_pod_template(crdset: Any) -> None:
+    from trainkit.explain import as_data, format_text
+
+    defs = tas_platform(job_def(mpijob(kueue_topology=KueueTopology(level="example.com/rack"))))
+    assert problems_of(defs) == []
+    objs = objects(defs)
+    flavor = objs[("ResourceFlavor", "h100")]
+    assert flavor["spec"] == {"nodeLabels": {"gpu": "h100"}, "topologyName": "fabric"}
+    assert validate_text(yaml.safe_dump(flavor), "rf.yaml", crdset) == []
+    specs = objs[("MPIJob", "mj")]["spec"]["mpiReplicaSpecs"]
+    for role in ("Launcher", "Worker"):
+        annotations = specs[role]["template"]["metadata"]["annotations"]
+        assert annotations == {"kueue.x-k8s.io/podset-preferred-topology": "example.com/rack"}
+    (ej,) = effective_jobs(render_groups(build_plan(defs)))
+    assert as_data(ej)["kueue_topology"] == {"level": "example.com/rack", "required": False}
+    assert (
+        "  Kueue places each pod set by topology level example.com/rack: in as few domains of "
+        "it as Kueue finds room in\n"
+    ) in format_text([ej])
+    required = KueueTopology(level="kubernetes.io/hostname", required=True)
+    defs = tas_platform(job_def(rayjob(kueue_topology=required)))
+    assert problems_of(defs) == []
+    spec = objects(defs)[("RayJob", "rj")]["spec"]["rayClusterSpec"]
+    for template in (spec["headGroupSpec"]["template"], spec["workerGroupSpecs"][0]["template"]):
+        assert template["metadata"]["annotations"] == {
+            "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"
+        }
+
+
+def test_a_trainjob_s_topology_request_is_in_its_runtime_patch() -> None:
+    """Kueue reads a TrainJob's pod sets from the JobSet Trainer builds, whose templates carry
+    the TrainJob's runtime patch (kueue v0.19.2 pkg/controller/jobs/trainjob/
+    trainjob_controller.go podSets → jobset PodSets)."""
+    rack = KueueTopology(level="example.com/rack")
+    defs = tas_platform(
+        *[d for d in _trainjob_defs(["urgent"], kueue_topology=rack) if d.team != "platform"],
+        *[d for d in _trainjob_defs([]) if type(d.obj).__name__ == "ClusterTrainingRuntime"],
+    )
+    assert problems_of(defs) == []
+    text = yaml.safe_dump(objects(defs)[("TrainJob", "tj-r1")])
+    assert "kueue.x-k8s.io/podset-preferred-topology: example.com/rack" in text
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: cluster(kueue_topologies={"t": []}),
+            "Topology 't' has 0 levels; Kueue takes 1 to 16 node labels",
+        ),
+        (
+            lambda: cluster(kueue_topologies={"t": [f"example.com/l{i}" for i in range(17)]}),
+            "Topology 't' has 17 levels; Kueue takes 1 to 16 node labels",
+        ),
+        (
+            lambda: cluster(kueue_topologies={"t": ["a/rack", "a/rack"]}),
+            "Topology 't' lists level 'a/rack' twice; Kueue wants each once",
+        ),
+        (
+            lambda: cluster(kueue_topologies={"t": ["kubernetes.io/hostname", "a/rack"]}),
+            "Topology 't' has 'kubernetes.io/hostname' above another level; Kueue allows it "
+            "only as the lowest (last) level",
+        ),
+        (
+            lambda: cluster(kueue_topologies={"t": ["a/Not A Label"]}),
+            "kueue_topologies.t[0]",
+        ),
+        (
+            lambda: Cluster(
+                name="v", server="https://v", gpus_per_node=8, kueue_topologies={"t": ["a/b"]}
+            ),
+            "kueue_topologies is a Kueue setting, but the cluster schedules with 'volcano'",
+        ),
+        (
+            lambda: ResourceFlavor(name="h100", topology_name="fabric"),
+            "topology_name needs node_labels (Kueue refuses a flavor with a topology and no node "
+            "label)",
+        ),
+        (
+            lambda: mpijob(
+                kueue_topology=KueueTopology(level="a/rack"),
+                pod_annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
+            ),
+            "pod_annotations sets 'kueue.x-k8s.io/podset-unconstrained-topology' beside "
+            "kueue_topology, and Kueue refuses a pod template with more than one topology "
+            "annotation",
+        ),
+        (
+            lambda: KueueTopology(level="not a label"),
+            "level",
+        ),
+    ],
+)
+def test_bad_topology_settings_are_refused(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value)
+
+
+def test_a_topology_request_kueue_could_never_meet_is_refused() -> None:
+    rack = KueueTopology(level="example.com/rack")
+    # The level is not one of the flavor's Topology.
+    (message,) = problems_of(
+        tas_platform(job_def(mpijob(kueue_topology=KueueTopology(level="example.com/zone"))))
+    )
+    assert (
+        "kueue_topology level 'example.com/zone' is no level of the Topology of any flavor of "
+        "ClusterQueue 'q' (flavor 'h100': example.com/block, example.com/rack, "
+        "kubernetes.io/hostname): Kueue would never admit the job ('no requested topology "
+        "level'); use one of those levels"
+    ) in message
+    # No flavor of the queue has a Topology.
+    (message,) = problems_of(platform(job_def(mpijob(kueue_topology=rack))))
+    assert (
+        "kueue_topology asks for topology-aware scheduling, but no flavor of ClusterQueue 'q' "
+        "on cluster 'k' has a Topology (ResourceFlavor.topology_name): Kueue would never admit "
+        "the job"
+    ) in message
+    # The flavor's Topology is not installed on the cluster.
+    messages = problems_of(tas_platform(job_def(mpijob()), topology="elsewhere"))
+    assert any(
+        "Topology 'elsewhere' is not installed on cluster 'k' (Cluster.kueue_topologies: "
+        "'fabric'); Kueue would leave the flavor's queues inactive" in m
+        for m in messages
+    ), messages
+
+
+def test_a_topology_request_off_kueue_is_refused() -> None:
+    volcano = Cluster(name="v", server="https://v", gpus_per_node=8, operators=["mpi-operator"])
+    defs = [
+        Definition(volcano, P, "platform"),
+        Definition(Queue(name="vq"), P, "platform"),
+        Definition(Team(name="t", queues=["vq"]), P, "platform"),
+        job_def(mpijob(kueue_topology=KueueTopology(level="a/rack"))),
+    ]
+    assert any(
+        "kueue_topology is read by Kueue only, but cluster 'v' schedules with 'volcano'" in m
+        for m in problems_of(defs)
+    ), problems_of(defs)

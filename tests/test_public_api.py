@@ -24,6 +24,7 @@ def test_all_is_pinned_and_sorted():
         "InitContainer",
         "Initializer",
         "JAXJob",
+        "KueueTopology",
         "MPIJob",
         "ManifestError",
         "ModelError",

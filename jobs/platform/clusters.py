@@ -42,6 +42,15 @@ h100_south = Cluster(
     # The platform installs this AdmissionCheck (controller kueue.x-k8s.io/provisioning-request,
     # with its ProvisioningRequestConfig): the cluster autoscaler brings up the nodes first.
     kueue_admission_checks=["h100-capacity"],
+    # The platform's Topology of the H100 nodes, largest domain first, for topology-aware
+    # scheduling (the h100 flavor names it; jobs ask for a level with kueue_topology=).
+    kueue_topologies={
+        "h100-fabric": [
+            "cloud.example.com/topology-block",
+            "cloud.example.com/topology-rack",
+            "kubernetes.io/hostname",
+        ]
+    },
 )
 
 # NVIDIA A800 nodes whose device plugin exposes a custom resource name (seed 002).

@@ -3,7 +3,11 @@ may use. Teams list a ClusterQueue in Team.queues and get a LocalQueue of that n
 
 from trainkit import Capacity, ClusterQueue, FlavorQuota, ResourceFlavor, WorkloadPriorityClass
 
-h100 = ResourceFlavor(name="h100", node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
+h100 = ResourceFlavor(
+    name="h100",
+    node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    topology_name="h100-fabric",  # racks and blocks of the nodes (Cluster.kueue_topologies)
+)
 
 # The llm team's queue, here a ClusterQueue instead of a Volcano Queue. Its nominal quota is a
 # quarter of the nodes; in cohort h100 it borrows what the spare queue is not using, up to

@@ -130,6 +130,14 @@ def _cluster_queue(ej: EffectiveJob) -> dict[str, Any] | None:
     }
 
 
+def _kueue_topology(ej: EffectiveJob) -> dict[str, Any] | None:
+    """The topology request Kueue admits the job by, on Kueue."""
+    topology = getattr(ej.planned.job, "kueue_topology", None)
+    if topology is None or ej.workload is None:
+        return None
+    return {"level": topology.level, "required": topology.required}
+
+
 def as_data(ej: EffectiveJob) -> dict[str, Any]:
     """A job's effective pods as plain data (the ``--format json`` document)."""
     pj = ej.planned
@@ -150,6 +158,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "kueue_queue": ej.workload.queue if ej.workload is not None else None,
         "kueue_priority": ej.workload.workload_priority if ej.workload is not None else None,
         "kueue_cluster_queue": _cluster_queue(ej),
+        "kueue_topology": _kueue_topology(ej),
         "kueue_pod_sets": None
         if ej.workload is None
         else [
@@ -289,6 +298,14 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                     for c in cq["admission_checks"]
                 )
                 lines.append(f"  admitted only once these AdmissionChecks pass: {checks}")
+            tas = d["kueue_topology"]
+            if tas is not None:
+                how = (
+                    "in one domain of it, or the job waits"
+                    if tas["required"]
+                    else "in as few domains of it as Kueue finds room in"
+                )
+                lines.append(f"  Kueue places each pod set by topology level {tas['level']}: {how}")
             if d["kueue_priority"] is not None:
                 lines.append(
                     f"  Kueue orders and preempts it by WorkloadPriorityClass {d['kueue_priority']}"

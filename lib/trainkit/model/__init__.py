@@ -16,7 +16,7 @@ from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
 from .patches import PatchOp, PlatformPatch
-from .placement import NodeLabel, Topology
+from .placement import KueueTopology, NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
@@ -62,6 +62,7 @@ __all__ = [
     "Initializer",
     "JAXJob",
     "Job",
+    "KueueTopology",
     "MPIJob",
     "ModelError",
     "NetworkProfile",

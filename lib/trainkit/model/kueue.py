@@ -54,8 +54,22 @@ class ResourceFlavor(TrainkitModel):
     """Flavor name; ClusterQueues give quota per flavor."""
     node_labels: dict[LabelKey, LabelValue] = Field(default={}, max_length=8)
     """Labels of the flavor's nodes (at most 8)."""
+    topology_name: ObjectName | None = None
+    """The Topology of the flavor's nodes (one of the cluster's ``kueue_topologies``), for
+    jobs' ``kueue_topology``; Kueue wants node labels beside it."""
     clusters: list[ClusterRef] | None = None
     """Clusters the flavor exists on; ``None`` means every Kueue cluster."""
+
+    @model_validator(mode="after")
+    def _labelled(self) -> ResourceFlavor:
+        # The CRD's rule: "at least one nodeLabel is required when topology is set"
+        # (apis/kueue/v1beta2/resourceflavor_types.go).
+        if self.topology_name is not None and not self.node_labels:
+            raise ValueError(
+                "topology_name needs node_labels (Kueue refuses a flavor with a topology and "
+                "no node label): give the labels of the flavor's nodes"
+            )
+        return self
 
 
 class FlavorQuota(TrainkitModel):

@@ -28,7 +28,7 @@ from .fields import (
 )
 from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
-from .placement import NodeLabel, Topology
+from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
 from .pod_metadata import own_keys_refused
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .volumes import AnyVolume, check_volumes, volume_name
@@ -113,6 +113,11 @@ class PodJob(TrainkitModel):
     node_affinity: list[NodeLabel] = []
     """Node label rules beyond ``node_selector``: ``NodeLabel(key=…, operator="In",
     values=[…])`` is required, one with ``weight=`` preferred."""
+    kueue_topology: KueueTopology | None = None
+    """On a Kueue cluster whose flavor has a Topology: where Kueue places the pods together,
+    ``KueueTopology(level="example.com/topology-rack", required=True)`` (the
+    ``kueue.x-k8s.io/podset-required-topology`` or ``podset-preferred-topology`` annotation
+    of each pod template)."""
     topology: Topology | None = None
     """How the job's pods lie across racks or zones: ``Topology(key="rack", layout="pack")``
     keeps NCCL traffic in one rack where it can, ``layout="spread"`` spreads the pods."""
@@ -193,6 +198,7 @@ class PodJob(TrainkitModel):
         # A validator of its own: a kind's _one_program (RayJob's) replaces the one above.
         check_security(self.security_context, self.container_security_context)
         check_init_containers(self.init_containers, [volume_name(v) for v in self.volumes])
+        one_topology_annotation(self.kueue_topology, self.pod_annotations)
         return self
 
     @property

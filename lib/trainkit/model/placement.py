@@ -15,7 +15,13 @@ from pydantic import Field, model_validator
 from .base import TrainkitModel
 from .fields import LabelKey, LabelValue
 
-__all__ = ["NodeLabel", "Topology"]
+__all__ = [
+    "KUEUE_TOPOLOGY_ANNOTATIONS",
+    "KueueTopology",
+    "NodeLabel",
+    "Topology",
+    "one_topology_annotation",
+]
 
 
 class NodeLabel(TrainkitModel):
@@ -67,3 +73,47 @@ class Topology(TrainkitModel):
                 "max_skew and required apply to layout='spread'; 'pack' is a preference"
             )
         return self
+
+
+KUEUE_TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
+"""The pod template annotations Kueue's topology-aware scheduling reads; a pod set may carry
+one of them (kueue v0.19.2 pkg/controller/jobframework/tas_validation.go)."""
+
+
+class KueueTopology(TrainkitModel):
+    """On a Kueue cluster, topology-aware scheduling: Kueue admits the job only where all its
+    pods fit in one domain of a topology level, e.g.
+    ``KueueTopology(level="example.com/topology-rack")`` (prefer one rack) or with
+    ``required=True`` (one rack or wait). The level must be one of the Topology of the
+    ResourceFlavor the queue gives the job (``Cluster.kueue_topologies``)."""
+
+    level: LabelKey
+    """The node label of a level of the flavor's Topology, e.g. a rack or block label."""
+    required: bool = False
+    """``True``: every pod of a pod set in one domain of the level, or the job waits;
+    ``False``: as few domains as Kueue can find, going up the levels when one is too small."""
+
+    @property
+    def annotation(self) -> tuple[str, str]:
+        """The pod template annotation (``podset-required-topology`` or
+        ``podset-preferred-topology``) and its value."""
+        key = KUEUE_TOPOLOGY_ANNOTATIONS[0] if self.required else KUEUE_TOPOLOGY_ANNOTATIONS[1]
+        return key, self.level
+
+
+def one_topology_annotation(topology: KueueTopology | None, annotations: dict[str, str]) -> None:
+    """Raise when ``pod_annotations`` set a Kueue topology annotation beside
+    ``kueue_topology``: Kueue's webhook refuses a pod set with more than one
+    (tas_validation.go ValidateTASPodSetRequest)."""
+    if topology is None:
+        return
+    clash = sorted(k for k in annotations if k in KUEUE_TOPOLOGY_ANNOTATIONS)
+    if clash:
+        raise ValueError(
+            f"pod_annotations sets {clash[0]!r} beside kueue_topology, and Kueue refuses a pod "
+            "template with more than one topology annotation: drop the annotation"
+        )

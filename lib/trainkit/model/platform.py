@@ -12,6 +12,7 @@ from .fields import (
     ClusterRef,
     CpuQuantity,
     DNS1123Label,
+    LabelKey,
     MemoryQuantity,
     ObjectName,
     Path,
@@ -74,6 +75,12 @@ class Cluster(TrainkitModel):
     ``kueue.x-k8s.io/provisioning-request`` check), which ClusterQueues may then require
     (``ClusterQueue.admission_checks``). A ClusterQueue naming a check the cluster lacks is
     inactive: Kueue admits nothing through it."""
+    kueue_topologies: dict[ObjectName, list[LabelKey]] = {}
+    """With ``scheduler="kueue"``: the Topologies (``kueue.x-k8s.io``) the platform installs
+    for topology-aware scheduling, each with its levels' node labels from the largest domain
+    to the smallest, e.g. ``{"h100-fabric": ["example.com/block", "example.com/rack",
+    "kubernetes.io/hostname"]}``. A ResourceFlavor names one in ``topology_name``; a job's
+    ``kueue_topology`` level must be one of its levels."""
     operators: list[
         Literal["training-operator", "mpi-operator", "paddle-operator", "kuberay", "trainer"]
     ] = [
@@ -117,6 +124,13 @@ class Cluster(TrainkitModel):
             )
         if len(set(self.kueue_admission_checks)) != len(self.kueue_admission_checks):
             raise ValueError("kueue_admission_checks lists a check twice; name each once")
+        if self.kueue_topologies and self.scheduler != "kueue":
+            raise ValueError(
+                f"kueue_topologies is a Kueue setting, but the cluster schedules with "
+                f"{self.scheduler!r}: drop it or set scheduler='kueue'"
+            )
+        for name, levels in self.kueue_topologies.items():
+            _topology_levels(name, levels)
         if len(set(self.operators)) != len(self.operators):
             raise ValueError("operators lists a controller twice; name each once")
         if (self.server is None) == (self.destination_name is None):
@@ -141,6 +155,24 @@ class Cluster(TrainkitModel):
             "ray.io/rayjob",
             "ray.io/raycluster",
             "trainer.kubeflow.org/trainjob",
+        )
+
+
+def _topology_levels(name: str, levels: list[str]) -> None:
+    """A Topology's levels as its CRD validates them (kueue v0.19.2
+    apis/kueue/v1beta2/topology_types.go TopologySpec.Levels)."""
+    if not 1 <= len(levels) <= 16:
+        raise ValueError(
+            f"Topology {name!r} has {len(levels)} levels; Kueue takes 1 to 16 node labels"
+        )
+    twice = [level for i, level in enumerate(levels) if level in levels[:i]]
+    if twice:
+        raise ValueError(f"Topology {name!r} lists level {twice[0]!r} twice; Kueue wants each once")
+    host = "kubernetes.io/hostname"
+    if host in levels and levels[-1] != host:
+        raise ValueError(
+            f"Topology {name!r} has {host!r} above another level; Kueue allows it only as the "
+            "lowest (last) level"
         )
 
 

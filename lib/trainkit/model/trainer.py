@@ -29,7 +29,7 @@ from .fields import (
     Path,
 )
 from .job import Image, Resources, Script, Toleration, check_program
-from .placement import NodeLabel, Topology
+from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
@@ -299,6 +299,11 @@ class TrainJob(TrainkitModel):
     """Taints the nodes tolerate besides the runtime's (only those the Cluster allows)."""
     node_affinity: list[NodeLabel] = []
     """Node label rules added to the runtime's (required, or preferred with ``weight=``)."""
+    kueue_topology: KueueTopology | None = None
+    """On a Kueue cluster whose flavor has a Topology: where Kueue places the pods together,
+    ``KueueTopology(level="example.com/topology-rack", required=True)`` (the
+    ``kueue.x-k8s.io/podset-required-topology`` or ``podset-preferred-topology`` annotation
+    of each pod template)."""
     topology: Topology | None = None
     """``Topology(key="rack", layout="pack")``: prefer one rack for all the job's nodes. A
     spread layout is refused: Trainer v2.3's runtime patches cannot carry
@@ -375,6 +380,7 @@ class TrainJob(TrainkitModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:
+        one_topology_annotation(self.kueue_topology, self.pod_annotations)
         check_program(self.script, self.command, "the runtime's command runs")
         check_volumes(self.volumes)
         check_security(self.security_context, self.container_security_context)

@@ -20,7 +20,12 @@ from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .images import check_images
 from .packages import check_packages
 from .qos import check_qos
-from .queues import check_kueue_fit, check_queue_fit, check_workload_priority
+from .queues import (
+    check_kueue_fit,
+    check_kueue_topology,
+    check_queue_fit,
+    check_workload_priority,
+)
 from .sidecars import check_sidecars
 from .tolerations import check_tolerations
 
@@ -41,6 +46,7 @@ def check_policy(
     check_queue_fit(plan.index, jobs, problems)
     check_kueue_fit(plan.index, jobs, problems)
     check_workload_priority(plan.index, jobs, problems)
+    check_kueue_topology(plan.index, jobs, problems)
     check_tolerations(plan, problems)
     check_qos(plan.index, jobs, runtimes, problems)
     check_sidecars(jobs, runtimes, problems)

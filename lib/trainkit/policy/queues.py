@@ -19,7 +19,12 @@ from ..kube.quantities import parse_quantity
 from ..resolve import Index, problem, queue_path
 from ..resolve.references import on_cluster
 
-__all__ = ["check_kueue_fit", "check_queue_fit", "check_workload_priority"]
+__all__ = [
+    "check_kueue_fit",
+    "check_kueue_topology",
+    "check_queue_fit",
+    "check_workload_priority",
+]
 
 
 def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
@@ -200,5 +205,64 @@ def check_workload_priority(
                     f"{cluster.name!r}: Kueue would not create the job's Workload and it would "
                     "never start; add the cluster to the class's clusters",
                     "workload_priority",
+                )
+            )
+
+
+def check_kueue_topology(
+    index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]
+) -> None:
+    """A job's ``kueue_topology`` is an annotation only Kueue reads, and Kueue admits it only
+    on a flavor with a Topology holding the level: a flavor without one is skipped ("does not
+    support TopologyAwareScheduling", kueue v0.19.2 pkg/scheduler/flavorassigner/
+    tas_flavorassigner.go), one without the level too ("no requested topology level",
+    pkg/cache/scheduler/tas_flavor_snapshot.go); with no such flavor the job waits forever."""
+    for ej in jobs:
+        pj = ej.planned
+        topology = getattr(pj.job, "kueue_topology", None)
+        if topology is None:
+            continue
+        cluster = pj.cluster
+        if cluster.scheduler != "kueue":
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"kueue_topology is read by Kueue only, but cluster {cluster.name!r} "
+                    f"schedules with {cluster.scheduler!r}: drop it there (topology= lays out "
+                    "the pods with the scheduler's own rules)",
+                    "kueue_topology",
+                )
+            )
+            continue
+        cq = pj.cluster_queue
+        if cq is None:
+            continue  # no queue: refused already
+        levels: dict[str, list[str]] = {}
+        for fq in cq.flavors:
+            flavor = index.flavors.get(fq.flavor)
+            name = flavor.obj.topology_name if flavor is not None else None
+            if name is not None and name in cluster.kueue_topologies:
+                levels[fq.flavor] = cluster.kueue_topologies[name]
+        if not levels:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"kueue_topology asks for topology-aware scheduling, but no flavor of "
+                    f"ClusterQueue {cq.name!r} on cluster {cluster.name!r} has a Topology "
+                    "(ResourceFlavor.topology_name): Kueue would never admit the job; give a "
+                    "flavor a topology or drop kueue_topology",
+                    "kueue_topology",
+                )
+            )
+            continue
+        if not any(topology.level in found for found in levels.values()):
+            offered = "; ".join(f"flavor {f!r}: {', '.join(lv)}" for f, lv in levels.items())
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"kueue_topology level {topology.level!r} is no level of the Topology of "
+                    f"any flavor of ClusterQueue {cq.name!r} ({offered}): Kueue would never "
+                    "admit the job ('no requested topology level'); use one of those levels",
+                    "kueue_topology.level",
                 )
             )

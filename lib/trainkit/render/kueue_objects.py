@@ -36,6 +36,8 @@ def render_resource_flavor(declared: Declared[ResourceFlavor]) -> dict[str, Any]
     spec: dict[str, Any] = {}
     if f.node_labels:
         spec["nodeLabels"] = dict(sorted(f.node_labels.items()))
+    if f.topology_name is not None:
+        spec["topologyName"] = f.topology_name
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",

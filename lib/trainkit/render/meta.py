@@ -108,9 +108,16 @@ def pod_metadata(team: str, job: str, obj: object) -> dict[str, Any]:
     """A job's pod template metadata: the job's ``pod_labels`` and ``pod_annotations`` with
     trainkit's labels (the job's cannot take trainkit's keys: the models refuse them)."""
     meta: dict[str, Any] = {"labels": {**getattr(obj, "pod_labels", {}), **pod_labels(team, job)}}
-    annotations = getattr(obj, "pod_annotations", {})
+    annotations = dict(getattr(obj, "pod_annotations", {}))
+    topology = getattr(obj, "kueue_topology", None)
+    if topology is not None:
+        # Kueue reads each pod set's topology request from its template's annotations
+        # (kueue v0.19.2 pkg/controller/jobframework/tas.go); only on a Kueue cluster, where
+        # policy/queues.py check_kueue_topology lets it through.
+        key, value = topology.annotation
+        annotations[key] = value
     if annotations:
-        meta["annotations"] = dict(annotations)
+        meta["annotations"] = annotations
     return meta
 
 

@@ -216,6 +216,26 @@ def check_kueue(index: Index, problems: list[Problem]) -> None:
         f, d = flavor_decl.obj, flavor_decl.definition
         problems.extend(check_clusters(d, f.clusters, index))
         problems.extend(_wrong_scheduler(d, f.clusters, index, "kueue", "ResourceFlavor"))
+        if f.topology_name is not None:
+            # A flavor naming a missing Topology cannot be used for topology-aware scheduling
+            # (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go: the ClusterQueue is
+            # inactive, "TopologyNotFound").
+            for c in kueue_clusters(index):
+                if f.clusters is not None and c not in f.clusters:
+                    continue
+                installed = index.clusters[c].obj.kueue_topologies
+                if f.topology_name not in installed:
+                    problems.append(
+                        problem(
+                            d,
+                            f"Topology {f.topology_name!r} is not installed on cluster {c!r} "
+                            f"(Cluster.kueue_topologies: {known(installed)}); Kueue would "
+                            "leave the flavor's queues inactive: add it to the cluster's "
+                            "kueue_topologies, or limit the flavor's clusters",
+                            "topology_name",
+                        )
+                    )
+                    break
     for wpc in index.workload_priorities.values():
         problems.extend(check_clusters(wpc.definition, wpc.obj.clusters, index))
         problems.extend(
@@ -233,13 +253,13 @@ def check_kueue(index: Index, problems: list[Problem]) -> None:
         # pkg/cache/scheduler/clusterqueue.go): it must be one the cluster installs.
         for i, rule in enumerate(cq.check_rules()):
             for c in clusters:
-                installed = index.clusters[c].obj.kueue_admission_checks
-                if rule.check not in installed:
+                checks = index.clusters[c].obj.kueue_admission_checks
+                if rule.check not in checks:
                     problems.append(
                         problem(
                             d,
                             f"admission check {rule.check!r} is not installed on cluster {c!r} "
-                            f"(Cluster.kueue_admission_checks: {known(installed)}); Kueue "
+                            f"(Cluster.kueue_admission_checks: {known(checks)}); Kueue "
                             "would leave the queue inactive, admitting nothing: add it to the "
                             "cluster's kueue_admission_checks, or limit the queue's clusters",
                             f"admission_checks[{i}]",

@@ -269,7 +269,7 @@ def test_a_job_beyond_every_flavor_s_quota_is_refused() -> None:
     (message,) = problems_of(platform(job_def(big)))
     assert "all its pods together need 24 nvidia.com/gpu in flavor 'h100' (at most 16)" in message
     assert "Kueue would leave it pending forever" in message
-    # Borrowing from a cohort up to a limit makes room.
+    # Borrowing from a cohort up to a limit makes room, when the cohort has it to lend.
     roomy = ClusterQueue(
         name="q",
         cohort="all",
@@ -279,7 +279,25 @@ def test_a_job_beyond_every_flavor_s_quota_is_refused() -> None:
         d if not isinstance(d.obj, ClusterQueue) else Definition(roomy, P, "platform")
         for d in platform(job_def(big))
     ]
-    assert problems_of(defs) == []
+    # Alone in its cohort, nothing is lent (resource_node.go potentialAvailable): refused.
+    (message,) = problems_of(defs)
+    assert "all its pods together need 24 nvidia.com/gpu in flavor 'h100' (at most 16)" in message
+    lender = ClusterQueue(
+        name="spare",
+        cohort="all",
+        flavors=[FlavorQuota(flavor="h100", quota=QUOTA, lending_limit=Capacity(gpu=4))],
+    )
+    (message,) = problems_of([*defs, Definition(lender, P, "platform")])
+    assert "(at most 20)" in message  # it lends only 4 of its 16
+    lender = lender.model_copy(update={"flavors": [FlavorQuota(flavor="h100", quota=QUOTA)]})
+    assert problems_of([*defs, Definition(lender, P, "platform")]) == []
+    # Its borrowing limit still bounds it: 8 of the 16 lent.
+    bigger = [
+        d if not isinstance(d.obj, ClusterQueue) else Definition(roomy, P, "platform")
+        for d in platform(job_def(mpijob(nodes=4)))
+    ]
+    (message,) = problems_of([*bigger, Definition(lender, P, "platform")])
+    assert "all its pods together need 32 nvidia.com/gpu in flavor 'h100' (at most 24)" in message
 
 
 def test_a_resource_the_queue_does_not_cover_is_refused() -> None:
@@ -300,10 +318,14 @@ def efa_platform(quota: Capacity, borrow: Capacity | None = None) -> list[Defini
     efa = NetworkProfile(name="efa", resources={EFA: 4})
     team = Team(name="t", queues=["q"], network_profiles=["efa"])
     swap = {ClusterQueue: cq, Team: team}
+    # A queue of the cohort that lends what the other borrows.
+    lender = ClusterQueue(
+        name="spare", cohort="all", flavors=[FlavorQuota(flavor="h100", quota=quota)]
+    )
     return [
         Definition(swap[type(d.obj)], P, "platform") if type(d.obj) in swap else d
         for d in platform(Definition(efa, P, "platform"))
-    ]
+    ] + ([Definition(lender, P, "platform")] if borrow is not None else [])
 
 
 def test_a_queue_quotes_extended_resources_and_ephemeral_storage() -> None:

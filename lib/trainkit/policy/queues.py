@@ -16,6 +16,7 @@ from decimal import Decimal
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
+from ..model import Cluster
 from ..resolve import Index, problem, queue_path
 from ..resolve.references import on_cluster
 
@@ -148,9 +149,13 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
                     continue
                 cap = parse_quantity(quota.get(name, "0")) or Decimal(0)
                 if cq.cohort is not None:
-                    if borrow is None or name not in borrow:
-                        continue  # the cohort may lend without limit
-                    cap += parse_quantity(borrow[name]) or Decimal(0)
+                    # With nothing else running: its quota and what the cohort's other
+                    # queues lend of the flavor, within its borrowing limit
+                    # (resource_node.go potentialAvailable).
+                    lent = _lent_by_others(index, cq.name, cq.cohort, fq.flavor, name, cluster)
+                    limit = None if borrow is None or name not in borrow else borrow[name]
+                    more = lent if limit is None else min(lent, parse_quantity(limit) or 0)
+                    cap += more
                 if value > cap:
                     over.append((f"{name} in flavor {fq.flavor!r}", value, cap))
             if not over:
@@ -169,6 +174,31 @@ def check_kueue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
                     field,
                 )
             )
+
+
+def _lent_by_others(
+    index: Index, queue: str, cohort: str, flavor: str, resource: str, cluster: Cluster
+) -> Decimal:
+    """What the other ClusterQueues of ``cohort`` on ``cluster`` lend of ``resource`` in
+    ``flavor``: each its nominal quota, less what its lending limit keeps back
+    (kueue v0.19.2 pkg/cache/scheduler/resource_node.go accumulateFromChild)."""
+    total = Decimal(0)
+    for name, declared in index.cluster_queues.items():
+        other = declared.obj
+        if name == queue or other.cohort != cohort or not on_cluster(other, cluster.name):
+            continue
+        for fq in other.flavors:
+            if fq.flavor != flavor:
+                continue
+            quota = fq.quota.amounts(cluster.gpu_resource, zero_gpu=True).get(resource)
+            n = parse_quantity(quota) if quota is not None else None
+            if n is None:
+                continue
+            lend = None
+            if fq.lending_limit is not None:
+                lend = fq.lending_limit.amounts(cluster.gpu_resource, zero_gpu=True).get(resource)
+            total += n if lend is None else min(n, parse_quantity(lend) or Decimal(0))
+    return total
 
 
 def check_workload_priority(

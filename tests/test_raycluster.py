@@ -894,3 +894,28 @@ def test_a_deployed_raycluster_scales_in_place_and_asks_a_run_for_anything_else(
         "KubeRay makes a RayCluster's pods once from its template and never updates them"
     ) in r.err
     assert "set run=1 to start the edited job as pool-r1 (Argo CD prunes 'pool')" in r.err
+
+
+def test_a_topology_request_on_a_rayjob_on_a_raycluster_is_refused() -> None:
+    """Kueue queues the RayCluster, never such a RayJob (kueue v0.19.2 rayjob_controller.go
+    Skip): its kueue_topology would be read by nobody."""
+    from trainkit import KueueTopology
+    from trainkit.policy import check_policy
+    from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
+
+    plan = build_plan(
+        [
+            *_platform(),
+            Definition(rc(run=2), "jobs/t/pool.py", "t"),
+            Definition(on_pool(kueue_topology=KueueTopology(level="a/rack")), "jobs/t/ev.py", "t"),
+        ]
+    )
+    groups = render_groups(plan)
+    messages = [
+        p.message for p in check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    ]
+    assert any(
+        "kueue_topology on a RayJob that runs on RayCluster 'pool-r2': Kueue queues the "
+        "RayCluster, not the RayJob" in m
+        for m in messages
+    ), messages

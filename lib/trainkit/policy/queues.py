@@ -264,6 +264,17 @@ def check_kueue_topology(
                 )
             )
             continue
+        if pj.ray_cluster is not None:
+            problems.append(
+                problem(
+                    pj.definition,
+                    f"kueue_topology on a RayJob that runs on RayCluster {pj.ray_cluster!r}: "
+                    "Kueue queues the RayCluster, not the RayJob, and never reads it here; "
+                    "set kueue_topology on the RayCluster",
+                    "kueue_topology",
+                )
+            )
+            continue
         cq = pj.cluster_queue
         if cq is None:
             continue  # no queue: refused already

@@ -416,7 +416,7 @@ CASES = [
         obj="PyTorchJob 'resnet50-ddp'",
         field="network",
         says=(
-            "unknown network profile 'infiniband'; defined network profiles: 'rdma' "
+            "unknown network profile 'infiniband'; defined network profiles: 'ib-multus', 'rdma' "
             "(declare NetworkProfile(name=...) in jobs/platform/)",
         ),
     ),
@@ -702,8 +702,8 @@ CASES = [
             f"Cluster.operators in {CLUSTERS} lists 'trainer'",
             "choose other clusters or add 'mpi-operator' there",
         ),
-        # The PyTorchJob on a800-north needs the Training Operator, dropped by the same edit.
-        problems=2,
+        # The PyTorchJobs on a800-north need the Training Operator, dropped by the same edit.
+        problems=3,
     ),
     Case(
         id="mpijob-sets-an-open-mpi-variable",
@@ -825,7 +825,7 @@ CASES = [
     ),
     Case(
         id="team-not-granted-the-network-profile",
-        edits=((TEAMS, '    network_profiles=["rdma"],', ""),),
+        edits=((TEAMS, '    network_profiles=["rdma", "ib-multus"],', ""),),
         file="jobs/llm/llama_finetune_fsdp.py",
         line='network="rdma"',
         obj="PyTorchJob 'llama-finetune-fsdp'",
@@ -836,7 +836,9 @@ CASES = [
             "Team.network_profiles in jobs/platform/teams.py allows none: ask the platform team "
             "to add it there, or drop network= or name a granted one",
         ),
-        problems=3,  # the MPIJob and the llm team's TrainingRuntime name it as well
+        # The MPIJob and the llm team's TrainingRuntime name it as well, and
+        # llama-pretrain-ib names the team's other profile.
+        problems=4,
     ),
     Case(
         id="rayjob-deletes-itself",
@@ -947,7 +949,7 @@ CASES = [
         obj="Team 'llm'",
         field="max_gpus",
         says=(
-            "the team's jobs on cluster 'a800-north' use 104 GPUs together but Team.max_gpus in "
+            "the team's jobs on cluster 'a800-north' use 112 GPUs together but Team.max_gpus in "
             f"{TEAMS} allows 96",
             f"TrainJob 'llama-sft' 56 ({SFT}:5)",
             "lower the jobs' nodes or GPUs, or raise max_gpus",

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 BLANK = "none (NVIDIA_VISIBLE_DEVICES is blank)"
 ROCM_NONE = "none (ROCm exposes only the devices a pod requests)"
 A800 = "its 8 baidu.com/a800_80g_cgpu"
+A800_4 = "its 4 baidu.com/a800_80g_cgpu"
 NV8 = "its 8 nvidia.com/gpu"
 AMD8 = "its 8 amd.com/gpu"
 CREATION_VOLCANO = "from the TrainJob's creation: time queued in Volcano counts"
@@ -34,6 +35,11 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Master", 1, True, A800), ("Worker", 3, True, A800)],
         "604800 s, from when the operator creates the pods, once Volcano admits the gang: time "
         "queued does not count",
+    ),
+    ("PyTorchJob llama-pretrain-ib", "a800-north"): (
+        8,
+        [("Master", 1, True, A800_4), ("Worker", 1, True, A800_4)],
+        "none",
     ),
     ("TrainJob llama-sft-r1", "a800-north"): (
         32,

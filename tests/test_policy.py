@@ -92,9 +92,10 @@ VIOLATIONS = {
         [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=7,')],
         [
             "jobs/platform/teams.py:21: Team 'llm': max_gpus: the team's jobs on cluster "
-            "'a800-north' use 104 GPUs together but Team.max_gpus in jobs/platform/teams.py "
+            "'a800-north' use 112 GPUs together but Team.max_gpus in jobs/platform/teams.py "
             f"allows 96: MPIJob 'llama-pretrain-deepspeed' 16 ({DEEPSPEED}:5), PyTorchJob "
-            f"'llama-finetune-fsdp' 32 ({FSDP}:5), TrainJob 'llama-sft' 56 ({SFT}:5); lower the "
+            f"'llama-finetune-fsdp' 32 ({FSDP}:5), PyTorchJob 'llama-pretrain-ib' 8 "
+            f"(jobs/llm/llama_pretrain_ib.py:7), TrainJob 'llama-sft' 56 ({SFT}:5); lower the "
             "jobs' nodes or GPUs, or raise max_gpus"
         ],
     ),
@@ -102,7 +103,8 @@ VIOLATIONS = {
         [(RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",')],
         [
             f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: unknown network profile "
-            "'infiniband'; defined network profiles: 'rdma' (declare NetworkProfile(name=...) "
+            "'infiniband'; defined network profiles: 'ib-multus', 'rdma' (declare "
+            "NetworkProfile(name=...) "
             "in jobs/platform/)"
         ],
     ),
@@ -130,7 +132,7 @@ VIOLATIONS = {
         ],
     ),
     "network profile the team is not granted": (
-        [(TEAMS, '    network_profiles=["rdma"],', "")],
+        [(TEAMS, '    network_profiles=["rdma", "ib-multus"],', "")],
         [
             f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': network: team 'llm' may not use "
             "network profile 'rdma', which grants capabilities IPC_LOCK; resources rdma/hca; "
@@ -180,10 +182,16 @@ VIOLATIONS = {
         ],
     ),
     "team granted an unknown network profile": (
-        [(TEAMS, 'network_profiles=["rdma"]', 'network_profiles=["rdma", "roce"]')],
         [
-            f"{TEAMS}:21: Team 'llm': network_profiles[1]: unknown network profile 'roce'; "
-            "defined network profiles: 'rdma' (declare NetworkProfile(name=...) in "
+            (
+                TEAMS,
+                'network_profiles=["rdma", "ib-multus"]',
+                'network_profiles=["rdma", "ib-multus", "roce"]',
+            )
+        ],
+        [
+            f"{TEAMS}:21: Team 'llm': network_profiles[2]: unknown network profile 'roce'; "
+            "defined network profiles: 'ib-multus', 'rdma' (declare NetworkProfile(name=...) in "
             "jobs/platform/ or remove it here)"
         ],
     ),
@@ -603,7 +611,8 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws
 def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
     assert cli("synth").code == 0
     for path in ws.out.rglob("*.yaml"):
-        if any(j in path.name for j in ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed")):
+        fabric = ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed", "pretrain-ib")
+        if any(j in path.name for j in fabric):
             continue
         text = path.read_text(encoding="utf-8")
         # A runtime's own run_as_user/fs_group is a securityContext, and a job may drop
@@ -642,9 +651,14 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
 
     crd_set = load_crds(crds)
     problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
-    # Without the platform's profiles the default allowance has no host network.
-    assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork"}
-    assert all("pod security: the host network is not allowed" in p.message for p in problems)
+    # Without the platform's profiles the default allowance has no host network (nor the
+    # device the ib-multus profile of jobs/platform/fabrics.py mounts).
+    assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork", "hostPath"}
+    assert all(
+        "pod security: the host network is not allowed" in p.message
+        for p in problems
+        if p.field.endswith("hostNetwork")
+    )
     plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
     allowance = PodAllowance.from_profiles(plan.network_profiles)
     problems, _ = validate_tree(ws.out, crd_set, root=ws.root, allowance=allowance)

@@ -24,6 +24,7 @@ llm = Team(
     queues=["llm"],
     clusters=["gpu-east", "a800-north", "h100-south"],
     max_gpus=96,  # all the team's jobs on one cluster together
-    network_profiles=["rdma"],  # IPC_LOCK and rdma/hca for NCCL over InfiniBand
+    # rdma: IPC_LOCK and rdma/hca for NCCL over InfiniBand; ib-multus: IB as a Multus interface
+    network_profiles=["rdma", "ib-multus"],
     workload_priority_classes=["deadline"],  # on h100-south (Kueue): jobs may jump the queue
 )

@@ -19,6 +19,7 @@ from .effective import RAY, EffectiveJob, PodSet
 from .errors import DefinitionError, Problem, printable
 from .load import LoadOptions, load_jobs
 from .resolve import build_plan
+from .resolve.network import describe_grants
 
 __all__ = ["explain_jobs", "format_json", "format_text"]
 
@@ -96,6 +97,9 @@ def _volumes(ps: PodSet) -> list[dict[str, Any]]:
             size = v["emptyDir"].get("sizeLimit")
             where = "memory" if v["emptyDir"].get("medium") == "Memory" else "the node's disk"
             source = where + (f" ({size})" if size else "")
+        elif "hostPath" in v:
+            kind = "device" if v["hostPath"].get("type") == "CharDevice" else "directory"
+            source = f"the node's {kind} {v['hostPath'].get('path')}"
         elif "csi" in v:
             source = f"CSI driver {v['csi']['driver']}"
         elif "projected" in v:
@@ -155,6 +159,13 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         "world_size_env": ej.world_size_env,
         "gpus": ej.gpus(),
         "deadline": ej.deadline,
+        "network": None
+        if pj.network is None
+        else {
+            "profile": pj.network.name,
+            "grants": describe_grants(pj.network),
+            "networks": list(pj.network.networks),
+        },
         "kueue_queue": ej.workload.queue if ej.workload is not None else None,
         "kueue_priority": ej.workload.workload_priority if ej.workload is not None else None,
         "kueue_cluster_queue": _cluster_queue(ej),
@@ -213,6 +224,11 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "image_pull_secrets": [s["name"] for s in ps.spec.get("imagePullSecrets") or []],
                 "service_account": ps.spec.get("serviceAccountName"),
                 "priority_class": ps.spec.get("priorityClassName"),
+                "host_namespaces": [
+                    name
+                    for name, key in (("network", "hostNetwork"), ("IPC", "hostIPC"))
+                    if ps.spec.get(key) is True
+                ],
                 "security_context": ps.spec.get("securityContext"),
                 "container_security_context": ps.main.get("securityContext"),
                 "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
@@ -271,6 +287,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
         lines.append(f"  deadline: {d['deadline']}")
+        if d["network"] is not None:
+            net = d["network"]
+            lines.append(f"  network profile {net['profile']}: {net['grants']}")
         pg = d["podgroup"]
         if d["kueue_queue"] is not None:
             sets = ", ".join(f"{w['name']} × {w['count']}" for w in d["kueue_pod_sets"])
@@ -363,6 +382,8 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
             if pod["priority_class"]:
                 lines.append(f"    priority   PriorityClass {pod['priority_class']}")
+            if pod["host_namespaces"]:
+                lines.append(f"    host       the node's {' and '.join(pod['host_namespaces'])}")
             for level in ("pod", "container"):
                 context = pod[
                     "security_context" if level == "pod" else "container_security_context"

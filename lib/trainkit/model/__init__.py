@@ -21,7 +21,7 @@ from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
 from .rayjob import DeletionRule, RayJob, RayStart, RuntimeEnv, WorkerGroup
-from .rules import NetworkProfile, Policy
+from .rules import HostDevice, NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
 from .trainer import ClusterTrainingRuntime, RuntimeMPI, TrainingRuntime, TrainJob
@@ -57,6 +57,7 @@ __all__ = [
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
+    "HostDevice",
     "HostPath",
     "InitContainer",
     "Initializer",

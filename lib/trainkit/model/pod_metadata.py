@@ -10,7 +10,17 @@ and never one of trainkit's own.
 
 from __future__ import annotations
 
-__all__ = ["STEERING_DOMAINS", "TRAINKIT_DOMAIN", "own_keys_refused", "steering_domain"]
+__all__ = [
+    "MULTUS_NETWORKS",
+    "STEERING_DOMAINS",
+    "TRAINKIT_DOMAIN",
+    "own_keys_refused",
+    "steering_domain",
+]
+
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
+"""The pod annotation Multus reads a pod's secondary networks from (a ``NetworkProfile``'s
+``networks``)."""
 
 TRAINKIT_DOMAIN = "trainkit.dev"
 """trainkit's own keys (team, job, definition hash): never a definition's to set."""

@@ -10,7 +10,7 @@ the host network to the jobs and runtimes that name it. A node's directory
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, Field, field_validator
 
@@ -18,7 +18,15 @@ from ..injected_env import refused_env_reason
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ResourceName
 
-__all__ = ["Capability", "NetworkProfile", "Policy", "image_allowed", "valid_reference"]
+__all__ = [
+    "DEVICE_VOLUME",
+    "Capability",
+    "HostDevice",
+    "NetworkProfile",
+    "Policy",
+    "image_allowed",
+    "valid_reference",
+]
 
 # Linux capabilities (capabilities(7)) as Kubernetes writes them, without CAP_.
 Capability = Literal[
@@ -83,6 +91,8 @@ def _sha256(v: str) -> str:
         raise ValueError(f"{v!r} is not a SHA-256 (64 lowercase hex digits: sha256sum FILE)")
     return v
 
+
+_T = TypeVar("_T")
 
 RepoPath = Annotated[str, AfterValidator(_repo_path)]
 Sha256 = Annotated[str, AfterValidator(_sha256)]
@@ -169,6 +179,67 @@ class Policy(TrainkitModel):
     (files whose bytes are trainkit's pinned upstream CRDs need no entry)."""
 
 
+# Multus reads its annotation as a comma-separated list of ``[namespace/]name[@interface]``,
+# each name and namespace a DNS-1123 label, the interface under IFNAMSIZ (16) with no '/' or
+# space (k8snetworkplumbingwg/multus-cni v4.2.4 pkg/k8sclient/k8sclient.go
+# parsePodNetworkObjectName); a string with '[', '{' or '"' is read as JSON instead.
+_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+_ATTACHMENT = re.compile(
+    rf"(?:(?P<ns>{_LABEL})/)?(?P<name>{_LABEL})(?:@(?P<ifname>[A-Za-z0-9_.-]{{1,15}}))?"
+)
+
+
+def _attachment(v: str) -> str:
+    if not _ATTACHMENT.fullmatch(v):
+        raise ValueError(
+            f"{v!r} is not a NetworkAttachmentDefinition reference as Multus reads it: "
+            "'[namespace/]name[@interface]', the names DNS-1123 labels, the interface at most "
+            "15 letters, digits, '-', '_' or '.' (e.g. 'ib-net', 'fabric/ib-net@net1')"
+        )
+    return v
+
+
+NetworkAttachment = Annotated[str, AfterValidator(_attachment)]
+
+DEVICE_VOLUME = "fabric-device-{i}"
+"""The pod volume of a network profile's ``i``-th device."""
+
+_DEVICE = re.compile(r"/dev(/[A-Za-z0-9][A-Za-z0-9_.:-]*)+")
+
+
+class HostDevice(TrainkitModel):
+    """A device of the node mounted into the pods at the same path, e.g.
+    ``HostDevice(path="/dev/infiniband", directory=True)``. The mount makes the device node
+    visible; whether the container may open it is the container runtime's device cgroup's
+    decision (a device plugin or DRA driver adds the devices it allocates there, a plain
+    container runtime allows only its defaults), so name what the platform's nodes permit."""
+
+    path: str
+    """The device under ``/dev/``, e.g. ``/dev/infiniband/uverbs0``."""
+    directory: bool = False
+    """A directory of devices (``hostPath`` type ``Directory``, e.g. ``/dev/infiniband``);
+    otherwise one character device (type ``CharDevice``)."""
+
+    @field_validator("path")
+    @classmethod
+    def _under_dev(cls, v: str) -> str:
+        parts = v.split("/")
+        if not _DEVICE.fullmatch(v) or any(p in (".", "..") for p in parts):
+            raise ValueError(
+                f"{v!r} is not a device path: '/dev/' and plain names, e.g. "
+                "'/dev/infiniband' or '/dev/infiniband/uverbs0'"
+            )
+        if v == "/dev/shm" or v.startswith("/dev/shm/"):
+            raise ValueError(
+                f"{v!r} is the pods' shared memory, which jobs size with shm_size; it is no device"
+            )
+        return v
+
+    @property
+    def host_path_type(self) -> str:
+        return "Directory" if self.directory else "CharDevice"
+
+
 class NetworkProfile(TrainkitModel):
     """What pods of the jobs and runtimes naming it (``network=``) are granted, e.g. RDMA.
 
@@ -185,12 +256,34 @@ class NetworkProfile(TrainkitModel):
     """Extended resources each pod requests (and is limited to), e.g. ``{"rdma/hca": 1}``."""
     host_network: bool = False
     """Run pods in the node's network namespace (with ``dnsPolicy: ClusterFirstWithHostNet``)."""
+    host_ipc: bool = False
+    """Share the node's IPC namespace (``hostIPC``): System V shared memory and semaphores of
+    every process on the node, e.g. for a fabric manager's or MPS daemon's segments."""
+    networks: list[NetworkAttachment] = []
+    """Multus secondary networks each pod is attached to, by NetworkAttachmentDefinition
+    (``k8s.v1.cni.cncf.io/networks``): ``"name"`` in the team's namespace,
+    ``"namespace/name"`` elsewhere, ``"…@net1"`` to name the interface, e.g.
+    ``["ib-net", "fabric/roce@net1"]``. The platform creates the definitions; a pod naming
+    one that does not exist never starts."""
+    devices: list[HostDevice] = []
+    """Devices of the node mounted into the training container at the same path
+    (``hostPath`` volumes of type ``CharDevice`` or ``Directory``), e.g.
+    ``[HostDevice(path="/dev/infiniband", directory=True)]``."""
     env: dict[EnvName, EnvValue] = {}
     """Environment of every training container using the profile: the fabric's NCCL/UCX
     settings, e.g. ``{"NCCL_IB_HCA": "mlx5_bond", "NCCL_SOCKET_IFNAME": "eth0"}``. A job or
     runtime naming the profile may not set these itself."""
     clusters: list[ClusterRef] | None = None
     """Clusters the profile exists on; ``None`` means every cluster."""
+
+    @field_validator("networks", "devices")
+    @classmethod
+    def _once(cls, v: list[_T]) -> list[_T]:
+        keys = [x.path if isinstance(x, HostDevice) else str(x) for x in v]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(map(str, twice))} listed twice; name each once")
+        return v
 
     @field_validator("env")
     @classmethod

@@ -52,6 +52,8 @@ from .pod import (
     env_list,
     env_only,
     env_sources,
+    fabric_annotations,
+    fabric_volumes,
     forwarded,
     hide_gpus,
     hides_gpus,
@@ -140,6 +142,9 @@ def _runtime_pod(
         pod["securityContext"] = {k: v for k, v in identity.items() if v is not None}
     network_pod(pod, profile)
     volumes, mounts = pod_volumes(shm_size=rt.shm_size if devices else None)
+    device_volumes, device_mounts = fabric_volumes(profile)
+    volumes += device_volumes
+    mounts += device_mounts
     if mounts:
         container["volumeMounts"] = mounts
         pod["volumes"] = volumes
@@ -172,7 +177,8 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
         spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
-        jobset = {"replicatedJobs": [_replicated_job(NODE, _runtime_pod(pr), trainer=True)]}
+        node = _runtime_pod(pr)
+        jobset = {"replicatedJobs": [_replicated_job(NODE, node, trainer=True, network=pr.network)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
     if rt.initializers is not None:
@@ -220,7 +226,7 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     spec = {
         "mlPolicy": {"numNodes": pr.runtime.nodes, "flux": {"numProcPerNode": flux.procs_per_node}}
     }
-    return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True)]}
+    return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True, network=pr.network)]}
 
 
 def _add_initializers(
@@ -298,12 +304,18 @@ def _replicated_job(
     count: int | None = None,
     depends_on: str | None = None,
     ancestor: str | None = None,
+    network: NetworkProfile | None = None,
 ) -> dict[str, Any]:
+    """A JobSet replicated job of ``pod``; ``network`` is the profile whose fabric the pod
+    got (its Multus networks are the pod template's annotations)."""
     job_spec: dict[str, Any] = {}
     if count is not None:
         # Trainer sets the count of the trainer job only; another job keeps its parallelism.
         job_spec |= {"parallelism": count, "completions": count}
-    job_spec["template"] = {"spec": pod}
+    annotations = fabric_annotations(network)
+    job_spec["template"] = (
+        {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
+    )
     template: dict[str, Any] = {}
     if trainer or ancestor is not None:
         template["metadata"] = {"labels": {ANCESTOR_LABEL: ancestor or "trainer"}}
@@ -373,8 +385,14 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         "network": {"publishNotReadyAddresses": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": [LAUNCHER]},
         "replicatedJobs": [
-            _replicated_job(NODE, node, trainer=False, count=nodes),
-            _replicated_job(LAUNCHER, launcher, trainer=True, depends_on=depends),
+            _replicated_job(NODE, node, trainer=False, count=nodes, network=pr.network),
+            _replicated_job(
+                LAUNCHER,
+                launcher,
+                trainer=True,
+                depends_on=depends,
+                network=pr.network if mpi.launcher_as_node else None,
+            ),
         ],
     }
     # mlPolicy.numNodes is the launcher's count: Trainer sizes the job labelled as the trainer

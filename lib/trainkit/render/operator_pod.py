@@ -20,6 +20,8 @@ from .pod import (
     container_security,
     env_list,
     env_sources,
+    fabric_annotations,
+    fabric_volumes,
     hide_gpus,
     network_container,
     network_pod,
@@ -109,6 +111,9 @@ def role_template(
     network_container(c, profile)
     if gpu_env:
         hide_gpus(c, pj.cluster)
+    devices, device_mounts = fabric_volumes(profile)
+    volumes += devices
+    mounts += device_mounts
     if mounts:
         c["volumeMounts"] = mounts
     spec: dict[str, Any] = {}
@@ -134,7 +139,11 @@ def role_template(
         pull_secrets=job.image_pull_secrets,
         priority_class=job.priority_class,
     )
-    return {"metadata": pod_metadata(pj.definition.team, job.name, job), "spec": spec}
+    meta = pod_metadata(pj.definition.team, job.name, job)
+    if networks := fabric_annotations(profile):
+        # The plan refuses a job whose pod_annotations set the same key.
+        meta["annotations"] = {**meta.get("annotations", {}), **networks}
+    return {"metadata": meta, "spec": spec}
 
 
 def run_policy(

@@ -9,6 +9,8 @@ from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, V
 from ..model.env import EnvRef, EnvSource, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
+from ..model.pod_metadata import MULTUS_NETWORKS
+from ..model.rules import DEVICE_VOLUME
 from ..model.security import ContainerSecurityContext, SecurityContext
 from ..model.volumes import (
     AnyVolume,
@@ -30,6 +32,8 @@ __all__ = [
     "env_list",
     "env_only",
     "env_sources",
+    "fabric_annotations",
+    "fabric_volumes",
     "forwarded",
     "hide_gpus",
     "hides_gpus",
@@ -171,11 +175,48 @@ def hide_gpus(container: dict[str, Any], cluster: Cluster) -> None:
 
 
 def env_only(profile: NetworkProfile | None) -> NetworkProfile | None:
-    """The profile's env without its devices, capabilities or host network: what a pod that
-    only starts ranks over ssh (an MPI launcher that is no host) gets, to forward the env."""
+    """The profile's env without its fabric (devices, resources, capabilities, host network
+    and IPC, Multus networks): what a pod that only starts ranks over ssh (an MPI launcher
+    that is no host) gets, to forward the env."""
     if profile is None:
         return None
-    return profile.model_copy(update={"resources": {}, "capabilities": [], "host_network": False})
+    return profile.model_copy(
+        update={
+            "resources": {},
+            "capabilities": [],
+            "host_network": False,
+            "host_ipc": False,
+            "networks": [],
+            "devices": [],
+        }
+    )
+
+
+def fabric_annotations(profile: NetworkProfile | None) -> dict[str, str]:
+    """The pod annotations of a profile's Multus networks (none without any). Multus splits
+    the value at commas and trims each item (multus-cni v4.2.4 pkg/k8sclient/k8sclient.go
+    parsePodNetworkAnnotation)."""
+    if profile is None or not profile.networks:
+        return {}
+    return {MULTUS_NETWORKS: ",".join(profile.networks)}
+
+
+def fabric_volumes(
+    profile: NetworkProfile | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(volumes, volumeMounts)`` of a profile's devices: each a ``hostPath`` of its type
+    (the kubelet refuses to start the pod when the path is not one: pkg/volume/hostpath
+    host_path.go checkType), mounted at the same path."""
+    if profile is None:
+        return [], []
+    volumes, mounts = [], []
+    for i, device in enumerate(profile.devices):
+        name = DEVICE_VOLUME.format(i=i)
+        volumes.append(
+            {"hostPath": {"path": device.path, "type": device.host_path_type}, "name": name}
+        )
+        mounts.append({"mountPath": device.path, "name": name})
+    return volumes, mounts
 
 
 def forwarded(names: Iterable[str], profile: NetworkProfile | None) -> list[str]:
@@ -186,12 +227,15 @@ def forwarded(names: Iterable[str], profile: NetworkProfile | None) -> list[str]
 
 
 def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
-    """The host network, when the profile grants it, with cluster DNS kept working."""
+    """The host network, when the profile grants it, with cluster DNS kept working; the
+    host's IPC namespace, when it grants that."""
     if profile is not None and profile.host_network:
         spec["hostNetwork"] = True
         # The default policy would fall back to the node's resolv.conf and lose
         # the cluster's Service names, which the operator's master address is.
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    if profile is not None and profile.host_ipc:
+        spec["hostIPC"] = True
 
 
 def sshd_port(container: dict[str, Any], port: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..model import NetworkProfile
 from ..resolve import PlannedJob
 from .meta import (
     DEFINITION_ANNOTATION,
@@ -51,6 +52,19 @@ def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
     }
 
 
+# NetworkProfile fields added after its first release: left out of the hash while empty (their
+# default), so the hashes of jobs on profiles without them stay what they were.
+_LATER_PROFILE_FIELDS = ("host_ipc", "networks", "devices")
+
+
+def _profile_parts(profile: NetworkProfile) -> dict[str, Any]:
+    parts = profile.model_dump(mode="json")
+    for name in _LATER_PROFILE_FIELDS:
+        if not parts.get(name):
+            parts.pop(name, None)
+    return parts
+
+
 def job_definition_hash(pj: PlannedJob) -> str:
     """What a job object is rendered from, hashed: the definition, its scripts, where it runs
     (cluster, namespace, queue, image, network profile) and, for a TrainJob, which runtime."""
@@ -64,7 +78,7 @@ def job_definition_hash(pj: PlannedJob) -> str:
             "namespace": pj.namespace,
             "queue": pj.queue,
             "image": pj.image,
-            "network": pj.network.model_dump(mode="json") if pj.network else None,
+            "network": _profile_parts(pj.network) if pj.network else None,
             "runtime": [runtime.kind, runtime.runtime.name] if runtime else None,
             # Only where there is one, so the hashes of jobs elsewhere stay what they were.
             **({"local_queue": pj.local_queue} if pj.local_queue else {}),

@@ -47,6 +47,7 @@ from .index import Declared, Index
 from .network import (
     check_network_grant,
     env_conflicts,
+    fabric_conflicts,
     host_network_mpijob,
     host_network_trainjob,
     resolve_network,
@@ -281,6 +282,7 @@ def place(
             network = resolve_network(d, job.network, cluster, index, problems)
             if isinstance(job, MPIJob):
                 problems.extend(host_network_mpijob(d, job, network))
+        problems.extend(fabric_conflicts(d, network, index))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 
 from ..errors import Problem
+from ..kube.paths import under
 from ..load import PLATFORM_DIR, Definition
 from ..model import (
     Cluster,
@@ -17,6 +18,9 @@ from ..model import (
     TrainJob,
 )
 from ..model.mpijob import HOST_NETWORK_SSH_PORT
+from ..model.pod_metadata import MULTUS_NETWORKS
+from ..model.rules import DEVICE_VOLUME
+from ..model.volumes import volume_name
 from .index import Declared, Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
@@ -25,6 +29,7 @@ __all__ = [
     "check_network_grant",
     "check_profiles",
     "env_conflicts",
+    "fabric_conflicts",
     "host_network_mpijob",
     "host_network_runtime",
     "host_network_trainjob",
@@ -108,6 +113,12 @@ def describe_grants(profile: NetworkProfile) -> str:
     parts = []
     if profile.host_network:
         parts.append("the host network")
+    if profile.host_ipc:
+        parts.append("the host IPC namespace")
+    if profile.networks:
+        parts.append("Multus networks " + ", ".join(profile.networks))
+    if profile.devices:
+        parts.append("devices " + ", ".join(d.path for d in profile.devices))
     if profile.capabilities:
         parts.append("capabilities " + ", ".join(profile.capabilities))
     if profile.resources:
@@ -115,6 +126,43 @@ def describe_grants(profile: NetworkProfile) -> str:
     if profile.env:
         parts.append("variables " + ", ".join(sorted(profile.env)))
     return "; ".join(parts) if parts else "nothing beyond a plain pod"
+
+
+def fabric_conflicts(d: Definition, profile: NetworkProfile | None, index: Index) -> list[Problem]:
+    """What a job may not say beside the fabric its profile gives its pods: the Multus
+    annotation (the profile's would be replaced), a volume at a device's path or of a device
+    volume's name (the API server refuses two mounts at one path, or two volumes of a name:
+    kubernetes pkg/apis/core/validation/validation.go validateVolumeMounts, ValidateVolumes)."""
+    if profile is None:
+        return []
+    where = f"network profile {profile.name!r} ({index.profiles[profile.name].file})"
+    out = []
+    annotations = getattr(d.obj, "pod_annotations", {}) or {}
+    if profile.networks and MULTUS_NETWORKS in annotations:
+        out.append(
+            problem(
+                d,
+                f"{MULTUS_NETWORKS} is set by {where} to {','.join(profile.networks)!r}, the "
+                "pods' Multus networks; remove it from pod_annotations (the platform adds "
+                "networks to the profile)",
+                f"pod_annotations.{MULTUS_NETWORKS}",
+            )
+        )
+    names = {DEVICE_VOLUME.format(i=i): dev.path for i, dev in enumerate(profile.devices)}
+    for i, v in enumerate(getattr(d.obj, "volumes", ()) or ()):
+        for name, path in names.items():
+            if under(v.path, path) or under(path, v.path) or volume_name(v) == name:
+                out.append(
+                    problem(
+                        d,
+                        f"volume {volume_name(v)!r} at {v.path} clashes with device {path} "
+                        f"that {where} mounts (volume {name!r}); mount it elsewhere, under "
+                        "another name",
+                        f"volumes[{i}]",
+                    )
+                )
+                break
+    return out
 
 
 def env_conflicts(

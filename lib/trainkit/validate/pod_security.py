@@ -1,8 +1,9 @@
 """Pod security of manifests: what a hand-written or overlaid pod template may not have.
 
-trainkit never generates privileged containers or host namespaces, a host
+trainkit never generates privileged containers or the host's process namespace, a host
 path only below a directory a Team grants (``Team.host_paths``), and Linux
-capabilities or the host network only through a platform ``NetworkProfile``. An overlay or a hand-written manifest could add
+capabilities, the host network or IPC namespace and device paths only through a platform
+``NetworkProfile``. An overlay or a hand-written manifest could add
 them anyway, and nothing in the CRD schemas refuses them: these rules do.
 
 Pod specs are found by shape, wherever a kind nests them (``trainkit.kube.pods``).
@@ -22,10 +23,7 @@ from trainkit.validate.findings import Finding, JsonPath
 
 __all__ = ["BASELINE", "PodAllowance", "check_pod_security"]
 
-_NEVER = {
-    "hostPID": "shares the node's process namespace",
-    "hostIPC": "shares the node's IPC namespace",
-}
+_NEVER = {"hostPID": "shares the node's process namespace"}
 
 
 @runtime_checkable
@@ -51,6 +49,11 @@ class PodAllowance:
     host_paths: frozenset[str] = frozenset()
     """Directories of the nodes some Team grants (``Team.host_paths``): a hostPath volume
     below one is allowed, any other never."""
+    host_ipc: bool = False
+    """Whether some profile grants the node's IPC namespace (``hostIPC``)."""
+    devices: frozenset[tuple[str, str]] = frozenset()
+    """``(path, hostPath type)`` of the devices some profile mounts: such a hostPath volume,
+    exactly, is allowed."""
 
     @classmethod
     def from_profiles(
@@ -65,6 +68,10 @@ class PodAllowance:
             host_network=any(p.host_network for p in profiles),
             source=f"NetworkProfiles {names}" if profiles else "no NetworkProfile is declared",
             host_paths=frozenset(host_paths),
+            host_ipc=any(getattr(p, "host_ipc", False) for p in profiles),
+            devices=frozenset(
+                (d.path, d.host_path_type) for p in profiles for d in getattr(p, "devices", ())
+            ),
         )
 
     @classmethod
@@ -115,6 +122,15 @@ def _check_pod(
                 "host_network=True",
             )
         )
+    if spec.get("hostIPC") is True and not allow.host_ipc:
+        out.append(
+            Finding(
+                (*path, "hostIPC"),
+                f"pod security: hostIPC shares the node's IPC namespace and is not allowed "
+                f"({allow.source}); remove it, or ask the platform team for a NetworkProfile "
+                "with host_ipc=True",
+            )
+        )
     for key, why in _NEVER.items():
         if spec.get(key) is True:
             out.append(
@@ -127,6 +143,9 @@ def _check_pod(
             node_dir = source.get("path") if isinstance(source, dict) else None
             if isinstance(node_dir, str) and any(under(node_dir, g) for g in allow.host_paths):
                 continue  # a directory a Team grants (the plan checked it was this team's)
+            kind = source.get("type") if isinstance(source, dict) else None
+            if (node_dir, kind) in allow.devices:
+                continue  # a device a NetworkProfile mounts (the plan checked the grant)
             granted = ", ".join(sorted(allow.host_paths))
             why = (
                 f"which is not below a directory the platform grants (Team.host_paths: {granted})"

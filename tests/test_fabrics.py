@@ -1,0 +1,312 @@
+"""Fabrics through network profiles (issue 28): Multus networks, the host's IPC namespace and
+the node's devices, on every pod that runs the job's code, only where the team is granted the
+profile; the gate allows them only as a profile declares them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from trainkit import HostDevice, NetworkProfile
+from trainkit.kube.pods import pod_specs
+from trainkit.validate.findings import Finding
+from trainkit.validate.pod_security import PodAllowance, check_pod_security
+
+POLICY = "jobs/platform/policy.py"
+TEAMS = "jobs/platform/teams.py"
+RUNTIMES = "jobs/platform/runtimes.py"
+RESNET = "jobs/vision/resnet50_ddp.py"
+FSDP = "jobs/llm/llama_finetune_fsdp.py"
+DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
+MULTUS = "k8s.v1.cni.cncf.io/networks"
+# One example job of every kind that has pods: (file, generated file name).
+KINDS = {
+    "PyTorchJob": (RESNET, "pytorchjob-resnet50-ddp.yaml"),
+    "TFJob": ("jobs/vision/mobilenet_ps.py", "tfjob-mobilenet-ps-r1.yaml"),
+    "PaddleJob": ("jobs/vision/resnet_paddle.py", "paddlejob-resnet-paddle.yaml"),
+    "XGBoostJob": ("jobs/vision/photo_quality_xgboost.py", "xgboostjob-photo-quality-xgb-r1.yaml"),
+    "JAXJob": ("jobs/llm/bigram_jax.py", "jaxjob-bigram-jax.yaml"),
+    "MPIJob": (DEEPSPEED, "mpijob-llama-pretrain-deepspeed-r6.yaml"),
+    "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r2.yaml"),
+}
+FABRIC = (
+    "\nfrom trainkit import HostDevice\n"
+    '\nfab = NetworkProfile(name="fab", networks=["ib-a", "fabric/ib-b@net2"], host_ipc=True, '
+    'devices=[HostDevice(path="/dev/infiniband", directory=True), '
+    'HostDevice(path="/dev/nvidia-fs0")])\n'
+)
+DEVICE_VOLUMES = [
+    {"hostPath": {"path": "/dev/infiniband", "type": "Directory"}, "name": "fabric-device-0"},
+    {"hostPath": {"path": "/dev/nvidia-fs0", "type": "CharDevice"}, "name": "fabric-device-1"},
+]
+DEVICE_MOUNTS = [
+    {"mountPath": "/dev/infiniband", "name": "fabric-device-0"},
+    {"mountPath": "/dev/nvidia-fs0", "name": "fabric-device-1"},
+]
+
+
+def edit(ws, rel: str, old: str, new: str) -> None:
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} not once in {rel}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def use_profile(ws, rel: str, name: str) -> None:
+    """``network=name`` on the job of ``rel`` (replacing its own profile)."""
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    if "network=" in text:
+        text = re.sub(r'network="[^"]+"', f'network="{name}"', text, count=1)
+    else:
+        text = re.sub(
+            r'(\n    name="[^"]+",\n)',
+            lambda m: m.group(1) + f'    network="{name}",\n',
+            text,
+            count=1,
+        )
+    path.write_text(text, encoding="utf-8")
+
+
+def declare_fabric(ws, grant_vision: bool = True) -> None:
+    text = (ws.root / POLICY).read_text(encoding="utf-8")
+    (ws.root / POLICY).write_text(text + FABRIC, encoding="utf-8")
+    edit(
+        ws,
+        TEAMS,
+        'network_profiles=["rdma", "ib-multus"]',
+        'network_profiles=["rdma", "ib-multus", "fab"]',
+    )
+    if grant_vision:
+        edit(
+            ws,
+            TEAMS,
+            'vision = Team(name="vision",',
+            'vision = Team(network_profiles=["fab"], name="vision",',
+        )
+
+
+def _template_of(doc: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
+    """The pod template holding the spec at ``path``."""
+    node: Any = doc
+    for key in path[:-1]:
+        node = node[key]
+    return node
+
+
+def _docs(ws, name: str) -> list[dict[str, Any]]:
+    paths = sorted(ws.out.rglob(name))
+    assert paths, name
+    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def test_every_kind_gets_the_fabric_on_the_pods_that_run_its_code(ws, cli, crds) -> None:
+    declare_fabric(ws)
+    for rel, _ in KINDS.values():
+        use_profile(ws, rel, "fab")
+    # A TrainJob's pods get the profile of its runtime.
+    edit(ws, RUNTIMES, 'network="rdma",', 'network="fab",')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    kinds = {**KINDS, "TrainingRuntime": (RUNTIMES, "trainingruntime-fsdp-a800.yaml")}
+    for kind, (_, name) in kinds.items():
+        for doc in _docs(ws, name):
+            checked = 0
+            for path, spec in pod_specs(doc):
+                meta = _template_of(doc, path).get("metadata") or {}
+                annotations = meta.get("annotations") or {}
+                if (kind, path[-3]) == ("MPIJob", "Launcher") or "submitterPodTemplate" in path:
+                    # A launcher that runs no ranks, and KubeRay's submitter: no fabric.
+                    assert MULTUS not in annotations and "hostIPC" not in spec, (kind, path)
+                    assert not any(
+                        v["name"].startswith("fabric-") for v in spec.get("volumes") or []
+                    )
+                    continue
+                assert annotations[MULTUS] == "ib-a,fabric/ib-b@net2", (kind, path)
+                assert spec["hostIPC"] is True, (kind, path)
+                assert [v for v in spec["volumes"] if v in DEVICE_VOLUMES] == DEVICE_VOLUMES
+                mounts = spec["containers"][0]["volumeMounts"]
+                assert [m for m in mounts if m in DEVICE_MOUNTS] == DEVICE_MOUNTS, (kind, path)
+                checked += 1
+            assert checked, kind
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert run.code == 0, run.err
+    assert (
+        "  network profile fab: the host IPC namespace; Multus networks ib-a, fabric/ib-b@net2; "
+        "devices /dev/infiniband, /dev/nvidia-fs0"
+    ) in run.out
+    assert "    host       the node's IPC" in run.out
+    assert "    volume     /dev/nvidia-fs0 ← the node's device /dev/nvidia-fs0" in run.out
+    # CRD conformance and the gate's pod security: what the profile declares is allowed.
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
+
+
+def test_a_profile_granted_to_another_team_is_refused(ws, cli) -> None:
+    declare_fabric(ws, grant_vision=False)
+    use_profile(ws, RESNET, "fab")
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        f"{RESNET}:7: PyTorchJob 'resnet50-ddp': network: team 'vision' may not use network "
+        "profile 'fab', which grants the host IPC namespace; Multus networks ib-a, "
+        "fabric/ib-b@net2; devices /dev/infiniband, /dev/nvidia-fs0 "
+        f"({POLICY}); Team.network_profiles in {TEAMS} allows none: ask the platform team to add "
+        "it there, or drop network= or name a granted one"
+    ) in run.err, run.err
+
+
+def test_an_unknown_profile_is_refused(ws, cli) -> None:
+    use_profile(ws, RESNET, "ib-everywhere")
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        f"{RESNET}:7: PyTorchJob 'resnet50-ddp': network: unknown network profile "
+        "'ib-everywhere'; defined network profiles: 'ib-multus', 'rdma' (declare "
+        "NetworkProfile(name=...) in jobs/platform/)"
+    ) in run.err, run.err
+
+
+def test_a_job_may_not_replace_the_profiles_networks_or_mount_over_its_devices(ws, cli) -> None:
+    declare_fabric(ws)
+    use_profile(ws, RESNET, "fab")
+    edit(
+        ws,
+        TEAMS,
+        'vision = Team(network_profiles=["fab"],',
+        'vision = Team(network_profiles=["fab"], pod_metadata_keys=["k8s.v1.cni.cncf.io/"],',
+    )
+    edit(
+        ws, RESNET, 'queue="vision",',
+        "queue='vision', pod_annotations={'k8s.v1.cni.cncf.io/networks': 'other-net'}, "
+        "volumes=[__import__('trainkit').EmptyDir(name='ib', path='/dev/infiniband/x', size='1Gi'), "
+        "__import__('trainkit').EmptyDir(name='fabric-device-1', path='/scratch', size='1Gi')],",
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 1
+    where = f"network profile 'fab' ({POLICY})"
+    for line in (
+        "PyTorchJob 'resnet50-ddp': pod_annotations.k8s.v1.cni.cncf.io/networks: "
+        f"k8s.v1.cni.cncf.io/networks is set by {where} to 'ib-a,fabric/ib-b@net2', the pods' "
+        "Multus networks; remove it from pod_annotations (the platform adds networks to the "
+        "profile)",
+        "PyTorchJob 'resnet50-ddp': volumes[0]: volume 'ib' at /dev/infiniband/x "
+        f"clashes with device /dev/infiniband that {where} mounts (volume 'fabric-device-0'); "
+        "mount it elsewhere, under another name",
+        "PyTorchJob 'resnet50-ddp': volumes[1]: volume 'fabric-device-1' at "
+        f"/scratch clashes with device /dev/nvidia-fs0 that {where} mounts (volume "
+        "'fabric-device-1')",
+    ):
+        assert line in run.err, run.err
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"networks": ["IB"]},
+            "'IB' is not a NetworkAttachmentDefinition reference as Multus reads it: "
+            "'[namespace/]name[@interface]', the names DNS-1123 labels, the interface at most 15 "
+            "letters, digits, '-', '_' or '.' (e.g. 'ib-net', 'fabric/ib-net@net1')",
+        ),
+        ({"networks": ["a/b/c"]}, "'a/b/c' is not a NetworkAttachmentDefinition reference"),
+        ({"networks": ["ib,eth"]}, "'ib,eth' is not a NetworkAttachmentDefinition reference"),
+        ({"networks": ['[{"name":"ib"}]']}, "is not a NetworkAttachmentDefinition reference"),
+        (
+            {"networks": ["ib@averyveryverylongif"]},
+            "'ib@averyveryverylongif' is not a NetworkAttachmentDefinition reference",
+        ),
+        ({"networks": ["ib", "ib"]}, "ib listed twice; name each once"),
+        (
+            {"devices": [HostDevice(path="/dev/infiniband"), HostDevice(path="/dev/infiniband")]},
+            "/dev/infiniband listed twice; name each once",
+        ),
+    ],
+)
+def test_bad_fabric_profiles_are_refused_with_why(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NetworkProfile(name="bad", **fields)
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/etc/passwd", "'/etc/passwd' is not a device path: '/dev/' and plain names"),
+        ("/dev", "'/dev' is not a device path"),
+        ("/dev/../etc", "'/dev/../etc' is not a device path"),
+        ("/dev/infiniband/", "'/dev/infiniband/' is not a device path"),
+        ("dev/null", "'dev/null' is not a device path"),
+        (
+            "/dev/shm",
+            "'/dev/shm' is the pods' shared memory, which jobs size with shm_size; it is no device",
+        ),
+    ],
+)
+def test_bad_device_paths_are_refused_with_why(path: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        HostDevice(path=path)
+
+
+def test_a_bad_profile_in_a_definition_names_the_file(ws, cli) -> None:
+    text = (ws.root / POLICY).read_text(encoding="utf-8")
+    (ws.root / POLICY).write_text(
+        text + '\nbad = NetworkProfile(name="bad", networks=["Bad_Net"])\n', encoding="utf-8"
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        "NetworkProfile" in run.err and "'Bad_Net' is not a NetworkAttachmentDefinition" in run.err
+    )
+
+
+def _pod(**spec: Any) -> list[tuple[Any, dict[str, Any]]]:
+    return [(("spec",), {"containers": [{"name": "c", "image": "x"}], **spec})]
+
+
+def _messages(pods: list[tuple[Any, dict[str, Any]]], allow: PodAllowance) -> list[str]:
+    out: list[Finding] = []
+    check_pod_security(pods, out, allow)
+    return [f.message for f in out]
+
+
+def test_the_gate_allows_host_ipc_and_devices_only_as_a_profile_declares_them() -> None:
+    fab = NetworkProfile(
+        name="fab", host_ipc=True, devices=[HostDevice(path="/dev/infiniband", directory=True)]
+    )
+    plain = PodAllowance.from_profiles([NetworkProfile(name="rdma", capabilities=["IPC_LOCK"])])
+    granted = PodAllowance.from_profiles([fab])
+    ipc = _pod(hostIPC=True)
+    assert _messages(ipc, plain) == [
+        "pod security: hostIPC shares the node's IPC namespace and is not allowed "
+        "(NetworkProfiles 'rdma'); remove it, or ask the platform team for a NetworkProfile with "
+        "host_ipc=True"
+    ]
+    assert _messages(ipc, granted) == []
+    device = {"name": "d", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}}
+    assert _messages(_pod(volumes=[device]), granted) == []
+    assert len(_messages(_pod(volumes=[device]), plain)) == 1
+    # Another type, a path below, or no type is not what the profile declares.
+    for source in (
+        {"path": "/dev/infiniband", "type": "CharDevice"},
+        {"path": "/dev/infiniband/uverbs0", "type": "CharDevice"},
+        {"path": "/dev/infiniband"},
+        {"path": "/dev", "type": "Directory"},
+    ):
+        (message,) = _messages(_pod(volumes=[{"name": "d", "hostPath": source}]), granted)
+        assert "mounts a directory of the node (hostPath)" in message
+
+
+def test_the_launcher_of_a_job_that_is_no_host_gets_no_fabric(ws, cli) -> None:
+    declare_fabric(ws)
+    use_profile(ws, DEEPSPEED, "fab")
+    assert cli("synth").code == 0
+    (doc,) = _docs(ws, "mpijob-llama-pretrain-deepspeed-r6.yaml")
+    launcher = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    assert "annotations" not in launcher["metadata"]
+    assert "hostIPC" not in launcher["spec"]
+    # The profile's env still reaches the ranks through mpirun -x (none here beyond the job's).
+    worker = doc["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert worker["metadata"]["annotations"] == {MULTUS: "ib-a,fabric/ib-b@net2"}

@@ -310,3 +310,88 @@ def test_the_launcher_of_a_job_that_is_no_host_gets_no_fabric(ws, cli) -> None:
     # The profile's env still reaches the ranks through mpirun -x (none here beyond the job's).
     worker = doc["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     assert worker["metadata"]["annotations"] == {MULTUS: "ib-a,fabric/ib-b@net2"}
+
+
+DRA = '\ndra = NetworkProfile(name="dra", claims={"nics": "rdma-nics", "gpus": "a100-pair"})\n'
+CLAIMS = [
+    {"name": "gpus", "resourceClaimTemplateName": "a100-pair"},
+    {"name": "nics", "resourceClaimTemplateName": "rdma-nics"},
+]
+
+
+def declare_dra(ws) -> None:
+    text = (ws.root / POLICY).read_text(encoding="utf-8")
+    (ws.root / POLICY).write_text(text + DRA, encoding="utf-8")
+    edit(
+        ws,
+        TEAMS,
+        'network_profiles=["rdma", "ib-multus"]',
+        'network_profiles=["rdma", "ib-multus", "dra"]',
+    )
+    edit(
+        ws,
+        TEAMS,
+        'vision = Team(name="vision",',
+        'vision = Team(network_profiles=["dra"], name="vision",',
+    )
+
+
+def test_dra_claims_reach_every_kind_s_pods_and_their_training_container(ws, cli, crds) -> None:
+    declare_dra(ws)
+    kinds = dict(KINDS)  # the Training Operator's PaddleJob; paddle-operator's: below
+    for rel, _ in kinds.values():
+        use_profile(ws, rel, "dra")
+    edit(ws, RUNTIMES, 'network="rdma",', 'network="dra",')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    kinds["TrainingRuntime"] = (RUNTIMES, "trainingruntime-fsdp-a800.yaml")
+    for kind, (_, name) in kinds.items():
+        for doc in _docs(ws, name):
+            checked = 0
+            for path, spec in pod_specs(doc):
+                if (kind, path[-3]) == ("MPIJob", "Launcher") or "submitterPodTemplate" in path:
+                    assert "resourceClaims" not in spec, (kind, path)
+                    continue
+                assert spec["resourceClaims"] == CLAIMS, (kind, path)
+                resources = spec["containers"][0]["resources"]
+                assert resources["claims"] == [{"name": "gpus"}, {"name": "nics"}], (kind, path)
+                checked += 1
+            assert checked, kind
+    # A TrainJob's resourcesPerNode merge keeps the runtime's claims (Trainer v2.3.0
+    # MergeResourceRequirements merges claims by name).
+    run = cli("explain", "llama-sft", "--cluster", "a800-north")
+    assert run.code == 0, run.err
+    assert (
+        "    claim      nics ← a ResourceClaim per pod from ResourceClaimTemplate rdma-nics"
+    ) in run.out
+    assert "  network profile dra: ResourceClaimTemplates a100-pair, rdma-nics" in run.out
+    # The pinned CRDs hold resourceClaims (1.32+ shape) and container claims.
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
+
+
+def test_dra_claims_are_refused_on_paddle_operator(ws, cli) -> None:
+    declare_dra(ws)
+    use_profile(ws, KINDS["PaddleJob"][0], "dra")
+    edit(ws, KINDS["PaddleJob"][0], 'clusters=["gpu-east"]', 'clusters=["rocm-west"]')
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        "PaddleJob 'resnet-paddle': network: on cluster 'rocm-west' (paddle-operator): network "
+        "profile 'dra' gives each pod Dynamic Resource Allocation claims, which paddle-operator's "
+        "PaddleJob CRD cannot hold (the API server would drop them and the pods would start "
+        "without the devices): use a profile without claims, or the Training Operator's "
+        "PaddleJob on a cluster without paddle-operator"
+    ) in run.err, run.err
+
+
+@pytest.mark.parametrize(
+    ("claims", "message"),
+    [
+        ({"NICs": "rdma-nics"}, "NICs"),
+        ({"nics": "Bad_Template"}, "Bad_Template"),
+    ],
+)
+def test_bad_claims_are_refused(claims: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NetworkProfile(name="bad", claims=claims)

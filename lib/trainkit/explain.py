@@ -229,6 +229,10 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                     for name, key in (("network", "hostNetwork"), ("IPC", "hostIPC"))
                     if ps.spec.get(key) is True
                 ],
+                "resource_claims": [
+                    {"name": c.get("name"), "template": c.get("resourceClaimTemplateName")}
+                    for c in ps.spec.get("resourceClaims") or []
+                ],
                 "security_context": ps.spec.get("securityContext"),
                 "container_security_context": ps.main.get("securityContext"),
                 "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
@@ -382,6 +386,11 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    runs as    ServiceAccount {pod['service_account']}")
             if pod["priority_class"]:
                 lines.append(f"    priority   PriorityClass {pod['priority_class']}")
+            for claim in pod["resource_claims"]:
+                lines.append(
+                    f"    claim      {claim['name']} ← a ResourceClaim per pod from "
+                    f"ResourceClaimTemplate {claim['template']}"
+                )
             if pod["host_namespaces"]:
                 lines.append(f"    host       the node's {' and '.join(pod['host_namespaces'])}")
             for level in ("pod", "container"):

@@ -661,11 +661,19 @@ def apply_trainer(
     if "resourcesPerNode" in trainer:
         base = c.get("resources") or {}
         override = trainer["resourcesPerNode"]
-        c["resources"] = {
+        merged: dict[str, Any] = {
             part: {**(base.get(part) or {}), **(override.get(part) or {})}
             for part in ("limits", "requests")
             if base.get(part) or override.get(part)
         }
+        # Claims (a network profile's DRA claims) merge by name, a strategic merge patch
+        # (trainer v2.3.0 pkg/util/trainingruntime/trainingruntime.go
+        # resourceRequirementsPatchMeta): the runtime's stay.
+        claims = {cl["name"]: cl for cl in base.get("claims") or []}
+        claims |= {cl["name"]: cl for cl in override.get("claims") or []}
+        if claims:
+            merged["claims"] = list(claims.values())
+        c["resources"] = merged
     return c, env
 
 

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, Field, field_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ResourceName
+from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ObjectName, ResourceName
 
 __all__ = [
     "DEVICE_VOLUME",
@@ -269,6 +269,13 @@ class NetworkProfile(TrainkitModel):
     """Devices of the node mounted into the training container at the same path
     (``hostPath`` volumes of type ``CharDevice`` or ``Directory``), e.g.
     ``[HostDevice(path="/dev/infiniband", directory=True)]``."""
+    claims: dict[DNS1123Label, ObjectName] = {}
+    """Dynamic Resource Allocation: each pod's claims, by the name the pod gives each, on the
+    ResourceClaimTemplate of the team's namespace it is made from, e.g.
+    ``{"nics": "rdma-nics"}``. Each pod gets its own ResourceClaim from the template
+    (``resourceClaims``), which the training container uses (``resources.claims``). The
+    platform creates the templates in the namespaces of the teams it grants the profile; a
+    pod naming one that does not exist never starts. Queues do not count claimed devices."""
     env: dict[EnvName, EnvValue] = {}
     """Environment of every training container using the profile: the fabric's NCCL/UCX
     settings, e.g. ``{"NCCL_IB_HCA": "mlx5_bond", "NCCL_SOCKET_IFNAME": "eth0"}``. A job or

@@ -130,6 +130,11 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
         for name in sorted(profile.resources):
             # Extended resources are never overcommitted: requests equal limits.
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
+    if profile.claims:
+        # Every name must be one of the pod's resourceClaims (kubernetes
+        # pkg/apis/core/validation/validation.go validateResourceClaimNames); fabric_pod adds them.
+        res = container.setdefault("resources", {"limits": {}, "requests": {}})
+        res["claims"] = [{"name": name} for name in sorted(profile.claims)]
     if profile.capabilities:
         # Added after the job's dropped ones (a container may drop ALL and keep IPC_LOCK).
         context = container.setdefault("securityContext", {})
@@ -188,6 +193,7 @@ def env_only(profile: NetworkProfile | None) -> NetworkProfile | None:
             "host_ipc": False,
             "networks": [],
             "devices": [],
+            "claims": {},
         }
     )
 
@@ -236,6 +242,14 @@ def network_pod(spec: dict[str, Any], profile: NetworkProfile | None) -> None:
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if profile is not None and profile.host_ipc:
         spec["hostIPC"] = True
+    if profile is not None and profile.claims:
+        # One ResourceClaim per pod from each template, named by the pod's claim name (a
+        # DNS-1123 label, unique in the pod: validation.go validatePodResourceClaims). The
+        # pinned CRDs embed the 1.32+ shape, resourceClaimTemplateName directly on the entry.
+        spec["resourceClaims"] = [
+            {"name": name, "resourceClaimTemplateName": profile.claims[name]}
+            for name in sorted(profile.claims)
+        ]
 
 
 def sshd_port(container: dict[str, Any], port: int) -> None:

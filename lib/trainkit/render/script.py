@@ -54,7 +54,7 @@ def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
 
 # NetworkProfile fields added after its first release: left out of the hash while empty (their
 # default), so the hashes of jobs on profiles without them stay what they were.
-_LATER_PROFILE_FIELDS = ("host_ipc", "networks", "devices")
+_LATER_PROFILE_FIELDS = ("host_ipc", "networks", "devices", "claims")
 
 
 def _profile_parts(profile: NetworkProfile) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import (
     check_network_grant,
+    claims_unsupported,
     env_conflicts,
     fabric_conflicts,
     host_network_mpijob,
@@ -283,6 +284,7 @@ def place(
             if isinstance(job, MPIJob):
                 problems.extend(host_network_mpijob(d, job, network))
         problems.extend(fabric_conflicts(d, network, index))
+        problems.extend(claims_unsupported(d, network, cluster))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]

@@ -18,6 +18,7 @@ from ..model import (
     TrainJob,
 )
 from ..model.mpijob import HOST_NETWORK_SSH_PORT
+from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
 from ..model.pod_metadata import MULTUS_NETWORKS
 from ..model.rules import DEVICE_VOLUME
 from ..model.volumes import volume_name
@@ -28,6 +29,7 @@ from .references import check_clusters, on_cluster
 __all__ = [
     "check_network_grant",
     "check_profiles",
+    "claims_unsupported",
     "env_conflicts",
     "fabric_conflicts",
     "host_network_mpijob",
@@ -119,6 +121,8 @@ def describe_grants(profile: NetworkProfile) -> str:
         parts.append("Multus networks " + ", ".join(profile.networks))
     if profile.devices:
         parts.append("devices " + ", ".join(d.path for d in profile.devices))
+    if profile.claims:
+        parts.append("ResourceClaimTemplates " + ", ".join(sorted(set(profile.claims.values()))))
     if profile.capabilities:
         parts.append("capabilities " + ", ".join(profile.capabilities))
     if profile.resources:
@@ -163,6 +167,30 @@ def fabric_conflicts(d: Definition, profile: NetworkProfile | None, index: Index
                 )
                 break
     return out
+
+
+def claims_unsupported(
+    d: Definition, profile: NetworkProfile | None, cluster: Cluster
+) -> list[Problem]:
+    """A PaddleJob of paddle-operator on a profile with DRA claims: its CRD (v0.3.5,
+    config/crd/bases/batch.paddlepaddle.org_paddlejobs.yaml) embeds a PodSpec without
+    ``resourceClaims`` and containers without ``resources.claims``, so the API server would
+    prune them and the pods would start without the claimed devices."""
+    if profile is None or not profile.claims or not isinstance(d.obj, PaddleJob):
+        return []
+    if PADDLE_OPERATOR not in cluster.operators:
+        return []
+    return [
+        problem(
+            d,
+            f"on cluster {cluster.name!r} (paddle-operator): network profile {profile.name!r} "
+            "gives each pod Dynamic Resource Allocation claims, which paddle-operator's "
+            "PaddleJob CRD cannot hold (the API server would drop them and the pods would start "
+            "without the devices): use a profile without claims, or the Training Operator's "
+            "PaddleJob on a cluster without paddle-operator",
+            "network",
+        )
+    ]
 
 
 def env_conflicts(

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import AfterValidator, Field, field_validator
 
 from ..injected_env import refused_env_reason
+from ..kube.paths import under
 from .base import TrainkitModel
 from .fields import ClusterRef, DNS1123Label, EnvName, EnvValue, ObjectName, ResourceName
 
@@ -234,6 +235,10 @@ class HostDevice(TrainkitModel):
                 f"{v!r} is the pods' shared memory, which jobs size with shm_size; it is no device"
             )
         return v
+
+    def overlaps(self, path: str) -> bool:
+        """Whether a mount at ``path`` is this device's path, below it or above it."""
+        return under(path, self.path) or under(self.path, path)
 
     @property
     def host_path_type(self) -> str:

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 
 from ..errors import Problem
-from ..kube.paths import under
 from ..load import PLATFORM_DIR, Definition
 from ..model import (
     Cluster,
@@ -152,10 +151,11 @@ def fabric_conflicts(d: Definition, profile: NetworkProfile | None, index: Index
                 f"pod_annotations.{MULTUS_NETWORKS}",
             )
         )
-    names = {DEVICE_VOLUME.format(i=i): dev.path for i, dev in enumerate(profile.devices)}
+    names = {DEVICE_VOLUME.format(i=i): dev for i, dev in enumerate(profile.devices)}
     for i, v in enumerate(getattr(d.obj, "volumes", ()) or ()):
-        for name, path in names.items():
-            if under(v.path, path) or under(path, v.path) or volume_name(v) == name:
+        for name, dev in names.items():
+            path = dev.path
+            if dev.overlaps(v.path) or volume_name(v) == name:
                 out.append(
                     problem(
                         d,

@@ -31,6 +31,7 @@ KINDS = {
     "JAXJob": ("jobs/llm/bigram_jax.py", "jaxjob-bigram-jax.yaml"),
     "MPIJob": (DEEPSPEED, "mpijob-llama-pretrain-deepspeed-r6.yaml"),
     "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r2.yaml"),
+    "RayCluster": ("jobs/llm/eval_pool_ray.py", "raycluster-eval-pool.yaml"),
 }
 FABRIC = (
     "\nfrom trainkit import HostDevice\n"

@@ -7,6 +7,7 @@ validate and rehearse read from the pipeline, never the other way round.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[1] / "lib/trainkit"
@@ -267,3 +268,36 @@ def test_the_import_reader_sees_lazy_and_type_checking_imports(tmp_path: Path) -
         }
     finally:
         module.unlink()
+
+
+def _code_map_rooms() -> set[str]:
+    """The rooms the README's code map names in its first column (``name/`` or ``name.py``)."""
+    readme = (LIB.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Code map", 1)[1].split("\n\n\n", 1)[0]
+    rooms: set[str] = set()
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            rooms.update(re.findall(r"`([a-z_0-9]+)(?:/|\.py)`", line.split("|")[1]))
+    return rooms
+
+
+def test_the_code_map_names_every_room() -> None:
+    """A newcomer finds each package and top-level module of lib/trainkit in the README's
+    code map, and the map names no room that is gone."""
+    rooms = {
+        p.stem
+        for p in LIB.iterdir()
+        if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())
+    } - {"__init__", "__main__"}
+    assert rooms == _code_map_rooms()
+    assert set(ALLOWED) - {"__init__", "__main__"} == rooms
+
+
+def test_each_command_lives_in_the_module_named_for_it() -> None:
+    """``trainkit X`` is ``cli/cmd_X.py`` (its options and what it runs)."""
+    from trainkit.cli import COMMANDS, parser
+
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    names = sorted(getattr(sub, "choices", {}) or {})
+    assert sorted(m.__name__.rpartition(".cmd_")[2] for m in COMMANDS) == names
+    assert all((LIB / "cli" / f"cmd_{name}.py").is_file() for name in names)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import build_cache
 from trainkit.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +37,16 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     # GitHub Actions' temporary directory holds the CRDs CI fetched: a test that wants them
     # says so (TRAINKIT_CRDS), one that wants none must not find them there.
     monkeypatch.delenv("RUNNER_TEMP", raising=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kustomize_builds_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each distinct kustomize build runs once per test run (see build_cache.py)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with pytest.MonkeyPatch.context() as mp:
+        build_cache.install(mp, shared / "kustomize-builds")
+        yield
 
 
 @pytest.fixture(scope="session")

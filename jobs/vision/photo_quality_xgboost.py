@@ -1,13 +1,17 @@
 """Photo-quality classifier: distributed XGBoost on image embeddings, CPU only."""
 
-from trainkit import Resources, Role, Script, XGBoostJob
+from trainkit import PodField, ResourceField, Resources, Role, Script, XGBoostJob
 
 job = XGBoostJob(
     name="photo-quality-xgb",
-    run=1,  # the CPU pods hide the node's GPUs: a deployed job is never edited in place
+    run=2,  # threads from the downward API: a deployed job is never edited in place
     image="registry.example.com/ml/xgboost:3.2.0",
     script=Script.file("scripts/train_xgb_ranker.py"),  # the Master runs the tracker
     args=["--rounds", "200", "--rows", "2000000"],
+    env_refs={  # read when each pod starts (the downward API)
+        "CPUS": ResourceField(resource="limits.cpu"),  # XGBoost's threads: the CPU limit
+        "NODE_NAME": PodField(path="spec.nodeName"),  # logged with the rank
+    },
     nodes=3,  # the Master (rank 0) and 2 Workers, one process each
     resources=Resources(cpu=8, memory="32Gi"),
     master=Role(resources=Resources(cpu=8, memory="48Gi")),  # it also holds the tracker

@@ -1,7 +1,7 @@
 """Distributed XGBoost on image-embedding features: is a photo good enough to label?
 
 The Training Operator gives every pod MASTER_ADDR and MASTER_PORT (the Master's Service),
-WORLD_SIZE and RANK. The Master (rank 0) runs XGBoost's tracker there; every pod, the Master
+WORLD_SIZE and RANK; the job's env_refs give CPUS (the container's CPU limit) and NODE_NAME. The Master (rank 0) runs XGBoost's tracker there; every pod, the Master
 included, joins the collective through it and trains on its own shard of the rows; the
 histograms are all-reduced, so each pod ends with the same model. The Master saves it.
 """
@@ -35,6 +35,8 @@ def main() -> None:
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    threads = int(os.environ.get("CPUS") or 0)  # 0: XGBoost's default, every core it sees
+    print(f"rank {rank} of {world} on {os.environ.get('NODE_NAME', 'this machine')}", flush=True)
     tracker = None
     if rank == 0:
         # The Master's Service resolves to the Master pod itself: listen on every address.
@@ -44,7 +46,12 @@ def main() -> None:
     with collective.CommunicatorContext(**ctx):
         x, y = shard(rank, args.rows, args.features)
         booster = xgb.train(
-            {"objective": "binary:logistic", "tree_method": "hist", "eval_metric": "logloss"},
+            {
+                "objective": "binary:logistic",
+                "tree_method": "hist",
+                "eval_metric": "logloss",
+                **({"nthread": threads} if threads else {}),
+            },
             xgb.DMatrix(x, y),
             num_boost_round=args.rounds,
             evals=[(xgb.DMatrix(x, y), f"rank{rank}")],

@@ -52,11 +52,23 @@ class EnvVar:
     @property
     def ref(self) -> str:
         """Where the value comes from when it is not in the pod spec, e.g. ``Secret 'hf-token'
-        key 'token'``; empty for a plain value."""
+        key 'token'``, ``the pod's spec.nodeName``; empty for a plain value, and for a field of
+        the pod whose value the model computed (an operator's)."""
+        source = self.value_from or {}
         for ref_field, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
-            if self.value_from and ref_field in self.value_from:
-                r = self.value_from[ref_field]
-                return f"{kind} {r.get('name')!r} key {r.get('key')!r}"
+            if ref_field in source:
+                r = source[ref_field]
+                optional = " (optional)" if r.get("optional") else ""
+                return f"{kind} {r.get('name')!r} key {r.get('key')!r}{optional}"
+        if self.value:
+            # A field of the pod an operator sets: the model computed its value.
+            return ""
+        if "fieldRef" in source:
+            return f"the pod's {source['fieldRef'].get('fieldPath')}"
+        if "resourceFieldRef" in source:
+            r = source["resourceFieldRef"]
+            unit = f" in units of {r['divisor']}" if r.get("divisor") else ""
+            return f"the container's {r.get('resource')}{unit}"
         return ""
 
     def entry(self) -> dict[str, Any]:

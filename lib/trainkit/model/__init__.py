@@ -1,7 +1,7 @@
 """User-facing definition models; pure data, no I/O."""
 
 from .base import ModelError, TrainkitModel
-from .env import ConfigMapEnv, ConfigMapKey, SecretEnv, SecretKey
+from .env import ConfigMapEnv, ConfigMapKey, PodField, ResourceField, SecretEnv, SecretKey
 from .init_containers import InitContainer
 from .jaxjob import JAXJob
 from .job import ACCELERATORS, GENERATED_VOLUMES, WORKSPACE, Resources, Script, Toleration, Volume
@@ -72,12 +72,14 @@ __all__ = [
     "PaddleJob",
     "PatchOp",
     "PlatformPatch",
+    "PodField",
     "Policy",
     "PyTorchJob",
     "Queue",
     "RayCluster",
     "RayJob",
     "RayStart",
+    "ResourceField",
     "ResourceFlavor",
     "Resources",
     "Role",

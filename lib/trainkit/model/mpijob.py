@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from .env import EnvRef, own_pod_refs_refused
 from .fields import Arg, Path
 from .job import Resources, Volume
 from .operator_job import OperatorJob, Role
@@ -76,6 +77,12 @@ class MPIJob(OperatorJob):
     restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
     """What happens when a pod fails: ``OnFailure`` restarts it (the launcher counts against
     ``backoff_limit``), ``Never`` fails it. mpi-operator accepts no other policy."""
+
+    @field_validator("env_refs")
+    @classmethod
+    def _no_own_pod_refs(cls, refs: dict[str, EnvRef]) -> dict[str, EnvRef]:
+        own_pod_refs_refused(refs, "env_refs")
+        return refs
 
     @model_validator(mode="after")
     def _coherent(self) -> MPIJob:

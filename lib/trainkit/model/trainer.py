@@ -13,7 +13,13 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
 from .base import TrainkitModel
-from .env import EnvRef, EnvSource, env_from_validator, env_refs_validator
+from .env import (
+    EnvRef,
+    EnvSource,
+    env_from_validator,
+    env_refs_validator,
+    own_pod_refs_refused,
+)
 from .fields import (
     AnnotationValue,
     Arg,
@@ -195,6 +201,12 @@ class _TorchRuntime(TrainkitModel):
         why = tasks_gpus_problem(self.flux.procs_per_node, gpus)
         if why is not None:
             raise ValueError(why)
+        return self
+
+    @model_validator(mode="after")
+    def _no_own_pod_refs(self) -> _TorchRuntime:
+        if self.mpi is not None:
+            own_pod_refs_refused(self.env_refs, "env_refs")
         return self
 
     @model_validator(mode="after")

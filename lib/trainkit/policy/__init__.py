@@ -17,6 +17,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..resolve import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
+from .env_expansion import check_env_expansion
 from .images import check_images
 from .packages import check_packages
 from .qos import check_qos
@@ -50,4 +51,5 @@ def check_policy(
     check_tolerations(plan, problems)
     check_qos(plan.index, jobs, runtimes, problems)
     check_sidecars(jobs, runtimes, problems)
+    check_env_expansion(jobs, problems)
     return list(dict.fromkeys(problems))

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, Volume
-from ..model.env import EnvRef, EnvSource, SecretEnv
+from ..model.env import ConfigMapKey, EnvRef, EnvSource, PodField, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
 from ..model.pod_metadata import MULTUS_NETWORKS
@@ -349,12 +349,28 @@ def env_list(
     """Plain variables, then those read from a Secret or ConfigMap key when the pod starts."""
     out: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
     for name, ref in (refs or {}).items():
-        if isinstance(ref, SecretKey):
-            source = {"secretKeyRef": {"name": ref.secret, "key": ref.key}}
-        else:
-            source = {"configMapKeyRef": {"name": ref.config_map, "key": ref.key}}
-        out.append({"name": name, "valueFrom": source})
+        out.append({"name": name, "valueFrom": _value_from(ref)})
     return out
+
+
+def _value_from(ref: EnvRef) -> dict[str, Any]:
+    """The ``valueFrom`` of a variable read when the pod starts."""
+    if isinstance(ref, SecretKey | ConfigMapKey):
+        selector: dict[str, Any] = {"key": ref.key}
+        if isinstance(ref, SecretKey):
+            kind, selector["name"] = "secretKeyRef", ref.secret
+        else:
+            kind, selector["name"] = "configMapKeyRef", ref.config_map
+        if ref.optional:
+            selector["optional"] = True
+        return {kind: selector}
+    if isinstance(ref, PodField):
+        return {"fieldRef": {"fieldPath": ref.path}}
+    # No containerName: in a container's env it is the container itself.
+    resource: dict[str, Any] = {"resource": ref.resource}
+    if ref.divisor is not None:
+        resource["divisor"] = ref.divisor
+    return {"resourceFieldRef": resource}
 
 
 def env_sources(sources: Sequence[EnvSource]) -> list[dict[str, Any]]:

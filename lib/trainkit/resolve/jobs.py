@@ -22,7 +22,7 @@ from ..model import (
     Team,
     TrainJob,
 )
-from ..model.env import SecretEnv
+from ..model.env import SecretEnv, own_pod_refs_refused
 from ..model.job import Volume, image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
 from ..model.paddlejob import (
@@ -365,6 +365,10 @@ def _mpi_trainjob(d: Definition, job: TrainJob, runtime: PlannedRuntime) -> list
                     field,
                 )
             )
+    try:
+        own_pod_refs_refused(job.env_refs, "env_refs")
+    except ValueError as e:
+        out.append(problem(d, f"on MPI runtime {runtime.runtime.name!r}: {e}", "env_refs"))
     # The runtime's user reads the ssh key, mode 0640, through its fs_group, at its own
     # ~/.ssh (ssh_dir): another user or group would find no usable key (see the runtime's
     # _ssh_key_readable).

@@ -16,6 +16,8 @@ job = XGBoostJob(
     resources=Resources(cpu=8, memory="32Gi"),
     master=Role(resources=Resources(cpu=8, memory="48Gi")),  # it also holds the tracker
     deadline_seconds=6 * 3600,
+    termination_grace_period=60,  # time to log the last round when preempted (default 30 s)
+    host_aliases={"10.20.0.15": ["features.lab.internal"]},  # the feature store, not in DNS
     queue="vision",
     clusters=["gpu-east"],
 )

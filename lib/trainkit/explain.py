@@ -238,6 +238,12 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "gpus_seen": ps.sees_gpus(pj.cluster.gpu_resource, pj.cluster.accelerator),
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
+                "working_dir": ps.main.get("workingDir"),
+                "termination_grace_period": ps.spec.get("terminationGracePeriodSeconds"),
+                "host_aliases": [
+                    {"ip": a.get("ip"), "hostnames": list(a.get("hostnames") or [])}
+                    for a in ps.spec.get("hostAliases") or []
+                ],
                 "resources": ps.main.get("resources") or {},
                 "volumes": _volumes(ps),
                 "env": [
@@ -403,6 +409,14 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    command    {shlex.join(pod['command'])}")
             if pod["args"]:
                 lines.append(f"    args       {shlex.join(pod['args'])}")
+            if pod["working_dir"]:
+                lines.append(f"    workdir    {pod['working_dir']}")
+            if pod["termination_grace_period"] is not None:
+                lines.append(
+                    f"    stopping   {pod['termination_grace_period']} s after SIGTERM, then killed"
+                )
+            for alias in pod["host_aliases"]:
+                lines.append(f"    /etc/hosts {alias['ip']} {' '.join(alias['hostnames'])}")
             res = pod["resources"]
             limits = ", ".join(f"{k} {v}" for k, v in (res.get("limits") or {}).items())
             same = res.get("limits") == res.get("requests")

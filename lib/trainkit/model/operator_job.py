@@ -25,11 +25,13 @@ from .fields import (
     LabelValue,
     MemoryQuantity,
     ObjectName,
+    Path,
 )
 from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
 from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
 from .pod_metadata import own_keys_refused
+from .pod_settings import HostName, IPAddress, check_host_aliases
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .volumes import AnyVolume, check_volumes, volume_name
 
@@ -163,6 +165,22 @@ class PodJob(TrainkitModel):
     ``InitContainer(...)`` runs to completion before it, ``InitContainer(sidecar=True, ...)``
     beside it (a native sidecar, stopped when it ends). An MPI launcher that runs no ranks and
     KubeRay's submitter get none."""
+    working_dir: Path | None = None
+    """The job's container's working directory (``workingDir``), e.g. ``"/mnt/code"``; relative
+    paths the program opens are read from there. Default: ``/workspace`` with a script (the
+    script stays at ``/workspace/<file>``), else the image's."""
+    termination_grace_period: int | None = Field(default=None, ge=0, le=86400)
+    """Seconds the pods get to stop after SIGTERM (deleted, preempted, evicted) before they are
+    killed, e.g. ``120`` to write a checkpoint; default Kubernetes' 30. A pod keeps its GPUs
+    until it has stopped, so ``Policy.max_termination_grace_period`` caps it."""
+    host_aliases: dict[IPAddress, list[HostName]] = {}
+    """Extra lines of every pod's ``/etc/hosts``: ``{"10.0.0.5": ["minio.lab.internal"]}``
+    (``hostAliases``), for a name the cluster's DNS does not know."""
+
+    @field_validator("host_aliases")
+    @classmethod
+    def _aliases(cls, aliases: dict[str, list[str]]) -> dict[str, list[str]]:
+        return check_host_aliases(aliases)
 
     @field_validator("pod_labels", "pod_annotations")
     @classmethod

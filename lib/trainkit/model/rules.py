@@ -161,6 +161,10 @@ class Policy(TrainkitModel):
     """Whether jobs and runtimes may request less CPU or memory than their limit
     (``cpu_request``, ``memory_request``). Off: every pod is Guaranteed, never throttled or
     evicted for another pod's burst."""
+    max_termination_grace_period: int = Field(default=300, ge=0)
+    """Most seconds a pod may take to stop after SIGTERM (``termination_grace_period``, a
+    runtime's or a patch's): a preempted or deleted pod keeps its GPUs until it has stopped, so
+    a long grace period delays the jobs waiting for them."""
     package_indexes: list[PackageIndex] = []
     """Package indexes a RayJob's ``runtime_env.pip`` installs from, e.g.
     ``["https://pypi.example.com/simple/"]``: trainkit passes the first to pip as

@@ -351,6 +351,10 @@ class TrainJob(TrainkitModel):
     container_security_context: ContainerSecurityContext | None = None
     """The node container's own settings over ``security_context``, e.g.
     ``ContainerSecurityContext(allow_privilege_escalation=False, drop_capabilities=["ALL"])``."""
+    termination_grace_period: int | None = Field(default=None, ge=0, le=86400)
+    """Seconds the nodes' pods get to stop after SIGTERM before they are killed (in the runtime
+    patch), e.g. ``120`` to write a checkpoint; default the runtime's, else Kubernetes' 30.
+    ``Policy.max_termination_grace_period`` caps it."""
 
     @field_validator("env")
     @classmethod

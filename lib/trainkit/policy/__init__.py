@@ -18,6 +18,7 @@ from ..errors import Problem
 from ..resolve import Plan, PlannedRuntime
 from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .env_expansion import check_env_expansion
+from .grace import check_grace
 from .images import check_images
 from .packages import check_packages
 from .qos import check_qos
@@ -52,4 +53,5 @@ def check_policy(
     check_qos(plan.index, jobs, runtimes, problems)
     check_sidecars(jobs, runtimes, problems)
     check_env_expansion(jobs, problems)
+    check_grace(plan.index, jobs, problems)
     return list(dict.fromkeys(problems))

@@ -63,6 +63,7 @@ from .pod import (
     placement,
     pod_access,
     pod_security,
+    pod_settings,
     pod_volumes,
     rsh_port_args,
     sshd_port,
@@ -532,6 +533,7 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     # A map: merged key by key into the runtime's (its run_as_user and fs_group stay unless
     # the job gives its own, which the plan refuses on an MPI runtime).
     pod_security(pod, job)
+    pod_settings(pod, job)  # a TrainJob has no host_aliases (runtime patches take none)
     if job.node_selector:
         pod["nodeSelector"] = dict(job.node_selector)  # a map: merged key by key
     if job.tolerations and pj.runtime is not None:

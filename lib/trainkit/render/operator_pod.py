@@ -28,6 +28,7 @@ from .pod import (
     placement,
     pod_access,
     pod_security,
+    pod_settings,
     pod_volumes,
     tolerations,
 )
@@ -98,8 +99,9 @@ def role_template(
     if job.image_pull_policy is not None:
         c["imagePullPolicy"] = job.image_pull_policy
     for key in ("command", "workingDir", "args"):
-        if container.get(key):
-            c[key] = container[key]
+        value = job.working_dir if key == "workingDir" and job.working_dir else container.get(key)
+        if value:
+            c[key] = value
     if job.env or job.env_refs:
         c["env"] = env_list(job.env, job.env_refs)
     if job.env_from:
@@ -139,6 +141,7 @@ def role_template(
         pull_secrets=job.image_pull_secrets,
         priority_class=job.priority_class,
     )
+    pod_settings(spec, job)
     meta = pod_metadata(pj.definition.team, job.name, job)
     if networks := fabric_annotations(profile):
         # The plan refuses a job whose pod_annotations set the same key.

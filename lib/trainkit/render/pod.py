@@ -43,6 +43,7 @@ __all__ = [
     "placement",
     "pod_access",
     "pod_security",
+    "pod_settings",
     "pod_volumes",
     "rsh_port_args",
     "sshd_port",
@@ -295,6 +296,18 @@ def pod_access(
         spec["imagePullSecrets"] = [{"name": name} for name in pull_secrets]
     if priority_class is not None:
         spec["priorityClassName"] = priority_class
+
+
+def pod_settings(spec: dict[str, Any], job: object) -> None:
+    """The job's grace period and ``/etc/hosts`` lines, when it gives them."""
+    grace: int | None = getattr(job, "termination_grace_period", None)
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    aliases: Mapping[str, Sequence[str]] = getattr(job, "host_aliases", {})
+    if aliases:
+        spec["hostAliases"] = [
+            {"ip": ip, "hostnames": list(names)} for ip, names in aliases.items()
+        ]
 
 
 def placement(

@@ -1,0 +1,152 @@
+"""working_dir, termination_grace_period and host_aliases: rendered on every kind that takes them,
+shown by explain, each bad value refused with what to do, the grace period capped by Policy."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from trainkit import PyTorchJob, Resources, TrainJob
+from trainkit.kube.pods import pod_specs
+from trainkit.model.messages import ModelError
+
+POLICY = "jobs/platform/policy.py"
+RESNET = "jobs/vision/resnet50_ddp.py"
+SFT = "jobs/llm/llama_sft_trainjob.py"
+RES = Resources(cpu=1, memory="1Gi")
+KINDS = {
+    "PyTorchJob": (RESNET, "pytorchjob-resnet50-ddp.yaml"),
+    "TFJob": ("jobs/vision/mobilenet_ps.py", "tfjob-mobilenet-ps-r1.yaml"),
+    "PaddleJob": ("jobs/vision/resnet_paddle.py", "paddlejob-resnet-paddle.yaml"),
+    "JAXJob": ("jobs/llm/bigram_jax.py", "jaxjob-bigram-jax.yaml"),
+    "MPIJob": ("jobs/llm/llama_pretrain_deepspeed.py", "mpijob-llama-pretrain-deepspeed-r6.yaml"),
+    "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r2.yaml"),
+}
+FIELDS = (
+    'working_dir="/mnt/code", termination_grace_period=90, '
+    'host_aliases={"10.0.0.5": ["minio.lab.internal", "minio"], "fd00::5": ["v6.lab.internal"]},'
+)
+
+
+def edit(ws, rel: str, old: str, new: str) -> None:
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} not once in {rel}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def add_fields(ws, rel: str, fields: str) -> None:
+    path = ws.root / rel
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(
+        r'(\n    name="[^"]+",\n)', lambda m: m.group(1) + f"    {fields}\n", text, count=1
+    )
+    path.write_text(text, encoding="utf-8")
+
+
+def _docs(ws, name: str) -> list[dict]:
+    paths = sorted(ws.out.rglob(name))
+    assert paths, name
+    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds) -> None:
+    for rel, _ in KINDS.values():
+        add_fields(ws, rel, FIELDS)
+    add_fields(ws, SFT, "termination_grace_period=90,")
+    run = cli("synth")
+    assert run.code == 0, run.err
+    aliases = [
+        {"ip": "10.0.0.5", "hostnames": ["minio.lab.internal", "minio"]},
+        {"ip": "fd00::5", "hostnames": ["v6.lab.internal"]},
+    ]
+    for kind, (_, name) in KINDS.items():
+        for doc in _docs(ws, name):
+            checked = 0
+            for path, spec in pod_specs(doc):
+                if "submitterPodTemplate" in path:
+                    continue  # KubeRay's submitter runs `ray job submit`, not the job's code
+                assert spec["terminationGracePeriodSeconds"] == 90, (kind, path)
+                assert spec["hostAliases"] == aliases, (kind, path)
+                assert spec["containers"][0]["workingDir"] == "/mnt/code", (kind, path)
+                checked += 1
+            assert checked, kind
+    (trainjob,) = _docs(ws, "trainjob-llama-sft-r1.yaml")
+    (patch,) = trainjob["spec"]["runtimePatches"]
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]
+    assert pod["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert run.code == 0, run.err
+    assert (
+        "    workdir    /mnt/code\n"
+        "    stopping   90 s after SIGTERM, then killed\n"
+        "    /etc/hosts 10.0.0.5 minio.lab.internal minio\n"
+        "    /etc/hosts fd00::5 v6.lab.internal\n"
+    ) in run.out, run.out
+    run = cli("explain", "llama-sft", "--format", "json")
+    (explained,) = json.loads(run.out)["jobs"]
+    assert explained["pods"][0]["termination_grace_period"] == 90
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"working_dir": "code"}, "'code' must be an absolute path inside the container"),
+        ({"termination_grace_period": -1}, "termination_grace_period: must be at least 0"),
+        ({"termination_grace_period": 86401}, "termination_grace_period: must be at most 86400"),
+        ({"host_aliases": {"10.0.0.256": ["a"]}}, "'10.0.0.256' is not an IP address"),
+        ({"host_aliases": {"010.0.0.1": ["a"]}}, "'010.0.0.1' is not an IP address"),
+        ({"host_aliases": {"minio": ["a"]}}, "'minio' is not an IP address; give an IPv4"),
+        ({"host_aliases": {"10.0.0.5": ["Minio_1"]}}, "'Minio_1' is not a host name: use at most"),
+        ({"host_aliases": {"10.0.0.5": []}}, "host_aliases['10.0.0.5'] lists no host name"),
+        (
+            {"host_aliases": {"10.0.0.5": ["a"], "10.0.0.6": ["a"]}},
+            "host name 'a' is listed for 10.0.0.5 and 10.0.0.6 in host_aliases; give each name "
+            "one address, once",
+        ),
+        ({"host_aliases": {"10.0.0.5": ["a", "a"]}}, "host name 'a' is listed twice"),
+    ],
+)
+def test_each_bad_value_is_refused_with_what_to_do(fields, says) -> None:
+    with pytest.raises(ModelError) as err:
+        PyTorchJob(name="x", image="i", command=["python"], resources=RES, **fields)
+    assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("field", ["working_dir", "host_aliases"])
+def test_a_trainjob_has_no_field_its_runtime_patch_cannot_carry(field) -> None:
+    # Trainer v2.3's runtime patches take neither workingDir nor hostAliases (the CRD).
+    value = "/x" if field == "working_dir" else {"10.0.0.5": ["a"]}
+    with pytest.raises(ModelError) as err:
+        TrainJob(name="x", runtime="r", **{field: value})
+    assert field in str(err.value)
+
+
+def test_the_grace_period_is_capped_by_the_policy(ws, cli) -> None:
+    # A pod keeps its GPUs until it has stopped: a long grace period holds them past preemption.
+    add_fields(ws, RESNET, "termination_grace_period=900,")
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        "PyTorchJob 'resnet50-ddp': termination_grace_period: the Master pods may take 900 s to "
+        "stop after SIGTERM, holding their GPUs while a preempting job waits; "
+        f"Policy.max_termination_grace_period in {POLICY} allows at most 300 s: checkpoint "
+        "sooner, or ask the platform team"
+    ) in run.err, run.err
+    edit(
+        ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, max_termination_grace_period=900,"
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+
+
+def test_a_runtime_s_grace_period_reaches_its_trainjobs_and_is_capped(ws, cli) -> None:
+    add_fields(ws, SFT, "termination_grace_period=301,")
+    run = cli("synth")
+    assert run.code == 1
+    assert "TrainJob 'llama-sft': termination_grace_period: the node pods may take 301 s" in run.err

@@ -102,7 +102,7 @@ def test_resources_messages():
 
 def test_volumes_and_tolerations():
     with pytest.raises(DefinitionError, match="used by trainkit"):
-        Volume(claim="data", path="/workspace/data")
+        Volume(claim="data", path="/dev/shm")
     with pytest.raises(DefinitionError, match="absolute path"):
         Volume(claim="data", path="data")
     with pytest.raises(DefinitionError, match="mount more than once"):

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from trainkit import PyTorchJob, Resources, TrainJob
+from trainkit import EmptyDir, PyTorchJob, Resources, Script, TrainJob, Volume
 from trainkit.kube.pods import pod_specs
 from trainkit.model.messages import ModelError
 
@@ -150,3 +150,63 @@ def test_a_runtime_s_grace_period_reaches_its_trainjobs_and_is_capped(ws, cli) -
     run = cli("synth")
     assert run.code == 1
     assert "TrainJob 'llama-sft': termination_grace_period: the node pods may take 301 s" in run.err
+
+
+# --- mounts under /workspace --------------------------------------------------------------
+
+
+def test_a_mount_beside_the_script_and_anywhere_in_a_command_job_s_workspace(ws, cli, crds):
+    edit(
+        ws,
+        RESNET,
+        "    shm_size=",
+        '    volumes=[Volume(claim="ckpt", path="/workspace/ckpt")],\n    shm_size=',
+    )
+    edit(ws, RESNET, "from trainkit import", "from trainkit import Volume,")
+    run = cli("synth")
+    assert run.code == 0, run.err
+    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert c["workingDir"] == "/workspace"
+    assert [m["mountPath"] for m in c["volumeMounts"]] == [
+        "/workspace/train_resnet.py",
+        "/dev/shm",
+        "/workspace/ckpt",
+    ]
+    assert cli("check", "--crds", str(crds)).code == 0
+    # A job running its own command ships nothing there: /workspace itself is the job's.
+    job = PyTorchJob(
+        name="x", image="i", command=["python", "/workspace/train.py"], resources=RES,
+        volumes=[Volume(claim="code", path="/workspace", read_only=True)],
+    )  # fmt: skip
+    assert job.volumes[0].path == "/workspace"
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        (
+            "/workspace",
+            "volumes[0] at '/workspace' would hide the script, which trainkit mounts at "
+            "/workspace/train.py (the directory /workspace stays the image's, writable); mount "
+            "beside it, e.g. /workspace/data, or elsewhere",
+        ),
+        ("/workspace/train.py", "volumes[0] at '/workspace/train.py' would hide the script"),
+        ("/workspace/train.py/x", "volumes[0] at '/workspace/train.py/x' would hide the script"),
+    ],
+)
+def test_a_mount_that_would_hide_the_script_is_refused(path, says) -> None:
+    with pytest.raises(ModelError) as err:
+        PyTorchJob(
+            name="x", image="i", script=Script.file("train.py"), resources=RES,
+            volumes=[EmptyDir(name="s", path=path, size="1Gi")],
+        )  # fmt: skip
+    assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("path", ["/workspace/dataset", "/workspace/model/x"])
+def test_a_trainjob_keeps_trainer_s_initializer_directories(path) -> None:
+    with pytest.raises(ModelError) as err:
+        TrainJob(name="x", runtime="r", volumes=[Volume(claim="c", path=path)])
+    assert "where Kubeflow Trainer's initializers put the dataset and the model" in str(err.value)
+    assert TrainJob(name="x", runtime="r", volumes=[Volume(claim="c", path="/workspace/data")])

@@ -250,8 +250,8 @@ def _job(*volumes: object) -> PyTorchJob:
             "'lots' is not a Kubernetes quantity",
         ),
         (
-            lambda: EmptyDir(name="s", path="/workspace/out", size="1Gi"),
-            "mount path '/workspace/out' is used by trainkit (/workspace); choose another path",
+            lambda: EmptyDir(name="s", path="/dev/shm/x", size="1Gi"),
+            "mount path '/dev/shm/x' is used by trainkit (/dev/shm); choose another path",
         ),
         (
             lambda: EmptyDir(name="S", path="/s", size="1Gi"),

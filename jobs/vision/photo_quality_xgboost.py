@@ -1,13 +1,14 @@
 """Photo-quality classifier: distributed XGBoost on image embeddings, CPU only."""
 
-from trainkit import PodField, ResourceField, Resources, Role, Script, XGBoostJob
+from trainkit import PodField, ResourceField, Resources, Role, Script, Volume, XGBoostJob
 
 job = XGBoostJob(
     name="photo-quality-xgb",
     run=2,  # threads from the downward API: a deployed job is never edited in place
     image="registry.example.com/ml/xgboost:3.2.0",
     script=Script.file("scripts/train_xgb_ranker.py"),  # the Master runs the tracker
-    args=["--rounds", "200", "--rows", "2000000"],
+    args=["--rounds", "200", "--rows", "2000000", "--output", "models/photo-quality.ubj"],
+    volumes=[Volume(claim="vision-models", path="/workspace/models")],  # beside the script
     env_refs={  # read when each pod starts (the downward API)
         "CPUS": ResourceField(resource="limits.cpu"),  # XGBoost's threads: the CPU limit
         "NODE_NAME": PodField(path="spec.nodeName"),  # logged with the rank

@@ -58,6 +58,7 @@ def main() -> None:
             verbose_eval=5,
         )
         if collective.get_rank() == 0:
+            os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
             booster.save_model(args.output)
             print(f"saved {args.output} after {booster.num_boosted_rounds()} rounds", flush=True)
     if tracker is not None:

@@ -152,7 +152,8 @@ class Volume(TrainkitModel):
 
     @model_validator(mode="after")
     def _not_reserved(self) -> Volume:
-        for reserved in (WORKSPACE, "/dev/shm"):
+        # /workspace is checked against the job's script (volumes.check_workspace).
+        for reserved in ("/dev/shm",):
             if self.path == reserved or self.path.startswith(reserved + "/"):
                 raise ValueError(
                     f"mount path {self.path!r} is used by trainkit ({reserved}); "

@@ -33,7 +33,7 @@ from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotati
 from .pod_metadata import own_keys_refused
 from .pod_settings import HostName, IPAddress, check_host_aliases
 from .security import ContainerSecurityContext, SecurityContext, check_security
-from .volumes import AnyVolume, check_volumes, volume_name
+from .volumes import AnyVolume, check_volumes, check_workspace, volume_name
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -209,6 +209,7 @@ class PodJob(TrainkitModel):
     def _one_program(self) -> PodJob:
         check_program(self.script, self.command, "the image's ENTRYPOINT runs")
         check_volumes(self.volumes)
+        check_workspace(self.volumes, self.script)
         return self
 
     @model_validator(mode="after")

@@ -22,7 +22,7 @@ from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, Labe
 from .job import Resources, repeated
 from .operator_job import PodJob
 from .pip_requirements import requirement_problem
-from .volumes import check_volumes
+from .volumes import check_volumes, check_workspace
 
 __all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RayStart", "RuntimeEnv", "WorkerGroup"]
 
@@ -375,6 +375,7 @@ class RayJob(PodJob):
                 "in a ConfigMap) or command=[...] (code inside the image)"
             )
         check_volumes(self.volumes)
+        check_workspace(self.volumes, self.script)
         return self
 
     def _on_existing_cluster(self) -> None:

@@ -41,7 +41,7 @@ from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .trainer_flux import RuntimeFlux, tasks_gpus_problem
 from .trainer_initializers import DataSource, RuntimeInitializers
-from .volumes import AnyVolume, check_volumes
+from .volumes import AnyVolume, check_volumes, check_workspace
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -399,6 +399,7 @@ class TrainJob(TrainkitModel):
         one_topology_annotation(self.kueue_topology, self.pod_annotations)
         check_program(self.script, self.command, "the runtime's command runs")
         check_volumes(self.volumes)
+        check_workspace(self.volumes, self.script, trainer=True)
         check_security(self.security_context, self.container_security_context)
         return self
 

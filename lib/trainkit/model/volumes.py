@@ -19,7 +19,7 @@ from ..kube.paths import under
 from .base import TrainkitModel
 from .env import Key
 from .fields import DNS1123Label, MemoryQuantity, ObjectName, Path
-from .job import GENERATED_VOLUMES, WORKSPACE, Volume, repeated
+from .job import GENERATED_VOLUMES, WORKSPACE, Script, Volume, repeated
 
 __all__ = [
     "AnyVolume",
@@ -30,10 +30,16 @@ __all__ = [
     "SecretVolume",
     "ServiceAccountToken",
     "check_volumes",
+    "check_workspace",
     "volume_name",
 ]
 
-_RESERVED_PATHS = (WORKSPACE, "/dev/shm")
+_RESERVED_PATHS = ("/dev/shm",)
+"""Where trainkit mounts the job's shared memory (``shm_size``). ``/workspace`` is the
+script's directory only where the job ships one (``check_workspace``)."""
+# Kubeflow Trainer's initializers write the dataset and the model there on every node
+# (trainer v2.3.0 pkg/constants/constants.go DatasetMountPath, ModelMountPath).
+_TRAINER_PATHS = (f"{WORKSPACE}/dataset", f"{WORKSPACE}/model")
 
 
 def _relative(v: str) -> str:
@@ -188,6 +194,36 @@ AnyVolume = (
 def volume_name(v: AnyVolume) -> str:
     """The pod volume's name: a claim's own name, else the volume's ``name``."""
     return v.claim if isinstance(v, Volume) else v.name
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
+
+
+def check_workspace(
+    volumes: Sequence[AnyVolume], script: Script | None, trainer: bool = False
+) -> None:
+    """No mount hides what trainkit puts in ``/workspace``: with a script, the script (at
+    ``/workspace/<file>``, a read-only ``subPath`` of the scripts' ConfigMap: render/pod.py
+    pod_volumes) and the directory that holds it (a volume there would take the image's
+    writable ``/workspace`` away, and the runtime would create the script's file in the
+    volume to mount it over); on a TrainJob (``trainer``), Trainer's initializer directories.
+    Anything else under ``/workspace`` is the job's: ``/workspace/data`` beside the script, or
+    ``/workspace`` itself for a job that runs its own command."""
+    for i, v in enumerate(volumes):
+        if script is not None and (v.path == WORKSPACE or _under(v.path, script.mount_path)):
+            raise ValueError(
+                f"volumes[{i}] at {v.path!r} would hide the script, which trainkit mounts at "
+                f"{script.mount_path} (the directory {WORKSPACE} stays the image's, writable); "
+                f"mount beside it, e.g. {WORKSPACE}/data, or elsewhere"
+            )
+        for top in _TRAINER_PATHS if trainer else ():
+            if _under(v.path, top) or _under(top, v.path):
+                raise ValueError(
+                    f"volumes[{i}] at {v.path!r} would clash with {top}, where Kubeflow "
+                    "Trainer's initializers put the dataset and the model on every node; "
+                    f"mount elsewhere, e.g. {WORKSPACE}/data"
+                )
 
 
 def check_volumes(volumes: Sequence[AnyVolume]) -> None:

@@ -9,7 +9,20 @@ import re
 import pytest
 import yaml
 
-from trainkit import EmptyDir, PyTorchJob, Resources, Script, TrainJob, Volume
+from trainkit import (
+    EmptyDir,
+    JAXJob,
+    MPIJob,
+    PaddleJob,
+    PyTorchJob,
+    RayJob,
+    Resources,
+    Script,
+    TFJob,
+    TrainJob,
+    Volume,
+    XGBoostJob,
+)
 from trainkit.kube.pods import pod_specs
 from trainkit.model.messages import ModelError
 
@@ -210,3 +223,92 @@ def test_a_trainjob_keeps_trainer_s_initializer_directories(path) -> None:
         TrainJob(name="x", runtime="r", volumes=[Volume(claim="c", path=path)])
     assert "where Kubeflow Trainer's initializers put the dataset and the model" in str(err.value)
     assert TrainJob(name="x", runtime="r", volumes=[Volume(claim="c", path="/workspace/data")])
+
+
+# --- container ports ----------------------------------------------------------------------
+
+
+def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(ws, cli, crds):
+    for rel, _ in KINDS.values():
+        add_fields(ws, rel, 'ports={"status": 8081},')
+    run = cli("synth")
+    assert run.code == 0, run.err
+    for kind, (_, name) in KINDS.items():
+        for doc in _docs(ws, name):
+            for path, spec in pod_specs(doc):
+                if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
+                    continue  # neither runs the job's program
+                ports = spec["containers"][0]["ports"]
+                assert ports[-1] == {"containerPort": 8081, "name": "status", "protocol": "TCP"}, (
+                    kind
+                )
+    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in c["ports"]] == ["pytorchjob-port", "status"]
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert "    ports      pytorchjob-port 23456, status 8081\n" in run.out, run.out
+    assert cli("check", "--crds", str(crds)).code == 0
+
+
+def test_on_the_host_network_a_port_is_the_node_s_too() -> None:
+    # The API server makes every containerPort of a host-network pod a hostPort: say so.
+    from trainkit.model import NetworkProfile
+    from trainkit.render.pod import job_ports
+
+    job = PyTorchJob(name="x", image="i", command=["p"], resources=RES, ports={"status": 8081})
+    host = NetworkProfile(name="h", host_network=True)
+    assert job_ports(job, host) == [
+        {"containerPort": 8081, "name": "status", "protocol": "TCP", "hostPort": 8081}
+    ]
+    assert "hostPort" not in job_ports(job, None)[0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "ports", "says"),
+    [
+        (PyTorchJob, {"status": 0}, "ports.status: must be at least 1"),
+        (PyTorchJob, {"status": 65536}, "ports.status: must be at most 65535"),
+        (PyTorchJob, {"prometheus-metrics": 9090}, "'prometheus-metrics' is not a port name "
+         "(IANA_SVC_NAME): at most 15 characters, e.g. 'metrics'"),
+        (PyTorchJob, {"Metrics": 9090}, "only lowercase letters, digits and '-'"),
+        (PyTorchJob, {"9090": 9090}, "at least one letter"),
+        (PyTorchJob, {"a--b": 9090}, "no '-' at either end or twice in a row"),
+        (PyTorchJob, {"a": 9090, "b": 9090}, "ports 'a' and 'b' are both 9090; give each port "
+         "one name"),
+        (PyTorchJob, {"rdzv": 23456}, "port 'rdzv' is 23456, which the Training Operator's "
+         "rendezvous (MASTER_PORT, pytorchjob-port) uses in a PyTorchJob's pods: the program "
+         "could not listen there; choose another number"),
+        (PyTorchJob, {"pytorchjob-port": 9000}, "port name 'pytorchjob-port' is the one the "
+         "Training Operator's rendezvous (MASTER_PORT, pytorchjob-port) has in a PyTorchJob's "
+         "pods; choose another name"),
+        (TFJob, {"x": 2222}, "which TF_CONFIG's cluster, at tfjob-port uses"),
+        (XGBoostJob, {"x": 9999}, "which XGBoost's tracker, at xgboostjob-port uses"),
+        (JAXJob, {"x": 6666}, "which JAX's coordinator, at jaxjob-port uses"),
+        (PaddleJob, {"x": 40000}, "paddle-operator's endpoints (a random port in 36000-55999"),
+        (MPIJob, {"x": 22}, "which sshd, which mpi-operator's launcher reaches"),
+        (RayJob, {"x": 8265}, "which KubeRay's Ray pods: the dashboard uses"),
+        (RayJob, {"metrics": 9000}, "port name 'metrics' is the one KubeRay's Ray pods' port"),
+    ],
+)  # fmt: skip
+def test_each_bad_port_is_refused_with_what_to_do(kind, ports, says) -> None:
+    fields: dict = {"name": "x", "image": "i", "command": ["python"], "ports": ports}
+    if kind is RayJob:
+        fields |= {"head": Resources(cpu=1, memory="1Gi")}
+    else:
+        fields |= {"resources": RES}
+    with pytest.raises(ModelError) as err:
+        kind(**fields)
+    assert says in str(err.value), str(err.value)
+
+
+def test_the_operator_port_table_matches_the_renderers() -> None:
+    from trainkit.injected_env.operator_ports import operator_ports
+    from trainkit.model.mpijob import HOST_NETWORK_SSH_PORT
+    from trainkit.render import jax, paddle, tensorflow, training_operator, xgboost
+
+    for kind, module in (
+        ("PyTorchJob", training_operator), ("TFJob", tensorflow), ("XGBoostJob", xgboost),
+        ("JAXJob", jax), ("PaddleJob", paddle),
+    ):  # fmt: skip
+        assert operator_ports(kind).name_reason(module.PORT_NAME), kind
+    assert operator_ports("MPIJob").number_reason(HOST_NETWORK_SSH_PORT)

@@ -7,7 +7,9 @@ job = XGBoostJob(
     run=2,  # threads from the downward API: a deployed job is never edited in place
     image="registry.example.com/ml/xgboost:3.2.0",
     script=Script.file("scripts/train_xgb_ranker.py"),  # the Master runs the tracker
-    args=["--rounds", "200", "--rows", "2000000", "--output", "models/photo-quality.ubj"],
+    # --status-port: the rounds done so far, served over HTTP
+    args=["--rounds", "200", "--rows", "2000000", "--output=models/pq.ubj", "--status-port=8081"],
+    ports={"status": 8081},  # the script's rounds-done endpoint (kubectl port-forward)
     volumes=[Volume(claim="vision-models", path="/workspace/models")],  # beside the script
     env_refs={  # read when each pod starts (the downward API)
         "CPUS": ResourceField(resource="limits.cpu"),  # XGBoost's threads: the CPU limit

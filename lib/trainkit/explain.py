@@ -239,6 +239,10 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "working_dir": ps.main.get("workingDir"),
+                "ports": [
+                    {"name": p.get("name"), "port": p.get("containerPort")}
+                    for p in ps.main.get("ports") or []
+                ],
                 "termination_grace_period": ps.spec.get("terminationGracePeriodSeconds"),
                 "host_aliases": [
                     {"ip": a.get("ip"), "hostnames": list(a.get("hostnames") or [])}
@@ -409,6 +413,12 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    command    {shlex.join(pod['command'])}")
             if pod["args"]:
                 lines.append(f"    args       {shlex.join(pod['args'])}")
+            if pod["ports"]:
+                named = [
+                    f"{p['name']} {p['port']}" if p["name"] else str(p["port"])
+                    for p in pod["ports"]
+                ]
+                lines.append(f"    ports      {', '.join(named)}")
             if pod["working_dir"]:
                 lines.append(f"    workdir    {pod['working_dir']}")
             if pod["termination_grace_period"] is not None:

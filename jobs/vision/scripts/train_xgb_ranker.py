@@ -9,7 +9,10 @@ histograms are all-reduced, so each pod ends with the same model. The Master sav
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import xgboost as xgb
@@ -25,16 +28,55 @@ def shard(rank: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+class Rounds(xgb.callback.TrainingCallback):
+    """Counts the rounds done into ``state`` for the status port."""
+
+    def __init__(self, state: dict[str, int]) -> None:
+        super().__init__()
+        self.state = state
+
+    def after_iteration(self, model: object, epoch: int, evals_log: object) -> bool:
+        self.state["rounds"] = epoch + 1
+        return False  # go on
+
+
+def serve_status(port: int, state: dict[str, int]) -> None:
+    """Answer GET on ``port`` with the rounds done so far (the job's ``status`` port, which its
+    readiness probe reads). A rehearsal runs every pod on one machine: the first one serves."""
+
+    class Status(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(state).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    try:
+        server = ThreadingHTTPServer(("", port), Status)
+    except OSError as e:
+        print(f"status port {port} not served: {e}", flush=True)
+        return
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--rows", type=int, default=2000, help="per pod")
     p.add_argument("--features", type=int, default=16)
     p.add_argument("--output", default="model.ubj")
+    p.add_argument("--status-port", type=int, default=0, help="0: none")
     args = p.parse_args()
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    state = {"rank": rank, "rounds": 0}
+    if args.status_port:
+        serve_status(args.status_port, state)
     threads = int(os.environ.get("CPUS") or 0)  # 0: XGBoost's default, every core it sees
     print(f"rank {rank} of {world} on {os.environ.get('NODE_NAME', 'this machine')}", flush=True)
     tracker = None
@@ -56,6 +98,7 @@ def main() -> None:
             num_boost_round=args.rounds,
             evals=[(xgb.DMatrix(x, y), f"rank{rank}")],
             verbose_eval=5,
+            callbacks=[Rounds(state)],
         )
         if collective.get_rank() == 0:
             os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)

@@ -31,7 +31,14 @@ from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
 from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
 from .pod_metadata import own_keys_refused
-from .pod_settings import HostName, IPAddress, check_host_aliases
+from .pod_settings import (
+    HostName,
+    IPAddress,
+    PortName,
+    PortNumber,
+    check_host_aliases,
+    check_ports,
+)
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .volumes import AnyVolume, check_volumes, check_workspace, volume_name
 
@@ -176,6 +183,18 @@ class PodJob(TrainkitModel):
     host_aliases: dict[IPAddress, list[HostName]] = {}
     """Extra lines of every pod's ``/etc/hosts``: ``{"10.0.0.5": ["minio.lab.internal"]}``
     (``hostAliases``), for a name the cluster's DNS does not know."""
+
+    ports: dict[PortName, PortNumber] = {}
+    """Ports the job's program listens on, by name: ``{"metrics": 9090}`` (TCP
+    ``containerPort``s, beside the operator's own, whose numbers and names are refused). They
+    open nothing (no Service, no NetworkPolicy): they name the port for monitoring and for
+    ``kubectl port-forward``. On the host network each is also the node's port (``hostPort``),
+    so no two pods using it share a node."""
+
+    @field_validator("ports")
+    @classmethod
+    def _ports(cls, ports: dict[str, int]) -> dict[str, int]:
+        return check_ports(ports, cls.__name__)
 
     @field_validator("host_aliases")
     @classmethod

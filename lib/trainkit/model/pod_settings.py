@@ -13,11 +13,20 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated
 
-from pydantic import AfterValidator, WithJsonSchema
+from pydantic import AfterValidator, Field, WithJsonSchema
 
+from ..injected_env.operator_ports import operator_ports
 from ..kube.names import is_dns1123_subdomain
 
-__all__ = ["DEFAULT_GRACE", "HostName", "IPAddress", "check_host_aliases"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "HostName",
+    "IPAddress",
+    "PortName",
+    "PortNumber",
+    "check_host_aliases",
+    "check_ports",
+]
 
 DEFAULT_GRACE = 30
 """Kubernetes' ``terminationGracePeriodSeconds`` when a pod says none
@@ -70,3 +79,54 @@ def check_host_aliases(aliases: dict[str, list[str]]) -> dict[str, list[str]]:
                 )
             seen[name] = ip
     return aliases
+
+
+def _port_name(v: str) -> str:
+    # k8s.io/apimachinery pkg/util/validation/validation.go IsValidPortName (IANA_SVC_NAME).
+    rules = (
+        (1 <= len(v) <= 15, "at most 15 characters"),
+        (all(c.isascii() and (c.islower() or c.isdigit() or c == "-") for c in v),
+         "only lowercase letters, digits and '-'"),
+        (any("a" <= c <= "z" for c in v), "at least one letter"),
+        ("--" not in v and not v.startswith("-") and not v.endswith("-"),
+         "no '-' at either end or twice in a row"),
+    )  # fmt: skip
+    broken = [why for ok, why in rules if not ok]
+    if broken:
+        raise ValueError(
+            f"{v!r} is not a port name (IANA_SVC_NAME): {'; '.join(broken)}, e.g. 'metrics'"
+        )
+    return v
+
+
+PortName = Annotated[
+    str, AfterValidator(_port_name), WithJsonSchema({"type": "string", "maxLength": 15})
+]
+"""A container port's name: at most 15 lowercase letters, digits and '-', with a letter."""
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+"""A TCP port number."""
+
+
+def check_ports(ports: dict[str, int], kind: str) -> dict[str, int]:
+    """Each number once, and none of the numbers or names ``kind``'s operator uses."""
+    seen: dict[int, str] = {}
+    for name, port in ports.items():
+        if port in seen:
+            raise ValueError(
+                f"ports {seen[port]!r} and {name!r} are both {port}; give each port one name"
+            )
+        seen[port] = name
+    used = operator_ports(kind)
+    for name, port in ports.items():
+        who = used.number_reason(port)
+        if who is not None:
+            raise ValueError(
+                f"port {name!r} is {port}, which {who} uses in a {kind}'s pods: the program "
+                "could not listen there; choose another number"
+            )
+        who = used.name_reason(name)
+        if who is not None:
+            raise ValueError(
+                f"port name {name!r} is the one {who} has in a {kind}'s pods; choose another name"
+            )
+    return ports

@@ -23,6 +23,7 @@ from .pod import (
     fabric_annotations,
     fabric_volumes,
     hide_gpus,
+    job_ports,
     network_container,
     network_pod,
     placement,
@@ -106,8 +107,9 @@ def role_template(
         c["env"] = env_list(job.env, job.env_refs)
     if job.env_from:
         c["envFrom"] = env_sources(job.env_from)
-    if container.get("ports"):
-        c["ports"] = container["ports"]
+    ports = [*(container.get("ports") or []), *(job_ports(job, profile) if runs_training else [])]
+    if ports:
+        c["ports"] = ports
     c["resources"] = resource_requirements(resources, pj.cluster)
     container_security(c, job)
     network_container(c, profile)

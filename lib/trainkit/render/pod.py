@@ -37,6 +37,7 @@ __all__ = [
     "forwarded",
     "hide_gpus",
     "hides_gpus",
+    "job_ports",
     "network_container",
     "network_pod",
     "one_per_node",
@@ -296,6 +297,19 @@ def pod_access(
         spec["imagePullSecrets"] = [{"name": name} for name in pull_secrets]
     if priority_class is not None:
         spec["priorityClassName"] = priority_class
+
+
+def job_ports(job: object, profile: NetworkProfile | None) -> list[dict[str, Any]]:
+    """The ``ports`` of the job's container that the job declares, after the operator's; on
+    the host network each is the node's port too, as the API server would make it."""
+    host = profile is not None and profile.host_network
+    out = []
+    for name, port in getattr(job, "ports", {}).items():
+        entry: dict[str, Any] = {"containerPort": port, "name": name, "protocol": "TCP"}
+        if host:
+            entry["hostPort"] = port
+        out.append(entry)
+    return out
 
 
 def pod_settings(spec: dict[str, Any], job: object) -> None:

@@ -14,6 +14,7 @@ from trainkit import (
     JAXJob,
     MPIJob,
     PaddleJob,
+    Probe,
     PyTorchJob,
     RayJob,
     Resources,
@@ -312,3 +313,89 @@ def test_the_operator_port_table_matches_the_renderers() -> None:
     ):  # fmt: skip
         assert operator_ports(kind).name_reason(module.PORT_NAME), kind
     assert operator_ports("MPIJob").number_reason(HOST_NETWORK_SSH_PORT)
+
+
+# --- probes -------------------------------------------------------------------------------
+
+LIVE = 'liveness_probe=Probe(http_get="/healthz", port="status", period=20),'
+
+
+def test_probes_reach_the_job_s_container_on_every_kind_and_explain_shows_them(ws, cli, crds):
+    for rel, _ in KINDS.values():
+        add_fields(ws, rel, 'ports={"status": 8081}, startup_probe=Probe(exec=["test", "-f", '
+                   '"/tmp/up"], failure_threshold=30), ' + LIVE)  # fmt: skip
+        edit(ws, rel, "from trainkit import", "from trainkit import Probe,")
+    edit(
+        ws,
+        KINDS["RayJob"][0],
+        "startup_probe=",
+        "readiness_probe=Probe(tcp_socket=True, port=8081), startup_probe=",
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    live = {
+        "httpGet": {"path": "/healthz", "port": "status"}, "initialDelaySeconds": 0,
+        "periodSeconds": 20, "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1,
+    }  # fmt: skip
+    for kind, (_, name) in KINDS.items():
+        for doc in _docs(ws, name):
+            for path, spec in pod_specs(doc):
+                if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
+                    assert "livenessProbe" not in spec["containers"][0], (kind, path)
+                    continue
+                c = spec["containers"][0]
+                assert c["livenessProbe"] == live, (kind, path)
+                assert c["startupProbe"]["exec"] == {"command": ["test", "-f", "/tmp/up"]}
+                assert ("readinessProbe" in c) == (kind == "RayJob"), (kind, path)
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert (
+        "    liveness   GET :status/healthz every 20 s from 0 s, failing after 3 misses\n"
+        "    startup    runs test -f /tmp/up every 10 s from 0 s, failing after 30 misses\n"
+    ) in run.out, run.out
+    assert cli("check", "--crds", str(crds)).code == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"liveness_probe": Probe(exec=["true"], period=5)},
+         "liveness_probe kills the container after 15 s of failed checks (3 × 5 s): a "
+         "PyTorchJob's rank that is busy (a long collective, a checkpoint) would be killed, and "
+         "a killed rank fails or hangs the whole job; make failure_threshold × period at least "
+         "60 s, or use a readiness probe, which kills nothing"),
+        ({"readiness_probe": Probe(exec=["true"])},
+         "readiness_probe: the Training Operator's headless Services give a PyTorchJob's pod a "
+         "DNS name only once it is ready"),
+        ({"startup_probe": Probe(tcp_socket=True, port="web")},
+         "startup_probe checks port 'web', which ports does not name (it names none); add it "
+         "to ports, or give the number"),
+        ({"startup_probe": Probe(exec=["true"], success_threshold=2)},
+         "startup_probe.success_threshold must be 1 (the API server refuses another)"),
+    ],
+)  # fmt: skip
+def test_each_bad_probe_use_is_refused(fields, says) -> None:
+    with pytest.raises(ModelError) as err:
+        PyTorchJob(name="x", image="i", command=["python"], resources=RES, **fields)
+    assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({}, "a probe checks one way, and this one gives none; give exactly one of exec=[…], "
+         "http_get='/path', tcp_socket=True, grpc=True"),
+        ({"exec": ["x"], "tcp_socket": True, "port": 1}, "this one gives exec, tcp_socket"),
+        ({"exec": []}, "exec is empty"),
+        ({"exec": ["x"], "port": 80}, "an exec probe takes no port"),
+        ({"http_get": "/"}, "a http_get probe needs port=, a number or a name of ports"),
+        ({"http_get": "healthz", "port": 80}, "'healthz' is not an HTTP path: start with '/'"),
+        ({"grpc": True, "port": "status"}, "a grpc probe's port is a number, not 'status'"),
+        ({"exec": ["x"], "period": 5, "timeout": 10}, "timeout 10 s is longer than the period"),
+        ({"exec": ["x"], "period": 0}, "period: must be at least 1"),
+        ({"tcp_socket": True, "port": 70000}, "port"),
+    ],
+)  # fmt: skip
+def test_each_bad_probe_is_refused(fields, says) -> None:
+    with pytest.raises(ModelError) as err:
+        Probe(**fields)
+    assert says in str(err.value), str(err.value)

@@ -36,6 +36,7 @@ def test_all_is_pinned_and_sorted():
         "PlatformPatch",
         "PodField",
         "Policy",
+        "Probe",
         "Problem",
         "PyTorchJob",
         "Queue",

@@ -1,6 +1,15 @@
 """Photo-quality classifier: distributed XGBoost on image embeddings, CPU only."""
 
-from trainkit import PodField, ResourceField, Resources, Role, Script, Volume, XGBoostJob
+from trainkit import (
+    PodField,
+    Probe,
+    ResourceField,
+    Resources,
+    Role,
+    Script,
+    Volume,
+    XGBoostJob,
+)
 
 job = XGBoostJob(
     name="photo-quality-xgb",
@@ -10,6 +19,9 @@ job = XGBoostJob(
     # --status-port: the rounds done so far, served over HTTP
     args=["--rounds", "200", "--rows", "2000000", "--output=models/pq.ubj", "--status-port=8081"],
     ports={"status": 8081},  # the script's rounds-done endpoint (kubectl port-forward)
+    # Killed (and, with restart_policy Never, failed) when the status thread stops answering
+    # for two minutes: a hung process, not a busy one (XGBoost trains without the GIL).
+    liveness_probe=Probe(http_get="/", port="status", period=30, failure_threshold=4),
     volumes=[Volume(claim="vision-models", path="/workspace/models")],  # beside the script
     env_refs={  # read when each pod starts (the downward API)
         "CPUS": ResourceField(resource="limits.cpu"),  # XGBoost's threads: the CPU limit

@@ -239,6 +239,11 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "working_dir": ps.main.get("workingDir"),
+                "probes": {
+                    kind: ps.main[f"{kind}Probe"]
+                    for kind in ("readiness", "liveness", "startup")
+                    if f"{kind}Probe" in ps.main
+                },
                 "ports": [
                     {"name": p.get("name"), "port": p.get("containerPort")}
                     for p in ps.main.get("ports") or []
@@ -419,6 +424,8 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                     for p in pod["ports"]
                 ]
                 lines.append(f"    ports      {', '.join(named)}")
+            for kind, probe in pod["probes"].items():
+                lines.append(f"    {kind:<10} {_probe(probe)}")
             if pod["working_dir"]:
                 lines.append(f"    workdir    {pod['working_dir']}")
             if pod["termination_grace_period"] is not None:
@@ -450,6 +457,22 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
     # Env values and arguments are the definition's: no control character reaches the
     # terminal raw.
     return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
+
+
+def _probe(probe: dict[str, Any]) -> str:
+    """A container probe on one line: ``GET :status/healthz every 10 s, killed after 3``."""
+    if "exec" in probe:
+        how = "runs " + shlex.join(probe["exec"].get("command") or [])
+    elif "httpGet" in probe:
+        how = f"GET :{probe['httpGet'].get('port')}{probe['httpGet'].get('path', '')}"
+    else:
+        kind = "TCP" if "tcpSocket" in probe else "gRPC"
+        how = f"{kind} :{(probe.get('tcpSocket') or probe.get('grpc') or {}).get('port')}"
+    return (
+        f"{how} every {probe.get('periodSeconds', 10)} s from "
+        f"{probe.get('initialDelaySeconds', 0)} s, failing after "
+        f"{probe.get('failureThreshold', 3)} misses"
+    )
 
 
 def _security(context: dict[str, Any]) -> str:

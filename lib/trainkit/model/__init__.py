@@ -18,6 +18,7 @@ from .paddlejob import PaddleJob
 from .patches import PatchOp, PlatformPatch
 from .placement import KueueTopology, NodeLabel, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
+from .probes import Probe
 from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
 from .rayjob import DeletionRule, RayJob, RayStart, RuntimeEnv, WorkerGroup
@@ -74,6 +75,7 @@ __all__ = [
     "PlatformPatch",
     "PodField",
     "Policy",
+    "Probe",
     "PyTorchJob",
     "Queue",
     "RayCluster",

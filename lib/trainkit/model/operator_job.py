@@ -39,6 +39,7 @@ from .pod_settings import (
     check_host_aliases,
     check_ports,
 )
+from .probes import Probe, check_probes
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .volumes import AnyVolume, check_volumes, check_workspace, volume_name
 
@@ -191,6 +192,18 @@ class PodJob(TrainkitModel):
     ``kubectl port-forward``. On the host network each is also the node's port (``hostPort``),
     so no two pods using it share a node."""
 
+    readiness_probe: Probe | None = None
+    """When the job's container counts as ready (``readinessProbe``), e.g.
+    ``Probe(http_get="/healthz", port="status")``; it kills nothing. Only on a RayJob: the
+    other operators' Services hide a pod that is not ready from the others' DNS."""
+    liveness_probe: Probe | None = None
+    """When the kubelet kills the job's container as hung (``livenessProbe``). A killed rank
+    fails or hangs the whole job (see ``Probe``), so it must fail for at least 60 s
+    (``failure_threshold`` × ``period``) first."""
+    startup_probe: Probe | None = None
+    """What must pass once before the other probes start (``startupProbe``), for a slow
+    start; the kubelet kills the container when it never does."""
+
     @field_validator("ports")
     @classmethod
     def _ports(cls, ports: dict[str, int]) -> dict[str, int]:
@@ -237,6 +250,15 @@ class PodJob(TrainkitModel):
         check_security(self.security_context, self.container_security_context)
         check_init_containers(self.init_containers, [volume_name(v) for v in self.volumes])
         one_topology_annotation(self.kueue_topology, self.pod_annotations)
+        check_probes(
+            {
+                "readiness_probe": self.readiness_probe,
+                "liveness_probe": self.liveness_probe,
+                "startup_probe": self.startup_probe,
+            },
+            self.ports,
+            type(self).__name__,
+        )
         return self
 
     @property

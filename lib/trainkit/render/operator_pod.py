@@ -31,6 +31,7 @@ from .pod import (
     pod_security,
     pod_settings,
     pod_volumes,
+    probes,
     tolerations,
 )
 from .script import script_configmap_name
@@ -120,6 +121,8 @@ def role_template(
     mounts += device_mounts
     if mounts:
         c["volumeMounts"] = mounts
+    if runs_training:
+        probes(c, job)
     spec: dict[str, Any] = {}
     if runs_training and job.init_containers:
         spec["initContainers"] = init_containers(pj, job, mounts)

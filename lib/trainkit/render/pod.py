@@ -10,6 +10,7 @@ from ..model.env import ConfigMapKey, EnvRef, EnvSource, PodField, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
 from ..model.placement import NodeLabel, Topology
 from ..model.pod_metadata import MULTUS_NETWORKS
+from ..model.probes import Probe
 from ..model.rules import DEVICE_VOLUME
 from ..model.security import ContainerSecurityContext, SecurityContext
 from ..model.volumes import (
@@ -46,6 +47,7 @@ __all__ = [
     "pod_security",
     "pod_settings",
     "pod_volumes",
+    "probes",
     "rsh_port_args",
     "sshd_port",
     "tolerations",
@@ -310,6 +312,18 @@ def job_ports(job: object, profile: NetworkProfile | None) -> list[dict[str, Any
             entry["hostPort"] = port
         out.append(entry)
     return out
+
+
+def probes(container: dict[str, Any], job: object) -> None:
+    """The job's readiness, liveness and startup probes on its container."""
+    for field, key in (
+        ("readiness_probe", "readinessProbe"),
+        ("liveness_probe", "livenessProbe"),
+        ("startup_probe", "startupProbe"),
+    ):
+        probe: Probe | None = getattr(job, field, None)
+        if probe is not None:
+            container[key] = probe.render()
 
 
 def pod_settings(spec: dict[str, Any], job: object) -> None:

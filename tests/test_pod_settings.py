@@ -14,6 +14,7 @@ from trainkit import (
     JAXJob,
     MPIJob,
     PaddleJob,
+    PodAffinity,
     Probe,
     PyTorchJob,
     RayJob,
@@ -398,4 +399,85 @@ def test_each_bad_probe_use_is_refused(fields, says) -> None:
 def test_each_bad_probe_is_refused(fields, says) -> None:
     with pytest.raises(ModelError) as err:
         Probe(**fields)
+    assert says in str(err.value), str(err.value)
+
+
+# --- pod affinity -------------------------------------------------------------------------
+
+AFFINITY = (
+    'pod_labels={"example.com/shard": "a"}, pod_affinity=['
+    'PodAffinity(labels={"example.com/shard": "a"}, anti=True), '
+    'PodAffinity(labels={"example.com/shard": "a"}, topology_key="rack", weight=20)],'
+)
+
+
+def test_pod_affinity_on_every_kind_and_explain_shows_it(ws, cli, crds) -> None:
+    for rel, _ in KINDS.values():
+        add_fields(ws, rel, AFFINITY)
+        edit(ws, rel, "from trainkit import", "from trainkit import PodAffinity,")
+    run = cli("synth")
+    assert run.code == 0, run.err
+    term = {"labelSelector": {"matchLabels": {"example.com/shard": "a"}}}
+    for kind, (_, name) in KINDS.items():
+        for doc in _docs(ws, name):
+            for path, spec in pod_specs(doc):
+                if "submitterPodTemplate" in path:
+                    continue
+                affinity = spec["affinity"]
+                anti = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                assert anti[-1] == {**term, "topologyKey": "kubernetes.io/hostname"}, (kind, path)
+                near = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+                assert near[-1] == {
+                    "podAffinityTerm": {**term, "topologyKey": "rack"},
+                    "weight": 20,
+                }
+    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert (
+        "    placed     near pods with example.com/shard=a, per rack (preferred, weight 20)\n"
+        "    placed     away from pods with example.com/shard=a, per kubernetes.io/hostname "
+        "(required)\n"
+    ) in run.out, run.out
+    assert cli("check", "--crds", str(crds)).code == 0
+
+
+def test_host_network_mpi_keeps_its_one_host_per_node_beside_the_job_s_terms() -> None:
+    from trainkit.render.pod import one_per_node, pod_affinity
+
+    spec: dict = {}
+    pod_affinity(spec, [PodAffinity(labels={"a": "b"}, anti=True)])
+    one_per_node(spec, {"job": "x"})
+    required = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert [t["labelSelector"]["matchLabels"] for t in required] == [{"job": "x"}, {"a": "b"}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"pod_affinity": [PodAffinity(labels={"app": "db"}, anti=True)]},
+         "pod_affinity[0] selects by app=db, which the job does not set in pod_labels; pod "
+         "affinity may use only the job's own labels (a required anti-affinity would also keep "
+         "other pods away)"),
+        ({"pod_labels": {"app": "x"}, "pod_affinity": [PodAffinity(labels={"app": "y"})]},
+         "selects by app=y, which the job does not set"),
+    ],
+)  # fmt: skip
+def test_pod_affinity_only_on_the_job_s_own_labels(fields, says) -> None:
+    # The policy side: matching another workload's labels could steer where its pods go.
+    with pytest.raises(ModelError) as err:
+        PyTorchJob(name="x", image="i", command=["python"], resources=RES, **fields)
+    assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"labels": {}}, "labels is empty, which would match every pod of the namespace"),
+        ({"labels": {"a": "b"}, "weight": 0}, "weight: must be at least 1"),
+        ({"labels": {"a": "b"}, "weight": 101}, "weight: must be at most 100"),
+        ({"labels": {"a": "b"}, "topology_key": "not a key"}, "topology_key"),
+    ],
+)
+def test_each_bad_pod_affinity_is_refused(fields, says) -> None:
+    with pytest.raises(ModelError) as err:
+        PodAffinity(**fields)
     assert says in str(err.value), str(err.value)

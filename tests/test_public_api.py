@@ -34,6 +34,7 @@ def test_all_is_pinned_and_sorted():
         "PaddleJob",
         "PatchOp",
         "PlatformPatch",
+        "PodAffinity",
         "PodField",
         "Policy",
         "Probe",

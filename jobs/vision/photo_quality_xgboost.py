@@ -1,6 +1,7 @@
 """Photo-quality classifier: distributed XGBoost on image embeddings, CPU only."""
 
 from trainkit import (
+    PodAffinity,
     PodField,
     Probe,
     ResourceField,
@@ -31,6 +32,11 @@ job = XGBoostJob(
     resources=Resources(cpu=8, memory="32Gi"),
     master=Role(resources=Resources(cpu=8, memory="48Gi")),  # it also holds the tracker
     deadline_seconds=6 * 3600,
+    pod_labels={"example.com/workload": "photo-quality"},
+    # Prefer one pod per node: each scans its shard with every core of the node.
+    pod_affinity=[
+        PodAffinity(labels={"example.com/workload": "photo-quality"}, anti=True, weight=50)
+    ],
     termination_grace_period=60,  # time to log the last round when preempted (default 30 s)
     host_aliases={"10.20.0.15": ["features.lab.internal"]},  # the feature store, not in DNS
     queue="vision",

@@ -239,6 +239,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 "command": ps.main.get("command"),
                 "args": ps.main.get("args"),
                 "working_dir": ps.main.get("workingDir"),
+                "pod_affinity": _pod_affinity(ps.spec.get("affinity") or {}),
                 "probes": {
                     kind: ps.main[f"{kind}Probe"]
                     for kind in ("readiness", "liveness", "startup")
@@ -424,6 +425,8 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                     for p in pod["ports"]
                 ]
                 lines.append(f"    ports      {', '.join(named)}")
+            for rule in pod["pod_affinity"]:
+                lines.append(f"    placed     {rule}")
             for kind, probe in pod["probes"].items():
                 lines.append(f"    {kind:<10} {_probe(probe)}")
             if pod["working_dir"]:
@@ -457,6 +460,27 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
     # Env values and arguments are the definition's: no control character reaches the
     # terminal raw.
     return printable("\n".join(lines).rstrip("\n"), keep="\n") + "\n"
+
+
+def _pod_affinity(affinity: dict[str, Any]) -> list[str]:
+    """Each pod (anti-)affinity term on one line: ``away from pods with a=b, per
+    kubernetes.io/hostname (required)``."""
+    out = []
+    for kind, where in (("podAffinity", "near"), ("podAntiAffinity", "away from")):
+        group = affinity.get(kind) or {}
+        terms = [
+            (t, "required")
+            for t in group.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        ]
+        terms += [
+            (p.get("podAffinityTerm") or {}, f"preferred, weight {p.get('weight')}")
+            for p in group.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        ]
+        for term, how in terms:
+            match = (term.get("labelSelector") or {}).get("matchLabels") or {}
+            labels = ", ".join(f"{k}={v}" for k, v in match.items())
+            out.append(f"{where} pods with {labels}, per {term.get('topologyKey')} ({how})")
+    return out
 
 
 def _probe(probe: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
 from .patches import PatchOp, PlatformPatch
-from .placement import KueueTopology, NodeLabel, Topology
+from .placement import KueueTopology, NodeLabel, PodAffinity, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .probes import Probe
 from .pytorchjob import Elastic, PyTorchJob
@@ -73,6 +73,7 @@ __all__ = [
     "PaddleJob",
     "PatchOp",
     "PlatformPatch",
+    "PodAffinity",
     "PodField",
     "Policy",
     "Probe",

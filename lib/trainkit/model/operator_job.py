@@ -29,7 +29,14 @@ from .fields import (
 )
 from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
-from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
+from .placement import (
+    KueueTopology,
+    NodeLabel,
+    PodAffinity,
+    Topology,
+    check_pod_affinity,
+    one_topology_annotation,
+)
 from .pod_metadata import own_keys_refused
 from .pod_settings import (
     HostName,
@@ -131,6 +138,10 @@ class PodJob(TrainkitModel):
     topology: Topology | None = None
     """How the job's pods lie across racks or zones: ``Topology(key="rack", layout="pack")``
     keeps NCCL traffic in one rack where it can, ``layout="spread"`` spreads the pods."""
+    pod_affinity: list[PodAffinity] = []
+    """Near or away from pods with labels the job sets, per node, rack or zone:
+    ``PodAffinity(labels={"example.com/shard": "a"}, anti=True)`` (required), or preferred
+    with ``weight=``."""
     queue: DNS1123Label | None = None
     """Volcano queue; defaults to the team's first queue."""
     clusters: list[ClusterRef] | None = None
@@ -250,6 +261,7 @@ class PodJob(TrainkitModel):
         check_security(self.security_context, self.container_security_context)
         check_init_containers(self.init_containers, [volume_name(v) for v in self.volumes])
         one_topology_annotation(self.kueue_topology, self.pod_annotations)
+        check_pod_affinity(self.pod_affinity, self.pod_labels)
         check_probes(
             {
                 "readiness_probe": self.readiness_probe,

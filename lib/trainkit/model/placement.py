@@ -19,7 +19,9 @@ __all__ = [
     "KUEUE_TOPOLOGY_ANNOTATIONS",
     "KueueTopology",
     "NodeLabel",
+    "PodAffinity",
     "Topology",
+    "check_pod_affinity",
     "one_topology_annotation",
 ]
 
@@ -117,3 +119,50 @@ def one_topology_annotation(topology: KueueTopology | None, annotations: dict[st
             f"pod_annotations sets {clash[0]!r} beside kueue_topology, and Kueue refuses a pod "
             "template with more than one topology annotation: drop the annotation"
         )
+
+
+class PodAffinity(TrainkitModel):
+    """Place the job's pods near (or, ``anti=True``, away from) pods that carry ``labels``,
+    within one ``topology_key`` domain: ``PodAffinity(labels={"example.com/shard": "a"},
+    anti=True)`` keeps at most one such pod per node. Required, or preferred with a
+    ``weight``. Only labels the job itself sets (``pod_labels``) and only pods of its own
+    namespace: a required anti-affinity holds both ways (the scheduler keeps any pod it
+    matches off the nodes of the pods that carry it), so matching other pods' labels would
+    steer where those go."""
+
+    labels: dict[LabelKey, LabelValue]
+    """The pods to place near or away from, by labels the job sets in ``pod_labels``."""
+    topology_key: LabelKey = "kubernetes.io/hostname"
+    """Node label whose values are the domains: a node (the default), a rack, a zone."""
+    anti: bool = False
+    """Away from those pods instead of near them."""
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Without it the rule is required; with it (1–100) the scheduler prefers it."""
+
+    @model_validator(mode="after")
+    def _some_labels(self) -> PodAffinity:
+        if not self.labels:
+            raise ValueError(
+                "labels is empty, which would match every pod of the namespace; name labels "
+                "the job sets in pod_labels"
+            )
+        return self
+
+    def term(self) -> dict[str, object]:
+        """The ``podAffinityTerm`` (the pods' own namespace: no ``namespaces``)."""
+        return {
+            "labelSelector": {"matchLabels": dict(self.labels)},
+            "topologyKey": self.topology_key,
+        }
+
+
+def check_pod_affinity(rules: list[PodAffinity], pod_labels: dict[str, str]) -> None:
+    """Each rule's labels are ones the job sets on its pods, with the same values."""
+    for i, rule in enumerate(rules):
+        foreign = sorted(k for k, v in rule.labels.items() if pod_labels.get(k) != v)
+        if foreign:
+            raise ValueError(
+                f"pod_affinity[{i}] selects by {', '.join(f'{k}={rule.labels[k]}' for k in foreign)}, "
+                "which the job does not set in pod_labels; pod affinity may use only the job's "
+                "own labels (a required anti-affinity would also keep other pods away)"
+            )

@@ -28,6 +28,7 @@ from .pod import (
     network_pod,
     placement,
     pod_access,
+    pod_affinity,
     pod_security,
     pod_settings,
     pod_volumes,
@@ -140,6 +141,7 @@ def role_template(
         spec["tolerations"] = tolerations(job.tolerations)
     labels = pod_labels(pj.definition.team, job.name)
     placement(spec, job.node_affinity, job.topology, labels)
+    pod_affinity(spec, job.pod_affinity)
     pod_access(
         spec,
         service_account=job.service_account,

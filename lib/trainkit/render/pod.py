@@ -8,7 +8,7 @@ from typing import Any
 from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, Volume
 from ..model.env import ConfigMapKey, EnvRef, EnvSource, PodField, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
-from ..model.placement import NodeLabel, Topology
+from ..model.placement import NodeLabel, PodAffinity, Topology
 from ..model.pod_metadata import MULTUS_NETWORKS
 from ..model.probes import Probe
 from ..model.rules import DEVICE_VOLUME
@@ -44,6 +44,7 @@ __all__ = [
     "one_per_node",
     "placement",
     "pod_access",
+    "pod_affinity",
     "pod_security",
     "pod_settings",
     "pod_volumes",
@@ -269,9 +270,9 @@ def one_per_node(spec: dict[str, Any], labels: Mapping[str, str]) -> None:
     """At most one pod that ``labels`` select per node: a required pod anti-affinity on the
     node's hostname (the MPI hosts of a job on the host network, each one node's sshd)."""
     term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": "kubernetes.io/hostname"}
-    spec.setdefault("affinity", {})["podAntiAffinity"] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": [term]
-    }
+    anti = spec.setdefault("affinity", {}).setdefault("podAntiAffinity", {})
+    required = anti.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+    required.insert(0, term)  # before the job's own pod_affinity terms
 
 
 def rsh_port_args(port: int | None) -> list[str]:
@@ -382,6 +383,22 @@ def placement(
             ]
     if affinity:
         spec["affinity"] = affinity
+
+
+def pod_affinity(spec: dict[str, Any], rules: Sequence[PodAffinity]) -> None:
+    """The job's ``pod_affinity`` rules after placement's (a ``pack`` topology's preferred
+    term comes first)."""
+    for rule in rules:
+        kind = "podAntiAffinity" if rule.anti else "podAffinity"
+        group = spec.setdefault("affinity", {}).setdefault(kind, {})
+        if rule.weight is None:
+            group.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
+                rule.term()
+            )
+        else:
+            group.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"podAffinityTerm": rule.term(), "weight": rule.weight}
+            )
 
 
 def env_list(

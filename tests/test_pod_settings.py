@@ -407,7 +407,8 @@ def test_each_bad_probe_is_refused(fields, says) -> None:
 AFFINITY = (
     'pod_labels={"example.com/shard": "a"}, pod_affinity=['
     'PodAffinity(labels={"example.com/shard": "a"}, anti=True), '
-    'PodAffinity(labels={"example.com/shard": "a"}, topology_key="rack", weight=20)],'
+    'PodAffinity(labels={"example.com/shard": "a"}, topology_key="topology.kubernetes.io/zone", '
+    "weight=20)],"
 )
 
 
@@ -428,12 +429,13 @@ def test_pod_affinity_on_every_kind_and_explain_shows_it(ws, cli, crds) -> None:
                 assert anti[-1] == {**term, "topologyKey": "kubernetes.io/hostname"}, (kind, path)
                 near = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
                 assert near[-1] == {
-                    "podAffinityTerm": {**term, "topologyKey": "rack"},
+                    "podAffinityTerm": {**term, "topologyKey": "topology.kubernetes.io/zone"},
                     "weight": 20,
                 }
     run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert (
-        "    placed     near pods with example.com/shard=a, per rack (preferred, weight 20)\n"
+        "    placed     near pods with example.com/shard=a, per topology.kubernetes.io/zone "
+        "(preferred, weight 20)\n"
         "    placed     away from pods with example.com/shard=a, per kubernetes.io/hostname "
         "(required)\n"
     ) in run.out, run.out
@@ -481,3 +483,49 @@ def test_each_bad_pod_affinity_is_refused(fields, says) -> None:
     with pytest.raises(ModelError) as err:
         PodAffinity(**fields)
     assert says in str(err.value), str(err.value)
+
+
+# --- node labels the cluster lists --------------------------------------------------------
+
+CLUSTERS = "jobs/platform/clusters.py"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "says"),
+    [
+        ('node_selector={"gpu.product": "A100"},', "node_selector.gpu.product",
+         "no node of cluster 'gpu-east' has label 'gpu.product' (Cluster.node_labels in "
+         f"{CLUSTERS} lists 'node.example.com/pool', 'nvidia.com/gpu.product', "
+         "'topology.kubernetes.io/zone'): pods that need it would never be placed; use a "
+         "listed label, or ask the platform team to list it"),
+        ('node_affinity=[NodeLabel(key="nvidia.com/gpu.product", values=["H200"])],',
+         "node_affinity[0]", "no node of cluster 'gpu-east' has nvidia.com/gpu.product=H200"),
+        ('topology=Topology(key="rack", layout="pack"),', "topology",
+         "no node of cluster 'gpu-east' has label 'rack'"),
+        ('pod_labels={"a": "b"}, pod_affinity=[PodAffinity(labels={"a": "b"}, '
+         'topology_key="rack")],', "pod_affinity[0]",
+         "no node of cluster 'gpu-east' has label 'rack'"),
+    ],
+)  # fmt: skip
+def test_a_node_rule_on_a_label_the_cluster_lacks_is_refused(ws, cli, fields, field, says):
+    add_fields(ws, RESNET, fields)
+    edit(
+        ws, RESNET, "from trainkit import", "from trainkit import NodeLabel, PodAffinity, Topology,"
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert f"PyTorchJob 'resnet50-ddp': {field}: {says}" in run.err, run.err
+    # Only where the cluster lists labels: rocm-west lists none, so nothing is said of it.
+    assert "cluster 'rocm-west'" not in run.err
+
+
+def test_listed_labels_any_value_and_the_kubelet_s_own_pass(ws, cli) -> None:
+    add_fields(
+        ws, RESNET,
+        'node_selector={"kubernetes.io/arch": "amd64"}, node_affinity=[NodeLabel('
+        'key="topology.kubernetes.io/zone", values=["east-1a"]), NodeLabel('
+        'key="nvidia.com/gpu.product", operator="NotIn", values=["T4"])],',
+    )  # fmt: skip
+    edit(ws, RESNET, "from trainkit import", "from trainkit import NodeLabel,")
+    run = cli("synth")
+    assert run.code == 0, run.err

@@ -18,6 +18,12 @@ gpu_east = Cluster(
     accelerator="cuda",
     # KubeRay runs here (with --batch-scheduler=volcano) for Ray jobs (seed 001).
     operators=["training-operator", "kuberay", "trainer"],
+    # What jobs' node rules may name here (a label no node has would keep a job pending).
+    node_labels={
+        "node.example.com/pool": ["cpu", "gpu"],
+        "nvidia.com/gpu.product": ["NVIDIA-A100-SXM4-80GB"],
+        "topology.kubernetes.io/zone": [],
+    },
 )
 
 rocm_west = Cluster(

@@ -1,6 +1,7 @@
 """Photo-quality classifier: distributed XGBoost on image embeddings, CPU only."""
 
 from trainkit import (
+    NodeLabel,
     PodAffinity,
     PodField,
     Probe,
@@ -32,6 +33,8 @@ job = XGBoostJob(
     resources=Resources(cpu=8, memory="32Gi"),
     master=Role(resources=Resources(cpu=8, memory="48Gi")),  # it also holds the tracker
     deadline_seconds=6 * 3600,
+    # CPU only: prefer the CPU pool, leaving the GPU nodes to GPU jobs.
+    node_affinity=[NodeLabel(key="node.example.com/pool", values=["cpu"], weight=20)],
     pod_labels={"example.com/workload": "photo-quality"},
     # Prefer one pod per node: each scans its shard with every core of the node.
     pod_affinity=[

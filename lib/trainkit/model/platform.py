@@ -13,6 +13,7 @@ from .fields import (
     CpuQuantity,
     DNS1123Label,
     LabelKey,
+    LabelValue,
     MemoryQuantity,
     ObjectName,
     Path,
@@ -105,6 +106,12 @@ class Cluster(TrainkitModel):
     ``nvidia.com/gpu:NoSchedule``); a job's toleration must be covered by one of these. A
     toleration without key (``operator='Exists'``) tolerates every taint, control-plane and
     dedicated nodes included: declare it only on purpose."""
+    node_labels: dict[LabelKey, list[LabelValue]] = {}
+    """Labels the cluster's nodes carry, each with its values (``[]``: any value), e.g.
+    ``{"gpu.product": ["A100", "H100"], "rack": []}``. When given, the node label rules of the
+    jobs on the cluster (``node_affinity``, ``node_selector``, a ``Topology`` or
+    ``PodAffinity`` key) may name only these: a required rule on a label no node has keeps the
+    job pending forever. Empty: not checked."""
     csi_drivers: list[ObjectName] = []
     """CSI drivers installed on the cluster whose inline volumes jobs may mount
     (``CsiVolume``), e.g. ``["secrets-store.csi.k8s.io"]``; a pod naming a driver the cluster

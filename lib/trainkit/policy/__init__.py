@@ -20,6 +20,7 @@ from .caps import check_caps, check_runtime_gpus, team_gpus, teams_over_cap
 from .env_expansion import check_env_expansion
 from .grace import check_grace
 from .images import check_images
+from .node_rules import check_node_labels
 from .packages import check_packages
 from .qos import check_qos
 from .queues import (
@@ -50,6 +51,7 @@ def check_policy(
     check_workload_priority(plan.index, jobs, problems)
     check_kueue_topology(plan.index, jobs, problems)
     check_tolerations(plan, problems)
+    check_node_labels(plan, problems)
     check_qos(plan.index, jobs, runtimes, problems)
     check_sidecars(jobs, runtimes, problems)
     check_env_expansion(jobs, problems)

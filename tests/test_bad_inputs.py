@@ -702,8 +702,9 @@ CASES = [
             f"Cluster.operators in {CLUSTERS} lists 'trainer'",
             "choose other clusters or add 'mpi-operator' there",
         ),
-        # The PyTorchJobs on a800-north need the Training Operator, dropped by the same edit.
-        problems=3,
+        # The PyTorchJobs on a800-north need the Training Operator, dropped by the same edit,
+        # and the MPIJob pi (jobs/llm/pi_mpi.py) mpi-operator too.
+        problems=4,
     ),
     Case(
         id="mpijob-sets-an-open-mpi-variable",

@@ -117,6 +117,21 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "queued does not count",
     ),
     ("TrainJob resnet50-r1", "rocm-west"): (16, [("node", 2, True, AMD8)], "none"),
+    # Roles with settings of their own (jobs/vision/mobilenet_ps_roles.py, jobs/llm/pi_mpi.py).
+    ("TFJob mobilenet-ps-roles", "gpu-east"): (
+        5,
+        [
+            ("Chief", 1, True, BLANK),
+            ("PS", 2, True, BLANK),
+            ("Worker", 2, True, "its 1 nvidia.com/gpu"),
+        ],
+        "none",
+    ),
+    ("MPIJob pi", "a800-north"): (
+        2,
+        [("Launcher", 1, False, BLANK), ("Worker", 2, True, BLANK)],
+        "none",
+    ),
     ("PaddleJob wide-deep-ps-r1", "rocm-west"): (
         4,
         [("ps", 2, True, ROCM_NONE), ("worker", 2, True, ROCM_NONE)],
@@ -152,3 +167,27 @@ def test_explain_shows_the_example_s_pods(
     # An MPI job (an MPIJob, a TrainJob on an MPI runtime) has exactly one launcher pod.
     launchers = [p["count"] for p in d["pods"] if p["role"].lower() == "launcher"]
     assert launchers in ([], [1])
+
+
+def test_explain_shows_what_each_role_sets_itself(
+    shown: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    pods = {p["role"]: p for p in shown[("TFJob mobilenet-ps-roles", "gpu-east")]["pods"]}
+    cpu_image = "registry.example.com/ml/tensorflow:2.18.0"
+    assert [pods[r]["image"] for r in ("Chief", "PS", "Worker")] == [
+        cpu_image,
+        cpu_image,
+        cpu_image + "-gpu",
+    ]
+    # ExitCode is the operator's: its pods restart Never, and it decides from the exit code.
+    assert pods["Chief"]["restart_policy"] == "Never"
+    assert pods["PS"]["restart_policy"] == "OnFailure"
+    assert pods["PS"]["node_selector"] == {"node.example.com/pool": "cpu"}
+    assert pods["Worker"]["node_selector"] == {}
+    (threads,) = [e for e in pods["PS"]["env"] if e["name"] == "TF_NUM_INTEROP_THREADS"]
+    assert threads["source"] == "role ps"
+    assert not [e for e in pods["Worker"]["env"] if e["name"] == "TF_NUM_INTEROP_THREADS"]
+    mpi = {p["role"]: p for p in shown[("MPIJob pi", "a800-north")]["pods"]}
+    assert mpi["Worker"]["restart_policy"] == "Never"
+    assert mpi["Launcher"]["restart_policy"] == "OnFailure"
+    assert mpi["Worker"]["command"] == ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]

@@ -256,6 +256,8 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                 ],
                 "resources": ps.main.get("resources") or {},
                 "volumes": _volumes(ps),
+                "node_selector": dict(ps.spec.get("nodeSelector") or {}),
+                "tolerations": [_toleration(t) for t in ps.spec.get("tolerations") or []],
                 "env": [
                     {
                         "name": e.name,
@@ -442,6 +444,11 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
             same = res.get("limits") == res.get("requests")
             lines.append(f"    resources  {'requests = limits' if same else 'limits'}: {limits}")
             lines.append(f"    sees GPUs  {pod['gpus_seen']}")
+            if pod["node_selector"]:
+                labels = ", ".join(f"{k}={v}" for k, v in pod["node_selector"].items())
+                lines.append(f"    nodes      {labels}")
+            for t in pod["tolerations"]:
+                lines.append(f"    tolerates  {t}")
             for v in pod["volumes"]:
                 ro = " (read-only)" if v["read_only"] else ""
                 lines.append(f"    volume     {v['path']} ← {v['source']}{ro}")
@@ -527,6 +534,12 @@ def _completion(c: dict[str, Any]) -> str:
     if limit == 0:
         return text + f"; the first failure fails the job ({c['counts']})"
     return text + f"; fails once {limit} restarts are counted ({c['counts']})"
+
+
+def _toleration(t: dict[str, Any]) -> str:
+    """A pod's toleration as kubectl shows taints: ``key=value:Effect`` (``*`` for any)."""
+    value = f"={t['value']}" if t.get("operator", "Equal") == "Equal" and "value" in t else ""
+    return f"{t.get('key', '*')}{value}:{t.get('effect', '*')}"
 
 
 def _source(entry: dict[str, Any]) -> str:

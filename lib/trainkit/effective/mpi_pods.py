@@ -13,6 +13,7 @@ with minMember = schedulingPolicy.minAvailable, else workers + 1.
 from __future__ import annotations
 
 import copy
+import shlex
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -30,7 +31,7 @@ from .podsets import (
     Gang,
     PodSet,
     Service,
-    env_source,
+    own_env_source,
     waits_for_hosts,
 )
 
@@ -72,7 +73,7 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         count = int(replicas[role].get("replicas", 1))
         template = copy.deepcopy(replicas[role]["template"]["spec"])
         own = template["containers"][0]
-        env = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+        env = [EnvVar.of(e, own_env_source(pj, role, e["name"])) for e in own.get("env") or []]
         injected = mpijob_env(
             implementation=implementation,
             slots=slots,
@@ -257,6 +258,11 @@ def _sshd(worker: PodSet) -> str:
     """How the workers' sshd runs: mpi-operator's default command, or on a port of the node's
     own network (a host-network profile: render/mpi_operator.py), one worker per node."""
     if not worker.spec.get("hostNetwork"):
+        own = [*(worker.main.get("command") or []), *(worker.main.get("args") or [])]
+        if own:
+            # mpi_job_controller.go newWorker: "/usr/sbin/sshd -De" only when the container
+            # has neither command nor args.
+            return f"as the worker role says: {shlex.join(own)}"
         return "mpi-operator's default command"
     ports = [p["containerPort"] for p in worker.main.get("ports") or [] if p.get("name") == "ssh"]
     if not ports:

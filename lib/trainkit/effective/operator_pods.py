@@ -27,7 +27,7 @@ from ..injected_env.training_operator_env import (
 from ..render.training_operator import CONTAINER, PORT_NAME
 from ..resolve import PlannedJob
 from .admission import container_amounts, replica_workload, resource_list
-from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, env_source
+from .podsets import Completion, EffectiveJob, EnvVar, Gang, PodSet, own_env_source
 
 __all__ = [
     "BACKOFF_COUNTS",
@@ -107,7 +107,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             continue
         template = replicas[role]["template"]["spec"]
         own = next(c for c in template["containers"] if c["name"] == CONTAINER)
-        user = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+        user = [EnvVar.of(e, own_env_source(pj, role, e["name"])) for e in own.get("env") or []]
         ranked = elastic is None and "Master" in replicas
 
         def injected(index: int, first: int = rank, ranked: bool = ranked) -> list[EnvVar]:
@@ -336,7 +336,7 @@ def role_pod_sets(
     for rtype, count in counts.items():
         template = dict(replicas[rtype]["template"]["spec"])
         own = next(c for c in template["containers"] if c["name"] == container)
-        user = [EnvVar.of(e, env_source(pj, e["name"], "job")) for e in own.get("env") or []]
+        user = [EnvVar.of(e, own_env_source(pj, rtype, e["name"])) for e in own.get("env") or []]
         env = _appended(user, injected(rtype, counts, 0))
         template["containers"] = [
             {**c, "env": [e.entry() for e in env]} if c["name"] == container else c

@@ -22,6 +22,7 @@ __all__ = [
     "Workload",
     "WorkloadPodSet",
     "env_source",
+    "own_env_source",
     "pod_requests",
     "waits_for_hosts",
 ]
@@ -88,6 +89,16 @@ def env_source(pj: PlannedJob, name: str, otherwise: str) -> str:
         # renderer blanks them on a pod that requests no GPU (render.pod.hide_gpus).
         return "trainkit: the pod requests no GPU"
     return otherwise
+
+
+def own_env_source(pj: PlannedJob, rtype: str, name: str) -> str:
+    """Who set a variable of replica type ``rtype``'s rendered container: the profile or
+    trainkit as in ``env_source``, else the role's own ``env`` when it gives the name, else
+    the job."""
+    found = pj.role_of(rtype)
+    if found is not None and name in found[1].env:
+        return env_source(pj, name, f"role {found[0]}")
+    return env_source(pj, name, "job")
 
 
 def waits_for_hosts(spec: dict[str, Any]) -> str | None:

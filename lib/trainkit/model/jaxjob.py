@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .operator_job import Role, RoleJob, refuse_always
+from .operator_job import RoleJob, refuse_always
 
 __all__ = ["JAX_ROLES", "JAXJob"]
 
@@ -40,10 +40,6 @@ class JAXJob(RoleJob):
     def _coherent(self) -> JAXJob:
         self._check_role_names()
         return self
-
-    def role(self, name: str) -> Role | None:
-        """A JAXJob has no role beside its Workers."""
-        return None
 
     def replica_counts(self) -> dict[str, int]:
         return {"Worker": self.nodes}

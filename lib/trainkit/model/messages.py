@@ -118,6 +118,27 @@ _PLAIN = {
 }
 
 
+_ROLE_NAMES = frozenset(
+    {"master", "worker", "workers", "chief", "ps", "evaluator", "launcher", "heter", "head"}
+)
+"""Role names of some kind: on a kind without them, the message lists the kind's roles."""
+
+
+def _roles_of(model: type[BaseModel]) -> str:
+    """The role fields ``model`` has (``ROLE_FIELDS``), for a role it does not have."""
+    roles: dict[str, str] = getattr(model, "ROLE_FIELDS", {})
+    name = model.__name__
+    if not roles:
+        return (
+            f"a {name} has no roles with settings of their own: all its pods run the job's settings"
+        )
+    listed = ", ".join(f"{f}= ({rtype})" for f, rtype in roles.items())
+    return (
+        f"a {name}'s roles with settings of their own are {listed}; the other pods run the "
+        "job's settings"
+    )
+
+
 def _msg(err: Any, model: type[BaseModel] | None) -> str:
     kind, ctx = str(err["type"]), err.get("ctx") or {}
     if kind == "value_error":
@@ -134,6 +155,8 @@ def _msg(err: Any, model: type[BaseModel] | None) -> str:
         top = len(err["loc"]) == 1
         if top and _TTL.match(str(field)) and not any(_TTL.match(k) for k in known):
             return f"unknown field; {_no_ttl(model)}"
+        if top and str(field) in _ROLE_NAMES and model is not None:
+            return f"unknown field; {_roles_of(model)}"
         close = difflib.get_close_matches(str(field), sorted(known), n=1)
         hint = f"did you mean {close[0]!r}?" if close else "see schemas/ for the allowed fields"
         return f"unknown field; {hint}"

@@ -8,7 +8,7 @@ pkg/controller/mpi_job_controller.go).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -57,6 +57,12 @@ class MPIJob(OperatorJob):
     """The launcher pod's own settings: ``Role(resources=…, node_selector=…)``. Without
     ``resources`` it gets 1 CPU and 2Gi and no GPU (the job's ``resources`` when
     ``launcher_as_worker``)."""
+    worker: Role | None = None
+    """The worker pods' own ``image``, ``command``, ``args`` and ``restart_policy``, e.g.
+    ``Role(command=["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"])`` for an
+    image whose sshd runs as its non-root user (mpi-operator starts ``/usr/sbin/sshd -De`` in
+    a worker with neither command nor args). Their resources, node selector and tolerations are
+    the job's; their env is the job's, which ``mpirun`` forwards to the ranks."""
     launcher_as_worker: bool = False
     """Run ranks on the launcher too (``runLauncherAsWorker``): it is then the first host of
     the hostfile and gets the job's ``resources``."""
@@ -84,8 +90,11 @@ class MPIJob(OperatorJob):
         own_pod_refs_refused(refs, "env_refs")
         return refs
 
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {"launcher": "Launcher", "worker": "Worker"}
+
     @model_validator(mode="after")
     def _coherent(self) -> MPIJob:
+        self._check_roles()
         role = self.launcher
         if role.replicas != 1:
             # validation.go validateReplicaSpecs: the Launcher's replicas must be 1.
@@ -146,6 +155,43 @@ class MPIJob(OperatorJob):
             f"{self.object_name}-worker-{self.nodes - 1}", f"{self.nodes} nodes"
         )
         return self
+
+    def _check_roles(self) -> None:
+        for field, role in self.roles().items():
+            if role.restart_policy == "ExitCode":
+                # validation.go validateReplicaSpec: validRestartPolicies is Never, OnFailure.
+                raise ValueError(
+                    f"{field}.restart_policy 'ExitCode' is refused by mpi-operator, which "
+                    "accepts 'Never' and 'OnFailure' only"
+                )
+        for name in self.launcher.env:
+            if name in self.env:
+                raise ValueError(
+                    f"launcher.env: {name} is in the job's env too, which mpirun forwards to "
+                    f"every rank with the launcher's value (-x {name}): the ranks would get "
+                    "the launcher's; set it once, on the job or on the launcher"
+                )
+        worker = self.worker
+        if worker is None:
+            return
+        given = worker.model_fields_set
+        job_own = {
+            "replicas": "nodes=",
+            "resources": "resources=",
+            "node_selector": "node_selector=",
+            "tolerations": "tolerations=",
+        }
+        for field, instead in job_own.items():
+            if field in given:
+                raise ValueError(
+                    f"worker.{field} is the job's own: the workers run the job's settings; set "
+                    f"{instead} on the job (launcher= holds the launcher's)"
+                )
+        if worker.env:
+            raise ValueError(
+                "worker.env would reach only the workers' sshd: the ranks are started over ssh "
+                "and get the job's env, which mpirun forwards (-x); set env= on the job"
+            )
 
     def _check_ssh_user(self) -> None:
         """The user the security contexts choose must be able to use the ssh key the operator

@@ -6,7 +6,7 @@ the placement are one set of fields, declared once here so every kind reads them
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -72,19 +72,41 @@ def refuse_always(value: Any, who: str) -> Any:
 
 
 class Role(TrainkitModel):
-    """Settings of one role (an MPIJob's launcher, a TFJob's parameter servers) that differ
-    from the job's; a setting left out is the job's."""
+    """Settings of one role (an MPIJob's launcher, a TFJob's parameter servers, a PyTorchJob's
+    Master) that differ from the job's; a setting left out is the job's. Each one passes the
+    same checks as the job's own: registries, caps, queue counts, granted tolerations and the
+    variables the operator sets."""
 
     replicas: int = Field(default=1, ge=1, le=10000)
     """Pods of the role."""
+    image: Image | None = None
+    """The role's image instead of the job's, e.g. a CPU image for parameter servers; one per
+    cluster or accelerator as for the job's ``image``. It must come from a registry the
+    platform allows."""
     resources: Resources | None = None
     """CPU, memory and GPUs of each of the role's pods."""
     command: list[Arg] | None = None
-    """The role's command, where the kind runs one per role."""
+    """The role's command instead of the job's (or instead of the script's launcher), e.g. a
+    parameter server's own entrypoint or an MPI worker's own sshd."""
     args: list[Arg] | None = None
-    """The role's arguments, where the kind runs one per role."""
+    """The role's arguments instead of the job's ``args``."""
+    env: dict[EnvName, EnvValue] = {}
+    """Variables of the role's pods on top of the job's ``env`` (a name in both takes the
+    role's value); those the operator sets itself are refused, as in the job's."""
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] | None = None
+    """What the operator does when one of the role's pods fails, instead of the job's
+    ``restart_policy`` (each replica type has its own in the operators). ``Always`` is
+    refused."""
     node_selector: dict[LabelKey, LabelValue] | None = None
     """Node labels the role's pods must run on, instead of the job's."""
+    tolerations: list[Toleration] | None = None
+    """Taints the role's pods tolerate, instead of the job's (only those the Cluster
+    allows): ``[]`` keeps a CPU role off tainted GPU nodes the job tolerates."""
+
+    @field_validator("restart_policy", mode="before")
+    @classmethod
+    def _not_always(cls, value: Any) -> Any:
+        return refuse_always(value, "the role")
 
 
 class PodJob(TrainkitModel):
@@ -306,6 +328,43 @@ class OperatorJob(PodJob):
     (``status.startTime``: once Volcano admits the gang, or Kueue the job, so time queued does
     not count; an MPIJob's is its launcher's, see there)."""
 
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {}
+    """The kind's role fields and the replica type each sets (``{"ps": "PS", …}``); the
+    replica types not named here run the job's own settings."""
+
+    def roles(self) -> dict[str, Role]:
+        """The roles the job gives, by field name, in ``ROLE_FIELDS`` order."""
+        return {f: r for f in self.ROLE_FIELDS if (r := getattr(self, f)) is not None}
+
+    def role(self, name: str) -> Role | None:
+        """The settings of replica type ``name``; None where it runs the job's own."""
+        for field, rtype in self.ROLE_FIELDS.items():
+            if rtype == name:
+                role: Role | None = getattr(self, field)
+                return role
+        return None
+
+    @model_validator(mode="after")
+    def _role_env(self) -> OperatorJob:
+        # The operator injects the same variables into every replica type's container
+        # (training-operator v1.9.4 pkg/controller.v1/common/pod.go createNewPod calls the
+        # kind's SetClusterSpec for each rtype), so a role may not set them either.
+        kind = type(self).__name__
+        bad = []
+        for field, role in self.roles().items():
+            for name in role.env:
+                why = refused_env_reason(name, kind)
+                if why is not None:
+                    bad.append(f"{field}.env: {name} may not be set: {why}")
+                elif name in self.env_refs:
+                    bad.append(
+                        f"{field}.env: {name} is read from a Secret or ConfigMap by the job's "
+                        "env_refs, for every pod; drop it from one of them"
+                    )
+        if bad:
+            raise ValueError("; ".join(bad) + " — remove it from the role's env")
+        return self
+
 
 class RoleJob(OperatorJob):
     """An operator job of Workers and named roles (TFJob, PaddleJob, XGBoostJob, JAXJob), not a kind itself: each
@@ -321,10 +380,6 @@ class RoleJob(OperatorJob):
     @classmethod
     def _not_always(cls, value: Any) -> Any:
         return refuse_always(value, "a Worker")
-
-    def role(self, name: str) -> Role | None:
-        """The settings of replica type ``name``; None for Worker (the job's own) or absent."""
-        raise NotImplementedError
 
     def replica_counts(self) -> dict[str, int]:
         """Pods per replica type in the order the pods are listed, the absent ones left out."""

@@ -8,7 +8,7 @@ succeeds). paddle-operator's ``batch.paddlepaddle.org`` PaddleJob is another kin
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import model_validator
 
@@ -34,6 +34,8 @@ class PaddleJob(RoleJob):
     mode: Literal["collective", "ps"] = "collective"
     """``collective``: the Workers all-reduce (GPU training, seed 001's DDP-like mode);
     ``ps``: parameter servers hold the parameters and the Workers push gradients to them."""
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {"ps": "Master", "heter": "Heter"}
+
     ps: Role | None = None
     """The parameter servers of ``mode="ps"``, e.g. ``Role(replicas=2,
     resources=Resources(cpu=16, memory="64Gi"))``; a setting left out is the job's."""
@@ -80,10 +82,6 @@ class PaddleJob(RoleJob):
         counts |= {"Worker": self.nodes}
         return counts | ({"Heter": self.heter.replicas} if self.heter is not None else {})
 
-    def role(self, name: str) -> Role | None:
-        """The settings of replica type ``name``; None for Worker (the job's own)."""
-        return {"Master": self.ps, "Heter": self.heter}.get(name)
-
 
 PADDLE_OPERATOR = "paddle-operator"
 """The Cluster.operators entry under which PaddleJobs are ``batch.paddlepaddle.org/v1``."""
@@ -120,6 +118,16 @@ def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
                 "job): drop restart_policy or set 'Never'",
             )
         )
+    for field, role in job.roles().items():
+        if role.restart_policy not in (None, "Never"):
+            out.append(
+                (
+                    f"{field}.restart_policy",
+                    f"{role.restart_policy!r} would restart a failing {field} pod forever on "
+                    "paddle-operator, which has no backoff limit; its pods never restart: drop "
+                    f"{field}.restart_policy or set 'Never'",
+                )
+            )
     if "backoff_limit" in given:
         out.append(
             (

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .base import TrainkitModel
-from .operator_job import MAX_RUN, OperatorJob, refuse_always, run_name
+from .operator_job import MAX_RUN, OperatorJob, Role, refuse_always, run_name
 
 __all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
@@ -41,6 +41,11 @@ class PyTorchJob(OperatorJob):
     elastic: Elastic | None = None
     """Elastic training (``Elastic(min_nodes=2)``): ``nodes`` Workers and no Master, torchrun's
     c10d rendezvous, and the job goes on while at least ``min_nodes`` run."""
+    master: Role | None = None
+    """Settings of the Master pod that differ from the Workers' (``Role(restart_policy=
+    "Never", env={…})``); a setting left out is the job's. Its ``replicas`` stays 1."""
+
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {"master": "Master"}
 
     @field_validator("restart_policy", mode="before")
     @classmethod
@@ -49,6 +54,32 @@ class PyTorchJob(OperatorJob):
 
     @model_validator(mode="after")
     def _coherent(self) -> PyTorchJob:
+        if self.master is not None and self.elastic is not None:
+            # pkg/controller.v1/pytorch/elastic.go: an elastic job is Workers only.
+            raise ValueError(
+                "master= sets the Master pod, which an elastic job has none of (Workers only); "
+                "drop master=, or elastic= to run a Master"
+            )
+        if self.master is not None and self.master.replicas != 1:
+            # pkg/webhooks/pytorch/pytorchjob_webhook.go validatePyTorchReplicaSpecs: the
+            # Master's replicas must be 1.
+            raise ValueError(
+                f"master.replicas is {self.master.replicas}; a PyTorchJob has one Master: drop "
+                "replicas, or raise nodes for more Workers"
+            )
+        if (
+            self.master is not None
+            and self.master.resources is not None
+            and self.master.resources.gpu != self.resources.gpu
+        ):
+            # pkg/controller.v1/pytorch/envvar.go: one PET_NPROC_PER_NODE (spec.nprocPerNode)
+            # for every replica type, so torchrun starts as many processes on the Master as
+            # on each Worker, and WORLD_SIZE counts them so.
+            raise ValueError(
+                f"master.resources.gpu {self.master.resources.gpu} differs from resources.gpu "
+                f"{self.resources.gpu}: torchrun starts the same number of processes on every "
+                "node (one nprocPerNode for the job); give the Master the Workers' GPUs"
+            )
         if self.elastic is not None and self.elastic.min_nodes > self.nodes:
             raise ValueError(
                 f"elastic.min_nodes {self.elastic.min_nodes} exceeds nodes {self.nodes}: nodes is "

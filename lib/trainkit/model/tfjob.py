@@ -7,7 +7,7 @@ tfjob_controller.go (when the job succeeds).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import model_validator
 
@@ -22,6 +22,8 @@ TF_ROLES = ("Chief", "PS", "Worker", "Evaluator")
 class TFJob(RoleJob):
     """A TensorFlow job: ``nodes`` Workers, and parameter servers, a chief and an evaluator
     when given; the operator tells every pod the cluster in ``TF_CONFIG``."""
+
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {"chief": "Chief", "ps": "PS", "evaluator": "Evaluator"}
 
     ps: Role | None = None
     """Parameter servers for PS-Worker training (seed 001), e.g. ``Role(replicas=2,
@@ -48,10 +50,6 @@ class TFJob(RoleJob):
             )
         self._check_role_names()
         return self
-
-    def role(self, name: str) -> Role | None:
-        """The settings of replica type ``name``; None for Worker (the job's own) or absent."""
-        return {"Chief": self.chief, "PS": self.ps, "Evaluator": self.evaluator}.get(name)
 
     def replica_counts(self) -> dict[str, int]:
         """Pods per replica type, in ``TF_ROLES`` order, the absent ones left out."""

@@ -8,7 +8,7 @@ when the Master exits 0).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -28,6 +28,8 @@ class XGBoostJob(RoleJob):
     nodes: int = Field(default=1, ge=1, le=10000)
     """Pods in all: the Master (rank 0) plus ``nodes - 1`` Workers; each gets ``resources``
     and runs one training process."""
+    ROLE_FIELDS: ClassVar[dict[str, str]] = {"master": "Master"}
+
     master: Role | None = None
     """Settings of the Master pod that differ from the Workers' (``Role(resources=…)``, e.g. a
     larger one that runs the tracker); its ``replicas`` must stay 1."""
@@ -51,10 +53,6 @@ class XGBoostJob(RoleJob):
             )
         self._check_role_names()
         return self
-
-    def role(self, name: str) -> Role | None:
-        """The Master's own settings; None for Worker (the job's own)."""
-        return self.master if name == "Master" else None
 
     def replica_counts(self) -> dict[str, int]:
         """The Master, and ``nodes - 1`` Workers when there are any."""

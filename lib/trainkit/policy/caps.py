@@ -11,6 +11,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
 from ..model import RayCluster, RayJob, TrainJob
+from ..model.operator_job import OperatorJob
 from ..resolve import Index, PlannedRuntime, problem
 
 __all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
@@ -31,7 +32,31 @@ def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
             return "head.gpu", ""
         i = next(i for i, g in enumerate(job.workers) if g.resources.gpu == most)
         return f"workers[{i}].resources.gpu", ""
+    if isinstance(job, OperatorJob) and (roles := _own_gpu_roles(ej)):
+        # The pod set with the most GPUs, when a role's own resources give them.
+        resource = ej.planned.cluster.gpu_resource
+        most_set = max(ej.pod_sets, key=lambda ps: ps.gpus(resource))
+        field = roles.get(most_set.role)
+        if field is not None:
+            return f"{field}.resources.gpu", ""
     return "resources.gpu", ""
+
+
+def _own_gpu_roles(ej: EffectiveJob) -> dict[str, str]:
+    """The pod sets (by role, as the effective pods name it) whose role gives its own
+    resources, and that role's field: ``{"Launcher": "launcher", "ps": "ps"}``."""
+    job = ej.planned.job
+    if not isinstance(job, OperatorJob):
+        return {}
+    out = {}
+    for field, role in job.roles().items():
+        if role.resources is None:
+            continue
+        rtype = job.ROLE_FIELDS[field]
+        for ps in ej.pod_sets:
+            if ps.role in (rtype, field) or ps.role.lower() == rtype.lower():
+                out[ps.role] = field
+    return out
 
 
 def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Problem]) -> None:
@@ -69,6 +94,13 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
             both = from_runtime and isinstance(job, TrainJob) and job.nodes is None
             cap_field = "runtime" if both else "resources.gpu" if inherited else "nodes"
             count = f"{ej.nodes} nodes × {per_node}"
+            if isinstance(job, OperatorJob) and _own_gpu_roles(ej):
+                # Roles of their own size: each pod set's count × GPUs.
+                count = " + ".join(
+                    f"{ps.role} {ps.count} × {ps.gpus(cluster.gpu_resource)}"
+                    for ps in ej.pod_sets
+                    if ps.gpus(cluster.gpu_resource)
+                )
             if isinstance(job, RayJob | RayCluster):
                 cap_field = "workers"
                 count = " + ".join(

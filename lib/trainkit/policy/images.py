@@ -10,6 +10,7 @@ from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
 from ..model import ACCELERATORS, Cluster
+from ..model.operator_job import OperatorJob
 from ..model.rules import image_allowed, valid_reference
 from ..resolve import Index, PlannedRuntime, problem
 from ..resolve.problems import known
@@ -43,16 +44,30 @@ def check_images(
             _check(index, pr.definition, pr.runtime.flux.view_image, pr.cluster, problems)
     for ej in jobs:
         pj = ej.planned
+        # A role's own image is reported at the role's field (``ps.image``).
+        own: dict[str, str] = {}
+        if isinstance(pj.job, OperatorJob):
+            own = {
+                image: f"{field}.image"
+                for field, role in reversed(pj.job.roles().items())
+                if role.image is not None and (image := pj.role_image(role)) is not None
+            }
         for ps in ej.pod_sets:
             for _, image in ps.images():
                 # An image the job does not set is its runtime's, reported there.
                 if pj.image is None and pj.runtime is not None:
                     continue
-                _check(index, pj.definition, image, pj.cluster, problems)
+                field = own.get(image, "image") if image != pj.image else "image"
+                _check(index, pj.definition, image, pj.cluster, problems, field)
 
 
 def _check(
-    index: Index, d: Definition, image: str, cluster: Cluster, problems: list[Problem]
+    index: Index,
+    d: Definition,
+    image: str,
+    cluster: Cluster,
+    problems: list[Problem],
+    field: str = "image",
 ) -> None:
     rules = index.rules
     if not valid_reference(image):
@@ -62,7 +77,7 @@ def _check(
                 f"image {image!r} is not a valid image reference (registry/path:tag or "
                 "@sha256:digest; path components are lowercase letters and digits joined by "
                 "'.', '_' or '-', never '..'); write the image as the registry names it",
-                "image",
+                field,
             )
         )
         return
@@ -74,7 +89,7 @@ def _check(
                 f"image {image!r} is not from an allowed registry; Policy.registries in "
                 f"{where} allows {known(rules.registries)}; push the image there or ask "
                 "the platform team to allow its registry",
-                "image",
+                field,
             )
         )
     stack = tag_accelerator(image)
@@ -86,6 +101,6 @@ def _check(
                 f"{cluster.accelerator} (Cluster.accelerator in {index.cluster_file(cluster.name)}); "
                 f"give one image per accelerator: image={{{cluster.accelerator!r}: '…', "
                 f"{stack!r}: '…'}}",
-                "image",
+                field,
             )
         )

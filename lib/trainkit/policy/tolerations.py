@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..errors import Problem
 from ..load import Definition
 from ..model import JOB_KINDS, Cluster, Toleration
+from ..model.operator_job import OperatorJob
 from ..resolve import Index, Plan, problem
 from ..resolve.problems import known
 
@@ -20,6 +21,14 @@ def check_tolerations(plan: Plan, problems: list[Problem]) -> None:
         for pj in cp.jobs:
             if isinstance(pj.job, JOB_KINDS):
                 _check(pj.definition, pj.job.tolerations, cp.cluster, plan.index, problems)
+            if isinstance(pj.job, OperatorJob):
+                # A role's own tolerations replace the job's on its pods: the same grant.
+                for field, role in pj.job.roles().items():
+                    if role.tolerations is not None:
+                        _check(
+                            pj.definition, role.tolerations, cp.cluster, plan.index, problems,
+                            f"{field}.",
+                        )  # fmt: skip
 
 
 def _check(
@@ -28,6 +37,7 @@ def _check(
     cluster: Cluster,
     index: Index,
     problems: list[Problem],
+    prefix: str = "",
 ) -> None:
     allowed = cluster.tolerations
     for i, t in enumerate(tolerations):
@@ -40,6 +50,6 @@ def _check(
                 f"Cluster.tolerations in {index.cluster_file(cluster.name)} allows "
                 f"{known(a.describe() for a in allowed)}; remove it or ask the platform team "
                 "to allow it",
-                f"tolerations[{i}]",
+                f"{prefix}tolerations[{i}]",
             )
         )

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ..errors import Problem, RehearsalError
 from ..injected_env.training_operator_env import PYTORCHJOB
-from ..model import WORKSPACE
+from ..model import WORKSPACE, Role
+from ..model.operator_job import OperatorJob
 from .target import Target, pod_name
 from .workspace import Protection, ReadOnly
 
@@ -324,8 +325,22 @@ def user_env(
     return env
 
 
+def _runs_otherwise(role: Role) -> bool:
+    """Whether a role runs anything else than the job's (beyond its size and placement)."""
+    what = {"image", "command", "args", "env"}
+    return role.model_dump(include=what) != Role().model_dump(include=what)
+
+
 def _not_applied(t: Target, procs_per_node: int) -> list[str]:
     out = []
+    job = t.effective.planned.job
+    master = job.roles().get("master") if isinstance(job, OperatorJob) else None
+    # Every rehearsal node runs the first pod's container (target.py _training_pods).
+    if master is not None and _runs_otherwise(master):
+        out.append(
+            "master=Role(...): every node here runs the Master's image, command, args and "
+            "env; on the cluster the Workers run the job's own"
+        )
     if t.cpu is not None or t.memory is not None:
         out.append(
             f"resources.cpu {t.cpu} and memory {t.memory} per node are not enforced "

@@ -58,7 +58,7 @@ __all__ = [
 
 # Who set a variable of the pod (EnvVar.source): the definitions' sources. Every
 # other source is an operator, whose variables a rehearsal recomputes per node.
-_DEFINITION_SOURCES = ("runtime ", "network profile ")
+_DEFINITION_SOURCES = ("runtime ", "network profile ", "role ")
 
 
 def pod_name(job: str, node_rank: int) -> str:

@@ -19,7 +19,7 @@ from ..model import WORKSPACE
 from ..model.mpijob import HOST_NETWORK_SSH_PORT, MPIJob
 from ..resolve import PlannedJob
 from .mpi_wait import wait_for_hosts
-from .operator_pod import role_template, run_policy
+from .operator_pod import restart_policy, role_template, run_policy
 from .pod import env_only, forwarded, one_per_node, rsh_port_args, sshd_port
 from .script import job_metadata, script_configmap_name
 
@@ -80,6 +80,12 @@ def launcher_command(pj: PlannedJob, job: MPIJob) -> list[str] | None:
     return ["mpirun", "-np", str(job.ranks), *job.launcher_args, *program]
 
 
+def _launcher_image(template: dict[str, Any]) -> str:
+    """The launcher container's image (the launcher's own when it gives one): its
+    wait-for-hosts step runs ssh from the same image as mpirun will."""
+    return str(template["spec"]["containers"][0]["image"] or "")
+
+
 def _first_host(pj: PlannedJob, job: MPIJob) -> str:
     """The hostfile's first host: the launcher when it is a worker, else worker 0
     (mpi_job_controller.go newConfigMap)."""
@@ -103,7 +109,16 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     # Workers keep no command: the operator starts sshd in them, and mpirun the ranks.
     worker: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
     port = ssh_port(pj)
-    if port is not None:
+    own = job.worker
+    if own is not None and (own.command is not None or own.args is not None):
+        # With a command or args of its own the operator starts no sshd: the role's program
+        # runs instead (mpi_job_controller.go newWorker). The plan keeps it off a
+        # host-network profile, whose port only trainkit's sshd line sets.
+        if own.command is not None:
+            worker["command"] = list(own.command)
+        if own.args is not None:
+            worker["args"] = list(own.args)
+    elif port is not None:
         # On the host network port 22 is the node's own sshd: the workers' listens on
         # another (-p overrides the Port of the image's sshd_config). With a command of its
         # own the operator keeps it (mpi_job_controller.go newWorker).
@@ -112,8 +127,7 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     if job.script is not None:
         worker["workingDir"] = WORKSPACE
     launcher_template = role_template(
-        pj, job, launcher, configmap=cm, resources=job.launcher_resources,
-        node_selector=job.launcher.node_selector,
+        pj, job, launcher, configmap=cm, resources=job.launcher_resources, role=job.launcher,
         # A launcher that runs no ranks only starts them over ssh.
         network=pj.network if job.launcher_as_worker else env_only(pj.network),
         runs_training=job.launcher_as_worker,
@@ -127,8 +141,9 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
         # After the job's own (a launcher that is a worker has them): its sidecars start first.
         *launcher_template["spec"].get("initContainers", []),
         wait_for_hosts(
-            pj.image or "", hostfile_volume="mpi-job-config", ssh_volume="ssh-auth",
-            ssh_dir=job.ssh_dir, resources=launcher_template["spec"]["containers"][0]["resources"],
+            _launcher_image(launcher_template), hostfile_volume="mpi-job-config",
+            ssh_volume="ssh-auth", ssh_dir=job.ssh_dir,
+            resources=launcher_template["spec"]["containers"][0]["resources"],
             pull_policy=job.image_pull_policy, port=port,
         )
     ]  # fmt: skip
@@ -137,7 +152,9 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
         # ssh as mpirun will: as the launcher container's user, or the key is not its own.
         wait = launcher_template["spec"]["initContainers"][-1]
         wait["securityContext"] = copy.deepcopy(main["securityContext"])
-    worker_template = role_template(pj, job, worker, configmap=cm, resources=job.resources)
+    worker_template = role_template(
+        pj, job, worker, configmap=cm, resources=job.resources, role=job.worker
+    )
     if port is not None:
         # One worker per node: two would share the node's network namespace and its port
         # (the plan keeps the launcher off the host network). mpi-operator labels its worker
@@ -150,12 +167,12 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     replicas = {
         "Launcher": {
             "replicas": 1,
-            "restartPolicy": job.restart_policy,
+            "restartPolicy": restart_policy(job.launcher, job.restart_policy),
             "template": launcher_template,
         },
         "Worker": {
             "replicas": job.nodes,
-            "restartPolicy": job.restart_policy,
+            "restartPolicy": restart_policy(job.worker, job.restart_policy),
             "template": worker_template,
         },
     }  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..model import WORKSPACE, NetworkProfile, Resources
-from ..model.operator_job import OperatorJob, PodJob, RoleJob
+from ..model.operator_job import OperatorJob, PodJob, Role, RoleJob
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
@@ -37,7 +37,14 @@ from .pod import (
 )
 from .script import script_configmap_name
 
-__all__ = ["init_containers", "role_replicas", "role_template", "run_policy", "scheduling_policy"]
+__all__ = [
+    "init_containers",
+    "restart_policy",
+    "role_replicas",
+    "role_template",
+    "run_policy",
+    "scheduling_policy",
+]
 
 
 def init_containers(
@@ -81,13 +88,16 @@ def role_template(
     configmap: str | None,
     resources: Resources,
     node_selector: Mapping[str, str] | None = None,
+    role: Role | None = None,
     network: NetworkProfile | Literal["job"] | None = "job",
     runs_training: bool = True,
     gpu_env: bool = True,
 ) -> dict[str, Any]:
     """The pod template of one role. ``container`` holds the role's ``name``, ``image`` and,
     when it has them, ``command``, ``workingDir``, ``args`` and ``ports``; the job's env, the
-    resources and the mounts are added in the order the API server would show them.
+    resources and the mounts are added in the order the API server would show them. ``role``
+    gives the role's image, env, node selector and tolerations where it has its own
+    (``node_selector`` alone replaces the job's node selector, for RayJob's groups).
     ``network`` replaces the job's network profile for this role; a role that does not run
     training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims.
     Without GPUs the container's NVIDIA variables are blanked (``pod.hide_gpus``) unless not
@@ -98,15 +108,19 @@ def role_template(
         shm_size=job.shm_size if runs_training else None,
         claims=job.volumes if runs_training else (),
     )  # fmt: skip
-    c: dict[str, Any] = {"name": container["name"], "image": container["image"]}
+    image = pj.role_image(role) if role is not None and role.image is not None else None
+    c: dict[str, Any] = {"name": container["name"], "image": image or container["image"]}
     if job.image_pull_policy is not None:
         c["imagePullPolicy"] = job.image_pull_policy
     for key in ("command", "workingDir", "args"):
         value = job.working_dir if key == "workingDir" and job.working_dir else container.get(key)
         if value:
             c[key] = value
-    if job.env or job.env_refs:
-        c["env"] = env_list(job.env, job.env_refs)
+    # A role's variables over the job's (training-operator v1.9.4 common/pod.go
+    # createNewPod: each replica type's template is its own).
+    env = {**job.env, **role.env} if role is not None else job.env
+    if env or job.env_refs:
+        c["env"] = env_list(env, job.env_refs)
     if job.env_from:
         c["envFrom"] = env_sources(job.env_from)
     ports = [*(container.get("ports") or []), *(job_ports(job, profile) if runs_training else [])]
@@ -135,10 +149,15 @@ def role_template(
     if volumes:
         spec["volumes"] = volumes
     selector = job.node_selector if node_selector is None else node_selector
+    tolerated = job.tolerations
+    if role is not None and role.node_selector is not None:
+        selector = role.node_selector
+    if role is not None and role.tolerations is not None:
+        tolerated = role.tolerations
     if selector:
         spec["nodeSelector"] = dict(selector)
-    if job.tolerations:
-        spec["tolerations"] = tolerations(job.tolerations)
+    if tolerated:
+        spec["tolerations"] = tolerations(tolerated)
     labels = pod_labels(pj.definition.team, job.name)
     placement(spec, job.node_affinity, job.topology, labels)
     pod_affinity(spec, job.pod_affinity)
@@ -154,6 +173,18 @@ def role_template(
         # The plan refuses a job whose pod_annotations set the same key.
         meta["annotations"] = {**meta.get("annotations", {}), **networks}
     return {"metadata": meta, "spec": spec}
+
+
+def restart_policy(role: Role | None, job_policy: str) -> str:
+    """A replica type's ``restartPolicy``: the role's, else the job's (``job_policy``).
+
+    Each operator keeps one per replica type and applies it to that type's pods alone
+    (training-operator v1.9.4 pkg/core/pod.go SetRestartPolicy, pkg/controller.v1/common/pod.go
+    ReconcilePods; mpi-operator v0.8 pkg/controller/mpi_job_controller.go setRestartPolicy,
+    for the launcher Job's template and each worker pod)."""
+    if role is not None and role.restart_policy is not None:
+        return role.restart_policy
+    return job_policy
 
 
 def run_policy(
@@ -204,7 +235,8 @@ def role_replicas(
 ) -> dict[str, Any]:
     """The replica specs of a job of roles (TFJob, PaddleJob): per replica type, container
     ``container`` with ``port``, running ``program`` + the script (or the role's or the job's
-    command), and the role's resources and node selector where it gives them."""
+    command), and the role's image, command, args, env, resources, restart policy, node
+    selector and tolerations where it gives them."""
     cm = script_configmap_name(job.name, dict(pj.definition.files)) if job.script else None
     replicas: dict[str, Any] = {}
     for rtype, count in job.replica_counts().items():
@@ -222,12 +254,9 @@ def role_replicas(
         if port is not None:
             c["ports"] = [port]
         resources = role.resources if role is not None and role.resources else job.resources
-        selector = role.node_selector if role is not None else None
         replicas[rtype] = {
             "replicas": count,
-            "restartPolicy": job.restart_policy,
-            "template": role_template(
-                pj, job, c, configmap=cm, resources=resources, node_selector=selector
-            ),
+            "restartPolicy": restart_policy(role, job.restart_policy),
+            "template": role_template(pj, job, c, configmap=cm, resources=resources, role=role),
         }
     return replicas

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env.training_operator_env import PYTORCHJOB_MASTER_PORT
-from ..model import WORKSPACE, PyTorchJob
+from ..model import WORKSPACE, PyTorchJob, Role
 from ..resolve import PlannedJob
-from .operator_pod import role_template, run_policy
+from .operator_pod import restart_policy, role_template, run_policy
 from .script import job_metadata, script_configmap_name
 
 __all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
@@ -31,18 +31,24 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
     return None
 
 
-def _pod_template(pj: PlannedJob, job: PyTorchJob, cm: str | None) -> dict[str, Any]:
+def _pod_template(
+    pj: PlannedJob, job: PyTorchJob, cm: str | None, role: Role | None = None
+) -> dict[str, Any]:
     c: dict[str, Any] = {"name": CONTAINER, "image": pj.image}
-    if job.script is not None:
+    if role is not None and role.command is not None:
+        c["command"] = list(role.command)
+    elif job.script is not None:
         # torchrun reads nnodes, nproc_per_node, node_rank and the master address
         # from the PET_* variables the operator injects.
         c["command"] = ["torchrun", job.script.mount_path]
-        c["workingDir"] = WORKSPACE
     elif job.command is not None:
         c["command"] = list(job.command)
-    c["args"] = list(job.args)
+    if job.script is not None:
+        c["workingDir"] = WORKSPACE
+    c["args"] = list(role.args if role is not None and role.args is not None else job.args)
     c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
-    return role_template(pj, job, c, configmap=cm, resources=job.resources)
+    resources = role.resources if role is not None and role.resources else job.resources
+    return role_template(pj, job, c, configmap=cm, resources=resources, role=role)
 
 
 def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
@@ -54,8 +60,8 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     if job.elastic is None:
         replicas["Master"] = {
             "replicas": 1,
-            "restartPolicy": job.restart_policy,
-            "template": _pod_template(pj, job, cm),
+            "restartPolicy": restart_policy(job.master, job.restart_policy),
+            "template": _pod_template(pj, job, cm, job.master),
         }
     if job.workers > 0:
         replicas["Worker"] = {

@@ -19,12 +19,14 @@ from ..model import (
     RayCluster,
     RayJob,
     Resources,
+    Role,
     Team,
     TrainJob,
 )
 from ..model.env import SecretEnv, own_pod_refs_refused
 from ..model.job import Volume, image_for
 from ..model.kueue import KUEUE_FRAMEWORKS
+from ..model.operator_job import OperatorJob
 from ..model.paddlejob import (
     PADDLE_OPERATOR,
     PaddleJob,
@@ -110,6 +112,24 @@ class PlannedJob:
     @property
     def kind(self) -> str:
         return type(self.job).__name__
+
+    def role_of(self, rtype: str) -> tuple[str, Role] | None:
+        """The field and the settings of replica type ``rtype``'s role (``("ps", Role(…))``)
+        when the job gives it one; None where the type runs the job's own settings."""
+        job = self.job
+        if not isinstance(job, OperatorJob):
+            return None
+        for field, role in job.roles().items():
+            if job.ROLE_FIELDS[field] == rtype:
+                return field, role
+        return None
+
+    def role_image(self, role: Role | None) -> str | None:
+        """The image of a role's pods on this cluster: the role's own when it gives one (the
+        plan reported a missing key), else the job's."""
+        if role is None or role.image is None:
+            return self.image
+        return image_for(role.image, self.cluster.name, self.cluster.accelerator)
 
     @property
     def object_name(self) -> str:
@@ -281,6 +301,12 @@ def place(
             problems.extend(host_network_trainjob(d, job, found.runtime, network))
         else:
             network = resolve_network(d, job.network, cluster, index, problems)
+            if isinstance(job, OperatorJob):
+                # A role's variables reach its pods beside the profile's, as the job's do.
+                for field, role in job.roles().items():
+                    problems.extend(
+                        env_conflicts(d, role.env, network, index, (f"{field}.env", f"{field}.env"))
+                    )
             if isinstance(job, MPIJob):
                 problems.extend(host_network_mpijob(d, job, network))
         problems.extend(fabric_conflicts(d, network, index))
@@ -580,40 +606,55 @@ def _operator_missing(job: Job, cluster: Cluster, index: Index) -> str | None:
     )
 
 
+def _images(job: Job) -> list[tuple[str, str | dict[str, str] | None]]:
+    """``(field, image)`` of the job and of each role that gives its own."""
+    out: list[tuple[str, str | dict[str, str] | None]] = [("image", job.image)]
+    if isinstance(job, OperatorJob):
+        out += [(f"{f}.image", r.image) for f, r in job.roles().items() if r.image is not None]
+    return out
+
+
 def _check_image_keys(job: Job, d: Definition, index: Index, problems: list[Problem]) -> None:
-    if not isinstance(job.image, dict):
-        return
-    for key in sorted(job.image):
-        if key not in index.clusters and key not in ACCELERATORS:
-            problems.append(
-                problem(
-                    d,
-                    f"image key {key!r} is neither a cluster nor an accelerator; use a cluster "
-                    f"name ({known(index.clusters)}) or {known(ACCELERATORS)}",
-                    f"image.{key}",
+    for field, image in _images(job):
+        if not isinstance(image, dict):
+            continue
+        for key in sorted(image):
+            if key not in index.clusters and key not in ACCELERATORS:
+                problems.append(
+                    problem(
+                        d,
+                        f"{field} key {key!r} is neither a cluster nor an accelerator; use a "
+                        f"cluster name ({known(index.clusters)}) or {known(ACCELERATORS)}",
+                        f"{field}.{key}",
+                    )
                 )
-            )
 
 
 def _image(job: Job, d: Definition, cluster: Cluster, problems: list[Problem]) -> str | None:
+    for field, image in _images(job)[1:]:
+        if image is not None and image_for(image, cluster.name, cluster.accelerator) is None:
+            problems.append(_no_image(d, cluster, field))
     if job.image is None:
         return None
     image = image_for(job.image, cluster.name, cluster.accelerator)
     if image is None:
-        accel = (
-            f" (accelerator {cluster.accelerator!r})"
-            if cluster.accelerator
-            else " (it declares no accelerator)"
-        )
-        problems.append(
-            problem(
-                d,
-                f"no image for cluster {cluster.name!r}{accel}; add a key for the cluster"
-                + (f" or {cluster.accelerator!r}" if cluster.accelerator else ""),
-                "image",
-            )
-        )
+        problems.append(_no_image(d, cluster, "image"))
     return image
+
+
+def _no_image(d: Definition, cluster: Cluster, field: str) -> Problem:
+    accel = (
+        f" (accelerator {cluster.accelerator!r})"
+        if cluster.accelerator
+        else " (it declares no accelerator)"
+    )
+    return problem(
+        d,
+        f"{'no image' if field == 'image' else f'no {field}'} for cluster {cluster.name!r}"
+        f"{accel}; add a key for the cluster"
+        + (f" or {cluster.accelerator!r}" if cluster.accelerator else ""),
+        field,
+    )
 
 
 def _check_csi(pj: PlannedJob, problems: list[Problem]) -> None:

@@ -291,6 +291,18 @@ def host_network_mpijob(
                 "command",
             )
         )
+    worker = job.worker
+    if worker is not None and (worker.command is not None or worker.args is not None):
+        field = "worker.command" if worker.command is not None else "worker.args"
+        out.append(
+            problem(
+                d,
+                f"{where}, where {_NODE_SSHD}; trainkit starts the workers' sshd on port {port} "
+                f"itself, and {field} would replace it: drop {field}, or use a profile without "
+                "host_network",
+                field,
+            )
+        )
     if job.launch == "deepspeed" and not _names_tcp_interface(job.launcher_args):
         # DeepSpeed's OpenMPIRunner adds `--mca btl_tcp_if_include eth0` unless the launcher
         # args name the interface (deepspeed/launcher/multinode_runner.py get_cmd): eth0 is a

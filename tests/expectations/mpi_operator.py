@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainkit import MPIJob, NetworkProfile, Resources, Script
+from trainkit import MPIJob, NetworkProfile, Resources, Role, Script
 
 from . import (
     ABSENT,
@@ -248,6 +248,60 @@ CASES = [
             Env("Worker", 1, {"K_MPI_JOB_ROLE": "worker"}),
             Command("Worker", ("/usr/sbin/sshd", "-De")),
             Gang("mpi", 3, "q"),
+        ),
+    ),
+    Case(
+        "mpi-definition-role-restart-policies",
+        src(CONTROLLER, "TestNewLauncherAndWorker / defaults (launcher OnFailure, worker Never)"),
+        Definition(
+            MPIJob(
+                name="mpi",
+                image="registry.example.com/img:1",
+                script=Script.file("train.py"),
+                nodes=2,
+                resources=Resources(cpu=8, memory="32Gi", gpu=2),
+                worker=Role(restart_policy="Never"),
+                queue="q",
+            ),
+            operators=("mpi-operator", "trainer"),
+        ),
+        (Restart("Launcher", "OnFailure"), Restart("Worker", "Never")),
+    ),
+    Case(
+        "mpi-definition-overrides",
+        src(CONTROLLER, "TestNewLauncherAndWorker / overrides"),
+        Definition(
+            MPIJob(
+                name="bar",
+                image="registry.example.com/img:1",
+                command=["mpirun", "/opt/app"],
+                env={"FOO": "bar"},
+                nodes=13,
+                procs_per_node=5,
+                mpi="Intel",
+                ssh_dir="/home/mpiuser/.ssh",
+                resources=Resources(cpu=8, memory="32Gi"),
+                worker=Role(command=["/entrypoint.sh"]),
+                queue="q",
+            ),
+            operators=("mpi-operator", "trainer"),
+        ),
+        (
+            PodNames({("Worker", 12): "bar-worker-12", ("Launcher", 0): "bar-launcher"}),
+            Env(
+                "Launcher",
+                0,
+                {
+                    "FOO": "bar",
+                    "K_MPI_JOB_ROLE": "launcher",
+                    "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile",
+                    "I_MPI_PERHOST": "5",
+                    "OMPI_MCA_orte_default_hostfile": ABSENT,
+                },
+            ),
+            Env("Worker", 12, {"FOO": "bar", "K_MPI_JOB_ROLE": "worker"}),
+            # A worker with its own command keeps it (no sshd).
+            Command("Worker", ("/entrypoint.sh",)),
         ),
     ),
 ]

@@ -782,6 +782,23 @@ TF_CASES = [
         ),
         (Succeeds(("Worker",), "first", 4), Restart("Worker", "OnFailure"), Restart("PS", "Never")),
     ),
+    Case(
+        "tf-backoff-limit-definition",
+        src(
+            TF_JOB,
+            "Test Backoff For On Failure / 4 workers each having 1 restartCount, backoffLimit 4",
+        ),
+        # Each replica type keeps its own restart policy (common/pod.go ReconcilePods).
+        Definition(
+            tf(
+                nodes=4,
+                ps=Role(replicas=2, restart_policy="Never"),
+                restart_policy="OnFailure",
+                backoff_limit=4,
+            )
+        ),
+        (Succeeds(("Worker",), "first", 4), Restart("Worker", "OnFailure"), Restart("PS", "Never")),
+    ),
     *[
         Case(
             f"tf-status-{label}",

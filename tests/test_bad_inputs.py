@@ -31,6 +31,8 @@ FSDP = "jobs/llm/llama_finetune_fsdp.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 MOBILENET = "jobs/vision/mobilenet_ps.py"
+MOBILENET_ROLES = "jobs/vision/mobilenet_ps_roles.py"
+PI = "jobs/llm/pi_mpi.py"
 PADDLE = "jobs/vision/resnet_paddle.py"
 RAY = "jobs/llm/lr_sweep_ray.py"
 KUEUE = "jobs/platform/kueue.py"
@@ -941,6 +943,61 @@ CASES = [
         obj="TFJob 'mobilenet-ps'",
         field=None,
         says=("chief.replicas is 2; a TFJob has one chief",),
+    ),
+    # --- roles with settings of their own ---------------------------------------------------
+    Case(
+        id="role-image-from-another-registry",
+        edits=(
+            (
+                MOBILENET_ROLES,
+                'image="registry.example.com/ml/tensorflow:2.18.0",  # the CPU build',
+                'image="docker.io/tensorflow/tensorflow:2.18.0",  # the CPU build',
+            ),
+        ),
+        file=MOBILENET_ROLES,
+        line="    ps=Role(",
+        obj="TFJob 'mobilenet-ps-roles'",
+        field="ps.image",
+        says=(
+            "image 'docker.io/tensorflow/tensorflow:2.18.0' is not from an allowed registry",
+            "Policy.registries in jobs/platform/policy.py allows 'registry.example.com/ml/'",
+        ),
+    ),
+    Case(
+        id="role-sets-a-variable-the-operator-sets",
+        edits=((MOBILENET_ROLES, '{"TF_NUM_INTEROP_THREADS": "8"}', '{"TF_CONFIG": "{}"}'),),
+        file=MOBILENET_ROLES,
+        line="job = TFJob(",
+        obj="TFJob 'mobilenet-ps-roles'",
+        field=None,
+        says=("ps.env: TF_CONFIG may not be set: the Training Operator sets it",),
+    ),
+    Case(
+        id="mpi-worker-resources-are-the-job-s",
+        edits=(
+            (
+                PI,
+                '        restart_policy="Never",',
+                '        resources=Resources(cpu=2, memory="1Gi"),',
+            ),
+        ),
+        file=PI,
+        line="job = MPIJob(",
+        obj="MPIJob 'pi'",
+        field=None,
+        says=("worker.resources is the job's own: the workers run the job's settings",),
+    ),
+    Case(
+        id="role-the-kind-does-not-have",
+        edits=((PI, "    worker=Role(", "    workers=Role("),),
+        file=PI,
+        line="    workers=Role(",
+        obj="MPIJob 'pi'",
+        field="workers",
+        says=(
+            "unknown field; an MPIJob's roles with settings of their own are launcher= "
+            "(Launcher), worker= (Worker)",
+        ),
     ),
     Case(
         id="gpus-over-the-per-team-cap",

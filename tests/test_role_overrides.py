@@ -234,7 +234,7 @@ def test_the_gang_counts_each_role_with_its_own_resources() -> None:
         ),
         (
             lambda: _job(XGBoostJob, worker=Role()),
-            "worker: unknown field; a XGBoostJob's roles with settings of their own are "
+            "worker: unknown field; an XGBoostJob's roles with settings of their own are "
             "master= (Master)",
         ),
         # Always, on any role.

@@ -128,14 +128,16 @@ def _roles_of(model: type[BaseModel]) -> str:
     """The role fields ``model`` has (``ROLE_FIELDS``), for a role it does not have."""
     roles: dict[str, str] = getattr(model, "ROLE_FIELDS", {})
     name = model.__name__
+    article = "an" if name[0] in "AEIOUMX" else "a"  # an MPIJob, an XGBoostJob
     if not roles:
         return (
-            f"a {name} has no roles with settings of their own: all its pods run the job's settings"
+            f"{article} {name} has no roles with settings of their own: all its pods run the "
+            "job's settings"
         )
     listed = ", ".join(f"{f}= ({rtype})" for f, rtype in roles.items())
     return (
-        f"a {name}'s roles with settings of their own are {listed}; the other pods run the "
-        "job's settings"
+        f"{article} {name}'s roles with settings of their own are {listed}; the other pods "
+        "run the job's settings"
     )
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kind_fixtures import planned, render
 from trainkit import (
@@ -579,3 +581,85 @@ def test_explain_prints_each_role_s_nodes_tolerations_and_variables() -> None:
     assert "    env        A" in ps and "(role ps)" in ps
     assert "    nodes " not in worker
     assert "    tolerates  nvidia.com/gpu:NoSchedule\n" in worker
+
+
+# --- Property: whatever a role overrides lands on its pods, the rest is the job's ------------------
+
+_POLICIES = ("OnFailure", "Never", "ExitCode")
+_TF_FIELDS = {"chief": "Chief", "ps": "PS", "evaluator": "Evaluator"}
+
+
+@st.composite
+def _roles(draw: Any, many: bool) -> Role:
+    kw: dict[str, Any] = {}
+    if many:
+        kw["replicas"] = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        kw["image"] = f"registry.example.com/ml/role:{draw(st.integers(1, 9))}"
+    if draw(st.booleans()):
+        kw["resources"] = Resources(
+            cpu=draw(st.integers(1, 8)), memory="8Gi", gpu=draw(st.integers(0, 8))
+        )
+    if draw(st.booleans()):
+        kw["command"] = ["python3", "-m", draw(st.sampled_from(["a", "b"]))]
+    if draw(st.booleans()):
+        kw["args"] = draw(st.lists(st.sampled_from(["-x", "-y", "--z"]), max_size=2))
+    if draw(st.booleans()):
+        kw["env"] = {f"V{i}": str(i) for i in range(draw(st.integers(0, 2)))}
+    if draw(st.booleans()):
+        kw["restart_policy"] = draw(st.sampled_from(_POLICIES))
+    if draw(st.booleans()):
+        kw["node_selector"] = {"pool": draw(st.sampled_from(["cpu", "gpu"]))}
+    if draw(st.booleans()):
+        kw["tolerations"] = draw(st.sampled_from([[], [CPU_TAINT], [GPU_TAINT, CPU_TAINT]]))
+    return Role(**kw)
+
+
+@st.composite
+def _tfjobs(draw: Any) -> TFJob:
+    roles = {f: draw(st.none() | _roles(many=f == "ps")) for f in _TF_FIELDS}
+    return _job(
+        TFJob,
+        nodes=draw(st.integers(1, 3)),
+        env={"V0": "job", "JOB": "1"},
+        args=["--job"],
+        tolerations=[GPU_TAINT],
+        restart_policy=draw(st.sampled_from(_POLICIES)),
+        **roles,
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(job=_tfjobs())
+def test_each_role_runs_its_own_settings_and_the_job_s_otherwise(job: TFJob) -> None:
+    body, pj = render(job, **TAINTS)
+    replicas = body["spec"]["tfReplicaSpecs"]
+    ej = effective_job(pj, body)
+    sets = {ps.role: ps for ps in ej.pod_sets}
+    gpus = 0
+    for rtype, replica in replicas.items():
+        role = job.role(rtype)
+        main, spec = _main(replica), _spec(replica)
+        given = role if role is not None else Role()
+        assert main["image"] == (given.image or job.image)
+        assert replica["restartPolicy"] == (given.restart_policy or job.restart_policy)
+        pod_policy = "Never" if replica["restartPolicy"] == "ExitCode" else replica["restartPolicy"]
+        assert sets[rtype].restart_policy == pod_policy
+        expected_cmd = given.command or ["python3", "/workspace/train.py"]
+        assert main["command"] == expected_cmd
+        assert main.get("args", []) == (given.args if given.args is not None else job.args)
+        env = _env(replica)
+        for k, v in {**job.env, **given.env}.items():
+            assert env[k] == v
+        assert spec.get("nodeSelector", {}) == (given.node_selector or {})
+        tolerated = given.tolerations if given.tolerations is not None else job.tolerations
+        assert [t.get("key") for t in spec.get("tolerations", [])] == [t.key for t in tolerated]
+        res = given.resources or job.resources
+        assert sets[rtype].gpus("nvidia.com/gpu") == res.gpu
+        gpus += replica["replicas"] * res.gpu
+    # The job's GPUs and its gang count each role with its own resources.
+    assert ej.gpus() == gpus
+    assert ej.gang is not None and ej.gang.min_member == sum(
+        r["replicas"] for r in replicas.values()
+    )
+    assert ej.gang.requests.get("nvidia.com/gpu", 0) == gpus

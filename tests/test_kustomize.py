@@ -261,23 +261,29 @@ def test_health_component_merges_into_an_existing_argocd_cm(
 def test_name_prefix_and_queue_reach_into_every_role_of_mpijobs_tfjobs_and_paddlejobs(
     synthesized,
 ):
-    """The examples' MPIJob (a800-north), TFJob and PaddleJob (gpu-east) and paddle-operator's
+    """The examples' MPIJob (a800-north), TFJobs and PaddleJob (gpu-east) and paddle-operator's
     PaddleJob (rocm-west): each role's script volume follows the ConfigMap's new name, and the
     queue a prefixed Queue's."""
     tmp_path = synthesized.root
-    for cluster, kind, roles in (
-        ("a800-north", "MPIJob", "mpiReplicaSpecs"),
-        ("gpu-east", "TFJob", "tfReplicaSpecs"),
-        ("gpu-east", "PaddleJob", "paddleReplicaSpecs"),
-        ("rocm-west", "PaddleJob", None),  # paddle-operator's: spec.ps and spec.worker
+    for cluster, kind, name, roles in (
+        ("a800-north", "MPIJob", "llama-pretrain-deepspeed", "mpiReplicaSpecs"),
+        ("gpu-east", "TFJob", "mobilenet-ps", "tfReplicaSpecs"),
+        # Roles with images of their own keep the script volume too.
+        ("gpu-east", "TFJob", "mobilenet-ps-roles", "tfReplicaSpecs"),
+        ("gpu-east", "PaddleJob", "resnet-paddle", "paddleReplicaSpecs"),
+        ("rocm-west", "PaddleJob", "wide-deep-ps", None),  # paddle-operator's: ps and worker
     ):
-        overlay = tmp_path / f"overlay-{cluster}-{kind}"
+        overlay = tmp_path / f"overlay-{cluster}-{kind}-{name}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
             f"resources: [../generated/clusters/{cluster}]\nnamePrefix: dev-\n"
         )
         docs = kustomize(overlay)
-        (job,) = [d for d in docs if d["kind"] == kind]
+        (job,) = [
+            d
+            for d in docs
+            if d["kind"] == kind and d["metadata"]["labels"]["trainkit.dev/job"] == name
+        ]
         names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
         queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
         policy = job["spec"]["runPolicy"] if roles else job["spec"]

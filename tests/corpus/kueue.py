@@ -157,8 +157,10 @@ CASES = [
             args=XGB_WORKER,
             resources=Resources(cpu="500m", memory="256Mi"),
             queue="user-queue",
+            restart_policy="ExitCode",  # the Workers'
             master=Role(
-                args=[*XGB_TRAIN, "--model_path=/tmp/xgboost-model", "--model_storage_type=local"]
+                args=[*XGB_TRAIN, "--model_path=/tmp/xgboost-model", "--model_storage_type=local"],
+                restart_policy="Never",
             ),
         ),
         expected=Expected(
@@ -187,7 +189,7 @@ CASES = [
             queue=Q,
         ),
         cluster=KUBEFLOW,
-        needs="container ports and a per-role restart policy (Worker ExitCode, Master Never)",
+        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="kueue-jaxjob",
@@ -233,6 +235,7 @@ CASES = [
             clean_pods="Running",
             queue="user-queue",
             container_security_context=ContainerSecurityContext(run_as_user=1000),
+            worker=Role(command=SSHD[:1], args=SSHD[1:], restart_policy="Never"),
         ),
         expected=Expected(
             "MPIJob",
@@ -255,7 +258,6 @@ CASES = [
             queue=Q,
         ),
         cluster={"operators": ["mpi-operator"]},
-        needs="per-role command and restart policy (workers run sshd -f its config and default "
-        "to Never) and MPIJob ttl_seconds",
+        needs="MPIJob ttl_seconds",
     ),
 ]

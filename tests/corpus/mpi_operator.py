@@ -114,15 +114,18 @@ CASES = [
         id="mpi-pi-openmpi",
         source=src("examples/v2beta1/pi/pi.yaml"),
         definition=lambda: pi_job(
-            "pi", "mpioperator/mpi-pi:openmpi", "OpenMPI", command=["mpirun", "-n", "2", PI]
+            "pi",
+            "mpioperator/mpi-pi:openmpi",
+            "OpenMPI",
+            command=["mpirun", "-n", "2", PI],
+            worker=Role(command=SSHD[:1], args=SSHD[1:], restart_policy="Never"),
         ),
         expected=pi_expected(
             "mpioperator/mpi-pi:openmpi",
             (["mpirun"], ["-n", "2", PI]),
             runPolicy={"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 60},
         ),
-        needs="per-role command and restart policy (workers run sshd -f its config and default "
-        "to Never) and MPIJob ttl_seconds",
+        needs="MPIJob ttl_seconds",
         **MPI,
     ),
     *(
@@ -135,6 +138,7 @@ CASES = [
                 mpi,
                 args=["mpirun", "-n", "2", PI],
                 image_pull_policy="Always",
+                worker=Role(args=SSHD, restart_policy="Never"),
             ),
             expected=Expected(
                 "MPIJob",
@@ -173,8 +177,7 @@ CASES = [
                     "runPolicy": {"cleanPodPolicy": "Running"},
                 },
             ),
-            needs="per-role args and restart policy (workers run sshd and default to Never) "
-            "and readiness probes",
+            needs="readiness probes",
             **MPI,
         )
         for flavour, mpi in (("Intel", "Intel"), ("MPICH", "MPICH"))
@@ -190,6 +193,7 @@ CASES = [
             procs_per_node=1,
             resources=Resources(cpu=2, memory="4Gi"),
             launcher=Role(resources=Resources(cpu=1, memory="2Gi")),
+            worker=Role(restart_policy="Never"),
             clean_pods="Running",
         ),
         expected=Expected(
@@ -203,7 +207,6 @@ CASES = [
             },
             spec={"runPolicy": {"cleanPodPolicy": "Running"}},
         ),
-        needs="per-role restart policy (mpi-operator's workers default to Never)",
         **MPI,
     ),
     Case(
@@ -215,6 +218,7 @@ CASES = [
             command=BENCH_CMD,
             nodes=2,
             resources=Resources(cpu=8, memory="32Gi", gpu=1),
+            worker=Role(restart_policy="Never"),
             clean_pods="Running",
         ),
         expected=Expected(
@@ -226,7 +230,6 @@ CASES = [
             },
             spec={"runPolicy": {"cleanPodPolicy": "Running"}},
         ),
-        needs="per-role restart policy (mpi-operator's workers default to Never)",
         **MPI,
     ),
 ]

@@ -443,6 +443,8 @@ CASES = [
             args=XGB_PREDICT,
             nodes=3,
             resources=SMALL,
+            restart_policy="ExitCode",  # the Workers'
+            master=Role(restart_policy="Never"),
         ),
         expected=Expected(
             "XGBoostJob",
@@ -452,7 +454,7 @@ CASES = [
                 "Worker": pod(2, XGB_IRIS, None, XGB_PREDICT, ports=XGB_PORT, restart="ExitCode"),
             },
         ),
-        needs="container ports and a per-role restart policy (Worker ExitCode, Master Never)",
+        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="to-xgboost-iris-train",
@@ -468,12 +470,14 @@ CASES = [
                 "--n_estimators=10",
                 "--learning_rate=0.1",
             ],
+            restart_policy="ExitCode",  # the Workers'
             master=Role(
                 args=[
                     *XGB_TRAIN,
                     "--model_path=/tmp/xgboost-model",
                     "--model_storage_type=local",
-                ]
+                ],
+                restart_policy="Never",
             ),
         ),
         expected=Expected(
@@ -503,7 +507,7 @@ CASES = [
                 ),
             },
         ),
-        needs="container ports and a per-role restart policy (Worker ExitCode, Master Never)",
+        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="to-xgboost-iris-predict-local",
@@ -514,6 +518,8 @@ CASES = [
             nodes=3,
             resources=SMALL,
             volumes=[Volume(claim="xgboostlocal", path="/tmp/xgboost_model")],
+            restart_policy="ExitCode",  # the Workers'
+            master=Role(restart_policy="Never"),
             args=[
                 "--job_type=Predict",
                 "--model_path=/tmp/xgboost_model/2",
@@ -540,7 +546,7 @@ CASES = [
                 for role, n, restart in (("Master", 1, "Never"), ("Worker", 2, "ExitCode"))
             },
         ),
-        needs="container ports and a per-role restart policy (Worker ExitCode, Master Never)",
+        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     # --- JAXJob -------------------------------------------------------------------------------
     Case(

@@ -129,7 +129,7 @@ def application(**overrides: Any) -> dict[str, Any]:
         "project": "trainkit",
         "argocd_namespace": "argocd",
         "labels": dict(LABELS),
-        "generate_paths": ".;../kustomize",
+        "generate_paths": ".",
     }
     kwargs.update(overrides)
     return render_application(**kwargs)
@@ -273,7 +273,7 @@ def test_application_validates_and_has_one_destination(
         "name": "trainkit-gpu-a-platform",
         "namespace": "argocd",
         "labels": LABELS,
-        "annotations": {GENERATE_PATHS: ".;../kustomize"},
+        "annotations": {GENERATE_PATHS: "."},
         "finalizers": ["resources-finalizer.argocd.argoproj.io"],
     }
     # The platform's: no namespace, the project's empty-namespace entry permits it.
@@ -426,9 +426,7 @@ def test_generated_applications_follow_the_clusters_and_teams(ws: Any) -> None:
     assert apps["trainkit-gpu-east-llm"]["spec"]["source"]["path"] == (
         "generated/clusters/gpu-east/llm-training"
     )
-    assert apps["trainkit-gpu-east-llm"]["metadata"]["annotations"] == {
-        GENERATE_PATHS: "*.yaml;../kustomize"
-    }
+    assert apps["trainkit-gpu-east-llm"]["metadata"]["annotations"] == {GENERATE_PATHS: "*.yaml"}
     for name, app in apps.items():
         retired = app["spec"]["source"]["path"].count("/") == 2
         assert ("finalizers" in app["metadata"]) != retired, name

@@ -254,3 +254,23 @@ def test_the_tarfile_fallback_unpacks_what_the_tar_binary_does(
         assert files == listing(tmp_path / "module" / name)
         assert "package.json" in files and any(f.startswith("lib/") for f in files)
         assert not [f for f in files if f.endswith((".d.ts", ".md")) or f.startswith(".jsii")]
+
+
+def test_cdk8s_is_asked_in_bounded_chunks_for_the_same_texts(monkeypatch):
+    """node is sent at most ``_CHUNK`` objects per request (its memory grew faster than
+    what one request held), and the texts are those of one request holding them all."""
+    from trainkit import cdk8s_node, serialize
+
+    objects = [json.dumps(configmap(f"cm{i}", t)) for i, t in enumerate(TRICKY * 3)]
+    whole = serialize._synth(objects)
+    asked: list[int] = []
+    ask = cdk8s_node._ask
+
+    def spy(proc, data):
+        asked.append(len(json.loads(data)))
+        return ask(proc, data)
+
+    monkeypatch.setattr(cdk8s_node, "_ask", spy)
+    monkeypatch.setattr(cdk8s_node, "_CHUNK", 4)
+    assert serialize._synth(objects) == whole
+    assert asked == [4] * 8 + [1]

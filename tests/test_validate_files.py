@@ -453,3 +453,30 @@ def builds_digest(directory: Path) -> str:
     from trainkit.validate.tree import _inputs_digest
 
     return _inputs_digest(directory)
+
+
+def test_builds_run_with_fewer_collections_unless_the_environment_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kustomize's garbage collector runs at ``GOGC=400`` (a quarter of a build's CPU went
+    to it at Go's default); a ``GOGC`` the user set is kept."""
+    from trainkit.validate import build
+
+    fake = tmp_path / "kubectl"
+    fake.write_text('#!/bin/sh\necho "GOGC=$GOGC"\n')
+    fake.chmod(0o755)
+    monkeypatch.delenv("GOGC", raising=False)
+    got = build.Build(tmp_path, str(fake))
+    try:
+        assert got.output() == (b"GOGC=400\n", [])
+    finally:
+        got.stop()
+    monkeypatch.setenv("GOGC", "50")
+    other = tmp_path / "kubectl-2"  # another binary: the tests' build cache keys on it
+    other.write_bytes(fake.read_bytes())
+    other.chmod(0o755)
+    got = build.Build(tmp_path, str(other))
+    try:
+        assert got.output() == (b"GOGC=50\n", [])
+    finally:
+        got.stop()

@@ -4,9 +4,21 @@ Kustomize treats every kind it has no schema for as namespaced and knows no
 name references inside CRD pod templates. Two small files fix that for the
 kinds trainkit writes, so overlays (``namespace:``, ``namePrefix:``,
 ``images:``, generators) behave as they do for built-in kinds. They are one
-kustomize Component per cluster, which every Application's kustomization and the
-cluster's own (all its Applications together) include: kustomize refuses a file
-outside a kustomization's directory, but not a directory.
+kustomize Component per cluster, which the cluster's kustomization (all its Applications
+together, what overlays build on) includes: kustomize refuses a file outside a
+kustomization's directory, but not a directory, and a parent build merges the
+configurations of what it includes.
+
+No Application's own kustomization includes it. With no transformer in that build it
+changes no byte of what Argo CD applies (tests/test_kustomize.py), yet it made each build
+cost half again (kustomize v5.8.1, 200 objects: 0.55 against 0.36 CPU-s): a Component's
+accumulator is made afresh and every resource appended to it again, each append comparing
+its id with every resource before it (api/internal/target/kusttarget.go
+accumulateDirectory, ``isComponent``; api/resmap/reswrangler.go ``Append``); the
+name-reference pass walks every object (api/internal/accumulator/namereferencetransformer.go);
+and a custom ``openapi`` schema makes the first scope question parse kustomize's built-in
+Kubernetes schema as well (kyaml/openapi/openapi.go ``initSchema``). An overlay of one
+Application's directory includes the Component itself.
 """
 
 from __future__ import annotations

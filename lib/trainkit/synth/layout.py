@@ -231,11 +231,10 @@ def render_groups(
 
 
 def _generate_paths(d: AppDir) -> str:
-    """The directories an Application's build reads, relative to its own: a commit touching
+    """What an Application's build reads, relative to its directory: a commit touching
     nothing else does not regenerate it. Part 1's directory holds the further parts, so it
     names its own files (a glob: ``*`` stops at ``/``)."""
-    own = "*.yaml" if d.namespace is not None and d.part == 1 else "."
-    return f"{own};{d.component}"
+    return "*.yaml" if d.namespace is not None and d.part == 1 else "."
 
 
 _KIND = re.compile(rb"^apiVersion: (\S+)\nkind: (\S+)$", re.MULTILINE)
@@ -397,7 +396,7 @@ def _kustomize_files(plan: Plan, files: Mapping[str, bytes], command: str) -> di
             put(
                 f"{d.path}/kustomization.yaml",
                 "jobs/",
-                kustomization(listed, component=d.component),
+                kustomization(listed, component=None),
             )
         component = f"{base}/{COMPONENT_DIR}"
         put(f"{component}/kustomization.yaml", "trainkit", kustomize_component())

@@ -51,7 +51,9 @@ term shows (tests/bench.py prints the largest build of its trees)."""
 PLATFORM_DIR = "platform"
 """A cluster's platform Application: namespaces, queues, runtimes, Kueue's objects."""
 COMPONENT_DIR = "kustomize"
-"""The kustomize Component every Application of a cluster includes (CRD fields, scopes)."""
+"""The kustomize Component of a cluster (CRD fields, scopes): its kustomization includes it,
+so overlays of the cluster directory know the CRD fields; no Application's build does (it
+changes nothing there and costs kustomize more than half again, see ``render.kustomize``)."""
 _PART = re.compile(r"part-([1-9][0-9]*)")
 _JOB_LABEL = re.compile(rb"^    trainkit\.dev/job: ['\"]?([^'\"\n]+)['\"]?$", re.MULTILINE)
 # The label sits in metadata, within the first lines of every file trainkit writes.
@@ -77,11 +79,6 @@ class AppDir:
         if self.part == 1:
             return f"{base}/{self.namespace}"
         return f"{base}/{self.namespace}/part-{self.part}"
-
-    @property
-    def component(self) -> str:
-        """The Component directory, relative to this one."""
-        return "../" * (1 if self.part == 1 else 2) + COMPONENT_DIR
 
 
 def team_file(path: str) -> tuple[str, str, int, str] | None:

@@ -19,6 +19,7 @@ from trainkit.kubectl import find_kubectl
 from trainkit.validate.argo_decode import ARGOCD_KUSTOMIZE, ARGOCD_VERSION
 
 __all__ = [
+    "GO_GC",
     "Build",
     "VersionProbe",
     "find_kubectl",
@@ -86,6 +87,20 @@ class VersionProbe:
         )
 
 
+GO_GC = "400"
+"""``GOGC`` of each build, unless the environment sets one. Go's default (100) collects
+whenever the heap has doubled; a build's heap is mostly the parsed objects it keeps to the
+end, so a quarter of its CPU went to collecting (kubectl 1.37.1, kustomize v5.8.1, 200
+bench objects: 0.47 CPU-s at 100, 0.34 at 400, 0.33 at 800 and unbounded; 80, 136, 164 and
+224 MiB). The garbage collector changes no byte of the output."""
+
+
+def _build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GOGC", GO_GC)
+    return env
+
+
 class Build:
     """A ``kubectl kustomize`` running in the background (builds of a tree run at once:
     kustomize takes seconds for a thousand objects, on one CPU each)."""
@@ -102,6 +117,7 @@ class Build:
             stdin=subprocess.DEVNULL,
             stdout=self._out,
             stderr=self._err,
+            env=_build_env(),
         )
 
     def result(self) -> tuple[str, list[Problem]]:

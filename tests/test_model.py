@@ -156,7 +156,7 @@ def test_a_misspelt_field_gets_the_closest_real_one():
 
 @pytest.mark.parametrize("field", ["ttl_seconds", "ttl_seconds_after_finished", "ttl"])
 @pytest.mark.parametrize(
-    "kind", ["PyTorchJob", "MPIJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "TrainJob"]
+    "kind", ["PyTorchJob", "TFJob", "PaddleJob", "XGBoostJob", "JAXJob", "TrainJob"]
 )
 def test_a_ttl_is_not_mistaken_for_the_deadline(kind, field):
     # difflib's closest field to ttl_seconds is deadline_seconds, which fails a running job:
@@ -176,6 +176,20 @@ def test_a_ttl_is_not_mistaken_for_the_deadline(kind, field):
         "removed, since Argo CD's self-heal would create a job deleted by a TTL again and run "
         "it a second time (deadline_seconds is another thing: it fails a job that runs too long)"
     )
+
+
+@pytest.mark.parametrize("field", ["ttl_seconds_after_finished", "ttl"])
+def test_a_ttl_misspelled_on_an_mpijob_points_to_ttl_seconds(field):
+    # An MPIJob's TTL deletes only its launcher's batch Job (model/mpijob.py), so it has one.
+    import trainkit
+
+    with pytest.raises(DefinitionError) as exc:
+        trainkit.MPIJob(
+            name="j", image="img:1", command=["x"], resources=Resources(cpu=1, memory="1Gi"),
+            **{field: 60},
+        )  # fmt: skip
+    (message,) = messages(exc)
+    assert message.endswith(f"|{field}|unknown field; did you mean 'ttl_seconds'?")
 
 
 # --- what IPython and Jupyter complete ------------------------------------------------------

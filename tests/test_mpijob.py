@@ -145,6 +145,18 @@ def container(body: dict[str, Any], role: str) -> dict[str, Any]:
             "wait_for_workers=True could hold the workers' GPUs forever: mpi-operator creates "
             "the launcher",
         ),
+        # syncHandler creates a missing launcher again until the MPIJob's status records the
+        # end (pkg/controller/mpi_job_controller.go): a launcher deleted at once reruns it.
+        (
+            {"ttl_seconds": 0},
+            "ttl_seconds 0 is below 60: it could delete the launcher before mpi-operator "
+            "records that the job ended, and the operator would create it again and run the "
+            "job a second time; use at least 60, or drop ttl_seconds",
+        ),
+        ({"ttl_seconds": 59}, "ttl_seconds 59 is below 60: it could delete the launcher"),
+        ({"ttl_seconds": -1}, "ttl_seconds -1 is below 60"),
+        ({"ttl_seconds": 2**31}, "must be at most 2147483647"),
+        ({"ttl_after_finished": 60}, "did you mean 'ttl_seconds'?"),
     ],
 )
 def test_bad_fields_are_refused_with_the_reason(fields: dict[str, Any], says: str) -> None:
@@ -277,6 +289,22 @@ def test_the_launcher_role_overrides_resources_and_node_selector() -> None:
     assert launcher["containers"][0]["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
 
 
+def test_ttl_seconds_goes_to_the_run_policy_and_explain_says_what_it_deletes() -> None:
+    body, pj = render(job(ttl_seconds=600))
+    assert body["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 600
+    notes = effective_job(pj, body).notes
+    assert (
+        "the launcher's Job, its pod and logs are deleted 600 s after the job ends; the MPIJob "
+        "and its status stay until its file is removed"
+    ) in notes
+
+
+def test_without_ttl_seconds_the_launcher_stays() -> None:
+    body, pj = render(job())
+    assert "ttlSecondsAfterFinished" not in body["spec"]["runPolicy"]
+    assert not [n for n in effective_job(pj, body).notes if "deleted" in n]
+
+
 def test_the_default_scheduler_gets_no_gang() -> None:
     body, _ = render(job(), c=cluster(scheduler="default"))
     assert "schedulingPolicy" not in body["spec"]["runPolicy"]
@@ -345,6 +373,7 @@ def mpijobs(draw: Any) -> MPIJob:
         restart_policy=draw(st.sampled_from(["OnFailure", "Never"])),
         clean_pods=draw(st.sampled_from(["Running", "All", "None"])),
         deadline_seconds=draw(st.none() | st.integers(1, 10**6)),
+        ttl_seconds=draw(st.none() | st.integers(60, 2**31 - 1)),
         shm_size=draw(st.none() | st.just("1Gi")),
     )
 

@@ -236,6 +236,7 @@ CASES = [
             queue="user-queue",
             container_security_context=ContainerSecurityContext(run_as_user=1000),
             worker=Role(command=SSHD[:1], args=SSHD[1:], restart_policy="Never"),
+            ttl_seconds=60,
         ),
         expected=Expected(
             "MPIJob",
@@ -258,6 +259,5 @@ CASES = [
             queue=Q,
         ),
         cluster={"operators": ["mpi-operator"]},
-        needs="MPIJob ttl_seconds",
     ),
 ]

@@ -119,13 +119,13 @@ CASES = [
             "OpenMPI",
             command=["mpirun", "-n", "2", PI],
             worker=Role(command=SSHD[:1], args=SSHD[1:], restart_policy="Never"),
+            ttl_seconds=60,
         ),
         expected=pi_expected(
             "mpioperator/mpi-pi:openmpi",
             (["mpirun"], ["-n", "2", PI]),
             runPolicy={"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 60},
         ),
-        needs="MPIJob ttl_seconds",
         **MPI,
     ),
     *(

@@ -162,6 +162,13 @@ def effective_mpijob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         )
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("the launcher is created once every worker is ready")
+    ttl = spec.get("runPolicy", {}).get("ttlSecondsAfterFinished")
+    if ttl is not None:
+        # mpi_job_controller.go newLauncherJob: the TTL is the launcher's batch Job's only.
+        notes.append(
+            f"the launcher's Job, its pod and logs are deleted {ttl} s after the job ends; "
+            "the MPIJob and its status stay until its file is removed"
+        )
     wait = waits_for_hosts(launcher_set.spec)
     if wait is not None:
         notes.append(wait)

@@ -155,8 +155,11 @@ def _msg(err: Any, model: type[BaseModel] | None) -> str:
             )
         known = _fields_at(model, err["loc"])
         top = len(err["loc"]) == 1
-        if top and _TTL.match(str(field)) and not any(_TTL.match(k) for k in known):
-            return f"unknown field; {_no_ttl(model)}"
+        if top and _TTL.match(str(field)):
+            ttls = sorted(k for k in known if _TTL.match(k))
+            if not ttls:
+                return f"unknown field; {_no_ttl(model)}"
+            return f"unknown field; did you mean {ttls[0]!r}?"
         if top and str(field) in _ROLE_NAMES and model is not None:
             return f"unknown field; {_roles_of(model)}"
         close = difflib.get_close_matches(str(field), sorted(known), n=1)

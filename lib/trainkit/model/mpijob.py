@@ -19,7 +19,13 @@ from .operator_job import OperatorJob, Role
 from .security import effective_user
 from .volumes import volume_name
 
-__all__ = ["HOST_NETWORK_SSH_PORT", "LAUNCHER_RESOURCES", "MPI_RESERVED_VOLUMES", "MPIJob"]
+__all__ = [
+    "HOST_NETWORK_SSH_PORT",
+    "LAUNCHER_RESOURCES",
+    "MIN_TTL_SECONDS",
+    "MPI_RESERVED_VOLUMES",
+    "MPIJob",
+]
 
 LAUNCHER_RESOURCES = Resources(cpu="1", memory="2Gi")
 """What a launcher that is not a worker gets unless ``launcher=Role(resources=…)`` says
@@ -29,6 +35,16 @@ otherwise: it only starts the ranks over ssh."""
 MPI_RESERVED_VOLUMES = frozenset({"mpi-job-config", "ssh-auth"})
 _CONFIG_DIR = "/etc/mpi"
 _ROOT_SSH = "/root/.ssh"  # mpi_job_controller.go rootSSHPath
+
+# pkg/controller/mpi_job_controller.go (v0.8.0) newLauncherJob copies
+# runPolicy.ttlSecondsAfterFinished to the launcher's batch Job only: Kubernetes' TTL controller
+# deletes that Job, never the MPIJob, which Argo CD would otherwise create again. syncHandler
+# creates the launcher again when it is missing and the MPIJob's status has no CompletionTime
+# yet (updateMPIJobStatus sets it from the finished launcher), so a TTL of 0 could delete the
+# launcher before its end is recorded and run the job twice: the floor leaves the operator a
+# minute to record it.
+MIN_TTL_SECONDS = 60
+"""The smallest ``ttl_seconds`` of an MPIJob."""
 
 HOST_NETWORK_SSH_PORT = 2222
 """The port sshd listens on, and ssh reaches, in the MPI pods of a job on a host-network
@@ -80,9 +96,30 @@ class MPIJob(OperatorJob):
     """Fail the job when its launcher has existed this long: mpi-operator gives the deadline to
     the launcher's Job only, created with the MPIJob, so time queued in Volcano counts (on
     Kueue the clock starts at admission)."""
+    ttl_seconds: (
+        Annotated[int, Field(le=2**31 - 1, json_schema_extra={"minimum": MIN_TTL_SECONDS})] | None
+    ) = None
+    """Delete the launcher's batch Job, and with it the launcher pod and its logs, this many
+    seconds after the job ends (``runPolicy.ttlSecondsAfterFinished``). The MPIJob itself
+    stays, with its status, until its file is removed: mpi-operator gives the TTL to the
+    launcher's Job only, so Argo CD has nothing to create again. At least 60: a launcher
+    deleted before the operator has recorded the job's end would be created again and run the
+    job a second time. Default: the launcher stays as long as the MPIJob."""
     restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
     """What happens when a pod fails: ``OnFailure`` restarts it (the launcher counts against
     ``backoff_limit``), ``Never`` fails it. mpi-operator accepts no other policy."""
+
+    @field_validator("ttl_seconds")
+    @classmethod
+    def _ttl_floor(cls, ttl: int | None) -> int | None:
+        if ttl is not None and ttl < MIN_TTL_SECONDS:
+            raise ValueError(
+                f"ttl_seconds {ttl} is below {MIN_TTL_SECONDS}: it could delete the launcher "
+                "before mpi-operator records that the job ended, and the operator would create "
+                f"it again and run the job a second time; use at least {MIN_TTL_SECONDS}, or "
+                "drop ttl_seconds to keep the launcher"
+            )
+        return ttl
 
     @field_validator("env_refs")
     @classmethod

@@ -178,6 +178,9 @@ def render_mpijob(pj: PlannedJob) -> dict[str, Any]:
     }  # fmt: skip
     # pkg/controller/podgroup.go: minMember is minAvailable, else workers + 1.
     policy, annotations = run_policy(pj, job, job.nodes + 1)
+    if job.ttl_seconds is not None:
+        # On the launcher's batch Job only, never the MPIJob (model/mpijob.py MIN_TTL_SECONDS).
+        policy["ttlSecondsAfterFinished"] = job.ttl_seconds
     spec: dict[str, Any] = {
         "slotsPerWorker": job.slots,
         "runLauncherAsWorker": job.launcher_as_worker,

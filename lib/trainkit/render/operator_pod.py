@@ -193,7 +193,7 @@ def run_policy(
     """``(runPolicy, annotations)`` of a kubeflow.org job whose Volcano gang is ``gang`` pods.
 
     No ttlSecondsAfterFinished: under Argo CD self-heal a job deleted by its TTL is re-created
-    and runs again. backoffLimit always: the operators enforce a limit only when one is set
+    and runs again (an MPIJob adds its own, which deletes only its launcher's batch Job). backoffLimit always: the operators enforce a limit only when one is set
     (training-operator v1.9 pkg/controller.v1/common/job.go; mpi-operator copies it to the
     launcher's batch Job), and a crashing job would otherwise restart forever holding its GPUs.
     """

@@ -396,3 +396,160 @@ def test_dra_claims_are_refused_on_paddle_operator(ws, cli) -> None:
 def test_bad_claims_are_refused(claims: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         NetworkProfile(name="bad", claims=claims)
+
+
+# Extended resources a job asks for itself (Resources.extended), granted through profiles.
+EFA = '\nefa = NetworkProfile(name="efa", resources={"vpc.amazonaws.com/efa": 4})\n'
+
+
+def _grant_efa(ws) -> None:
+    text = (ws.root / POLICY).read_text(encoding="utf-8")
+    (ws.root / POLICY).write_text(text + EFA, encoding="utf-8")
+    edit(
+        ws,
+        TEAMS,
+        'network_profiles=["rdma", "ib-multus"]',
+        'network_profiles=["rdma", "ib-multus", "efa"]',
+    )
+
+
+def _containers(ws, name: str) -> list[dict[str, Any]]:
+    return [c for doc in _docs(ws, name) for _, spec in pod_specs(doc) for c in spec["containers"]]
+
+
+def test_a_job_asks_for_granted_extended_resources_and_they_are_rendered(ws, cli) -> None:
+    _grant_efa(ws)
+    # The job's own profile (rdma) lists rdma/hca: the job's count replaces it.
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, '
+        'extended={"vpc.amazonaws.com/efa": 2}),',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    containers = _containers(ws, "pytorchjob-llama-finetune-fsdp-r*.yaml")
+    assert len(containers) == 2  # Master and Worker
+    for container in containers:
+        res = container["resources"]
+        assert res["limits"]["vpc.amazonaws.com/efa"] == "2"
+        assert res["requests"]["vpc.amazonaws.com/efa"] == "2"
+        assert res["limits"]["rdma/hca"] == res["requests"]["rdma/hca"] == "1"
+    run = cli("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
+    assert run.code == 0, run.err
+    assert "vpc.amazonaws.com/efa" in run.out, run.out
+
+
+def test_extended_resources_count_against_volcano_and_kueue_queues(ws, cli) -> None:
+    _grant_efa(ws)
+    # Volcano: the gang of FSDP's 4 pods asks for 4 × 2; the llm queue caps it at 3.
+    edit(ws, TEAMS, "gpu=96),\n", 'gpu=96, extended={"vpc.amazonaws.com/efa": 3}),\n')
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, '
+        'extended={"vpc.amazonaws.com/efa": 2}),',
+    )
+    # Kueue: the llm ClusterQueue has no quota for it at all.
+    edit(
+        ws,
+        "jobs/llm/lr_sweep_ray.py",
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8)',
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8, extended={"vpc.amazonaws.com/efa": 1})',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        f"{FSDP}:28: PyTorchJob 'llama-finetune-fsdp': queue: the gang of 4 pods needs 8 "
+        "vpc.amazonaws.com/efa on cluster 'a800-north', but queue 'llm' can hold at most 3 "
+        "vpc.amazonaws.com/efa (Queue.capability in jobs/platform/teams.py)"
+    ) in run.err, run.err
+    assert (
+        "RayJob 'lr-sweep-ray': queue: the job requests vpc.amazonaws.com/efa, which "
+        "ClusterQueue 'llm' (jobs/platform/kueue.py) has no quota for: Kueue never admits it "
+        "('resource unavailable in ClusterQueue'); add the resource to the queue's flavors or "
+        "drop it from the job"
+    ) in run.err, run.err
+
+
+@pytest.mark.parametrize(
+    ("extended", "message"),
+    [
+        # Listed by no profile at all.
+        (
+            '{"rdma/roce": 1}',
+            "resources.extended.rdma/roce: extended resource 'rdma/roce' is not listed by any "
+            "network profile team 'llm' is granted on cluster 'a800-north' "
+            f"(Team.network_profiles in {TEAMS}: 'efa', 'ib-multus', 'rdma'); ask the "
+            "platform team for a profile listing it in NetworkProfile.resources, or drop it",
+        ),
+        # More than the granted profile lists per pod.
+        (
+            '{"vpc.amazonaws.com/efa": 8}',
+            "resources.extended.vpc.amazonaws.com/efa: 8 of 'vpc.amazonaws.com/efa' per pod is "
+            f"more than the 4 network profile 'efa' ({POLICY}) grants team 'llm'; ask for at "
+            "most 4",
+        ),
+        # The cluster's GPUs.
+        (
+            '{"baidu.com/a800_80g_cgpu": 1}',
+            "resources.extended.baidu.com/a800_80g_cgpu: 'baidu.com/a800_80g_cgpu' is the GPU "
+            "resource of "
+            "cluster 'a800-north'; ask for GPUs with resources.gpu instead",
+        ),
+    ],
+)
+def test_extended_resources_beyond_the_grant_are_refused(
+    ws, cli, extended: str, message: str
+) -> None:
+    _grant_efa(ws)
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        f'resources=Resources(cpu=64, memory="512Gi", gpu=8, extended={extended}),',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert f"PyTorchJob 'llama-finetune-fsdp': {message}" in run.err, run.err
+
+
+def test_an_extended_resource_of_another_teams_profile_is_refused(ws, cli) -> None:
+    _grant_efa(ws)  # granted to llm, not to vision
+    edit(
+        ws,
+        RESNET,
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8),',
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8, extended={"vpc.amazonaws.com/efa": 1}),',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        f"{RESNET}:15: PyTorchJob 'resnet50-ddp': resources.extended.vpc.amazonaws.com/efa: "
+        "extended resource 'vpc.amazonaws.com/efa' is not listed by any network profile team "
+        f"'vision' is granted on cluster 'gpu-east' (Team.network_profiles in {TEAMS}: none); "
+        "ask the platform team for a profile listing it in NetworkProfile.resources, or drop it"
+    ) in run.err, run.err
+
+
+@pytest.mark.parametrize(
+    ("extended", "message"),
+    [
+        ({"kubernetes.io/batch": 1}, "kubernetes.io/batch is not an extended resource"),
+        ({"example.kubernetes.io/x": 1}, "example.kubernetes.io/x is not an extended resource"),
+        ({"requests.example.com/x": 1}, "requests.example.com/x is not an extended resource"),
+        (
+            {"efa": 1},
+            "extended.efa.[key]: 'efa' is not an extended resource name: use '<domain>/<name>'",
+        ),
+        ({"example.com/x": 0}, "extended.example.com/x: must be at least 1"),
+    ],
+)
+def test_bad_extended_resources_are_refused(extended: dict[str, int], message: str) -> None:
+    from trainkit import Resources
+    from trainkit.model.messages import ModelError
+
+    with pytest.raises(ModelError, match=re.escape(message)):
+        Resources(cpu=1, memory="1Gi", extended=extended)

@@ -7,11 +7,19 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
-from .fields import CpuQuantity, DNS1123Label, LabelKey, LabelValue, MemoryQuantity, Path
+from .fields import (
+    CpuQuantity,
+    DNS1123Label,
+    LabelKey,
+    LabelValue,
+    MemoryQuantity,
+    Path,
+    ResourceName,
+)
 
 __all__ = [
     "ACCELERATORS",
@@ -84,6 +92,33 @@ class Resources(TrainkitModel):
     memory_request: MemoryQuantity | None = None
     """A memory request below ``memory``, only where ``Policy.burstable`` allows it (the pod
     can then be OOM-killed when the node runs short)."""
+    extended: dict[ResourceName, Annotated[int, Field(ge=1)]] = {}
+    """Extended resources per node by name, requested and the limit (they are never
+    overcommitted), e.g. ``{"vpc.amazonaws.com/efa": 4}``. Only those a network profile granted
+    to the team lists (``NetworkProfile.resources``), up to the count it lists; where the job's
+    own profile lists one, this count replaces the profile's. GPUs go in ``gpu``. Volcano and
+    Kueue count them against the queue, and a Kueue ClusterQueue must have quota for them."""
+
+    @field_validator("extended")
+    @classmethod
+    def _extended_not_native(cls, v: dict[str, int]) -> dict[str, int]:
+        # Names in the kubernetes.io domain are native, not extended, and "requests."-prefixed
+        # ones are quota names (kubernetes pkg/apis/core/helper/helpers.go
+        # IsExtendedResourceName, IsNativeResource).
+        bad = [
+            n
+            for n in v
+            if (d := n.partition("/")[0]) == "kubernetes.io"
+            or d.endswith(".kubernetes.io")
+            or n.startswith("requests.")
+        ]
+        if bad:
+            raise ValueError(
+                f"{', '.join(sorted(bad))} is not an extended resource (the kubernetes.io "
+                "domain is Kubernetes' own, 'requests.' names quota): use the device plugin's "
+                "name, e.g. 'vpc.amazonaws.com/efa' or 'rdma/hca'"
+            )
+        return v
 
     @model_validator(mode="after")
     def _requests_within_limits(self) -> Resources:

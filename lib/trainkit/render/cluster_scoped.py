@@ -31,7 +31,11 @@ def resource_requirements(res: Resources, cluster: Cluster, *, gpu: bool = False
     """A node's ``resources``: requests equal limits (Guaranteed QoS, GPUs packed exactly),
     but for the CPU or memory request a job lowers where the policy allows it."""
     cap = Capacity(
-        cpu=res.cpu, memory=res.memory, gpu=res.gpu, ephemeral_storage=res.ephemeral_storage
+        cpu=res.cpu,
+        memory=res.memory,
+        gpu=res.gpu,
+        ephemeral_storage=res.ephemeral_storage,
+        extended=res.extended,
     )
     amounts = cap.amounts(cluster.gpu_resource, zero_gpu=gpu)
     requests = dict(amounts)

@@ -133,6 +133,8 @@ def network_container(container: dict[str, Any], profile: NetworkProfile | None)
     if profile.resources:
         res = container.setdefault("resources", {"limits": {}, "requests": {}})
         for name in sorted(profile.resources):
+            if name in res["limits"]:
+                continue  # the job's own count (Resources.extended) replaces the profile's
             # Extended resources are never overcommitted: requests equal limits.
             res["limits"][name] = res["requests"][name] = str(profile.resources[name])
     if profile.claims:

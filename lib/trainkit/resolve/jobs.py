@@ -47,9 +47,11 @@ from ..model.volumes import CsiVolume, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import (
+    check_extended_grant,
     check_network_grant,
     claims_unsupported,
     env_conflicts,
+    extended_gpus,
     fabric_conflicts,
     host_network_mpijob,
     host_network_trainjob,
@@ -311,6 +313,8 @@ def place(
                 problems.extend(host_network_mpijob(d, job, network))
         problems.extend(fabric_conflicts(d, network, index))
         problems.extend(claims_unsupported(d, network, cluster))
+        problems.extend(extended_gpus(d, cluster))
+        problems.extend(check_extended_grant(d, declared_team, index, cluster.name))
         image = _image(job, d, cluster, problems)
         # A TrainJob has no env_from of its own (refused): its runtime's reach its pods.
         sources = [*job.env_from, *(runtime.runtime.env_from if runtime else ())]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 
 from ..errors import Problem
@@ -12,10 +12,12 @@ from ..model import (
     ClusterTrainingRuntime,
     MPIJob,
     NetworkProfile,
+    Resources,
     Team,
     TrainingRuntime,
     TrainJob,
 )
+from ..model.base import TrainkitModel
 from ..model.mpijob import HOST_NETWORK_SSH_PORT
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
 from ..model.pod_metadata import MULTUS_NETWORKS
@@ -26,10 +28,12 @@ from .problems import known, problem
 from .references import check_clusters, on_cluster
 
 __all__ = [
+    "check_extended_grant",
     "check_network_grant",
     "check_profiles",
     "claims_unsupported",
     "env_conflicts",
+    "extended_gpus",
     "fabric_conflicts",
     "host_network_mpijob",
     "host_network_runtime",
@@ -106,6 +110,88 @@ def check_network_grant(
             f"add it there, or {how}",
             field,
         )
+    ]
+
+
+def _resources(obj: object, path: str = "") -> Iterator[tuple[str, Resources]]:
+    """Every ``Resources`` in a definition (the job's, its roles', worker groups', init
+    containers'), with its field path."""
+    if isinstance(obj, Resources):
+        yield path, obj
+    elif isinstance(obj, TrainkitModel):
+        for name in type(obj).model_fields:
+            yield from _resources(getattr(obj, name), f"{path}.{name}" if path else name)
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            yield from _resources(value, f"{path}.{key}")
+    elif isinstance(obj, list | tuple):
+        for i, value in enumerate(obj):
+            yield from _resources(value, f"{path}[{i}]")
+
+
+def check_extended_grant(
+    d: Definition, team: Declared[Team], index: Index, cluster: str | None = None
+) -> list[Problem]:
+    """A problem for each extended resource ``d`` asks for (``Resources.extended``) that no
+    network profile granted to ``team`` (and on ``cluster``, when given) lists, or beyond the
+    most one of them lists per pod: a device plugin's resources are the platform's to hand
+    out, as the profiles are."""
+    granted: dict[str, tuple[int, str]] = {}
+    for name in team.obj.network_profiles:
+        if name not in index.profiles:
+            continue
+        if cluster is not None and not on_cluster(index.profiles[name].obj, cluster):
+            continue
+        for resource, count in index.profiles[name].obj.resources.items():
+            if count > granted.get(resource, (0, ""))[0]:
+                granted[resource] = (count, name)
+    on = f" on cluster {cluster!r}" if cluster is not None else ""
+    # The cluster's GPU resource is extended_gpus's problem.
+    gpu = index.clusters[cluster].obj.gpu_resource if cluster in index.clusters else None
+    out = []
+    for path, res in _resources(d.obj):
+        for resource, count in sorted(res.extended.items()):
+            if resource == gpu:
+                continue
+            field = f"{path}.extended.{resource}"
+            if resource not in granted:
+                out.append(
+                    problem(
+                        d,
+                        f"extended resource {resource!r} is not listed by any network profile "
+                        f"team {team.obj.name!r} is granted{on} (Team.network_profiles in "
+                        f"{team.file}: {known(team.obj.network_profiles)}); ask the platform "
+                        "team for a profile listing it in NetworkProfile.resources, or drop it",
+                        field,
+                    )
+                )
+            elif count > granted[resource][0]:
+                most, profile = granted[resource]
+                out.append(
+                    problem(
+                        d,
+                        f"{count} of {resource!r} per pod is more than the {most} network "
+                        f"profile {profile!r} ({index.profiles[profile].file}) grants team "
+                        f"{team.obj.name!r}; ask for at most {most}",
+                        field,
+                    )
+                )
+    return out
+
+
+def extended_gpus(d: Definition, cluster: Cluster) -> list[Problem]:
+    """The cluster's GPU resource asked for as an extended resource: GPUs come from ``gpu``,
+    which the plan counts and checks against the nodes."""
+    gpu = cluster.gpu_resource
+    return [
+        problem(
+            d,
+            f"{gpu!r} is the GPU resource of cluster {cluster.name!r}; ask for GPUs with "
+            f"{path}.gpu instead",
+            f"{path}.extended.{gpu}",
+        )
+        for path, res in _resources(d.obj)
+        if gpu in res.extended
     ]
 
 

@@ -111,7 +111,12 @@ def collect_runtimes(
 ) -> Runtimes:
     """Place every runtime on its clusters; duplicates and bad references are problems."""
     from .access import check_access
-    from .network import check_network_grant, host_network_runtime, resolve_network
+    from .network import (
+        check_extended_grant,
+        check_network_grant,
+        host_network_runtime,
+        resolve_network,
+    )
 
     # One name may be defined more than once on disjoint clusters: the same
     # runtime name with a CUDA image on NVIDIA clusters and a ROCm one on AMD.
@@ -152,6 +157,7 @@ def collect_runtimes(
             team = index.teams[rt.team]
             problems.extend(check_access(d, team))
             problems.extend(check_network_grant(d, rt.network, team, index))
+            problems.extend(check_extended_grant(d, team, index))
             namespace = team.obj.target_namespace
             allowed = {c for c in index.clusters if on_cluster(team.obj, c)}
             for i, c in enumerate(rt.clusters or []):

@@ -553,3 +553,116 @@ def test_bad_extended_resources_are_refused(extended: dict[str, int], message: s
 
     with pytest.raises(ModelError, match=re.escape(message)):
         Resources(cpu=1, memory="1Gi", extended=extended)
+
+
+# Huge pages a job asks for (Resources.hugepages).
+def test_hugepages_are_rendered_counted_and_explained(ws, cli, crds) -> None:
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, hugepages={"2Mi": "1Gi"}),',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+    containers = _containers(ws, "pytorchjob-llama-finetune-fsdp-r*.yaml")
+    assert len(containers) == 2  # Master and Worker
+    for container in containers:
+        res = container["resources"]
+        assert res["limits"]["hugepages-2Mi"] == res["requests"]["hugepages-2Mi"] == "1Gi"
+        assert res["requests"]["memory"] == "512Gi"
+    run = cli("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
+    assert run.code == 0, run.err
+    assert "hugepages-2Mi" in run.out, run.out
+    run = cli("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
+
+
+def test_hugepages_count_against_volcano_and_kueue_queues(ws, cli) -> None:
+    # Volcano: the gang of FSDP's 4 pods asks for 4 × 1Gi; the llm queue caps it at 2Gi.
+    edit(ws, TEAMS, "gpu=96),\n", 'gpu=96, hugepages={"2Mi": "2Gi"}),\n')
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, hugepages={"2Mi": "1Gi"}),',
+    )
+    # Kueue: the llm ClusterQueue has no quota for them at all.
+    edit(
+        ws,
+        "jobs/llm/lr_sweep_ray.py",
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8)',
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8, hugepages={"1Gi": "8Gi"})',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        f"{FSDP}:28: PyTorchJob 'llama-finetune-fsdp': queue: the gang of 4 pods needs 4Gi "
+        "hugepages-2Mi on cluster 'a800-north', but queue 'llm' can hold at most 2Gi "
+        "hugepages-2Mi (Queue.capability in jobs/platform/teams.py)"
+    ) in run.err, run.err
+    assert (
+        "RayJob 'lr-sweep-ray': queue: the job requests hugepages-1Gi, which ClusterQueue "
+        "'llm' (jobs/platform/kueue.py) has no quota for: Kueue never admits it"
+    ) in run.err, run.err
+    # With quota for them, the RayJob passes.
+    edit(ws, TEAMS, 'gpu=96, hugepages={"2Mi": "2Gi"}),\n', "gpu=96),\n")
+    edit(
+        ws,
+        FSDP,
+        ', hugepages={"2Mi": "1Gi"}),',
+        "),",
+    )
+    edit(
+        ws,
+        "jobs/platform/kueue.py",
+        'quota=Capacity(cpu=128, memory="1Ti", gpu=16),',
+        'quota=Capacity(cpu=128, memory="1Ti", gpu=16, hugepages={"1Gi": "64Gi"}),',
+    )
+    edit(
+        ws,
+        "jobs/platform/kueue.py",
+        'quota=Capacity(cpu=384, memory="3Ti", gpu=48)',
+        'quota=Capacity(cpu=384, memory="3Ti", gpu=48, hugepages={"1Gi": "0Gi"})',
+    )
+    run = cli("synth")
+    assert run.code == 0, run.err
+
+
+@pytest.mark.parametrize(
+    ("hugepages", "message"),
+    [
+        (
+            {"2Mi": "3Mi"},
+            "hugepages: 2Mi: 3Mi is not a whole number of 2Mi pages; ask for a positive "
+            "multiple of 2Mi, e.g. 4Mi",
+        ),
+        (
+            {"1Gi": "1536Mi"},
+            "hugepages: 1Gi: 1536Mi is not a whole number of 1Gi pages; ask for a positive "
+            "multiple of 1Gi, e.g. 2Gi",
+        ),
+        (
+            {"2Mi": "0Gi"},
+            "hugepages: 2Mi: 0Gi is not a whole number of 2Mi pages; ask for a positive "
+            "multiple of 2Mi, e.g. 2Mi",
+        ),
+        (
+            {"0": "1Gi"},
+            "hugepages.0.[key]: '0' is not a huge page size: use the node's page size with a "
+            "unit, e.g. '2Mi' or '1Gi'",
+        ),
+        (
+            {"big": "1Gi"},
+            "hugepages.big.[key]: 'big' is not a huge page size: use the node's page size with "
+            "a unit, e.g. '2Mi' or '1Gi'",
+        ),
+        ({"2Mi": "-2Mi"}, "hugepages.2Mi: '-2Mi' is not a Kubernetes quantity"),
+    ],
+)
+def test_bad_hugepages_are_refused(hugepages: dict[str, str], message: str) -> None:
+    from trainkit import Resources
+    from trainkit.model.messages import ModelError
+
+    with pytest.raises(ModelError, match=re.escape(message)):
+        Resources(cpu=1, memory="1Gi", hugepages=hugepages)

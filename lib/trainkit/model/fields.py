@@ -32,6 +32,7 @@ __all__ = [
     "DNS1123Label",
     "EnvName",
     "EnvValue",
+    "HugePageSize",
     "LabelKey",
     "LabelValue",
     "MemoryQuantity",
@@ -89,6 +90,19 @@ def _memory(v: str) -> str:
     if v.isdigit() and len(v) < 8 and int(v) < 1024 * 1024:
         raise ValueError(
             f"{v!r} is {v} bytes; did you mean '{v}Gi' or '{v}Mi'? Write memory with a unit"
+        )
+    return v
+
+
+def _page_size(v: str) -> str:
+    # The API server reads the size from the resource name hugepages-<size> as a quantity and
+    # wants it positive (kubernetes pkg/apis/core/v1/helper/helpers.go
+    # HugePageSizeFromResourceName).
+    size = parse_quantity(v) if isinstance(v, str) else None
+    if size is None or size <= 0 or size != size.to_integral_value():
+        raise ValueError(
+            f"{v!r} is not a huge page size: use the node's page size with a unit, e.g. '2Mi' "
+            "or '1Gi'"
         )
     return v
 
@@ -184,6 +198,10 @@ MemoryQuantity = Annotated[
     AfterValidator(_memory),
     WithJsonSchema({**_STR, "pattern": _pattern(QUANTITY)}),
 ]
+HugePageSize = Annotated[
+    str, AfterValidator(_page_size), WithJsonSchema({**_STR, "pattern": _pattern(QUANTITY)})
+]
+"""A huge page size, e.g. ``"2Mi"``, ``"1Gi"`` (the ``<size>`` of ``hugepages-<size>``)."""
 EnvName = Annotated[
     str, AfterValidator(_env_name), WithJsonSchema({**_STR, "pattern": _pattern(ENV_NAME)})
 ]

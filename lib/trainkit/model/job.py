@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
@@ -14,6 +15,7 @@ from .base import TrainkitModel
 from .fields import (
     CpuQuantity,
     DNS1123Label,
+    HugePageSize,
     LabelKey,
     LabelValue,
     MemoryQuantity,
@@ -99,6 +101,30 @@ class Resources(TrainkitModel):
     own profile lists one, this count replaces the profile's. GPUs go in ``gpu``. Volcano and
     Kueue count them against the queue, and a Kueue ClusterQueue must have quota for them."""
 
+    hugepages: dict[HugePageSize, MemoryQuantity] = {}
+    """Huge pages per node by page size, requested and the limit (the API server wants them
+    equal), e.g. ``{"2Mi": "1Gi"}`` (``hugepages-2Mi: 1Gi``): a whole number of pages, apart
+    from ``memory``. The nodes must have pages of that size set aside; Volcano and Kueue count
+    them against the queue, and a Kueue ClusterQueue must have quota for them."""
+
+    @field_validator("hugepages")
+    @classmethod
+    def _whole_pages(cls, v: dict[str, str]) -> dict[str, str]:
+        # "… is not positive integer multiple of hugepages-<size>" (kubernetes
+        # pkg/apis/core/validation/validation.go validateResourceQuantityHugePageValue,
+        # helper.IsHugePageResourceValueDivisible). Requests equal limits here, and cpu and
+        # memory are always requested ("HugePages require cpu or memory",
+        # ValidateContainerResourceRequirements).
+        for size, amount in v.items():
+            page = parse_quantity(size) or Decimal(0)
+            total = parse_quantity(amount) or Decimal(0)
+            if total <= 0 or total % page:
+                raise ValueError(
+                    f"{size}: {amount} is not a whole number of {size} pages; ask for a "
+                    f"positive multiple of {size}, e.g. {_pages(page, total)}"
+                )
+        return v
+
     @field_validator("extended")
     @classmethod
     def _extended_not_native(cls, v: dict[str, int]) -> dict[str, int]:
@@ -140,6 +166,15 @@ class Resources(TrainkitModel):
         """Whole CPUs of the request (``cpu_request``, else ``cpu``), rounded up as Kubernetes'
         ``Quantity.Value()`` does: what Trainer's ``auto`` counts without GPUs."""
         return math.ceil(parse_quantity(str(self.cpu_request or self.cpu)) or 0)
+
+
+def _pages(page: Decimal, total: Decimal) -> str:
+    """The next whole number of pages above ``total``, in the largest binary unit it fits."""
+    whole = int(max(page, math.ceil(total / page) * page))
+    for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if whole % size == 0:
+            return f"{whole // size}{unit}"
+    return str(whole)
 
 
 class Script(TrainkitModel):

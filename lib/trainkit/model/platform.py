@@ -12,6 +12,7 @@ from .fields import (
     ClusterRef,
     CpuQuantity,
     DNS1123Label,
+    HugePageSize,
     LabelKey,
     LabelValue,
     MemoryQuantity,
@@ -201,6 +202,10 @@ class Capacity(TrainkitModel):
     extended: dict[ResourceName, Annotated[int, Field(ge=0)]] = {}
     """Other extended resources by name, e.g. the devices a network profile gives each pod:
     ``{"vpc.amazonaws.com/efa": 32, "rdma/hca": 8}``. GPUs go in ``gpu``."""
+    hugepages: dict[HugePageSize, MemoryQuantity] = {}
+    """Huge pages by page size (``hugepages-<size>``), e.g. ``{"2Mi": "64Gi"}``: Volcano and
+    Kueue count the pods' requests of them, and a Kueue queue must list them for jobs that ask
+    for them."""
 
     def amounts(self, gpu_resource: str, *, zero_gpu: bool = False) -> dict[str, str]:
         """The amounts in a cluster's words (``gpu`` → its GPU resource); no GPUs are left
@@ -214,6 +219,8 @@ class Capacity(TrainkitModel):
             out["ephemeral-storage"] = self.ephemeral_storage
         if self.gpu or (zero_gpu and self.gpu is not None):
             out[gpu_resource] = str(self.gpu)
+        for size, amount in sorted(self.hugepages.items()):
+            out[f"hugepages-{size}"] = amount
         for name, value in sorted(self.extended.items()):
             out.setdefault(name, str(value))
         return out

@@ -36,6 +36,7 @@ def resource_requirements(res: Resources, cluster: Cluster, *, gpu: bool = False
         gpu=res.gpu,
         ephemeral_storage=res.ephemeral_storage,
         extended=res.extended,
+        hugepages=res.hugepages,
     )
     amounts = cap.amounts(cluster.gpu_resource, zero_gpu=gpu)
     requests = dict(amounts)

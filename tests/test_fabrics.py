@@ -666,3 +666,34 @@ def test_bad_hugepages_are_refused(hugepages: dict[str, str], message: str) -> N
 
     with pytest.raises(ModelError, match=re.escape(message)):
         Resources(cpu=1, memory="1Gi", hugepages=hugepages)
+
+
+def test_extended_resources_of_a_team_runtime_and_a_worker_group_are_checked(ws, cli) -> None:
+    # A team's TrainingRuntime is held to its team's grants; a Ray worker group's resources
+    # are checked under their own field.
+    edit(
+        ws,
+        RUNTIMES,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, extended={"example.com/fpga": 1}),',
+    )
+    edit(
+        ws,
+        "jobs/llm/lr_sweep_ray.py",
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8)',
+        'resources=Resources(cpu=32, memory="256Gi", gpu=8, extended={"rdma/hca": 1})',
+    )
+    run = cli("synth")
+    assert run.code == 1
+    assert (
+        "TrainingRuntime 'fsdp-a800': resources.extended.example.com/fpga: extended resource "
+        "'example.com/fpga' is not listed by any network profile team 'llm' is granted "
+        f"(Team.network_profiles in {TEAMS}: 'ib-multus', 'rdma')"
+    ) in run.err, run.err
+    # rdma (rdma/hca) is granted to llm, but exists on a800-north only.
+    for cluster in ("gpu-east", "h100-south"):
+        assert (
+            "RayJob 'lr-sweep-ray': workers[0].resources.extended.rdma/hca: extended resource "
+            f"'rdma/hca' is not listed by any network profile team 'llm' is granted on cluster "
+            f"'{cluster}'"
+        ) in run.err, run.err

@@ -4,6 +4,8 @@ ClusterTrainingRuntimes it installs (``manifests/base/runtimes/``) and the Train
 
 from __future__ import annotations
 
+from typing import Literal
+
 from trainkit import (
     ClusterTrainingRuntime,
     Initializer,
@@ -35,12 +37,15 @@ VOLCANO_DEFAULT = "a job on Volcano's own queue 'default' (trainkit generates ev
 REF = {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"}
 
 
-def mpi_runtime(name: str, image: str) -> ClusterTrainingRuntime:
+def mpi_runtime(
+    name: str, image: str, framework: Literal["deepspeed", "mlx"]
+) -> ClusterTrainingRuntime:
     """Trainer's MPI runtimes: the launcher is a node, the image's user mpiuser (1000) runs
     sshd on 2222 from its own config."""
     return ClusterTrainingRuntime(
         name=name,
         image=image,
+        framework=framework,
         mpi=RuntimeMPI(
             procs_per_node=1,
             ssh_dir="/home/mpiuser/.ssh",
@@ -205,22 +210,22 @@ CASES = [
         id="trainer-runtime-deepspeed-distributed",
         source=src("manifests/base/runtimes/deepspeed_distributed.yaml"),
         definition=lambda: mpi_runtime(
-            "deepspeed-distributed", "ghcr.io/kubeflow/trainer/deepspeed-runtime"
+            "deepspeed-distributed", "ghcr.io/kubeflow/trainer/deepspeed-runtime", "deepspeed"
         ),
         expected=mpi_expected(
             "deepspeed-distributed", "ghcr.io/kubeflow/trainer/deepspeed-runtime", "deepspeed"
         ),
-        needs="the runtime's framework label (deepspeed; trainkit writes mpi) and the probe's "
-        "initial delay (readiness probes)",
+        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     Case(
         id="trainer-runtime-mlx-distributed",
         source=src("manifests/base/runtimes/mlx_distributed.yaml"),
-        definition=lambda: mpi_runtime("mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime"),
+        definition=lambda: mpi_runtime(
+            "mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"
+        ),
         expected=mpi_expected("mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"),
-        needs="the runtime's framework label (mlx; trainkit writes mpi) and the probe's "
-        "initial delay (readiness probes)",
+        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     simple_runtime("jax-distributed", "nvcr.io/nvidia/jax:25.10-py3", "jax"),
@@ -393,6 +398,7 @@ CASES = [
         definition=lambda: ClusterTrainingRuntime(
             name="torchtune-llama3.2-1b",
             image="ghcr.io/kubeflow/trainer/torchtune-trainer",
+            framework="torchtune",
             resources=Resources(cpu=8, memory="64Gi", gpu=2),
             initializers=RuntimeInitializers(
                 dataset=Initializer(
@@ -477,8 +483,7 @@ CASES = [
             },
             labels={"trainer.kubeflow.org/framework": "torchtune"},
         ),
-        needs="runtime names with dots (a DNS subdomain), the runtime's command, and the "
-        "torchtune framework label",
+        needs="runtime names with dots (a DNS subdomain) and the runtime's command",
         **TRAINER,
     ),
 ]

@@ -25,6 +25,7 @@ from ..render.kubeflow_trainer import (
     FLUX_INSTALLER,
     FLUX_MOUNTS,
     FLUX_VOLUMES,
+    FRAMEWORK_LABEL,
     INITIALIZER_VOLUME,
     MODEL_INITIALIZER,
     NODE,
@@ -45,6 +46,18 @@ __all__ = ["effective_trainjob"]
 _TRAINER = "Kubeflow Trainer"
 
 
+def _framework_note(runtime: dict[str, Any], policy: str) -> list[str]:
+    """The runtime's framework label where it names more than its ML policy (deepspeed or mlx
+    on mpi, torchtune on torch): the Kubeflow SDK picks its trainer by it."""
+    label = (runtime["metadata"].get("labels") or {}).get(FRAMEWORK_LABEL)
+    if label is None or label == policy:
+        return []
+    return [
+        f"runtime {runtime['metadata']['name']!r} runs {label} on Trainer's {policy} policy "
+        f"(label {FRAMEWORK_LABEL}: {label}, by which the Kubeflow SDK picks its trainer)"
+    ]
+
+
 def effective_trainjob(
     pj: PlannedJob, body: dict[str, Any], runtime: dict[str, Any]
 ) -> EffectiveJob:
@@ -62,6 +75,7 @@ def effective_trainjob(
     runtime_name = f"runtime {runtime['metadata']['name']!r}"
     if "mpi" in (rt_spec.get("mlPolicy") or {}):
         sets, slots, ranks, told = _mpi_pods(pj, jobset, rt_spec["mlPolicy"], spec, runtime_name)
+        told.extend(_framework_note(runtime, "mpi"))
         gang = _gang(pj, rt_spec, sets, annotations)
         # Kueue's pod sets follow the JobSet's replicated jobs.
         order = [r["name"] for r in jobset["replicatedJobs"]]
@@ -85,6 +99,7 @@ def effective_trainjob(
     policy = rt_spec.get("mlPolicy")
     frameworks = ("torch", "jax", "xgboost", "flux")
     framework = next((f for f in frameworks if f in (policy or {})), "plainml")
+    notes.extend(_framework_note(runtime, framework))
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         pod = rjob["template"]["spec"]["template"]["spec"]

@@ -82,6 +82,12 @@ class RuntimeMPI(TrainkitModel):
     """The launcher's resources when it runs no ranks (it only starts them over ssh)."""
 
 
+# Trainer v2.3.0's runtimes label each with the framework it runs (manifests/base/runtimes/
+# *.yaml: torch, torchtune, jax, xgboost, deepspeed, mlx); deepspeed and mlx run on mlPolicy.mpi.
+_ON_MPI = ("deepspeed", "mlx")
+_MPI_FRAMEWORKS = ("torch", *_ON_MPI)
+
+
 class _TorchRuntime(TrainkitModel):
     """Fields every runtime has, cluster-wide or namespaced."""
 
@@ -145,12 +151,16 @@ class _TorchRuntime(TrainkitModel):
     """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
     installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
     the first node, ``procs_per_node`` tasks per node (HPC and MPI programs)."""
-    framework: Literal["torch", "jax", "xgboost"] = "torch"
-    """Trainer's ML policy of the nodes: ``torch`` (torchrun with the ``PET_*`` variables),
-    ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
-    ``JAX_PROCESS_ID``) or ``xgboost`` (one process per node, XGBoost's tracker on the first
-    node: ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``, ``DMLC_TASK_ID``,
-    ``DMLC_NUM_WORKER``). A TrainJob's script runs with ``torchrun``, else ``python3``."""
+    framework: Literal["torch", "torchtune", "jax", "xgboost", "deepspeed", "mlx"] = "torch"
+    """The framework the runtime runs, which picks Trainer's ML policy of the nodes and is
+    written as the ``trainer.kubeflow.org/framework`` label (the Kubeflow SDK lists runtimes
+    by it and picks its trainer by it): ``torch`` (torchrun with the ``PET_*`` variables;
+    with ``mpi=`` the label says ``mpi``), ``torchtune`` (the torch policy, for torchtune's
+    ``tune run``), ``jax`` (one process per node, ``JAX_COORDINATOR_ADDRESS``,
+    ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``), ``xgboost`` (one process per node, XGBoost's
+    tracker on the first node: ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``, ``DMLC_TASK_ID``,
+    ``DMLC_NUM_WORKER``), ``deepspeed`` or ``mlx`` (the MPI policy: they need ``mpi=``). A
+    TrainJob's script runs with ``torchrun``, else ``python3``."""
 
     @model_validator(mode="after")
     def _one_policy(self) -> _TorchRuntime:
@@ -169,13 +179,40 @@ class _TorchRuntime(TrainkitModel):
                 "initializers= on an MPI runtime is not offered: the launcher already waits for "
                 "the nodes; download in the job's script instead"
             )
-        if self.mpi is not None and self.framework != "torch":
+        if self.mpi is not None and self.framework not in _MPI_FRAMEWORKS:
             # The CRD's CEL rule on mlPolicy: "Only one of the policy can be configured".
             raise ValueError(
                 f"framework={self.framework!r} and mpi= are two ML policies; Trainer takes one: "
-                "drop mpi= or framework="
+                "drop mpi= or framework= (on mpi= it may be 'deepspeed' or 'mlx')"
+            )
+        if self.mpi is None and self.framework in _ON_MPI:
+            # Trainer v2.3.0's own deepspeed and mlx runtimes (manifests/base/runtimes/
+            # deepspeed_distributed.yaml, mlx_distributed.yaml) run on mlPolicy.mpi.
+            raise ValueError(
+                f"framework={self.framework!r} runs on Trainer's MPI policy: add "
+                "mpi=RuntimeMPI() (and run_as_user, fs_group), or pick 'torch'"
             )
         return self
+
+    @property
+    def ml_policy(self) -> Literal["torch", "jax", "xgboost", "mpi", "flux"]:
+        """Trainer's ML policy of the nodes (the ``mlPolicy`` source)."""
+        if self.flux is not None:
+            return "flux"
+        if self.mpi is not None:
+            return "mpi"
+        if self.framework == "jax":
+            return "jax"
+        if self.framework == "xgboost":
+            return "xgboost"
+        return "torch"  # torch and torchtune (deepspeed and mlx come with mpi=)
+
+    @property
+    def framework_label(self) -> str:
+        """The ``trainer.kubeflow.org/framework`` label: the framework the runtime runs."""
+        if self.ml_policy in ("flux", "mpi") and self.framework == "torch":
+            return self.ml_policy
+        return self.framework
 
     @field_validator("env")
     @classmethod

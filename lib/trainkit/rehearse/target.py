@@ -459,9 +459,9 @@ def _runtime_not_rehearsed(rt: ClusterTrainingRuntime | TrainingRuntime) -> str 
             "is a flux runtime; rehearsing TrainJobs on it is not available yet (trainkit "
             "explain shows its pods and the flux run command)"
         )
-    if rt.framework != "torch":
+    if rt.ml_policy in ("jax", "xgboost"):
         return (
-            f"is a {rt.framework} runtime; rehearsing TrainJobs on it is not available yet "
+            f"is a {rt.ml_policy} runtime; rehearsing TrainJobs on it is not available yet "
             "(trainkit explain shows its pods; an XGBoostJob or JAXJob with the same script "
             "is rehearsed)"
         )

@@ -77,6 +77,7 @@ __all__ = [
     "FLUX_INSTALLER",
     "FLUX_MOUNTS",
     "FLUX_VOLUMES",
+    "FRAMEWORK_LABEL",
     "INITIALIZER_VOLUME",
     "MODEL_INITIALIZER",
     "PATCH_MANAGER",
@@ -177,7 +178,7 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
     elif rt.mpi is None:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
-        spec = {"mlPolicy": {"numNodes": rt.nodes, rt.framework: {}}}
+        spec = {"mlPolicy": {"numNodes": rt.nodes, rt.ml_policy: {}}}
         node = _runtime_pod(pr)
         jobset = {"replicatedJobs": [_replicated_job(NODE, node, trainer=True, network=pr.network)]}
     else:
@@ -210,10 +211,10 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
 
 
 def runtime_framework(rt: TrainingRuntime | ClusterTrainingRuntime) -> str:
-    """The runtime's ML policy as Trainer's ``framework`` label names it."""
-    if rt.flux is not None:
-        return "flux"
-    return rt.framework if rt.mpi is None else "mpi"
+    """Trainer's ``framework`` label: the framework the runtime runs (the Kubeflow SDK lists
+    runtimes by it and picks its trainer by it: kubeflow/sdk kubeflow/trainer/constants/
+    constants.py RUNTIME_FRAMEWORK_LABEL; trainer v2.3.0 docs/operator-guides/runtime.md)."""
+    return rt.framework_label
 
 
 def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -416,7 +417,7 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
         trainer["image"] = pj.image
     mpi = pj.runtime.runtime.mpi if pj.runtime is not None else None
     flux = pj.runtime.runtime.flux if pj.runtime is not None else None
-    framework = pj.runtime.runtime.framework if pj.runtime is not None else "torch"
+    framework = pj.runtime.runtime.ml_policy if pj.runtime is not None else "torch"
     if job.script is not None and mpi is not None:
         trainer["command"] = mpi_command(pj, job)
     elif job.script is not None and (framework != "torch" or flux is not None):

@@ -275,13 +275,13 @@ def place(
             if found.runtime.flux is not None:
                 problems.extend(_flux_trainjob(d, job, found, cluster))
             problems.extend(_initializer_trainjob(d, job, found, declared_team))
-            if found.runtime.framework != "torch" and job.procs_per_node is not None:
+            if found.runtime.ml_policy in ("jax", "xgboost") and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
                 # numProcPerNode; each node runs one process.
                 problems.append(
                     problem(
                         d,
-                        f"runtime {found.runtime.name!r} is a {found.runtime.framework} runtime, "
+                        f"runtime {found.runtime.name!r} is a {found.runtime.ml_policy} runtime, "
                         "which runs one process per node and reads no procs_per_node: drop it",
                         "procs_per_node",
                     )

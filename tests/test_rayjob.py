@@ -418,3 +418,85 @@ def test_a_head_only_rayjob_passes_the_gpu_caps(head_gpu: int, problems: int) ->
         check_cluster_truth(plan, render_groups(plan))
     (p,) = e.value.problems
     assert (p.field, p.message) == ("head.gpu", "12 exceeds the 8 GPUs per node of cluster 'c'")
+
+
+from trainkit import ConfigMapVolume, EmptyDir, Volume  # noqa: E402
+
+LOGS = EmptyDir(name="ray-logs", path="/tmp/ray", size="10Gi")
+
+
+def test_head_and_group_volumes_are_mounted_on_their_pods_only() -> None:
+    j = job(
+        volumes=[Volume(claim="data", path="/data")],
+        head_volumes=[LOGS],
+        workers=[
+            group(volumes=[ConfigMapVolume(name="cfg", config_map="cfg", path="/etc/cfg")]),
+            group(name="cpu", resources=HEAD),
+        ],
+    )
+    body, pj = render(j, {"config_maps": {"cfg": ["a"]}}, **KUBERAY)
+    head, gpu, cpu, _ = effective_job(pj, body).pod_sets
+
+    def mounted(ps: Any) -> dict[str, str]:
+        names = {v["name"] for v in ps.spec["volumes"]}
+        mounts = {m["name"]: m["mountPath"] for m in ps.main["volumeMounts"]}
+        assert set(mounts) <= names
+        return {n: p for n, p in mounts.items() if n in ("data", "ray-logs", "cfg")}
+
+    # The job's claim on every pod, each group's own after it, nowhere else.
+    assert mounted(head) == {"data": "/data", "ray-logs": "/tmp/ray"}
+    assert mounted(gpu) == {"data": "/data", "cfg": "/etc/cfg"}
+    assert mounted(cpu) == {"data": "/data"}
+    logs = next(v for v in head.spec["volumes"] if v["name"] == "ray-logs")
+    assert logs["emptyDir"] == {"sizeLimit": "10Gi"}
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: job(
+                volumes=[EmptyDir(name="ray-logs", path="/scratch", size="1Gi")],
+                head_volumes=[LOGS],
+            ),
+            "on the head, with the job's volumes and head_volumes: two volumes are named "
+            "'ray-logs'",
+        ),
+        (
+            lambda: job(
+                volumes=[EmptyDir(name="scratch", path="/tmp/ray", size="1Gi")],
+                workers=[group(volumes=[LOGS])],
+            ),
+            "on worker group 'gpu', with the job's volumes and workers[0].volumes: volumes "
+            "mount more than once at /tmp/ray",
+        ),
+        (
+            lambda: job(head_volumes=[EmptyDir(name="dshm", path="/x", size="1Gi")]),
+            "has the name of a volume trainkit generates",
+        ),
+        (
+            lambda: job(head_volumes=[EmptyDir(name="w", path="/workspace", size="1Gi")]),
+            "head_volumes[0] at '/workspace' would hide the script",
+        ),
+        (
+            lambda: job(workers=[group(volumes=[EmptyDir(name="w", path="/workspace/train.py",
+                                                         size="1Gi")])]),
+            "workers[0].volumes[0] at '/workspace/train.py' would hide the script",
+        ),
+        (
+            lambda: job(ray_cluster="shared", command=["python", "x.py"], head=None,
+                        workers=[], head_volumes=[LOGS]),
+            "head_volumes",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_group_volumes_are_refused_with_the_reason(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value)
+
+
+def test_the_same_volume_on_two_groups_is_fine() -> None:
+    # Names are unique within each pod: the head's and a group's never meet.
+    j = job(head_volumes=[LOGS], workers=[group(volumes=[LOGS])])
+    assert j.head_volumes == j.workers[0].volumes

@@ -436,3 +436,44 @@ def test_a_host_path_is_a_plain_absolute_path() -> None:
         HostPath(name="h", host_path="/mnt/../etc", path="/h")
     with pytest.raises(DefinitionError, match="host_path"):
         HostPath(name="h", host_path="mnt", path="/h")
+
+
+RAY = "jobs/llm/lr_sweep_ray.py"
+
+
+def test_ray_head_and_group_volumes_need_the_grants_and_show_on_their_pods(ws, cli) -> None:
+    edit(
+        ws, RAY, 'head=Resources(cpu=8, memory="32Gi"),',
+        "head=Resources(cpu=8, memory='32Gi'), head_volumes=[__import__('trainkit')."
+        "ConfigMapVolume(name='cfg', config_map='train-config', path='/etc/train')],",
+    )  # fmt: skip
+    edit(
+        ws, RAY, 'WorkerGroup(name="gpu", nodes=2,',
+        "WorkerGroup(name='gpu', nodes=2, volumes=[__import__('trainkit').SecretVolume("
+        "name='gcs', secret='gcs-reader', path='/etc/gcs', items={'key.json': 'k.json'}), "
+        "__import__('trainkit').CsiVolume(name='store', driver='secrets-store.csi.k8s.io', "
+        "path='/mnt/store')],",
+    )  # fmt: skip
+    run = cli("synth")
+    assert run.code == 1
+    for field, message in (
+        ("head_volumes[0]", "team 'llm' may not mount ConfigMap 'train-config'; Team.config_maps"),
+        ("workers[0].volumes[0]", "team 'llm' may not mount Secret 'gcs-reader'; Team.secrets"),
+        (
+            "workers[0].volumes[1]",
+            "CSI driver 'secrets-store.csi.k8s.io' is not one the cluster lists",
+        ),
+    ):
+        assert f"RayJob 'lr-sweep-ray': {field}: " in run.err, run.err
+        line = next(x for x in run.err.splitlines() if f": {field}: " in x and message[:20] in x)
+        assert message in line, run.err
+    grant_everything(ws)
+    run = cli("synth")
+    assert run.code == 0, run.err
+    run = cli("explain", "lr-sweep-ray", "--cluster", "gpu-east", "--format", "json")
+    assert run.code == 0, run.err
+    (job,) = json.loads(run.out)["jobs"]
+    paths = {p["role"]: {v["path"] for v in p["volumes"]} for p in job["pods"]}
+    head, worker = paths["Head"], paths["gpu"]
+    assert "/etc/train" in head and not {"/etc/gcs", "/mnt/store"} & head
+    assert {"/etc/gcs", "/mnt/store"} <= worker and "/etc/train" not in worker

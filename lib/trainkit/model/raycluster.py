@@ -12,8 +12,14 @@ from pydantic import field_validator, model_validator
 
 from .job import Resources, repeated
 from .operator_job import PodJob
-from .rayjob import RayStart, WorkerGroup, whole_cpus
-from .volumes import check_volumes
+from .rayjob import (
+    RayStart,
+    WorkerGroup,
+    check_ray_groups,
+    ray_group_volume_fields,
+    whole_cpus,
+)
+from .volumes import AnyVolume, check_volumes
 
 __all__ = ["MAX_RAYCLUSTER_NAME", "RayCluster"]
 
@@ -38,6 +44,10 @@ class RayCluster(PodJob):
     head_ray_start: RayStart | None = None
     """What Ray is told the head has, e.g. ``RayStart(cpus=0)``: no task or actor runs
     beside Ray's control plane and the RayJobs' entrypoints."""
+    head_volumes: list[AnyVolume] = []
+    """Volumes mounted on the head pod only, beside the job's ``volumes`` (which every pod
+    gets), e.g. ``[EmptyDir(name="ray-logs", path="/tmp/ray")]`` for the head's logs; held to
+    the same grants and rules, and named apart from the job's."""
 
     @field_validator("name")
     @classmethod
@@ -61,7 +71,12 @@ class RayCluster(PodJob):
                 "RayJob(ray_cluster=..., command=[...])"
             )
         check_volumes(self.volumes)
+        check_ray_groups(self)
         return self
+
+    def group_volume_fields(self) -> list[tuple[str, AnyVolume]]:
+        """The head's and the worker groups' own volumes, with their fields."""
+        return ray_group_volume_fields(self)
 
     @model_validator(mode="after")
     def _coherent(self) -> RayCluster:

@@ -22,7 +22,7 @@ from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, Labe
 from .job import Resources, repeated
 from .operator_job import PodJob
 from .pip_requirements import requirement_problem
-from .volumes import check_volumes, check_workspace
+from .volumes import AnyVolume, check_group_volumes, check_volumes, check_workspace
 
 __all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RayStart", "RuntimeEnv", "WorkerGroup"]
 
@@ -152,6 +152,10 @@ class WorkerGroup(TrainkitModel):
     ``min_nodes``/``max_nodes`` count workers, not pods."""
     ray_start: RayStart | None = None
     """What Ray is told each pod has, where it differs from ``resources``."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on this group's pods only, beside the job's ``volumes`` (which every
+    pod gets), e.g. a ``ConfigMapVolume`` the group alone reads; held to the same grants and
+    rules, and named apart from the job's."""
 
     @model_validator(mode="after")
     def _scaling(self) -> WorkerGroup:
@@ -295,6 +299,28 @@ class DeletionRule(TrainkitModel):
         return cond
 
 
+def ray_group_volume_fields(job: RayJob | Any) -> list[tuple[str, AnyVolume]]:
+    """The head's (``head_volumes``) and each worker group's own volumes, with their fields."""
+    out: list[tuple[str, AnyVolume]] = [
+        (f"head_volumes[{i}]", v) for i, v in enumerate(job.head_volumes)
+    ]
+    for k, g in enumerate(job.workers):
+        out += [(f"workers[{k}].volumes[{i}]", v) for i, v in enumerate(g.volumes)]
+    return out
+
+
+def check_ray_groups(job: Any) -> None:
+    """Each Ray pod group's volumes beside the job's: unique names and paths on its pods,
+    clear of the script that every pod mounts (render/kuberay.py ray_cluster_spec)."""
+    script = getattr(job, "script", None)
+    check_group_volumes(job.volumes, job.head_volumes, "the head", "head_volumes")
+    check_workspace(job.head_volumes, script, field="head_volumes")
+    for k, g in enumerate(job.workers):
+        field = f"workers[{k}].volumes"
+        check_group_volumes(job.volumes, g.volumes, f"worker group {g.name!r}", field)
+        check_workspace(g.volumes, script, field=field)
+
+
 class RayJob(PodJob):
     """A Ray job (KubeRay): a Ray cluster of a head and worker groups, created for the job;
     the ``script`` (or ``command``) is submitted to it as the job's entrypoint and runs on the
@@ -308,6 +334,10 @@ class RayJob(PodJob):
     """What Ray is told the head has, e.g. ``RayStart(cpus=0)`` so that no task or actor runs
     beside Ray's control plane and the entrypoint (default: the head has no GPUs for Ray
     unless it asks for some)."""
+    head_volumes: list[AnyVolume] = []
+    """Volumes mounted on the head pod only, beside the job's ``volumes`` (which every pod
+    gets), e.g. ``[EmptyDir(name="ray-logs", path="/tmp/ray")]`` for the head's logs; held to
+    the same grants and rules, and named apart from the job's."""
     entrypoint_cpus: float | None = Field(default=None, gt=0, le=100_000)
     """CPUs Ray reserves for the entrypoint (``entrypointNumCpus``), so it runs on a node
     with them free."""
@@ -376,7 +406,12 @@ class RayJob(PodJob):
             )
         check_volumes(self.volumes)
         check_workspace(self.volumes, self.script)
+        check_ray_groups(self)
         return self
+
+    def group_volume_fields(self) -> list[tuple[str, AnyVolume]]:
+        """The head's and the worker groups' own volumes, with their fields."""
+        return ray_group_volume_fields(self)
 
     def _on_existing_cluster(self) -> None:
         """What a RayJob on an existing RayCluster (``clusterSelector``) may not say.
@@ -391,7 +426,7 @@ class RayJob(PodJob):
         owned = [
             f
             for f in (
-                "head", "head_ray_start", "workers", "script", "volumes", "init_containers",
+                "head", "head_ray_start", "head_volumes", "workers", "script", "volumes", "init_containers",
                 "env", "env_refs",
                 "env_from", "shm_size", "node_selector", "node_affinity", "topology", "network",
             )

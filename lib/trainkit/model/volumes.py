@@ -201,7 +201,10 @@ def _under(path: str, top: str) -> bool:
 
 
 def check_workspace(
-    volumes: Sequence[AnyVolume], script: Script | None, trainer: bool = False
+    volumes: Sequence[AnyVolume],
+    script: Script | None,
+    trainer: bool = False,
+    field: str = "volumes",
 ) -> None:
     """No mount hides what trainkit puts in ``/workspace``: with a script, the script (at
     ``/workspace/<file>``, a read-only ``subPath`` of the scripts' ConfigMap: render/pod.py
@@ -213,14 +216,14 @@ def check_workspace(
     for i, v in enumerate(volumes):
         if script is not None and (v.path == WORKSPACE or _under(v.path, script.mount_path)):
             raise ValueError(
-                f"volumes[{i}] at {v.path!r} would hide the script, which trainkit mounts at "
+                f"{field}[{i}] at {v.path!r} would hide the script, which trainkit mounts at "
                 f"{script.mount_path} (the directory {WORKSPACE} stays the image's, writable); "
                 f"mount beside it, e.g. {WORKSPACE}/data, or elsewhere"
             )
         for top in _TRAINER_PATHS if trainer else ():
             if _under(v.path, top) or _under(top, v.path):
                 raise ValueError(
-                    f"volumes[{i}] at {v.path!r} would clash with {top}, where Kubeflow "
+                    f"{field}[{i}] at {v.path!r} would clash with {top}, where Kubeflow "
                     "Trainer's initializers put the dataset and the model on every node; "
                     f"mount elsewhere, e.g. {WORKSPACE}/data"
                 )
@@ -250,3 +253,25 @@ def check_volumes(volumes: Sequence[AnyVolume]) -> None:
             f"two volumes are named {twice[0]!r} (a claim's volume takes the claim's name); "
             "give each a name of its own"
         )
+
+
+def check_group_volumes(
+    job_volumes: Sequence[AnyVolume], own: Sequence[AnyVolume], where: str, field: str
+) -> None:
+    """A pod group's own volumes (``field``) beside the job's, held to the rules of
+    ``check_volumes`` on the group's pods (``where``), which get both."""
+    if not own:
+        return
+    try:
+        check_volumes([*job_volumes, *own])
+    except ValueError as e:
+        raise ValueError(f"on {where}, with the job's volumes and {field}: {e}") from None
+
+
+def volume_fields(obj: object) -> list[tuple[str, AnyVolume]]:
+    """Every volume a definition mounts on some pod, with its field: the job's ``volumes``
+    and, for a kind with pod groups of their own volumes (Ray's head and worker groups),
+    theirs; grants and cluster rules hold each wherever it is given."""
+    own = getattr(obj, "group_volume_fields", None)
+    out = [(f"volumes[{i}]", v) for i, v in enumerate(getattr(obj, "volumes", None) or ())]
+    return [*out, *(own() if callable(own) else ())]

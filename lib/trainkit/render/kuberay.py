@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -26,6 +26,7 @@ import yaml
 from ..model import WORKSPACE, Resources
 from ..model.raycluster import RayCluster
 from ..model.rayjob import RayJob
+from ..model.volumes import AnyVolume
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
@@ -79,12 +80,18 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
     )
 
     def template(
-        container: str, resources: Resources, selector: Mapping[str, str] | None = None
+        container: str,
+        resources: Resources,
+        selector: Mapping[str, str] | None = None,
+        volumes: Sequence[AnyVolume] = (),
     ) -> dict[str, Any]:
         c: dict[str, Any] = {"name": container, "image": pj.image}
         if isinstance(job, RayJob) and job.script is not None:
             c["workingDir"] = WORKSPACE
-        return role_template(pj, job, c, configmap=cm, resources=resources, node_selector=selector)
+        return role_template(
+            pj, job, c, configmap=cm, resources=resources, node_selector=selector,
+            own_volumes=volumes,
+        )  # fmt: skip
 
     if job.head is None:
         raise TypeError(f"{job.describe()} runs on an existing RayCluster: it has no cluster spec")
@@ -101,7 +108,7 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         params.update(job.head_ray_start.params())
     if params:
         head["rayStartParams"] = dict(sorted(params.items()))
-    head["template"] = template(HEAD_CONTAINER, job.head)
+    head["template"] = template(HEAD_CONTAINER, job.head, volumes=job.head_volumes)
     cluster["headGroupSpec"] = head
     groups = []
     for g in job.workers:
@@ -121,7 +128,7 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         # Both are required (the CRD), and equal when the group does not scale.
         group["minReplicas"] = low
         group["maxReplicas"] = high
-        group["template"] = template(WORKER_CONTAINER, g.resources, g.node_selector)
+        group["template"] = template(WORKER_CONTAINER, g.resources, g.node_selector, g.volumes)
         groups.append(group)
     if groups:
         cluster["workerGroupSpecs"] = groups

@@ -8,11 +8,12 @@ network profile, scheduler, tolerations, placement and access are the job's.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ..model import WORKSPACE, NetworkProfile, Resources
 from ..model.operator_job import OperatorJob, PodJob, Role, RoleJob
+from ..model.volumes import AnyVolume
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
@@ -92,6 +93,7 @@ def role_template(
     network: NetworkProfile | Literal["job"] | None = "job",
     runs_training: bool = True,
     gpu_env: bool = True,
+    own_volumes: Sequence[AnyVolume] = (),
 ) -> dict[str, Any]:
     """The pod template of one role. ``container`` holds the role's ``name``, ``image`` and,
     when it has them, ``command``, ``workingDir``, ``args`` and ``ports``; the job's env, the
@@ -101,12 +103,13 @@ def role_template(
     ``network`` replaces the job's network profile for this role; a role that does not run
     training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims.
     Without GPUs the container's NVIDIA variables are blanked (``pod.hide_gpus``) unless not
-    ``gpu_env`` (the operator does it itself)."""
+    ``gpu_env`` (the operator does it itself). ``own_volumes`` are the role's own, mounted
+    after the job's (a Ray group's)."""
     profile = pj.network if network == "job" else network
     volumes, mounts = pod_volumes(
         configmap=configmap, scripts=list(pj.definition.files),
         shm_size=job.shm_size if runs_training else None,
-        claims=job.volumes if runs_training else (),
+        claims=[*job.volumes, *own_volumes] if runs_training else (),
     )  # fmt: skip
     image = pj.role_image(role) if role is not None and role.image is not None else None
     c: dict[str, Any] = {"name": container["name"], "image": image or container["image"]}

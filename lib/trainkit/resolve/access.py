@@ -17,7 +17,7 @@ from ..model import ConfigMapKey, SecretEnv, SecretKey, Team
 from ..model.env import EnvSource, source_key_refused
 from ..model.pod_metadata import steering_domain
 from ..model.security import RUNTIME_DEFAULT
-from ..model.volumes import ConfigMapVolume, HostPath, SecretVolume
+from ..model.volumes import ConfigMapVolume, HostPath, SecretVolume, volume_fields
 from .index import Declared
 from .problems import known, problem
 
@@ -92,7 +92,7 @@ def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:
     of ``items``, or with none the whole object, which the grant must list with every key
     it holds (as for ``env_from``): a Secret may hold other systems' credentials."""
     problems = []
-    for i, v in enumerate(getattr(d.obj, "volumes", [])):
+    for field, v in volume_fields(d.obj):
         if isinstance(v, HostPath):
             granted_dirs = team.obj.host_paths
             if not any(v.below(g) for g in granted_dirs):
@@ -102,7 +102,7 @@ def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:
                         f"team {team.obj.name!r} may not mount the node's {v.host_path}; "
                         f"Team.host_paths in {team.file} allows {known(granted_dirs)}; use "
                         "a claim or an EmptyDir, or ask the platform team",
-                        f"volumes[{i}]",
+                        field,
                     )
                 )
             continue
@@ -130,7 +130,7 @@ def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:
                 f"team {team.obj.name!r} may not mount {missing}; Team.{grant} in "
                 f"{team.file} {allows}; list only granted keys in items, or ask the platform "
                 "team",
-                f"volumes[{i}]",
+                field,
             )
         )
     return problems

@@ -43,7 +43,7 @@ from ..model.trainer_flux import (
     tasks_gpus_problem,
 )
 from ..model.trainer_initializers import INITIALIZER_VOLUME, initializer_claim
-from ..model.volumes import CsiVolume, volume_name
+from ..model.volumes import CsiVolume, volume_fields, volume_name
 from .access import check_access, check_env_from, granted_keys
 from .index import Declared, Index
 from .network import (
@@ -665,7 +665,7 @@ def _check_csi(pj: PlannedJob, problems: list[Problem]) -> None:
     """A problem per CSI volume whose driver the cluster does not list: the kubelet finds no
     such driver and the pod never starts (and an unlisted driver may mount anything)."""
     listed = pj.cluster.csi_drivers
-    for i, v in enumerate(getattr(pj.job, "volumes", [])):
+    for field, v in volume_fields(pj.job):
         if isinstance(v, CsiVolume) and v.driver not in listed:
             problems.append(
                 problem(
@@ -673,7 +673,7 @@ def _check_csi(pj: PlannedJob, problems: list[Problem]) -> None:
                     f"on cluster {pj.cluster.name!r}: CSI driver {v.driver!r} is not one the "
                     f"cluster lists (Cluster.csi_drivers: {known(listed)}); use a listed "
                     "driver, or ask the platform team",
-                    f"volumes[{i}]",
+                    field,
                 )
             )
 

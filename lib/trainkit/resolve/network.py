@@ -22,7 +22,7 @@ from ..model.mpijob import HOST_NETWORK_SSH_PORT
 from ..model.paddlejob import PADDLE_OPERATOR, PaddleJob
 from ..model.pod_metadata import MULTUS_NETWORKS
 from ..model.rules import DEVICE_VOLUME
-from ..model.volumes import volume_name
+from ..model.volumes import volume_fields, volume_name
 from .index import Declared, Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
@@ -238,7 +238,7 @@ def fabric_conflicts(d: Definition, profile: NetworkProfile | None, index: Index
             )
         )
     names = {DEVICE_VOLUME.format(i=i): dev for i, dev in enumerate(profile.devices)}
-    for i, v in enumerate(getattr(d.obj, "volumes", ()) or ()):
+    for field, v in volume_fields(d.obj):
         for name, dev in names.items():
             path = dev.path
             if dev.overlaps(v.path) or volume_name(v) == name:
@@ -248,7 +248,7 @@ def fabric_conflicts(d: Definition, profile: NetworkProfile | None, index: Index
                         f"volume {volume_name(v)!r} at {v.path} clashes with device {path} "
                         f"that {where} mounts (volume {name!r}); mount it elsewhere, under "
                         "another name",
-                        f"volumes[{i}]",
+                        field,
                     )
                 )
                 break

@@ -48,7 +48,8 @@ PLATFORM = {
 
 
 def sample(name: str, nodes: int = 1, **more: object) -> RayJob:
-    """KubeRay's sample RayJob: a 1-CPU head with the code, one group of 1-CPU workers."""
+    """KubeRay's sample RayJob: a 1-CPU head with the code (on the head only), one group of
+    1-CPU workers."""
     fields: dict[str, object] = {
         "image": RAY,
         "command": CMD,
@@ -58,7 +59,7 @@ def sample(name: str, nodes: int = 1, **more: object) -> RayJob:
             WorkerGroup(name="small-group", nodes=nodes, resources=Resources(cpu=1, memory="1Gi"))
         ],
         "runtime_env": RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
-        "volumes": [
+        "head_volumes": [
             ConfigMapVolume(
                 name="code-sample",
                 config_map="ray-job-code-sample",
@@ -94,9 +95,6 @@ DELETION_PROGRAM = (
     "\nimport ray\nray.init()\nprint(f'ray.cluster_resources(): {ray.cluster_resources()}')\n"
 )
 
-# trainkit mounts a job's volumes on every Ray node; the samples mount the code on the head.
-HEAD_ONLY = "volumes on the head only (per-role volumes)"
-
 CASES = [
     Case(
         id="ray-job-sample",
@@ -118,7 +116,6 @@ CASES = [
             },
             spec=expected("rayjob-sample").spec,
         ),
-        needs=HEAD_ONLY,
         **PLATFORM,
     ),
     Case(
@@ -130,7 +127,6 @@ CASES = [
         expected=expected(
             "rayjob-sample-shutdown", shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=10
         ),
-        needs=HEAD_ONLY,
         **PLATFORM,
     ),
     Case(
@@ -152,7 +148,7 @@ CASES = [
                 },
             },
         ),
-        needs=HEAD_ONLY + " and the head Service",
+        needs="the head Service",
         **PLATFORM,
     ),
     Case(
@@ -160,7 +156,6 @@ CASES = [
         source=src("ray-job.sidecar-mode.yaml"),
         definition=lambda: sample("rayjob-sidecar-mode", submission_mode="SidecarMode"),
         expected=expected("rayjob-sidecar-mode", submissionMode="SidecarMode"),
-        needs=HEAD_ONLY,
         **PLATFORM,
     ),
     Case(
@@ -174,7 +169,6 @@ CASES = [
             spec=expected("rayjob-sample-0").spec,
             queue=("volcano", "kuberay-test-queue"),
         ),
-        needs=HEAD_ONLY,
         **PLATFORM,
     ),
     Case(
@@ -240,8 +234,8 @@ CASES = [
                 },
             },
         ),
-        needs=f"{HEAD_ONLY}, rayStartParams (num-cpus, num-gpus, custom resources) and the "
-        "entrypoint's resources",
+        needs="rayStartParams (num-cpus, num-gpus, custom resources) and the entrypoint's "
+        "resources",
         **PLATFORM,
     ),
     Case(
@@ -319,7 +313,7 @@ CASES = [
                 },
             },
         ),
-        needs=f"{HEAD_ONLY} and a custom submitter pod",
+        needs="a custom submitter pod",
         **PLATFORM,
     ),
     Case(
@@ -382,7 +376,7 @@ CASES = [
             head=Resources(cpu=1, memory="2Gi"),
             workers=[WorkerGroup(name="small-group", resources=Resources(cpu=1, memory="1Gi"))],
             runtime_env=RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
-            volumes=[
+            head_volumes=[
                 ConfigMapVolume(
                     name="code-sample",
                     config_map="ray-job-code-sample",
@@ -418,7 +412,7 @@ CASES = [
             },
             queue=("kueue", "user-queue"),
         ),
-        needs=f"{HEAD_ONLY} and container lifecycle hooks (preStop)",
+        needs="container lifecycle hooks (preStop)",
         **PLATFORM,
     ),
 ]

@@ -919,3 +919,18 @@ def test_a_topology_request_on_a_rayjob_on_a_raycluster_is_refused() -> None:
         "RayCluster, not the RayJob" in m
         for m in messages
     ), messages
+
+
+def test_a_raycluster_mounts_head_volumes_on_the_head_and_checks_them() -> None:
+    from trainkit import EmptyDir
+
+    logs = EmptyDir(name="ray-logs", path="/tmp/ray", size="10Gi")
+    body, pj = render(rc(head_volumes=[logs]), **KUBERAY)
+    head, workers = effective_job(pj, body).pod_sets[:2]
+    assert {"name": "ray-logs", "emptyDir": {"sizeLimit": "10Gi"}} in head.spec["volumes"]
+    assert "ray-logs" not in {v["name"] for v in workers.spec.get("volumes") or []}
+    with pytest.raises(ModelError) as e:
+        rc(volumes=[logs], head_volumes=[logs])
+    assert "on the head, with the job's volumes and head_volumes: volumes mount more than once" in (
+        str(e.value)
+    )

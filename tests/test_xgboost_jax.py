@@ -99,6 +99,15 @@ def env_of(ps: Any) -> dict[str, str]:
         ),
         (xgb, {"env": {"WORKER_ADDRS": "a,b"}}, "WORKER_ADDRS may not be set"),
         (xgb, {"restart_policy": "Always"}, "'Always' restarts the Master even after it exits 0"),
+        (xgb, {"port": 0}, "XGBoostJob 'xg': port: must be at least 1"),
+        (xgb, {"port": 65536}, "XGBoostJob 'xg': port: must be at most 65535"),
+        (xgb, {"port": "x"}, "XGBoostJob 'xg': port: must be a whole number"),
+        (
+            xgb,
+            {"port": 9991, "ports": {"metrics": 9991}},
+            "port is 9991, which ports also gives 'metrics': the tracker and the program would "
+            "both listen there; choose another number",
+        ),
         (
             xgb,
             {"name": "x" * 54, "nodes": 12},
@@ -168,6 +177,18 @@ def test_xgboost_renders_one_master_and_the_workers_with_the_operator_s_port() -
     assert worker_env["WORKER_ADDRS"] == "xg-worker-0,xg-worker-1"
     assert ej.gang is not None and (ej.gang.podgroup, ej.gang.min_member) == ("xg", 3)
     assert ej.notes[0].startswith("the job succeeds when the Master exits 0")
+
+
+def test_xgboost_port_is_the_tracker_s_on_every_pod_and_in_the_env() -> None:
+    # xgboost.go getPortFromXGBoostJob reads the port named xgboostjob-port from the Master's
+    # and the Workers' container "xgboost" into MASTER_PORT and WORKER_PORT (the examples'
+    # xgboostjob_v1_rabit_test.yaml declares 9991).
+    body, pj = render(xgb(port=9991))
+    for spec in body["spec"]["xgbReplicaSpecs"].values():
+        (c,) = spec["template"]["spec"]["containers"]
+        assert c["ports"] == [{"containerPort": 9991, "name": "xgboostjob-port", "protocol": "TCP"}]
+    for ps in effective_job(pj, body).pod_sets:
+        assert (env_of(ps)["MASTER_PORT"], env_of(ps)["WORKER_PORT"]) == ("9991", "9991")
 
 
 def test_a_single_pod_xgboost_job_is_its_master_alone() -> None:

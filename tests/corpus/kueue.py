@@ -152,6 +152,7 @@ CASES = [
         source=src("sample-xgboostjob.yaml"),
         definition=lambda: XGBoostJob(
             name="xgboost-dist-iris-test-train",
+            port=9991,
             image=XGB,
             nodes=3,
             args=XGB_WORKER,
@@ -189,7 +190,6 @@ CASES = [
             queue=Q,
         ),
         cluster=KUBEFLOW,
-        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="kueue-jaxjob",

@@ -422,7 +422,7 @@ CASES = [
         id="to-xgboost-rabit-test",
         source=src("examples/xgboost/smoke-dist/xgboostjob_v1_rabit_test.yaml"),
         definition=lambda: XGBoostJob(
-            name="xgboost-dist-test", image=XGB_RABIT, nodes=3, resources=SMALL
+            name="xgboost-dist-test", image=XGB_RABIT, nodes=3, resources=SMALL, port=9991
         ),
         expected=Expected(
             "XGBoostJob",
@@ -432,13 +432,13 @@ CASES = [
                 "Worker": pod(2, XGB_RABIT, ports=XGB_PORT, restart="Never"),
             },
         ),
-        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="to-xgboost-iris-predict",
         source=src("examples/xgboost/xgboost-dist/xgboostjob_v1_iris_predict.yaml"),
         definition=lambda: XGBoostJob(
             name="xgboost-dist-iris-test-predict",
+            port=9991,
             image=XGB_IRIS,
             args=XGB_PREDICT,
             nodes=3,
@@ -454,13 +454,13 @@ CASES = [
                 "Worker": pod(2, XGB_IRIS, None, XGB_PREDICT, ports=XGB_PORT, restart="ExitCode"),
             },
         ),
-        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="to-xgboost-iris-train",
         source=src("examples/xgboost/xgboost-dist/xgboostjob_v1_iris_train.yaml"),
         definition=lambda: XGBoostJob(
             name="xgboost-dist-iris-test-train",
+            port=9991,
             image=XGB_IRIS,
             nodes=3,
             resources=SMALL,
@@ -507,13 +507,13 @@ CASES = [
                 ),
             },
         ),
-        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     Case(
         id="to-xgboost-iris-predict-local",
         source=src("examples/xgboost/xgboost-dist/xgboostjob_v1_iris_predict_local.yaml"),
         definition=lambda: XGBoostJob(
             name="xgboost-dist-iris-test-predict-local",
+            port=9991,
             image=XGB_IRIS,
             nodes=3,
             resources=SMALL,
@@ -546,7 +546,6 @@ CASES = [
                 for role, n, restart in (("Master", 1, "Never"), ("Worker", 2, "ExitCode"))
             },
         ),
-        needs="container ports (xgboostjob-port 9991 instead of the operator's 9999)",
     ),
     # --- JAXJob -------------------------------------------------------------------------------
     Case(

@@ -12,7 +12,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..injected_env.xgboost_env import XGBOOSTJOB_PORT
 from .operator_job import Role, RoleJob, refuse_always
+from .pod_settings import PortNumber
 
 __all__ = ["XGBOOST_ROLES", "XGBoostJob"]
 
@@ -33,6 +35,11 @@ class XGBoostJob(RoleJob):
     master: Role | None = None
     """Settings of the Master pod that differ from the Workers' (``Role(resources=…)``, e.g. a
     larger one that runs the tracker); its ``replicas`` must stay 1."""
+    port: PortNumber = XGBOOSTJOB_PORT
+    """The tracker's port: the container port named ``xgboostjob-port`` on every pod, which
+    the operator reads back into ``MASTER_PORT`` and ``WORKER_PORT`` (default 9999, the
+    operator's). Set it where the program expects another one (``port=9991``); it must differ
+    from the job's ``ports``."""
     restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "Never"
     """What the operator does when a pod fails. ``Never`` (the operator's default): a failed
     pod fails the job. A restarted pod starts its training over and must meet every other pod
@@ -50,6 +57,14 @@ class XGBoostJob(RoleJob):
             raise ValueError(
                 f"master.replicas is {self.master.replicas}; an XGBoostJob has one Master "
                 "(the tracker): drop replicas, or raise nodes for more Workers"
+            )
+        # xgboost.go getPortFromXGBoostJob: the tracker's port is the container port named
+        # xgboostjob-port; a port of the job's own with the same number would fight over it.
+        taken = next((n for n, p in self.ports.items() if p == self.port), None)
+        if taken is not None:
+            raise ValueError(
+                f"port is {self.port}, which ports also gives {taken!r}: the tracker and the "
+                "program would both listen there; choose another number for one of them"
             )
         self._check_role_names()
         return self

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env.xgboost_env import XGBOOSTJOB_PORT
 from ..model.xgboostjob import XGBoostJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy
@@ -26,7 +25,7 @@ def render_xgboostjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
     if not isinstance(job, XGBoostJob):
         raise TypeError(f"not an XGBoostJob: {pj.kind}")
-    port = {"containerPort": XGBOOSTJOB_PORT, "name": PORT_NAME, "protocol": "TCP"}
+    port = {"containerPort": job.port, "name": PORT_NAME, "protocol": "TCP"}
     replicas = role_replicas(pj, job, CONTAINER, port, ["python3"])
     # The tracker waits for every pod before the first round: the gang is all of them.
     policy, annotations = run_policy(pj, job, job.nodes)

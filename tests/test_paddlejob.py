@@ -44,6 +44,14 @@ def job(**kw: Any) -> PaddleJob:
         ),
         ({"env": {"PADDLE_TRAINER_NUM": "2"}}, "PADDLE_TRAINER_NUM may not be set"),
         ({"restart_policy": "Always"}, "'Always' restarts a Worker even after it exits 0"),
+        ({"master_port": 0}, "PaddleJob 'pd': master_port: must be at least 1"),
+        ({"master_port": 65536}, "PaddleJob 'pd': master_port: must be at most 65535"),
+        ({"master_port": "x"}, "PaddleJob 'pd': master_port: must be a whole number"),
+        (
+            {"master_port": 30000, "ports": {"metrics": 30000}},
+            "master_port is 30000, which ports also gives 'metrics': the rendezvous and the "
+            "program would both listen there; choose another number",
+        ),
         (
             {"name": "p" * 54, "mode": "ps", "ps": Role(replicas=12, resources=CPU)},
             "too long for 12 Master pods: the operator's Service '" + "p" * 54 + "-master-11'",
@@ -103,6 +111,16 @@ def test_the_rendezvous_is_the_operator_s() -> None:
     master0 = paddlejob_env(job="pd", counts={"Master": 1, "Worker": 2}, role="Master", index=0)
     assert master0["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
     assert master0["PADDLE_SERVER_NUM"] == "1"
+
+
+def test_master_port_is_the_rendezvous_on_every_pod() -> None:
+    # envvar.go getPortFromPaddleJob reads the container port named master (the examples'
+    # paddlepaddle/simple-cpu.yaml declares 37777) into PADDLE_MASTER.
+    body, pj = render(job(nodes=2, master_port=37777))
+    (c,) = body["spec"]["paddleReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert c["ports"] == [{"containerPort": 37777, "name": "master", "protocol": "TCP"}]
+    (worker,) = effective_job(pj, body).pod_sets
+    assert {e.name: e.value for e in worker.env}["PADDLE_MASTER"].endswith(":37777")
 
 
 def test_a_cluster_without_the_training_operator_refuses_it() -> None:
@@ -223,6 +241,12 @@ def test_a_collective_job_on_paddle_operator_runs_the_launcher_and_cleans_as_ask
             {"backoff_limit": 5},
             "backoff_limit",
             "paddle-operator has no backoff limit: a failed pod fails the job; drop it",
+        ),
+        (
+            {"master_port": 37777},
+            "master_port",
+            "paddle-operator picks its own ports (a random one in 36000-55999, or 36000 with "
+            "intranet='Service') and reads no master port: drop master_port",
         ),
     ],
 )

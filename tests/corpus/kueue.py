@@ -119,6 +119,7 @@ CASES = [
         source=src("sample-paddlejob.yaml"),
         definition=lambda: PaddleJob(
             name="paddle-simple-cpu",
+            master_port=37777,
             image=PADDLE,
             image_pull_policy="Always",
             command=["python"],
@@ -145,7 +146,6 @@ CASES = [
             queue=Q,
         ),
         cluster=KUBEFLOW,
-        needs="container ports (the manifest's master port 37777)",
     ),
     Case(
         id="kueue-xgboostjob",

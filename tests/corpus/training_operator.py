@@ -361,6 +361,7 @@ CASES = [
         source=src("examples/paddlepaddle/simple-cpu.yaml"),
         definition=lambda: PaddleJob(
             name="paddle-simple-cpu",
+            master_port=37777,
             image=PADDLE_CPU,
             image_pull_policy="Always",
             command=["python"],
@@ -383,13 +384,13 @@ CASES = [
                 )
             },
         ),
-        needs="container ports (the manifest's master port 37777)",
     ),
     Case(
         id="to-paddle-simple-gpu",
         source=src("examples/paddlepaddle/simple-gpu.yaml"),
         definition=lambda: PaddleJob(
             name="paddle-simple-gpu",
+            master_port=37777,
             image=PADDLE_GPU,
             image_pull_policy="Always",
             command=["python"],
@@ -415,7 +416,6 @@ CASES = [
                 )
             },
         ),
-        needs="container ports (the manifest's master port 37777)",
     ),
     # --- XGBoostJob ---------------------------------------------------------------------------
     Case(

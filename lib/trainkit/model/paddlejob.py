@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import model_validator
 
 from .operator_job import Role, RoleJob
+from .pod_settings import PortNumber
 
 __all__ = [
     "PADDLE_OPERATOR",
@@ -50,8 +51,24 @@ class PaddleJob(RoleJob):
     or through a Service per pod, which survives a pod's restart on another IP. The host
     network comes from a network profile the platform grants, never from here."""
 
+    master_port: PortNumber | None = None
+    """The Training Operator's rendezvous port (``PADDLE_MASTER``'s): the container port named
+    ``master`` on every pod, which the operator reads back (default 36543, the operator's).
+    Set it where the program expects another one (``master_port=37777``); it must differ from
+    the job's ``ports``. Not on paddle-operator, which picks its own ports."""
+
     @model_validator(mode="after")
     def _coherent(self) -> PaddleJob:
+        # pkg/controller.v1/paddlepaddle/envvar.go getPortFromPaddleJob: the rendezvous is the
+        # container port named master; a port of the job's own with that number would fight
+        # over it.
+        taken = next((n for n, p in self.ports.items() if p == self.master_port), None)
+        if taken is not None:
+            raise ValueError(
+                f"master_port is {self.master_port}, which ports also gives {taken!r}: the "
+                "rendezvous and the program would both listen there; choose another number "
+                "for one of them"
+            )
         if self.mode == "ps" and self.ps is None:
             raise ValueError(
                 "mode='ps' needs parameter servers: add ps=Role(replicas=..., resources=...), "
@@ -128,6 +145,16 @@ def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
                     f"{field}.restart_policy or set 'Never'",
                 )
             )
+    if job.master_port is not None:
+        # controllers/paddlejob_helper.go: its endpoints are a random port in 36000-55999 (or
+        # 36000 behind Services), whatever the template's ports say.
+        out.append(
+            (
+                "master_port",
+                "paddle-operator picks its own ports (a random one in 36000-55999, or 36000 "
+                "with intranet='Service') and reads no master port: drop master_port",
+            )
+        )
     if "backoff_limit" in given:
         out.append(
             (

@@ -39,7 +39,11 @@ def render_paddlejob(pj: PlannedJob) -> dict[str, Any]:
         raise TypeError(f"not a PaddleJob: {pj.kind}")
     if PADDLE_OPERATOR in pj.cluster.operators:
         return _paddle_operator(pj, job)
-    port = {"containerPort": PADDLEJOB_PORT, "name": PORT_NAME, "protocol": "TCP"}
+    port = {
+        "containerPort": job.master_port or PADDLEJOB_PORT,
+        "name": PORT_NAME,
+        "protocol": "TCP",
+    }
     replicas = role_replicas(pj, job, CONTAINER, port, _LAUNCH)
     # Every pod meets at the rendezvous before any trains: the gang is all of them.
     policy, annotations = run_policy(pj, job, sum(job.replica_counts().values()))

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .base import TrainkitModel
 from .operator_job import MAX_RUN, OperatorJob, Role, refuse_always, run_name
+from .pod_settings import PortNumber
 
 __all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
@@ -45,6 +46,12 @@ class PyTorchJob(OperatorJob):
     """Settings of the Master pod that differ from the Workers' (``Role(restart_policy=
     "Never", env={…})``); a setting left out is the job's. Its ``replicas`` stays 1."""
 
+    master_port: PortNumber | None = None
+    """The rendezvous port: the container port named ``pytorchjob-port`` on every pod, which
+    the operator reads back into ``MASTER_PORT`` (with ``elastic``, the c10d endpoint on Worker
+    0); default 23456, the operator's. Set it where the program expects another one
+    (``master_port=37777``); it must differ from the job's ``ports``."""
+
     ROLE_FIELDS: ClassVar[dict[str, str]] = {"master": "Master"}
 
     @field_validator("restart_policy", mode="before")
@@ -59,6 +66,16 @@ class PyTorchJob(OperatorJob):
             raise ValueError(
                 "master= sets the Master pod, which an elastic job has none of (Workers only); "
                 "drop master=, or elastic= to run a Master"
+            )
+        # pkg/controller.v1/pytorch/envvar.go getPortFromPyTorchJob (and elastic.go, for the
+        # c10d endpoint): the rendezvous is the container port named pytorchjob-port; a port
+        # of the job's own with that number would fight over it.
+        taken = next((n for n, p in self.ports.items() if p == self.master_port), None)
+        if taken is not None:
+            raise ValueError(
+                f"master_port is {self.master_port}, which ports also gives {taken!r}: the "
+                "rendezvous and the program would both listen there; choose another number "
+                "for one of them"
             )
         if self.master is not None and self.master.replicas != 1:
             # pkg/webhooks/pytorch/pytorchjob_webhook.go validatePyTorchReplicaSpecs: the

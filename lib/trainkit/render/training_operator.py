@@ -46,7 +46,8 @@ def _pod_template(
     if job.script is not None:
         c["workingDir"] = WORKSPACE
     c["args"] = list(role.args if role is not None and role.args is not None else job.args)
-    c["ports"] = [{"containerPort": PYTORCHJOB_MASTER_PORT, "name": PORT_NAME, "protocol": "TCP"}]
+    port = job.master_port or PYTORCHJOB_MASTER_PORT
+    c["ports"] = [{"containerPort": port, "name": PORT_NAME, "protocol": "TCP"}]
     resources = role.resources if role is not None and role.resources else job.resources
     return role_template(pj, job, c, configmap=cm, resources=resources, role=role)
 

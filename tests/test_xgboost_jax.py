@@ -123,6 +123,15 @@ def env_of(ps: Any) -> dict[str, str]:
         (jax, {"env": {"COORDINATOR_ADDRESS": "h:1"}}, "COORDINATOR_ADDRESS may not be set"),
         (jax, {"env": {"PYTHONUNBUFFERED": "0"}}, "PYTHONUNBUFFERED may not be set"),
         (jax, {"restart_policy": "Always"}, "'Always' restarts a Worker even after it exits 0"),
+        (jax, {"port": 0}, "JAXJob 'jx': port: must be at least 1"),
+        (jax, {"port": 65536}, "JAXJob 'jx': port: must be at most 65535"),
+        (jax, {"port": 1.5}, "JAXJob 'jx': port: must be a whole number"),
+        (
+            jax,
+            {"port": 7777, "ports": {"status": 7777}},
+            "port is 7777, which ports also gives 'status': the coordinator and the program "
+            "would both listen there; choose another number",
+        ),
         (
             jax,
             {"name": "j" * 55, "nodes": 10},
@@ -232,6 +241,16 @@ def test_jax_renders_workers_only_with_the_coordinator_port() -> None:
     ej = effective_job(pj, body)
     assert (ej.procs_per_node, ej.world_size, ej.gpus()) == ("1", 3, 12)
     assert ej.notes[0].startswith("the job succeeds when every Worker exits 0")
+
+
+def test_jax_port_is_the_coordinator_s_on_every_pod_and_in_the_env() -> None:
+    # jax/envvar.go getPortFromJAXJob reads the Workers' port named jaxjob-port into
+    # COORDINATOR_PORT.
+    body, pj = render(jax(port=7777))
+    (c,) = body["spec"]["jaxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert c["ports"] == [{"containerPort": 7777, "name": "jaxjob-port", "protocol": "TCP"}]
+    (worker,) = effective_job(pj, body).pod_sets
+    assert env_of(worker)["COORDINATOR_PORT"] == "7777"
 
 
 def test_jax_env_matches_the_operator_s_own_test() -> None:

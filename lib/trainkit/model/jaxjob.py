@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..injected_env.jax_env import JAXJOB_PORT
 from .operator_job import RoleJob, refuse_always
+from .pod_settings import PortNumber
 
 __all__ = ["JAX_ROLES", "JAXJob"]
 
@@ -26,6 +28,10 @@ class JAXJob(RoleJob):
 
     nodes: int = Field(default=1, ge=1, le=10000)
     """Worker pods, one JAX process each; Worker 0 is also the coordinator."""
+    port: PortNumber = JAXJOB_PORT
+    """The coordinator's port: the container port named ``jaxjob-port`` on every pod, which
+    the operator reads back into ``COORDINATOR_PORT`` (default 6666, the operator's). Set it
+    where the program expects another one; it must differ from the job's ``ports``."""
     restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "Never"
     """What the operator does when a pod fails. ``Never`` (the operator's default): a failed
     pod fails the job. A restarted pod starts over and must meet every other process at the
@@ -38,6 +44,15 @@ class JAXJob(RoleJob):
 
     @model_validator(mode="after")
     def _coherent(self) -> JAXJob:
+        # pkg/controller.v1/jax/envvar.go getPortFromJAXJob: the coordinator's port is the
+        # container port named jaxjob-port; a port of the job's own with that number would
+        # fight over it.
+        taken = next((n for n, p in self.ports.items() if p == self.port), None)
+        if taken is not None:
+            raise ValueError(
+                f"port is {self.port}, which ports also gives {taken!r}: the coordinator and "
+                "the program would both listen there; choose another number for one of them"
+            )
         self._check_role_names()
         return self
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env.jax_env import JAXJOB_PORT
 from ..model.jaxjob import JAXJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy
@@ -26,7 +25,7 @@ def render_jaxjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
     if not isinstance(job, JAXJob):
         raise TypeError(f"not a JAXJob: {pj.kind}")
-    port = {"containerPort": JAXJOB_PORT, "name": PORT_NAME, "protocol": "TCP"}
+    port = {"containerPort": job.port, "name": PORT_NAME, "protocol": "TCP"}
     replicas = role_replicas(pj, job, CONTAINER, port, ["python3"])
     # jax.distributed.initialize() blocks until every process has joined: all in the gang.
     policy, annotations = run_policy(pj, job, job.nodes)

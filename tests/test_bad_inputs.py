@@ -362,6 +362,48 @@ CASES = [
         says=("team 'vision' may not use queue 'llm'; its queues: 'vision'",),
     ),
     Case(
+        id="volcano-default-queue-not-granted",
+        edits=((RESNET, 'queue="vision"', 'queue="default"'),),
+        file=RESNET,
+        line='queue="default",',
+        obj="PyTorchJob 'resnet50-ddp'",
+        field="queue",
+        says=(
+            "team 'vision' may not use queue 'default'; its queues: 'vision' (Team in "
+            "jobs/platform/teams.py); Volcano's own queue 'default' is the platform's to grant: "
+            'it lists "default" in the Team\'s queues',
+        ),
+    ),
+    Case(
+        id="volcano-default-queue-on-a-kueue-cluster",
+        edits=(
+            (TEAMS, 'queues=["llm"],', 'queues=["llm", "default"],'),
+            (RAY, 'queue="llm",', 'queue="default",'),
+        ),
+        file=RAY,
+        line='queue="default",',
+        obj="RayJob 'lr-sweep-ray'",
+        field="queue",
+        says=(
+            "queue 'default' is no Kueue ClusterQueue on cluster 'h100-south'; the team's queues "
+            "there: 'llm'; 'default' here is Volcano's own queue, which Kueue clusters lack",
+        ),
+    ),
+    Case(
+        id="volcano-default-queue-generated",
+        edits=((TEAMS, "\nvision = Team(", '\nshared = Queue(name="default")\n\nvision = Team('),),
+        file=TEAMS,
+        line='shared = Queue(name="default")',
+        obj="Queue 'default'",
+        field=None,
+        says=(
+            "queue 'default' is created and kept by Volcano itself; a generated Queue of that "
+            "name would be owned (and could be changed or pruned) by Argo CD: choose another "
+            "name; to let a team run on Volcano's own 'default' queue, list \"default\" in its "
+            "Team.queues instead",
+        ),
+    ),
+    Case(
         id="cluster-unknown",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "rocm-wset"]'),),
         file=RESNET,

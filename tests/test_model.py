@@ -116,7 +116,7 @@ def test_platform_models():
         Cluster(name="c", gpus_per_node=8)
     with pytest.raises(DefinitionError, match="extended resource name"):
         Cluster(name="c", server="https://x", gpus_per_node=8, gpu_resource="gpu")
-    with pytest.raises(DefinitionError, match="created by Volcano itself"):
+    with pytest.raises(DefinitionError, match="created and kept by Volcano itself"):
         Queue(name="default")
     with pytest.raises(DefinitionError, match="own parent"):
         Queue(name="a", parent="a")

@@ -973,3 +973,41 @@ def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws, cli):
         f"key 'CUDA_VISIBLE_DEVICES' (Team.config_maps in {TEAMS}), which env_from would make a "
         "variable that may not be set"
     ) in run.err
+
+
+def test_volcanos_own_default_queue_is_the_platforms_to_grant(ws, cli, crds):
+    """Volcano creates and keeps its queue ``default`` (volcano-sh/volcano v1.12.4
+    pkg/scheduler/cache/cache.go newDefaultAndRootQueue; its webhook refuses deleting it):
+    a team the platform grants it runs there as on any queue, and trainkit never renders it."""
+    from trainkit.plan.trees import Obj
+    from trainkit.plan.usage import ClusterJobs, queue_usage
+    from trainkit.synth import effective_jobs, render_groups
+
+    edit(ws, TEAMS, 'queues=["vision"],', 'queues=["vision", "default"],')
+    edit(ws, RESNET, 'queue="vision"', 'queue="default"')
+    assert cli("synth").code == 0
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    assert job["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "default"
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "default"
+    for spec in job["spec"]["pytorchReplicaSpecs"].values():
+        assert spec["template"]["spec"]["schedulerName"] == "volcano"
+    queues = [
+        d for path in ws.out.rglob("*.yaml") for d in _docs(path) if d and d.get("kind") == "Queue"
+    ]
+    assert queues and all(q["metadata"]["name"] != "default" for q in queues)
+    assert cli("check", "--crds", str(crds)).code == 0
+    # The plan shows what the queue's jobs ask for, and no quota: none is known.
+    plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
+    on_default = [
+        ej
+        for ej in effective_jobs(render_groups(plan))
+        if ej.gang is not None and ej.gang.queue == "default"
+    ]
+    assert {ej.planned.cluster.name for ej in on_default} == {"gpu-east", "rocm-west"}
+    east = [(Obj("j.yaml", {}), ej) for ej in on_default if ej.planned.cluster.name == "gpu-east"]
+    (use,) = queue_usage(
+        ClusterJobs(jobs=[], queues={}), ClusterJobs(jobs=east, queues={}), "nvidia.com/gpu"
+    )
+    assert use.queue == "default" and use.kind == "Queue"
+    assert use.after is not None and use.after.capability is None
+    assert use.after.requests.gpu == 16

@@ -193,7 +193,6 @@ CASES = [
             spec={"cleanPodPolicy": "Never", "withGloo": 1},
             queue=("volcano", "default"),
         ),
-        needs="a job on Volcano's own queue 'default' (trainkit generates every queue it names)",
         **PADDLE,
     ),
 ]

@@ -31,9 +31,7 @@ TORCH = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 TRAINER = {"cluster": {"operators": ["trainer"]}}
 PROGRAM = "import os\nprint(os.environ['RANK'])\n"  # the examples' inline programs, shortened
 
-
 STEP = {"metadata.labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}}
-VOLCANO_DEFAULT = "a job on Volcano's own queue 'default' (trainkit generates every queue it names)"
 REF = {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"}
 
 
@@ -246,7 +244,6 @@ CASES = [
             labels={"trainer.kubeflow.org/framework": "torch"},
             queue=("volcano", "default"),
         ),
-        needs=VOLCANO_DEFAULT,
         **TRAINER,
     ),
     Case(
@@ -274,7 +271,6 @@ CASES = [
             queue=("volcano", "default"),
         ),
         objects=(torch_volcano, lambda: Policy(burstable=True)),
-        needs=VOLCANO_DEFAULT,
         **TRAINER,
     ),
     Case(

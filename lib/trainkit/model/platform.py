@@ -27,6 +27,11 @@ __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
 
 # Volcano's scheduler creates these itself and refuses to delete them.
 RESERVED_QUEUES = frozenset({"root", "default"})
+VOLCANO_DEFAULT_QUEUE = "default"
+"""Volcano's built-in queue: the scheduler creates it at start (volcano-sh/volcano v1.12.4
+pkg/scheduler/cache/cache.go newDefaultAndRootQueue) and its admission webhook refuses deleting
+it (pkg/webhooks/admission/queues/validate/validate_queue.go). A team may use it when its Team
+lists it in ``queues``; trainkit never generates it."""
 
 
 class Cluster(TrainkitModel):
@@ -252,9 +257,16 @@ class Queue(TrainkitModel):
     @model_validator(mode="after")
     def _not_builtin(self) -> Queue:
         if self.name in RESERVED_QUEUES:
+            grant = (
+                "; to let a team run on Volcano's own 'default' queue, list \"default\" in its "
+                "Team.queues instead"
+                if self.name == VOLCANO_DEFAULT_QUEUE
+                else ""
+            )
             raise ValueError(
-                f"queue {self.name!r} is created by Volcano itself and must not be generated; "
-                "choose another name"
+                f"queue {self.name!r} is created and kept by Volcano itself; a generated Queue "
+                f"of that name would be owned (and could be changed or pruned) by Argo CD: "
+                f"choose another name{grant}"
             )
         if self.parent == self.name:
             raise ValueError("a queue cannot be its own parent")
@@ -291,7 +303,10 @@ class Team(TrainkitModel):
     namespace: DNS1123Label | None = None
     """Namespace of the team's objects; defaults to the team name."""
     queues: list[DNS1123Label] = []
-    """Queues the team may use; the first is the default for its jobs."""
+    """Queues the team may use; the first is the default for its jobs. ``"default"`` grants
+    Volcano's built-in queue (which Volcano creates and keeps, so trainkit never generates
+    it) on the clusters that schedule with Volcano; with no capability known, its jobs are
+    checked against no quota there."""
     clusters: list[ClusterRef] | None = None
     """Clusters the team may run on; ``None`` means every cluster."""
     max_gpus: int | None = Field(default=None, ge=0)

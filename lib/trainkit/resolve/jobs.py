@@ -33,6 +33,7 @@ from ..model.paddlejob import (
     paddle_operator_problems,
     training_operator_problems,
 )
+from ..model.platform import VOLCANO_DEFAULT_QUEUE
 from ..model.rayjob import WorkerGroup
 from ..model.security import effective_user
 from ..model.trainer import trainjob_object_name
@@ -729,11 +730,16 @@ def _local_queue_for(
         )
         return None
     if name not in here:
+        volcano = (
+            "; 'default' here is Volcano's own queue, which Kueue clusters lack"
+            if name == VOLCANO_DEFAULT_QUEUE and name not in index.cluster_queues
+            else ""
+        )
         problems.append(
             problem(
                 d,
                 f"queue {name!r} is no Kueue ClusterQueue on cluster {cluster.name!r}; the "
-                f"team's queues there: {known(here)}",
+                f"team's queues there: {known(here)}{volcano}",
                 "queue",
             )
         )
@@ -865,15 +871,26 @@ def _queue_for(
         )
         return None
     if name not in team.queues:
+        grant = (
+            "; Volcano's own queue 'default' is the platform's to grant: it lists \"default\" "
+            "in the Team's queues"
+            if name == VOLCANO_DEFAULT_QUEUE
+            else ""
+        )
         problems.append(
             problem(
                 d,
                 f"team {team.name!r} may not use queue {name!r}; its queues: "
-                f"{known(team.queues)} (Team in {declared_team.file})",
+                f"{known(team.queues)} (Team in {declared_team.file}){grant}",
                 field,
             )
         )
         return None
+    if name == VOLCANO_DEFAULT_QUEUE:
+        # Volcano's own queue: the scheduler creates it on every Volcano cluster
+        # (volcano-sh/volcano v1.12.4 pkg/scheduler/cache/cache.go newDefaultAndRootQueue)
+        # and it has no children, so there is nothing more to check here.
+        return name
     if name in index.queues and not on_cluster(index.queues[name].obj, cluster.name):
         problems.append(
             problem(

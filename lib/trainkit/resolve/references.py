@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
 from ..model import Cluster, FlavorQuota, Queue
-from ..model.platform import system_namespace
+from ..model.platform import VOLCANO_DEFAULT_QUEUE, system_namespace
 from .index import Index
 from .problems import known, problem
 
@@ -62,6 +62,8 @@ def check_teams(index: Index, problems: list[Problem]) -> None:
             )
         seen_ns.setdefault(ns, (name, d))
         for i, q in enumerate(team.queues):
+            if q == VOLCANO_DEFAULT_QUEUE:
+                continue  # Volcano's own queue, which Volcano creates
             if q not in index.queues and q not in index.cluster_queues:
                 both = {**index.queues, **index.cluster_queues}
                 problems.append(

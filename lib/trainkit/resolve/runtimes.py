@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..errors import Problem
 from ..load import Definition
 from ..model import Cluster, ClusterTrainingRuntime, NetworkProfile, TrainingRuntime
+from ..model.platform import VOLCANO_DEFAULT_QUEUE
 from .index import Index
 from .problems import known, problem
 from .references import check_clusters, on_cluster
@@ -229,7 +230,9 @@ def _queue(
 ) -> str | None:
     if rt.queue is None or cluster.scheduler != "volcano":
         return None
-    if rt.queue not in index.queues:
+    if rt.queue == VOLCANO_DEFAULT_QUEUE:
+        pass  # Volcano's own queue, on every Volcano cluster (see VOLCANO_DEFAULT_QUEUE)
+    elif rt.queue not in index.queues:
         problems.append(
             problem(
                 d, f"unknown queue {rt.queue!r}; defined queues: {known(index.queues)}", "queue"

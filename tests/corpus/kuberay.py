@@ -9,6 +9,7 @@ from trainkit import (
     DeletionRule,
     Policy,
     RayJob,
+    RayStart,
     Resources,
     RuntimeEnv,
     WorkerGroup,
@@ -212,7 +213,13 @@ CASES = [
     Case(
         id="ray-job-resources",
         source=src("ray-job.resources.yaml"),
-        definition=lambda: sample("rayjob-sample"),
+        definition=lambda: sample(
+            "rayjob-sample",
+            head_ray_start=RayStart(cpus=3, gpus=2, resources={"resource1": 2, "resource2": 3}),
+            entrypoint_cpus=2,
+            entrypoint_gpus=0.5,
+            entrypoint_resources={"resource1": 1, "resource2": 2},
+        ),
         expected=Expected(
             "RayJob",
             "rayjob-sample",
@@ -234,8 +241,9 @@ CASES = [
                 },
             },
         ),
-        needs="rayStartParams (num-cpus, num-gpus, custom resources) and the entrypoint's "
-        "resources",
+        refused="num-gpus 2 on a head pod without GPUs: Ray would place the entrypoint's "
+        "GPU share where no GPU is visible (the rest, rayStartParams and the entrypoint's "
+        "resources, is said)",
         **PLATFORM,
     ),
     Case(

@@ -249,6 +249,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
                     {"name": p.get("name"), "port": p.get("containerPort")}
                     for p in ps.main.get("ports") or []
                 ],
+                "lifecycle": ps.main.get("lifecycle") or {},
                 "termination_grace_period": ps.spec.get("terminationGracePeriodSeconds"),
                 "host_aliases": [
                     {"ip": a.get("ip"), "hostnames": list(a.get("hostnames") or [])}
@@ -431,6 +432,9 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 lines.append(f"    placed     {rule}")
             for kind, probe in pod["probes"].items():
                 lines.append(f"    {kind:<10} {_probe(probe)}")
+            for key, word in (("postStart", "started"), ("preStop", "pre-stop")):
+                if key in pod["lifecycle"]:
+                    lines.append(f"    {word:<10} {_hook(pod['lifecycle'][key])}")
             if pod["working_dir"]:
                 lines.append(f"    workdir    {pod['working_dir']}")
             if pod["termination_grace_period"] is not None:
@@ -488,6 +492,15 @@ def _pod_affinity(affinity: dict[str, Any]) -> list[str]:
             labels = ", ".join(f"{k}={v}" for k, v in match.items())
             out.append(f"{where} pods with {labels}, per {term.get('topologyKey')} ({how})")
     return out
+
+
+def _hook(hook: dict[str, Any]) -> str:
+    """One lifecycle handler in a line."""
+    if "exec" in hook:
+        return "runs " + " ".join(hook["exec"]["command"])
+    if "httpGet" in hook:
+        return f"GET :{hook['httpGet']['port']}{hook['httpGet']['path']}"
+    return f"sleeps {hook['sleep']['seconds']} s"
 
 
 def _probe(probe: dict[str, Any]) -> str:

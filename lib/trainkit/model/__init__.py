@@ -12,6 +12,7 @@ from .kueue import (
     ResourceFlavor,
     WorkloadPriorityClass,
 )
+from .lifecycle import Hook
 from .mpijob import MPIJob
 from .operator_job import Role
 from .paddlejob import PaddleJob
@@ -58,6 +59,7 @@ __all__ = [
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
+    "Hook",
     "HostDevice",
     "HostPath",
     "InitContainer",

@@ -29,6 +29,7 @@ from .fields import (
 )
 from .init_containers import InitContainer, check_init_containers
 from .job import Image, Resources, Script, Toleration, check_program
+from .lifecycle import Hook, check_hooks
 from .placement import (
     KueueTopology,
     NodeLabel,
@@ -236,6 +237,14 @@ class PodJob(TrainkitModel):
     startup_probe: Probe | None = None
     """What must pass once before the other probes start (``startupProbe``), for a slow
     start; the kubelet kills the container when it never does."""
+    post_start: Hook | None = None
+    """What the kubelet runs in the job's container right after it starts
+    (``lifecycle.postStart``), e.g. ``Hook(exec=["sh", "-c", "nvidia-smi -L"])``; the
+    container counts as running only once it has ended, and fails when it fails."""
+    pre_stop: Hook | None = None
+    """What the kubelet runs in the job's container before stopping it (``lifecycle.preStop``),
+    e.g. ``Hook(exec=["ray", "stop"])``; it spends the ``termination_grace_period`` (SIGTERM
+    comes after it), so a ``sleep`` must be shorter than that."""
 
     @field_validator("ports")
     @classmethod
@@ -292,6 +301,11 @@ class PodJob(TrainkitModel):
             },
             self.ports,
             type(self).__name__,
+        )
+        check_hooks(
+            {"post_start": self.post_start, "pre_stop": self.pre_stop},
+            self.ports,
+            self.termination_grace_period,
         )
         return self
 

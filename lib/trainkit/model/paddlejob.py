@@ -190,4 +190,16 @@ def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
                     "it silently; leave it out here (the node's default profile applies)",
                 )
             )
+    # The same CRD's lifecycle handlers have exec, httpGet and tcpSocket but no sleep.
+    for field in ("post_start", "pre_stop"):
+        hook = getattr(job, field)
+        if hook is not None and hook.sleep is not None:
+            out.append(
+                (
+                    f"{field}.sleep",
+                    "paddle-operator's CRD has no sleep hook, so the API server would drop it "
+                    "and refuse the empty hook; use exec=['sleep', '…'] or the Training "
+                    "Operator's PaddleJob",
+                )
+            )
     return out

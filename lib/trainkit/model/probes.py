@@ -24,7 +24,7 @@ from .base import TrainkitModel
 from .fields import Arg
 from .pod_settings import PortName, PortNumber
 
-__all__ = ["MIN_LIVENESS_WINDOW", "Probe", "check_probes"]
+__all__ = ["MIN_LIVENESS_WINDOW", "Probe", "check_probes", "http_path"]
 
 # Kinds whose pods find each other through headless Services that list only ready pods: a pod
 # whose readiness probe has not passed has no DNS name, so the others cannot reach it by name
@@ -47,7 +47,7 @@ MIN_LIVENESS_WINDOW = 60
 may kill a training container."""
 
 
-def _http_path(v: str) -> str:
+def http_path(v: str) -> str:
     if not v.startswith("/") or any(c.isspace() for c in v):
         raise ValueError(f"{v!r} is not an HTTP path: start with '/', no spaces, e.g. '/healthz'")
     return v
@@ -60,7 +60,7 @@ class Probe(TrainkitModel):
 
     exec: list[Arg] | None = None
     """A command run in the container; exit 0 passes."""
-    http_get: Annotated[str, AfterValidator(_http_path)] | None = None
+    http_get: Annotated[str, AfterValidator(http_path)] | None = None
     """An HTTP path the kubelet GETs on the pod's IP at ``port``; a status 200-399 passes."""
     tcp_socket: bool = False
     """Pass when the kubelet can open a TCP connection to ``port``."""

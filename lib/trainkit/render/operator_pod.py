@@ -25,6 +25,7 @@ from .pod import (
     fabric_volumes,
     hide_gpus,
     job_ports,
+    lifecycle,
     network_container,
     network_pod,
     placement,
@@ -141,6 +142,7 @@ def role_template(
         c["volumeMounts"] = mounts
     if runs_training:
         probes(c, job)
+        lifecycle(c, job)
     spec: dict[str, Any] = {}
     if runs_training and job.init_containers:
         spec["initContainers"] = init_containers(pj, job, mounts)

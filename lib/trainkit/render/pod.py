@@ -8,6 +8,7 @@ from typing import Any
 from ..model import WORKSPACE, Cluster, NetworkProfile, SecretKey, Toleration, Volume
 from ..model.env import ConfigMapKey, EnvRef, EnvSource, PodField, SecretEnv
 from ..model.job import SCRIPT_VOLUME, SHM_VOLUME
+from ..model.lifecycle import Hook
 from ..model.placement import NodeLabel, PodAffinity, Topology
 from ..model.pod_metadata import MULTUS_NETWORKS
 from ..model.probes import Probe
@@ -39,6 +40,7 @@ __all__ = [
     "hide_gpus",
     "hides_gpus",
     "job_ports",
+    "lifecycle",
     "network_container",
     "network_pod",
     "one_per_node",
@@ -327,6 +329,17 @@ def probes(container: dict[str, Any], job: object) -> None:
         probe: Probe | None = getattr(job, field, None)
         if probe is not None:
             container[key] = probe.render()
+
+
+def lifecycle(container: dict[str, Any], job: object) -> None:
+    """The job's ``post_start`` and ``pre_stop`` hooks on its container."""
+    hooks: dict[str, Any] = {}
+    for field, key in (("post_start", "postStart"), ("pre_stop", "preStop")):
+        hook: Hook | None = getattr(job, field, None)
+        if hook is not None:
+            hooks[key] = hook.render()
+    if hooks:
+        container["lifecycle"] = hooks
 
 
 def pod_settings(spec: dict[str, Any], job: object) -> None:

@@ -136,3 +136,16 @@ def test_each_bad_hook_is_refused(fields, says) -> None:
     with pytest.raises(ModelError) as err:
         Hook(**fields)
     assert says in str(err.value), str(err.value)
+
+
+def test_a_ray_worker_group_s_own_pre_stop_spends_the_same_grace_period() -> None:
+    from trainkit import RayJob, WorkerGroup
+
+    with pytest.raises(ModelError) as err:
+        RayJob(
+            name="x", image="i", command=["python"], head=RES, termination_grace_period=20,
+            workers=[WorkerGroup(name="w", resources=RES, pre_stop=Hook(sleep=20))],
+        )  # fmt: skip
+    assert ("workers[0].pre_stop sleeps 20 s but the pod's grace period is 20 s") in str(
+        err.value
+    ), str(err.value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from trainkit import (
     ConfigMapVolume,
     DeletionRule,
+    Hook,
     Policy,
     RayJob,
     RayStart,
@@ -382,7 +383,13 @@ CASES = [
             command=CMD,
             queue="user-queue",
             head=Resources(cpu=1, memory="2Gi"),
-            workers=[WorkerGroup(name="small-group", resources=Resources(cpu=1, memory="1Gi"))],
+            workers=[
+                WorkerGroup(
+                    name="small-group",
+                    resources=Resources(cpu=1, memory="1Gi"),
+                    pre_stop=Hook(exec=["/bin/sh", "-c", "ray stop"]),
+                )
+            ],
             runtime_env=RuntimeEnv(pip=PIP, env_vars={"counter_name": "test_counter"}),
             head_volumes=[
                 ConfigMapVolume(
@@ -420,7 +427,6 @@ CASES = [
             },
             queue=("kueue", "user-queue"),
         ),
-        needs="container lifecycle hooks (preStop)",
         **PLATFORM,
     ),
 ]

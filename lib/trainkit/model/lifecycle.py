@@ -91,11 +91,14 @@ def check_hooks(
                 f"{', '.join(repr(p) for p in ports) or 'none'}); add it to ports, or give the "
                 "number"
             )
-    pre_stop = hooks.get("pre_stop")
     grace = DEFAULT_GRACE_PERIOD if grace_period is None else grace_period
-    if pre_stop is not None and pre_stop.sleep is not None and pre_stop.sleep >= grace:
+    for field, hook in hooks.items():
+        if not field.endswith("pre_stop") or hook is None or hook.sleep is None:
+            continue
+        if hook.sleep < grace:
+            continue
         raise ValueError(
-            f"pre_stop sleeps {pre_stop.sleep} s but the pod's grace period is {grace} s: the "
+            f"{field} sleeps {hook.sleep} s but the pod's grace period is {grace} s: the "
             "kubelet runs the hook within the grace period and sends SIGTERM only after it, "
             "with at most 2 s left, so the program could not stop cleanly (write its "
             "checkpoint); sleep less than termination_grace_period, or raise "

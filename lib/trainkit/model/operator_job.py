@@ -302,8 +302,15 @@ class PodJob(TrainkitModel):
             self.ports,
             type(self).__name__,
         )
+        # A Ray worker group's own pre_stop (WorkerGroup) spends the same grace period (other
+        # kinds' ``workers`` is a count).
+        workers = getattr(self, "workers", None)
+        groups = {
+            f"workers[{i}].pre_stop": getattr(group, "pre_stop", None)
+            for i, group in enumerate(workers if isinstance(workers, list) else [])
+        }
         check_hooks(
-            {"post_start": self.post_start, "pre_stop": self.pre_stop},
+            {"post_start": self.post_start, "pre_stop": self.pre_stop, **groups},
             self.ports,
             self.termination_grace_period,
         )

@@ -20,6 +20,7 @@ from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
 from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
 from .job import Resources, repeated
+from .lifecycle import Hook
 from .operator_job import PodJob
 from .pip_requirements import requirement_problem
 from .volumes import AnyVolume, check_group_volumes, check_volumes, check_workspace
@@ -156,6 +157,10 @@ class WorkerGroup(TrainkitModel):
     """Volumes mounted on this group's pods only, beside the job's ``volumes`` (which every
     pod gets), e.g. a ``ConfigMapVolume`` the group alone reads; held to the same grants and
     rules, and named apart from the job's."""
+    pre_stop: Hook | None = None
+    """What the kubelet runs in this group's Ray container before stopping it, over the job's
+    ``pre_stop``, e.g. ``Hook(exec=["/bin/sh", "-c", "ray stop"])`` so the worker leaves the
+    cluster before it is killed."""
 
     @model_validator(mode="after")
     def _scaling(self) -> WorkerGroup:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ..model import WORKSPACE, Resources
+from ..model.lifecycle import Hook
 from ..model.raycluster import RayCluster
 from ..model.rayjob import RayJob
 from ..model.volumes import AnyVolume
@@ -84,14 +85,20 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         resources: Resources,
         selector: Mapping[str, str] | None = None,
         volumes: Sequence[AnyVolume] = (),
+        pre_stop: Hook | None = None,
     ) -> dict[str, Any]:
         c: dict[str, Any] = {"name": container, "image": pj.image}
         if isinstance(job, RayJob) and job.script is not None:
             c["workingDir"] = WORKSPACE
-        return role_template(
+        out = role_template(
             pj, job, c, configmap=cm, resources=resources, node_selector=selector,
             own_volumes=volumes,
         )  # fmt: skip
+        if pre_stop is not None:
+            # The group's hook over the job's, on the group's Ray container.
+            main = out["spec"]["containers"][0]
+            main.setdefault("lifecycle", {})["preStop"] = pre_stop.render()
+        return out
 
     if job.head is None:
         raise TypeError(f"{job.describe()} runs on an existing RayCluster: it has no cluster spec")
@@ -128,7 +135,9 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         # Both are required (the CRD), and equal when the group does not scale.
         group["minReplicas"] = low
         group["maxReplicas"] = high
-        group["template"] = template(WORKER_CONTAINER, g.resources, g.node_selector, g.volumes)
+        group["template"] = template(
+            WORKER_CONTAINER, g.resources, g.node_selector, g.volumes, g.pre_stop
+        )
         groups.append(group)
     if groups:
         cluster["workerGroupSpecs"] = groups

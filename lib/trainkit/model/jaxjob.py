@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env.jax_env import JAXJOB_PORT
 from .operator_job import RoleJob, refuse_always
-from .pod_settings import PortNumber
+from .pod_settings import PortNumber, check_operator_port
 
 __all__ = ["JAX_ROLES", "JAXJob"]
 
@@ -47,12 +47,7 @@ class JAXJob(RoleJob):
         # pkg/controller.v1/jax/envvar.go getPortFromJAXJob: the coordinator's port is the
         # container port named jaxjob-port; a port of the job's own with that number would
         # fight over it.
-        taken = next((n for n, p in self.ports.items() if p == self.port), None)
-        if taken is not None:
-            raise ValueError(
-                f"port is {self.port}, which ports also gives {taken!r}: the coordinator and "
-                "the program would both listen there; choose another number for one of them"
-            )
+        check_operator_port("port", self.port, self.ports, "coordinator")
         self._check_role_names()
         return self
 

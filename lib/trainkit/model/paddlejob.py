@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import model_validator
 
 from .operator_job import Role, RoleJob
-from .pod_settings import PortNumber
+from .pod_settings import PortNumber, check_operator_port
 
 __all__ = [
     "PADDLE_OPERATOR",
@@ -62,13 +62,7 @@ class PaddleJob(RoleJob):
         # pkg/controller.v1/paddlepaddle/envvar.go getPortFromPaddleJob: the rendezvous is the
         # container port named master; a port of the job's own with that number would fight
         # over it.
-        taken = next((n for n, p in self.ports.items() if p == self.master_port), None)
-        if taken is not None:
-            raise ValueError(
-                f"master_port is {self.master_port}, which ports also gives {taken!r}: the "
-                "rendezvous and the program would both listen there; choose another number "
-                "for one of them"
-            )
+        check_operator_port("master_port", self.master_port, self.ports, "rendezvous")
         if self.mode == "ps" and self.ps is None:
             raise ValueError(
                 "mode='ps' needs parameter servers: add ps=Role(replicas=..., resources=...), "

@@ -130,3 +130,19 @@ def check_ports(ports: dict[str, int], kind: str) -> dict[str, int]:
                 f"port name {name!r} is the one {who} has in a {kind}'s pods; choose another name"
             )
     return ports
+
+
+def check_operator_port(
+    field: str, number: int | None, ports: dict[str, int], listener: str
+) -> None:
+    """The operator reads its ``listener``'s port from a container port it names (``field``
+    sets the number; None keeps the operator's default, which ``check_ports`` guards): a
+    port of the job's own with that number would fight over it."""
+    if number is None:
+        return
+    taken = next((name for name, port in ports.items() if port == number), None)
+    if taken is not None:
+        raise ValueError(
+            f"{field} is {number}, which ports also gives {taken!r}: the {listener} and the "
+            "program would both listen there; choose another number for one of them"
+        )

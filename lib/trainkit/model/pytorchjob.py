@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .base import TrainkitModel
 from .operator_job import MAX_RUN, OperatorJob, Role, refuse_always, run_name
-from .pod_settings import PortNumber
+from .pod_settings import PortNumber, check_operator_port
 
 __all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
@@ -70,13 +70,7 @@ class PyTorchJob(OperatorJob):
         # pkg/controller.v1/pytorch/envvar.go getPortFromPyTorchJob (and elastic.go, for the
         # c10d endpoint): the rendezvous is the container port named pytorchjob-port; a port
         # of the job's own with that number would fight over it.
-        taken = next((n for n, p in self.ports.items() if p == self.master_port), None)
-        if taken is not None:
-            raise ValueError(
-                f"master_port is {self.master_port}, which ports also gives {taken!r}: the "
-                "rendezvous and the program would both listen there; choose another number "
-                "for one of them"
-            )
+        check_operator_port("master_port", self.master_port, self.ports, "rendezvous")
         if self.master is not None and self.master.replicas != 1:
             # pkg/webhooks/pytorch/pytorchjob_webhook.go validatePyTorchReplicaSpecs: the
             # Master's replicas must be 1.

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..injected_env.xgboost_env import XGBOOSTJOB_PORT
 from .operator_job import Role, RoleJob, refuse_always
-from .pod_settings import PortNumber
+from .pod_settings import PortNumber, check_operator_port
 
 __all__ = ["XGBOOST_ROLES", "XGBoostJob"]
 
@@ -60,12 +60,7 @@ class XGBoostJob(RoleJob):
             )
         # xgboost.go getPortFromXGBoostJob: the tracker's port is the container port named
         # xgboostjob-port; a port of the job's own with the same number would fight over it.
-        taken = next((n for n, p in self.ports.items() if p == self.port), None)
-        if taken is not None:
-            raise ValueError(
-                f"port is {self.port}, which ports also gives {taken!r}: the tracker and the "
-                "program would both listen there; choose another number for one of them"
-            )
+        check_operator_port("port", self.port, self.ports, "tracker")
         self._check_role_names()
         return self
 

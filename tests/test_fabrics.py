@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from example_edits import edit
 from trainkit import HostDevice, NetworkProfile
 from trainkit.kube.pods import pod_specs
 from trainkit.validate.findings import Finding
@@ -47,13 +48,6 @@ DEVICE_MOUNTS = [
     {"mountPath": "/dev/infiniband", "name": "fabric-device-0"},
     {"mountPath": "/dev/nvidia-fs0", "name": "fabric-device-1"},
 ]
-
-
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def use_profile(ws, rel: str, name: str) -> None:

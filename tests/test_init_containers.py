@@ -8,8 +8,8 @@ import re
 from decimal import Decimal
 
 import pytest
-import yaml
 
+from example_edits import edit, generated_docs
 from trainkit import DefinitionError, InitContainer, PyTorchJob, Resources
 from trainkit.effective.podsets import pod_requests
 from trainkit.kube.pods import pod_specs
@@ -39,13 +39,6 @@ KINDS = {
 }
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str) -> None:
     path = ws.root / rel
     text = path.read_text(encoding="utf-8")
@@ -59,19 +52,13 @@ def add_fields(ws, rel: str, fields: str) -> None:
     path.write_text("from trainkit import EmptyDir, InitContainer\n" + text, encoding="utf-8")
 
 
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
-
-
 def test_every_kind_runs_them_in_the_pods_that_run_its_code(ws, cli) -> None:
     for rel, _ in KINDS.values():
         add_fields(ws, rel, INITS)
     run = cli("synth")
     assert run.code == 0, run.err
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             checked = 0
             for path, spec in pod_specs(doc):
                 inits = spec.get("initContainers") or []
@@ -92,7 +79,7 @@ def test_every_kind_runs_them_in_the_pods_that_run_its_code(ws, cli) -> None:
                 checked += 1
             assert checked, kind
     # A GPU-less init container on a CUDA cluster sees no GPU of the node.
-    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
     fetch = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["initContainers"][0]
     assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": ""} in fetch["env"]
     run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
+from example_edits import edit, generated_docs
 from trainkit import Hook, PyTorchJob, Resources
 from trainkit.kube.pods import pod_specs
 from trainkit.model.messages import ModelError
@@ -28,13 +28,6 @@ HOOKS = (
 )
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str) -> None:
     path = ws.root / rel
     text = path.read_text(encoding="utf-8")
@@ -42,12 +35,6 @@ def add_fields(ws, rel: str, fields: str) -> None:
         r'(\n    name="[^"]+",\n)', lambda m: m.group(1) + f"    {fields}\n", text, count=1
     )
     path.write_text(text, encoding="utf-8")
-
-
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
 
 
 def test_hooks_reach_the_job_s_container_on_every_kind_and_explain_shows_them(ws, cli, crds):
@@ -62,7 +49,7 @@ def test_hooks_reach_the_job_s_container_on_every_kind_and_explain_shows_them(ws
     }
     for kind, (_, name) in KINDS.items():
         seen = 0
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             for path, spec in pod_specs(doc):
                 c = spec["containers"][0]
                 if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):

@@ -7,10 +7,10 @@ import json
 import re
 
 import pytest
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from example_edits import edit, generated_docs
 from trainkit import ConfigMapKey, MPIJob, PodField, PyTorchJob, ResourceField, Resources
 from trainkit.kube.expansion import references
 from trainkit.kube.pods import pod_specs
@@ -38,13 +38,6 @@ REFS = (
 )
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str, imports: str = "PodField, ResourceField") -> None:
     path = ws.root / rel
     text = path.read_text(encoding="utf-8")
@@ -57,12 +50,6 @@ def add_fields(ws, rel: str, fields: str, imports: str = "PodField, ResourceFiel
 def line_of(ws, rel: str, needle: str) -> int:
     lines = (ws.root / rel).read_text(encoding="utf-8").splitlines()
     return next(i for i, text in enumerate(lines, 1) if needle in text)
-
-
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
 
 
 # --- the downward API ---------------------------------------------------------------------
@@ -84,7 +71,7 @@ def test_pod_and_resource_fields_reach_the_job_s_container_on_every_kind(ws, cli
         },
     ]
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             if kind == "TrainJob":
                 env = doc["spec"]["trainer"]["env"]
                 assert all(e in env for e in expected), env
@@ -203,7 +190,7 @@ def test_optional_keys_render_and_still_need_the_team_s_grant(ws, cli) -> None:
     )  # fmt: skip
     run = cli("synth")
     assert run.code == 0, run.err
-    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
     env = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
     assert {
         "name": "DATA",

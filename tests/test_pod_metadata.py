@@ -6,19 +6,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from example_edits import edit
 from trainkit import ModelError, PyTorchJob, Team
 from trainkit.model.pod_metadata import STEERING_DOMAINS, steering_domain
 
 RESNET = "jobs/vision/resnet50_ddp.py"
 TEAMS = "jobs/platform/teams.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
-
-
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def _obj(ws, rel: str) -> dict:

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-import yaml
 
+from example_edits import edit, generated_docs
 from trainkit import (
     EmptyDir,
     JAXJob,
@@ -46,13 +46,6 @@ FIELDS = (
 )
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str) -> None:
     path = ws.root / rel
     text = path.read_text(encoding="utf-8")
@@ -60,12 +53,6 @@ def add_fields(ws, rel: str, fields: str) -> None:
         r'(\n    name="[^"]+",\n)', lambda m: m.group(1) + f"    {fields}\n", text, count=1
     )
     path.write_text(text, encoding="utf-8")
-
-
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
 
 
 def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds) -> None:
@@ -79,7 +66,7 @@ def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds)
         {"ip": "fd00::5", "hostnames": ["v6.lab.internal"]},
     ]
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             checked = 0
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path:
@@ -89,7 +76,7 @@ def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds)
                 assert spec["containers"][0]["workingDir"] == "/mnt/code", (kind, path)
                 checked += 1
             assert checked, kind
-    (trainjob,) = _docs(ws, "trainjob-llama-sft-r1.yaml")
+    (trainjob,) = generated_docs(ws, "trainjob-llama-sft-r1.yaml")
     (patch,) = trainjob["spec"]["runtimePatches"]
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]
     assert pod["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
@@ -180,7 +167,7 @@ def test_a_mount_beside_the_script_and_anywhere_in_a_command_job_s_workspace(ws,
     edit(ws, RESNET, "from trainkit import", "from trainkit import Volume,")
     run = cli("synth")
     assert run.code == 0, run.err
-    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
     (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
     assert c["workingDir"] == "/workspace"
     assert [m["mountPath"] for m in c["volumeMounts"]] == [
@@ -236,7 +223,7 @@ def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(ws, cl
     run = cli("synth")
     assert run.code == 0, run.err
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
                     continue  # neither runs the job's program
@@ -244,7 +231,7 @@ def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(ws, cl
                 assert ports[-1] == {"containerPort": 8081, "name": "status", "protocol": "TCP"}, (
                     kind
                 )
-    (job, *_) = _docs(ws, KINDS["PyTorchJob"][1])
+    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
     (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
     assert [p["name"] for p in c["ports"]] == ["pytorchjob-port", "status"]
     run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
@@ -339,7 +326,7 @@ def test_probes_reach_the_job_s_container_on_every_kind_and_explain_shows_them(w
         "periodSeconds": 20, "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1,
     }  # fmt: skip
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
                     assert "livenessProbe" not in spec["containers"][0], (kind, path)
@@ -420,7 +407,7 @@ def test_pod_affinity_on_every_kind_and_explain_shows_it(ws, cli, crds) -> None:
     assert run.code == 0, run.err
     term = {"labelSelector": {"matchLabels": {"example.com/shard": "a"}}}
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path:
                     continue

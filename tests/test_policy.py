@@ -8,6 +8,7 @@ import re
 import pytest
 import yaml
 
+from example_edits import edit
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -31,13 +32,6 @@ DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 DS_TRAINJOB = "jobs/llm/llama_pretrain_deepspeed_trainjob.py"
 TEAMS = "jobs/platform/teams.py"
 RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
-
-
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 # (file, old, new) edits of the examples, and the exact error line(s) each must give.

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-import yaml
 
+from example_edits import edit, generated_docs
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -61,13 +61,6 @@ KINDS = {
 }
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str) -> None:
     """Give the job in ``rel`` ``fields`` (after its name) and import the context classes."""
     path = ws.root / rel
@@ -79,12 +72,6 @@ def add_fields(ws, rel: str, fields: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
-
-
 def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
     for rel, _ in KINDS.values():
         add_fields(ws, rel, POD)
@@ -93,7 +80,7 @@ def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
     run = cli("synth")
     assert run.code == 0, run.err
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             pods = list(pod_specs(doc))
             assert pods, kind
             for path, spec in pods:
@@ -109,7 +96,7 @@ def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
                     (wait,) = spec["initContainers"]
                     assert wait["securityContext"] == CONTAINER_CONTEXT
     # RayJob: the head, each worker group and the submitter pod.
-    (ray, *_) = _docs(ws, KINDS["RayJob"][1])
+    (ray, *_) = generated_docs(ws, KINDS["RayJob"][1])
     assert len(list(pod_specs(ray))) == 3
     # The TrainJob's contexts are in its runtime patch, merged into the runtime's by Trainer.
     run = cli("explain", "llama-sft", "--format", "json")
@@ -141,7 +128,7 @@ def test_a_network_profiles_capabilities_follow_the_dropped_ones(ws, cli) -> Non
     )  # fmt: skip
     run = cli("synth")
     assert run.code == 0, run.err
-    (job,) = _docs(ws, "pytorchjob-llama-finetune-fsdp-r1.yaml")
+    (job,) = generated_docs(ws, "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for role in ("Master", "Worker"):
         (c,) = job["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"]
         assert c["securityContext"] == {
@@ -241,7 +228,7 @@ def test_profiles_besides_runtime_default_need_the_teams_grant(ws, cli) -> None:
     )  # fmt: skip
     run = cli("synth")
     assert run.code == 0, run.err
-    (job, *_) = _docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    (job, *_) = generated_docs(ws, "pytorchjob-resnet50-ddp.yaml")
     spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert spec["securityContext"] == {
         "seccompProfile": {"type": "Unconfined"},

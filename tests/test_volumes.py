@@ -10,6 +10,7 @@ import re
 import pytest
 import yaml
 
+from example_edits import edit, generated_docs
 from trainkit import (
     ConfigMapVolume,
     CsiVolume,
@@ -89,13 +90,6 @@ KINDS = {
 }
 
 
-def edit(ws, rel: str, old: str, new: str) -> None:
-    path = ws.root / rel
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
 def add_fields(ws, rel: str, fields: str) -> None:
     path = ws.root / rel
     text = path.read_text(encoding="utf-8")
@@ -119,12 +113,6 @@ def grant_everything(ws) -> None:
     (ws.root / CLUSTERS).write_text(text, encoding="utf-8")
 
 
-def _docs(ws, name: str) -> list[dict]:
-    paths = sorted(ws.out.rglob(name))
-    assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
-
-
 def test_every_kind_mounts_them_on_the_pods_that_run_its_code(ws, cli) -> None:
     for rel, _ in KINDS.values():
         add_fields(ws, rel, VOLUMES)
@@ -132,7 +120,7 @@ def test_every_kind_mounts_them_on_the_pods_that_run_its_code(ws, cli) -> None:
     run = cli("synth")
     assert run.code == 0, run.err
     for kind, (_, name) in KINDS.items():
-        for doc in _docs(ws, name):
+        for doc in generated_docs(ws, name):
             checked = 0
             for path, spec in pod_specs(doc):
                 if (kind, path[-3]) == ("MPIJob", "Launcher") or "submitterPodTemplate" in path:
@@ -352,7 +340,7 @@ def test_ephemeral_storage_is_requested_and_counted_against_the_queue(ws, cli) -
     edit(ws, "jobs/llm/lr_sweep_ray.py", ', ephemeral_storage="10Gi"', "")
     run = cli("synth")
     assert run.code == 0, run.err
-    (job, *_) = _docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    (job, *_) = generated_docs(ws, "pytorchjob-resnet50-ddp.yaml")
     res = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert res["resources"]["limits"]["ephemeral-storage"] == "300Gi"
     assert res["resources"]["requests"]["ephemeral-storage"] == "300Gi"
@@ -386,7 +374,7 @@ def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws
     edit(ws, TEAMS, '"/mnt/nvme/cache2"', '"/mnt/nvme"')
     run = cli("synth")
     assert run.code == 0, run.err
-    (job, *_) = _docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    (job, *_) = generated_docs(ws, "pytorchjob-resnet50-ddp.yaml")
     spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert {"name": "nvme", "hostPath": {"path": "/mnt/nvme/cache", "type": "Directory"}} in spec[
         "volumes"

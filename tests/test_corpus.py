@@ -66,7 +66,9 @@ normalisation, so each rule can only hide what it names):
     nothing; without any, KubeRay's head Service exposes these defaults, and Serve's 8000,
     where nothing listens unless the job starts Ray Serve: ``common/service.go
     getServicePorts``); a submitter pod from the head's image when none is given
-    (``common/job.go``); ``minReplicas``/``maxReplicas``, read only with the autoscaler. The
+    (``common/job.go``), any other compared as a role ``submitter``, its
+    ``--runtime-env-json`` as the runtime env it says (parsed, without trainkit's pip
+    options, as below); ``minReplicas``/``maxReplicas``, read only with the autoscaler. The
     entrypoint is compared as the shell splits it, and ``runtimeEnvYAML`` without the pip
     options trainkit adds from the platform's package indexes (where pip installs from, not
     what).
@@ -437,6 +439,9 @@ def _roles(body: Mapping[str, Any]) -> dict[str, Pod]:
         out = {"head": pod_meaning(1, None, cluster["headGroupSpec"]["template"])}
         for g in cluster.get("workerGroupSpecs", []):
             out[g["groupName"]] = pod_meaning(g.get("replicas", 1), None, g["template"])
+        submitter = spec.get("submitterPodTemplate")
+        if submitter is not None and not _default_submitter(spec):
+            out["submitter"] = pod_meaning(1, None, submitter)
         return out
     if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
         return {
@@ -534,14 +539,37 @@ def _ray_spec(spec: dict[str, Any]) -> dict[str, Any]:
         spec["runtimeEnvYAML"] = env
     if "entrypoint" in spec:
         spec["entrypoint"] = shlex.split(spec["entrypoint"])
-    submitter = spec.get("submitterPodTemplate", {}).get("spec", {}).get("containers", [{}])
-    if (
-        len(submitter) == 1
-        and submitter[0].get("name") == "ray-job-submitter"
-        and not (submitter[0].get("command") or submitter[0].get("args"))
-    ):
-        del spec["submitterPodTemplate"]  # 12. the submitter KubeRay creates either way
+    # 12. the submitter KubeRay creates either way; another is a role (``_roles``)
+    spec.pop("submitterPodTemplate", None)
     return spec
+
+
+def _default_submitter(spec: Mapping[str, Any]) -> bool:
+    """12. Whether the RayJob's submitter is the one KubeRay creates without a template: one
+    container of the head's image that sets no program (common/job.go
+    GetDefaultSubmitterContainer)."""
+    template = spec.get("submitterPodTemplate") or {}
+    containers = template.get("spec", {}).get("containers", [{}])
+    head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    return (
+        len(containers) == 1
+        and containers[0].get("name") == "ray-job-submitter"
+        and containers[0].get("image", head.get("image")) == head.get("image")
+        and not (containers[0].get("command") or containers[0].get("args"))
+    )
+
+
+def _submitter_argv(argv: list[str]) -> list[str]:
+    """12. A submitter's ``--runtime-env-json`` as its runtime env means it: JSON compared
+    parsed, without the pip options trainkit adds from the platform's package indexes."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word == "--runtime-env-json":
+            env = json.loads(out[i + 1])
+            if isinstance(env.get("pip"), dict):
+                env["pip"] = env["pip"]["packages"]
+            out[i + 1] = json.dumps(env, sort_keys=True)
+    return out
 
 
 # 16. Defaults of a JobSet's replicated Job: one Job (jobset_types.go), one pod at a time
@@ -640,6 +668,8 @@ def _norm_pod(kind: str, role: str, p: Pod, intranet: str | None = None) -> dict
         ports.setdefault("29500", 29500)  # 7. Trainer's torch, jax and xgboost plugins add it
     if kind == "RayJob" and role == "head":
         ports = {**_RAY_HEAD_PORTS, **ports}  # 12.
+    if kind == "RayJob" and role == "submitter":
+        argv = _submitter_argv(argv)
     env = {k: v for k, v in p.env.items() if not (k in _GPU_BLANKS and v == "")}  # 3.
     return {
         "replicas": p.replicas,

@@ -20,6 +20,7 @@ def test_all_is_pinned_and_sorted():
         "Elastic",
         "EmptyDir",
         "FlavorQuota",
+        "HeadService",
         "Hook",
         "HostDevice",
         "HostPath",

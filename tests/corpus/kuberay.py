@@ -7,11 +7,13 @@ from __future__ import annotations
 from trainkit import (
     ConfigMapVolume,
     DeletionRule,
+    HeadService,
     Hook,
     Policy,
     RayJob,
     RayStart,
     Resources,
+    Role,
     RuntimeEnv,
     WorkerGroup,
 )
@@ -134,7 +136,9 @@ CASES = [
     Case(
         id="ray-job-custom-head-svc",
         source=src("ray-job.custom-head-svc.yaml"),
-        definition=lambda: sample("rayjob-sample"),
+        definition=lambda: sample(
+            "rayjob-sample", head_service=HeadService(name="custom-ray-head-service-name")
+        ),
         expected=Expected(
             "RayJob",
             "rayjob-sample",
@@ -150,7 +154,6 @@ CASES = [
                 },
             },
         ),
-        needs="the head Service",
         **PLATFORM,
     ),
     Case(
@@ -294,35 +297,35 @@ CASES = [
     Case(
         id="ray-job-light-weight-submitter",
         source=src("ray-job.light-weight-submitter.yaml"),
-        definition=lambda: sample("rayjob-light-weight-submitter"),
+        # KubeRay's light-weight submitter (ray-operator/rayjob-submitter): trainkit writes its
+        # arguments from the job's command and runtime_env, which the RayJob's spec then
+        # leaves out as the sample does (KubeRay reads neither with a submitter command).
+        definition=lambda: sample(
+            "rayjob-light-weight-submitter",
+            submitter=Role(image="quay.io/kuberay/submitter:v1.5.1", command=["/submitter"]),
+        ),
         expected=Expected(
             "RayJob",
             "rayjob-light-weight-submitter",
-            expected("rayjob-light-weight-submitter").roles,
-            spec={
-                "rayClusterSpec": expected("x").spec["rayClusterSpec"],
-                "submitterPodTemplate": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": "my-custom-rayjob-submitter",
-                                "image": "quay.io/kuberay/submitter:v1.5.1",
-                                "command": ["/submitter"],
-                                "args": [
-                                    "--runtime-env-json",
-                                    '{"pip":["requests==2.26.0","pendulum==2.1.2"],'
-                                    '"env_vars":{"counter_name":"test_counter"}}',
-                                    "--",
-                                    *CMD,
-                                ],
-                            }
-                        ],
-                    }
-                },
+            {
+                **expected("rayjob-light-weight-submitter").roles,
+                # the sample's submitterPodTemplate
+                "submitter": pod(
+                    1,
+                    "quay.io/kuberay/submitter:v1.5.1",
+                    ["/submitter"],
+                    [
+                        "--runtime-env-json",
+                        '{"pip":["requests==2.26.0","pendulum==2.1.2"],'
+                        '"env_vars":{"counter_name":"test_counter"}}',
+                        "--",
+                        *CMD,
+                    ],
+                    restart="Never",
+                ),
             },
+            spec={"rayClusterSpec": expected("x").spec["rayClusterSpec"]},
         ),
-        needs="a custom submitter pod",
         **PLATFORM,
     ),
     Case(

@@ -24,6 +24,7 @@ from ..render.kuberay import (
     QUEUE_LABEL,
     SUBMITTER,
     WORKER_CONTAINER,
+    job_entrypoint,
 )
 from ..resolve import PlannedJob
 from .admission import pod_set_workload
@@ -40,6 +41,8 @@ _SHM_MOUNT = {"mountPath": "/dev/shm", "name": "shared-mem"}
 def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     submitter = _submitter(pj, spec)
+    # A submitter with its own command takes the entrypoint as arguments (no spec field).
+    submitted = job_entrypoint(pj)
     selector = spec.get("clusterSelector")
     if selector:
         # No Ray pods of its own (rayjob_controller.go getOrCreateRayClusterInstance looks the
@@ -47,7 +50,7 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         # makes no PodGroup for it: only the submitter Job, outside every queue.
         name = selector[CLUSTER_SELECTOR_KEY]
         told = (
-            f"runs on RayCluster {name!r}: the entrypoint `{spec['entrypoint']}` is submitted "
+            f"runs on RayCluster {name!r}: the entrypoint `{submitted}` is submitted "
             "to its head and runs in its image; its pods, queue and quota are the RayCluster's "
             "(see `trainkit explain` of it). KubeRay never deletes that cluster after the job",
         )
@@ -58,7 +61,7 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     )
     ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
     notes = [
-        f"the entrypoint `{spec['entrypoint']}` runs on the head once the Ray cluster is up; "
+        f"the entrypoint `{submitted}` runs on the head once the Ray cluster is up; "
         "ray.init() there joins the cluster (RAY_ADDRESS), and Ray places tasks and actors on "
         f"the {ray_nodes} Ray node(s) by the CPUs and GPUs each one has"
     ]

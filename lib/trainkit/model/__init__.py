@@ -22,7 +22,7 @@ from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .probes import Probe
 from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
-from .rayjob import DeletionRule, RayJob, RayStart, RuntimeEnv, WorkerGroup
+from .rayjob import DeletionRule, HeadService, RayJob, RayStart, RuntimeEnv, WorkerGroup
 from .rules import HostDevice, NetworkProfile, Policy
 from .security import ContainerSecurityContext, SecurityContext
 from .tfjob import TFJob
@@ -59,6 +59,7 @@ __all__ = [
     "Elastic",
     "EmptyDir",
     "FlavorQuota",
+    "HeadService",
     "Hook",
     "HostDevice",
     "HostPath",

@@ -21,6 +21,7 @@ from .fields import (
     ResourceName,
 )
 from .job import Toleration
+from .pod_settings import PortName
 from .security import Profile
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
@@ -344,6 +345,17 @@ class Team(TrainkitModel):
     KubeRay then runs the head, and so the job's own code, as its autoscaler's ServiceAccount,
     which may patch the job's RayCluster and its pods: the code could change its own pod
     templates after every check here. Off: a group keeps its node count."""
+    ray_head_service_types: list[Literal["NodePort", "LoadBalancer"]] = []
+    """Ray head Service types beyond ``ClusterIP`` the team's RayJobs and RayClusters may give
+    (``HeadService(type=...)``). The head Service carries Ray's dashboard, whose job API runs
+    whatever code is submitted to it as the job (its service account, its Secrets, its
+    GPUs), and the GCS and Ray client: a ``NodePort`` opens them on every node's address, a
+    ``LoadBalancer`` wherever the cloud's load balancer is reachable. Grant one only where
+    the network in front of it admits no one the team would not hand its jobs to."""
+    ray_head_service_ports: list[PortName] = []
+    """Names of a job's own ``ports`` that may ride on an exposed (``NodePort`` or
+    ``LoadBalancer``) head Service: KubeRay puts every port of the head's container on it
+    (common/service.go getServicePorts), so each is reachable as far as the Service is."""
     seccomp_profiles: list[Profile] = []
     """Seccomp profiles besides ``"RuntimeDefault"`` the team's jobs may give
     (``security_context``, ``container_security_context``): ``"Unconfined"`` lifts the

@@ -13,6 +13,7 @@ from pydantic import field_validator, model_validator
 from .job import Resources, repeated
 from .operator_job import PodJob
 from .rayjob import (
+    HeadService,
     RayStart,
     WorkerGroup,
     check_ray_groups,
@@ -48,6 +49,9 @@ class RayCluster(PodJob):
     """Volumes mounted on the head pod only, beside the job's ``volumes`` (which every pod
     gets), e.g. ``[EmptyDir(name="ray-logs", path="/tmp/ray")]`` for the head's logs; held to
     the same grants and rules, and named apart from the job's."""
+    head_service: HeadService | None = None
+    """The head's Service: its name and type (``HeadService``); default KubeRay's headless
+    ``<cluster>-head-svc``, inside the cluster. RayJobs on the cluster submit through it."""
 
     @field_validator("name")
     @classmethod

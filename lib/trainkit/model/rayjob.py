@@ -3,7 +3,8 @@
 Rules cite ray-project/kuberay at v1.7.0: ray-operator/controllers/ray/utils/validation.go
 (ValidateRayJobSpec, ValidateRayClusterSpec, validateDeletionRules: what the controller refuses
 at run time, which shows only as a RayJob in ``ValidationFailed``), utils/constant.go (name
-limits) and common/pod.go (what KubeRay does with the pods' resources).
+limits), common/pod.go (what KubeRay does with the pods' resources), common/service.go (the
+head Service) and common/job.go with rayjob_controller.go (the submitter pod).
 """
 
 from __future__ import annotations
@@ -21,11 +22,20 @@ from .base import TrainkitModel
 from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
 from .job import Resources, repeated
 from .lifecycle import Hook
-from .operator_job import PodJob
+from .operator_job import PodJob, Role
 from .pip_requirements import requirement_problem
 from .volumes import AnyVolume, check_group_volumes, check_volumes, check_workspace
 
-__all__ = ["MAX_RAYJOB_NAME", "DeletionRule", "RayJob", "RayStart", "RuntimeEnv", "WorkerGroup"]
+__all__ = [
+    "MAX_RAYJOB_NAME",
+    "DeletionRule",
+    "HeadService",
+    "RayJob",
+    "RayStart",
+    "RuntimeEnv",
+    "WorkerGroup",
+    "check_submitter",
+]
 
 MAX_RAYJOB_NAME = 47
 """utils/constant.go MaxRayJobNameLength: the RayCluster's name (at most 53) is the RayJob's
@@ -304,6 +314,92 @@ class DeletionRule(TrainkitModel):
         return cond
 
 
+class HeadService(TrainkitModel):
+    """The Kubernetes Service of the Ray head (KubeRay's ``headGroupSpec.headService`` and
+    ``serviceType``), e.g. ``HeadService(name="eval-ray")`` for a fixed DNS name. It carries
+    the dashboard, whose job API runs any code submitted to it, the GCS and the Ray client:
+    whoever reaches it runs code as the job. ``ClusterIP`` (the default) keeps it inside the
+    cluster; ``NodePort`` and ``LoadBalancer`` reach beyond it and need the Team's grant
+    (``Team.ray_head_service_types``)."""
+
+    name: DNS1035Name | None = None
+    """The Service's name instead of KubeRay's ``<cluster>-head-svc``, unique among the
+    team's Services on the cluster. KubeRay then gives it a cluster IP (its own Service is
+    headless); a RayJob's ``<job>-head-svc`` stays as it is."""
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
+    """``ClusterIP``: reachable inside the cluster (``kubectl port-forward`` for the
+    dashboard); ``NodePort``: on a port of every node; ``LoadBalancer``: at an address of the
+    cloud's load balancer. A RayJob's own ``<job>-head-svc`` gets the same type."""
+
+    @property
+    def exposed(self) -> bool:
+        """Whether it reaches beyond the cluster's own network."""
+        return self.type != "ClusterIP"
+
+
+def check_submitter(
+    submitter: Role | None, resources: Resources | None, mode: str, backoff: int | None
+) -> None:
+    """What a RayJob's own submitter pod (``submitter=Role(...)``) may say.
+
+    KubeRay v1.7.0: utils/validation.go ValidateRayJobSpec refuses SubmitterPodTemplate and
+    SubmitterConfig in SidecarMode, and HTTPMode has no submitter; rayjob_controller.go
+    createNewK8sJob runs the template as a batch Job (one pod at a time, a Job's restart
+    policy), getSubmitterTemplate configures its first container: a command given is kept,
+    and PYTHONUNBUFFERED, RAY_DASHBOARD_ADDRESS and RAY_JOB_SUBMISSION_ID are appended to its
+    env (configureSubmitterContainer).
+    """
+    given = [
+        f
+        for f, v in (("submitter", submitter), ("submitter_backoff_limit", backoff))
+        if v is not None
+    ]
+    if given and mode != "K8sJobMode":
+        raise ValueError(
+            f"{' and '.join(given)} shape the submitter Job of K8sJobMode, but submission_mode "
+            f"is {mode!r}, which has none (KubeRay refuses a submitter template in SidecarMode: "
+            "validation.go ValidateRayJobSpec): drop it"
+        )
+    if submitter is None:
+        return
+    if submitter.replicas != 1:
+        raise ValueError(
+            f"submitter.replicas is {submitter.replicas}; KubeRay runs one submitter pod at a "
+            "time (a batch Job): drop replicas"
+        )
+    if submitter.restart_policy == "ExitCode":
+        raise ValueError(
+            "submitter.restart_policy 'ExitCode' is the Training Operator's; the submitter is a "
+            "batch Job's pod: use 'Never' (the default: the Job starts a new pod) or 'OnFailure'"
+        )
+    if submitter.args is not None:
+        raise ValueError(
+            "submitter.args: trainkit writes the submitter's arguments from the job's script or "
+            "command, runtime_env and entrypoint resources (the flags of KubeRay's "
+            "rayjob-submitter and `ray job submit`), so that what runs is what the RayJob says; "
+            "drop args and give the program in command= or script="
+        )
+    if submitter.resources is not None and resources is not None:
+        raise ValueError(
+            "submitter.resources and submitter_resources both size the submitter pod: keep "
+            "submitter=Role(resources=...)"
+        )
+    if submitter.resources is not None and submitter.resources.gpu:
+        raise ValueError(
+            "submitter.resources.gpu: the submitter only submits the job and follows its logs; "
+            "GPUs there would be held for the whole job unused: give gpu=0"
+        )
+    bad = []
+    for name in submitter.env:
+        why = refused_env_reason(name, "RayJob")
+        if name == "PYTHONUNBUFFERED":
+            why = "KubeRay sets it on the submitter, after the env given (1)"
+        if why is not None:
+            bad.append(f"submitter.env: {name} may not be set: {why}")
+    if bad:
+        raise ValueError("; ".join(bad) + " — remove it from the submitter's env")
+
+
 def ray_group_volume_fields(job: RayJob | Any) -> list[tuple[str, AnyVolume]]:
     """The head's (``head_volumes``) and each worker group's own volumes, with their fields."""
     out: list[tuple[str, AnyVolume]] = [
@@ -370,7 +466,24 @@ class RayJob(PodJob):
     submit, which no git change can do."""
     submitter_resources: Resources | None = None
     """CPU and memory of the submitter pod (``K8sJobMode``), which only runs ``ray job
-    submit`` and follows the logs; default 1 CPU and 1 GiB. No GPUs."""
+    submit`` and follows the logs; default 1 CPU and 1 GiB. No GPUs. The same as
+    ``submitter=Role(resources=...)``."""
+    submitter: Role | None = None
+    """The submitter pod's own settings (``K8sJobMode``), each held to the same rules as the
+    job's: ``image`` (default: the head's), ``command`` (default KubeRay's ``ray job
+    submit``), ``resources``, ``env``, ``node_selector``, ``tolerations``,
+    ``restart_policy``. With a ``command``, e.g. KubeRay's light-weight submitter
+    ``Role(image="quay.io/kuberay/submitter:v1.5.1", command=["/submitter"])``, trainkit
+    writes its arguments: ``--runtime-env-json``, the entrypoint resources, then ``--`` and
+    the entrypoint (``args`` is refused). It runs with the job's security context, service
+    account and pull secrets."""
+    submitter_backoff_limit: int | None = Field(default=None, ge=0, le=10)
+    """Times the submitter Job starts a new pod after one fails (``submitterConfig
+    .backoffLimit``; KubeRay's default 2). KubeRay's submitter and its light-weight one resume
+    a job already submitted instead of submitting it again."""
+    head_service: HeadService | None = None
+    """The head's Service: its name and type (``HeadService``); default KubeRay's headless
+    ``<cluster>-head-svc``, inside the cluster."""
     shutdown_after_finish: bool = True
     """Delete the Ray cluster when the job ends, releasing its GPUs; the RayJob stays."""
     ttl_seconds: int = Field(default=0, ge=0)
@@ -431,7 +544,8 @@ class RayJob(PodJob):
         owned = [
             f
             for f in (
-                "head", "head_ray_start", "head_volumes", "workers", "script", "volumes", "init_containers",
+                "head", "head_ray_start", "head_volumes", "head_service", "workers", "script",
+                "volumes", "init_containers",
                 "env", "env_refs",
                 "env_from", "shm_size", "node_selector", "node_affinity", "topology", "network",
             )
@@ -478,6 +592,12 @@ class RayJob(PodJob):
 
     @model_validator(mode="after")
     def _submitter(self) -> RayJob:
+        check_submitter(
+            self.submitter,
+            self.submitter_resources,
+            self.submission_mode,
+            self.submitter_backoff_limit,
+        )
         res = self.submitter_resources
         if res is None:
             return self

@@ -9,7 +9,7 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
-from ..model import ACCELERATORS, Cluster
+from ..model import ACCELERATORS, Cluster, RayJob
 from ..model.operator_job import OperatorJob
 from ..model.rules import image_allowed, valid_reference
 from ..resolve import Index, PlannedRuntime, problem
@@ -52,6 +52,11 @@ def check_images(
                 for field, role in reversed(pj.job.roles().items())
                 if role.image is not None and (image := pj.role_image(role)) is not None
             }
+        sub = getattr(pj.job, "submitter", None)
+        if isinstance(pj.job, RayJob) and sub is not None and sub.image is not None:
+            image = pj.role_image(sub)
+            if image is not None:
+                own[image] = "submitter.image"
         for ps in ej.pod_sets:
             for _, image in ps.images():
                 # An image the job does not set is its runtime's, reported there.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import Problem
 from ..load import Definition
-from ..model import JOB_KINDS, Cluster, Toleration
+from ..model import JOB_KINDS, Cluster, RayJob, Toleration
 from ..model.operator_job import OperatorJob
 from ..resolve import Index, Plan, problem
 from ..resolve.problems import known
@@ -29,6 +29,12 @@ def check_tolerations(plan: Plan, problems: list[Problem]) -> None:
                             pj.definition, role.tolerations, cp.cluster, plan.index, problems,
                             f"{field}.",
                         )  # fmt: skip
+            sub = pj.job.submitter if isinstance(pj.job, RayJob) else None
+            if sub is not None and sub.tolerations is not None:
+                # A RayJob's submitter pod, with its own tolerations: the same grant.
+                _check(
+                    pj.definition, sub.tolerations, cp.cluster, plan.index, problems, "submitter."
+                )
 
 
 def _check(

@@ -14,6 +14,9 @@ import yaml
 from ..effective import EffectiveJob, PodSet
 from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
 from ..injected_env.kuberay_env import rayjob_env
+from ..model import RayJob
+from ..render.kuberay import entrypoint as submitted_entrypoint
+from ..render.kuberay import runtime_env_data
 from .target import Target, env_source_name, from_definitions, pod_mounts, text_or_none
 
 __all__ = ["HEAD_GROUP", "RayGroup", "RayJobTarget", "ray_target"]
@@ -142,8 +145,14 @@ def ray_target(
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     gpu_resource = pj.cluster.gpu_resource
     files, shm, claims = pod_mounts(head, main, configmaps)
-    runtime_env = yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}
-    entrypoint = str(spec["entrypoint"])
+    # A submitter with its own command takes both as arguments, not as spec fields.
+    job = pj.job
+    if "entrypoint" not in spec and isinstance(job, RayJob):
+        runtime_env = runtime_env_data(job, pj.package_indexes)
+        entrypoint = submitted_entrypoint(job)
+    else:
+        runtime_env = yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}
+        entrypoint = str(spec["entrypoint"])
     return RayJobTarget(
         effective=ej,
         nodes=sum(g.nodes for g in groups),

@@ -6,8 +6,13 @@ What KubeRay does with what is written here (ray-project/kuberay v1.7.0, ray-ope
   ``ulimit …; ray start …`` generated from the container's limits, so no command is written;
   it mounts a memory-backed ``/dev/shm`` unless one is mounted already.
 - controllers/ray/rayjob_controller.go: the entrypoint is submitted by a Kubernetes Job from
-  ``submitterPodTemplate`` (its command filled in when empty), which otherwise gets neither the
-  job's pull secrets, service account nor tolerations: trainkit writes it.
+  ``submitterPodTemplate`` (its command filled in when empty, a command given kept:
+  configureSubmitterContainer), which otherwise gets neither the job's pull secrets, service
+  account nor tolerations: trainkit writes it.
+- controllers/ray/common/service.go BuildServiceForHeadPod: the head Service takes its ports
+  from the head container's (only those, and ``metrics``, once it has any:
+  getServicePorts), its type from ``serviceType``, its name from ``headService``; KubeRay's
+  own (no ``headService``, ClusterIP) is headless.
 - controllers/ray/batchscheduler/volcano/volcano_scheduler.go: the PodGroup
   ``ray-<job>-pg`` takes its queue from the RayJob's ``volcano.sh/queue-name`` label and its
   priority from ``ray.io/priority-class-name``; ``ray.io/scheduler-name`` is unused since
@@ -25,6 +30,7 @@ import yaml
 
 from ..model import WORKSPACE, Resources
 from ..model.lifecycle import Hook
+from ..model.operator_job import Role
 from ..model.raycluster import RayCluster
 from ..model.rayjob import RayJob
 from ..model.volumes import AnyVolume
@@ -32,7 +38,13 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
-from .pod import container_security, hide_gpus, pod_access, pod_security, tolerations
+from .pod import (
+    container_security,
+    hide_gpus,
+    pod_access,
+    pod_security,
+    tolerations,
+)
 from .script import job_metadata, script_configmap_name
 
 __all__ = [
@@ -40,13 +52,17 @@ __all__ = [
     "HEAD_CONTAINER",
     "PRIORITY_LABEL",
     "QUEUE_LABEL",
+    "RAY_HEAD_PORTS",
     "SUBMITTER",
     "SUBMITTER_RESOURCES",
     "WORKER_CONTAINER",
     "entrypoint",
+    "job_entrypoint",
     "ray_cluster_spec",
     "render_raycluster",
     "render_rayjob",
+    "runtime_env_data",
+    "submitter_args",
 ]
 
 HEAD_CONTAINER = "ray-head"
@@ -59,16 +75,28 @@ PRIORITY_LABEL = "ray.io/priority-class-name"
 # KubeRay's default submitter asks 500m/200Mi below limits of 1 CPU/1Gi (common/job.go
 # GetDefaultSubmitterContainer); trainkit's pods are Guaranteed unless the policy says not.
 SUBMITTER_RESOURCES = Resources(cpu=1, memory="1Gi")
+RAY_HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+"""The head's ports KubeRay's head Service carries by default (common/service.go
+getDefaultPorts; utils/constant.go names), besides ``metrics`` and Serve's, which it adds."""
 
 
 def entrypoint(job: RayJob) -> str:
     """The shell command KubeRay submits (``ray job submit -- <entrypoint>``); it runs on the
     head, from the script's ConfigMap mounted in /workspace."""
+    return shlex.join(_argv(job))
+
+
+def job_entrypoint(pj: PlannedJob) -> str:
+    """The entrypoint of a planned RayJob."""
+    if not isinstance(pj.job, RayJob):
+        raise TypeError(f"not a RayJob: {pj.kind}")
+    return entrypoint(pj.job)
+
+
+def _argv(job: RayJob) -> list[str]:
     if job.script is not None:
-        argv = ["python", f"{WORKSPACE}/{job.script.filename}", *job.args]
-    else:
-        argv = [*(job.command or []), *job.args]
-    return shlex.join(argv)
+        return ["python", f"{WORKSPACE}/{job.script.filename}", *job.args]
+    return [*(job.command or []), *job.args]
 
 
 def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]:
@@ -90,6 +118,17 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         c: dict[str, Any] = {"name": container, "image": pj.image}
         if isinstance(job, RayJob) and job.script is not None:
             c["workingDir"] = WORKSPACE
+        if container == HEAD_CONTAINER and job.ports:
+            # With a port of its own on the head, KubeRay's head Service would carry only
+            # that one and metrics (common/service.go getServicePorts): the RayJob controller
+            # then finds no dashboard port and never submits (utils/util.go
+            # FetchHeadServiceURL), and the workers' GCS port is gone. Ray's own come first.
+            host = pj.network is not None and pj.network.host_network
+            c["ports"] = [
+                {"containerPort": n, "name": name, "protocol": "TCP"}
+                | ({"hostPort": n} if host else {})
+                for name, n in RAY_HEAD_PORTS.items()
+            ]
         out = role_template(
             pj, job, c, configmap=cm, resources=resources, node_selector=selector,
             own_volumes=volumes,
@@ -115,6 +154,13 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
         params.update(job.head_ray_start.params())
     if params:
         head["rayStartParams"] = dict(sorted(params.items()))
+    service = job.head_service
+    if service is not None and service.exposed:
+        head["serviceType"] = service.type
+    if service is not None and service.name is not None:
+        # KubeRay keeps only a headService's name, labels, annotations, type and extra
+        # ports, setting the selector, namespace and Ray's ports itself.
+        head["headService"] = {"metadata": {"name": service.name}}
     head["template"] = template(HEAD_CONTAINER, job.head, volumes=job.head_volumes)
     cluster["headGroupSpec"] = head
     groups = []
@@ -166,10 +212,7 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
         return _on_existing_cluster(pj, job, pj.ray_cluster)
     cluster = ray_cluster_spec(pj, job)
 
-    spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
-    _entrypoint_resources(spec, job)
-    if job.runtime_env is not None:
-        spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
+    spec = _submission(pj, job)
     spec["submissionMode"] = job.submission_mode
     # Written even where it is the default, so the RayJob says what will happen to its
     # cluster; a rule set replaces it (validation.go: mutually exclusive).
@@ -185,13 +228,61 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     spec["backoffLimit"] = job.backoff_limit
     if job.deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.deadline_seconds
-    if job.submission_mode == "K8sJobMode":
-        spec["submitterPodTemplate"] = _submitter(pj, job)
+    _submitter_spec(spec, pj, job)
     spec["rayClusterSpec"] = cluster
 
     labels, annotations = volcano_metadata(pj, job)
     meta = job_metadata(pj, "RayJob", annotations, labels)
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
+
+
+def own_submitter(job: RayJob) -> Role | None:
+    """The submitter's settings when it runs a program of its own (``submitter.command``)."""
+    sub = job.submitter
+    return sub if sub is not None and sub.command is not None else None
+
+
+def _submission(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
+    """What KubeRay submits: the entrypoint, its resources and the runtime env. A submitter
+    with its own command gets them as arguments instead (``submitter_args``): KubeRay reads
+    none of these fields then (rayjob_controller.go configureSubmitterContainer keeps the
+    command given, and its ``ray job submit`` line goes unused)."""
+    spec: dict[str, Any] = {}
+    if own_submitter(job) is not None:
+        return spec
+    spec["entrypoint"] = entrypoint(job)
+    _entrypoint_resources(spec, job)
+    if job.runtime_env is not None:
+        spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
+    return spec
+
+
+def submitter_args(job: RayJob, indexes: tuple[str, ...]) -> list[str]:
+    """A submitter command's arguments: the flags of KubeRay v1.7.0's light-weight submitter
+    (ray-operator/rayjob-submitter/cmd/main.go, the same as ``ray job submit``'s), then ``--``
+    and the entrypoint, which it joins with spaces (each word quoted for the shell as
+    ``entrypoint`` quotes it)."""
+    args: list[str] = []
+    env = runtime_env_data(job, indexes)
+    if env:
+        args += ["--runtime-env-json", json.dumps(env, separators=(",", ":"), sort_keys=True)]
+    if job.entrypoint_cpus is not None:
+        args += ["--entrypoint-num-cpus", str(_whole(job.entrypoint_cpus))]
+    if job.entrypoint_gpus is not None:
+        args += ["--entrypoint-num-gpus", str(_whole(job.entrypoint_gpus))]
+    if job.entrypoint_resources:
+        amounts = {k: _whole(v) for k, v in sorted(job.entrypoint_resources.items())}
+        args += ["--entrypoint-resources", json.dumps(amounts, separators=(",", ":"))]
+    return [*args, "--", *(shlex.quote(word) for word in _argv(job))]
+
+
+def _submitter_spec(spec: dict[str, Any], pj: PlannedJob, job: RayJob) -> None:
+    if job.submission_mode != "K8sJobMode":
+        return
+    spec["submitterPodTemplate"] = _submitter(pj, job)
+    if job.submitter_backoff_limit is not None:
+        # rayjob_controller.go createNewK8sJob: the submitter Job's backoffLimit (default 2).
+        spec["submitterConfig"] = {"backoffLimit": job.submitter_backoff_limit}
 
 
 def _entrypoint_resources(spec: dict[str, Any], job: RayJob) -> None:
@@ -220,17 +311,13 @@ def _on_existing_cluster(pj: PlannedJob, job: RayJob, cluster: str) -> dict[str,
     KubeRay then refuses (validation.go: no suspend with a clusterSelector); its RayCluster is
     queued instead. KubeRay never deletes that cluster (rayjob_controller.go: "skipping
     resource deletion"), so ``shutdownAfterJobFinishes`` is false."""
-    spec: dict[str, Any] = {"entrypoint": entrypoint(job)}
-    _entrypoint_resources(spec, job)
-    if job.runtime_env is not None:
-        spec["runtimeEnvYAML"] = _runtime_env_yaml(job, pj.package_indexes)
+    spec = _submission(pj, job)
     spec["submissionMode"] = job.submission_mode
     spec["shutdownAfterJobFinishes"] = False
     spec["backoffLimit"] = 0
     if job.deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.deadline_seconds
-    if job.submission_mode == "K8sJobMode":
-        spec["submitterPodTemplate"] = _submitter(pj, job)
+    _submitter_spec(spec, pj, job)
     spec["clusterSelector"] = {CLUSTER_SELECTOR_KEY: cluster}
     meta = job_metadata(pj, "RayJob")
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
@@ -266,37 +353,56 @@ def pip_options(indexes: tuple[str, ...]) -> list[str]:
 
 
 def _runtime_env_yaml(job: RayJob, indexes: tuple[str, ...]) -> str:
+    data = runtime_env_data(job, indexes)
+    return str(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False))
+
+
+def runtime_env_data(job: RayJob, indexes: tuple[str, ...]) -> dict[str, Any]:
+    """The job's runtime env as Ray reads it, pip's options from the platform's indexes."""
     env = job.runtime_env
-    assert env is not None
     data: dict[str, Any] = {}
+    if env is None:
+        return data
     if env.pip and indexes:
         data["pip"] = {"packages": list(env.pip), "pip_install_options": pip_options(indexes)}
     elif env.pip:
         data["pip"] = list(env.pip)
     if env.env_vars:
         data["env_vars"] = dict(sorted(env.env_vars.items()))
-    return str(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False))
+    return data
 
 
 def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
     """The submitter Job's pod: the head's image (as KubeRay's default), a small Guaranteed
     container, and the job's pull secrets, service account, priority and tolerations, which
-    KubeRay's default template leaves out. KubeRay fills in the ``ray job submit`` command."""
-    container = {
+    KubeRay's default template leaves out. KubeRay fills in the ``ray job submit`` command
+    unless ``submitter`` gives one; ``submitter``'s other settings replace the job's."""
+    own = job.submitter or Role()
+    sized = own.resources or job.submitter_resources or SUBMITTER_RESOURCES
+    container: dict[str, Any] = {
         "name": SUBMITTER,
-        "image": pj.image,
-        "resources": resource_requirements(
-            job.submitter_resources or SUBMITTER_RESOURCES, pj.cluster
-        ),
+        "image": pj.role_image(own),
+        "resources": resource_requirements(sized, pj.cluster),
     }
+    if own.command is not None:
+        container["command"] = list(own.command)
+        container["args"] = submitter_args(job, pj.package_indexes)
+    if own.env:
+        container["env"] = [{"name": k, "value": v} for k, v in own.env.items()]
     if job.image_pull_policy is not None:
         container["imagePullPolicy"] = job.image_pull_policy
     hide_gpus(container, pj.cluster)  # the head's image, on a GPU node maybe
     container_security(container, job)  # a pod of the job, its user the job's
-    spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "restartPolicy": own.restart_policy or "Never",
+    }
     pod_security(spec, job)
-    if job.tolerations:
-        spec["tolerations"] = tolerations(job.tolerations)
+    if own.node_selector:
+        spec["nodeSelector"] = dict(own.node_selector)
+    toleration_list = own.tolerations if own.tolerations is not None else job.tolerations
+    if toleration_list:
+        spec["tolerations"] = tolerations(toleration_list)
     pod_access(
         spec,
         service_account=job.service_account,

@@ -29,7 +29,7 @@ from ..model import (
     WorkloadPriorityClass,
 )
 from .index import Declared, Index, build_index
-from .jobs import PlannedJob, check_ray_clusters, check_unique, place
+from .jobs import PlannedJob, check_head_services, check_ray_clusters, check_unique, place
 from .network import check_profiles
 from .problems import problem
 from .references import check_kueue, check_queues, check_teams, on_cluster, queue_path
@@ -141,6 +141,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
         for p in place(d.obj, d, index, runtimes, problems, ray_clusters)
     ]  # fmt: skip
     check_unique(placed, problems)
+    check_head_services(placed, problems)
     placed = check_ray_clusters(placed, problems)
     if problems:
         # A job on several clusters can hit the same cluster-independent problem on each.

@@ -62,7 +62,14 @@ from .problems import known, problem
 from .references import not_a_leaf, on_cluster
 from .runtimes import PlannedRuntime, Runtimes
 
-__all__ = ["Job", "PlannedJob", "check_ray_clusters", "check_unique", "place"]
+__all__ = [
+    "Job",
+    "PlannedJob",
+    "check_head_services",
+    "check_ray_clusters",
+    "check_unique",
+    "place",
+]
 
 # The controller each kind needs on a cluster (Cluster.operators).
 _OPERATOR = {
@@ -199,6 +206,7 @@ def place(
         problems.extend(check_network_grant(d, job.network, declared_team, index))
     if isinstance(job, RayJob | RayCluster):
         problems.extend(_check_autoscaling(d, job, declared_team))
+        problems.extend(_check_head_service(d, job, declared_team))
     allowed = team.clusters if team.clusters is not None else sorted(index.clusters)
     wanted = job.clusters if job.clusters is not None else allowed
     if isinstance(job, RayJob) and job.ray_cluster is not None and job.clusters is None:
@@ -360,6 +368,50 @@ def _check_autoscaling(
             )
         ]
     return []
+
+
+def _check_head_service(
+    d: Definition, job: RayJob | RayCluster, team: Declared[Team]
+) -> list[Problem]:
+    """A head Service beyond the cluster's network needs ``Team.ray_head_service_types``, and
+    each of the job's own ports on it ``Team.ray_head_service_ports``.
+
+    KubeRay v1.7.0 common/service.go BuildServiceForHeadPod: the Service takes the type of
+    ``serviceType`` and every port of the head's container (getServicePorts: Ray's dashboard,
+    GCS and client by default); the dashboard's job API runs what it is sent.
+    """
+    service = job.head_service
+    if service is None or not service.exposed:
+        return []
+    grants = team.obj
+    if service.type not in grants.ray_head_service_types:
+        return [
+            problem(
+                d,
+                f"head_service type {service.type!r} opens the Ray head beyond the cluster: its "
+                "dashboard runs any job submitted to it, as this job (its service account, "
+                f"Secrets and GPUs); team {grants.name!r} is not granted it "
+                f"(Team.ray_head_service_types in {team.file} allows "
+                f"{known(grants.ray_head_service_types)}): use type='ClusterIP' and reach the "
+                "dashboard with `kubectl port-forward`, or ask the platform team to grant it",
+                "head_service.type",
+            )
+        ]
+    out = []
+    for name in job.ports:
+        if name not in grants.ray_head_service_ports:
+            out.append(
+                problem(
+                    d,
+                    f"port {name!r} would be reachable on the {service.type} head Service "
+                    "(KubeRay puts every port of the head's container on it); team "
+                    f"{grants.name!r} may expose {known(grants.ray_head_service_ports)} there "
+                    f"(Team.ray_head_service_ports in {team.file}): drop the port, keep the "
+                    "Service a ClusterIP one, or ask the platform team to grant it",
+                    f"ports.{name}",
+                )
+            )
+    return out
 
 
 def _runtime_env_from(
@@ -616,6 +668,8 @@ def _images(job: Job) -> list[tuple[str, str | dict[str, str] | None]]:
     out: list[tuple[str, str | dict[str, str] | None]] = [("image", job.image)]
     if isinstance(job, OperatorJob):
         out += [(f"{f}.image", r.image) for f, r in job.roles().items() if r.image is not None]
+    if isinstance(job, RayJob) and job.submitter is not None and job.submitter.image is not None:
+        out.append(("submitter.image", job.submitter.image))
     return out
 
 
@@ -965,6 +1019,39 @@ def check_ray_clusters(placed: list[PlannedJob], problems: list[Problem]) -> lis
             )
         )
     return out
+
+
+def check_head_services(placed: list[PlannedJob], problems: list[Problem]) -> None:
+    """A head Service's own name (``HeadService(name=...)``) is unique among the Services
+    KubeRay makes in the namespace: another head Service's, and each RayJob's and
+    RayCluster's ``<name>-head-svc`` (v1.7.0 utils/util.go GenerateHeadServiceName). KubeRay
+    creates it once and never adopts one that exists (raycluster_controller.go
+    reconcileHeadService), so a second would keep its cluster from starting."""
+    taken: dict[tuple[str, str, str], tuple[PlannedJob, str]] = {}
+    for p in placed:
+        if isinstance(p.job, RayJob | RayCluster) and not getattr(p.job, "ray_cluster", None):
+            key = (p.cluster.name, p.namespace, f"{p.object_name}-head-svc")
+            taken.setdefault(key, (p, "KubeRay's head Service of"))
+    for p in placed:
+        service = getattr(p.job, "head_service", None)
+        if service is None or service.name is None:
+            continue
+        key = (p.cluster.name, p.namespace, service.name)
+        first = taken.get(key)
+        if first is not None and first[0].definition is not p.definition:
+            other, whose = first
+            od = other.definition
+            problems.append(
+                problem(
+                    p.definition,
+                    f"head_service name {service.name!r} is already {whose} {other.kind} "
+                    f"{other.object_name!r} ({od.file}:{od.line}) in namespace {p.namespace!r} on "
+                    f"cluster {p.cluster.name!r}; KubeRay would not create a second: choose "
+                    "another name",
+                    "head_service.name",
+                )
+            )
+        taken.setdefault(key, (p, "the head Service of"))
 
 
 def check_unique(placed: list[PlannedJob], problems: list[Problem]) -> None:

@@ -75,6 +75,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
         "none",
     ),
+    # KubeRay's light-weight submitter (its own image), CPU workers only.
+    ("RayJob tokenize-ray", "gpu-east"): (
+        3,
+        [("Head", 1, True, BLANK), ("cpu", 2, True, BLANK), ("Submitter", 1, False, BLANK)],
+        "none",
+    ),
     # The dataset step (no GPU, no rank) runs before the node, in the same Kueue workload.
     ("TrainJob wiki-sft-r2", "h100-south"): (
         8,

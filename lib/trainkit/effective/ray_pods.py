@@ -65,6 +65,7 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         "ray.init() there joins the cluster (RAY_ADDRESS), and Ray places tasks and actors on "
         f"the {ray_nodes} Ray node(s) by the CPUs and GPUs each one has"
     ]
+    notes += _head_service(spec["rayClusterSpec"], f"{body['metadata']['name']}-head-svc")
     if spec["rayClusterSpec"].get("enableInTreeAutoscaling"):
         notes.append(
             "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
@@ -93,6 +94,7 @@ def effective_raycluster(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         "memory and GPUs until the definition is removed; RayJobs naming it "
         "(ray_cluster=) submit their entrypoints to its head"
     ]
+    notes += _head_service(spec, None)
     if spec.get("enableInTreeAutoscaling"):
         notes.append(
             "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
@@ -109,6 +111,33 @@ def effective_raycluster(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         tuple(notes),
         workload=pod_set_workload(body, _cluster_pod_sets(spec)),
     )
+
+
+def _head_service(cluster: Mapping[str, Any], job_service: str | None) -> list[str]:
+    """What the head Service says, when the definition shapes it (KubeRay v1.7.0
+    common/service.go BuildServiceForHeadPod: its type from ``serviceType``, its name from
+    ``headService``, Ray's ports; common/job.go BuildHeadServiceForRayJob: a RayJob's own
+    ``<job>-head-svc`` of the same type)."""
+    head = cluster["headGroupSpec"]
+    kind = head.get("serviceType")
+    name = (head.get("headService") or {}).get("metadata", {}).get("name")
+    if kind is None and name is None:
+        return []
+    ports = [str(p.get("name")) for p in head["template"]["spec"]["containers"][0].get("ports", [])]
+    carries = ", ".join(ports or ["client", "dashboard", "gcs-server", "serve"]) + ", metrics"
+    svc = f"Service {name}" if name else "Service <cluster>-head-svc"
+    also = f" (and the RayJob's own {job_service})" if job_service else ""
+    if kind is None:
+        return [
+            f"the head's {svc}{also} is a ClusterIP one with a cluster IP (ports {carries}): "
+            "reachable inside the cluster; its dashboard runs any job submitted to it"
+        ]
+    where = "on every node's address" if kind == "NodePort" else "at the load balancer's address"
+    return [
+        f"the head's {svc}{also} is a {kind} one: its ports ({carries}) are reachable {where}, "
+        "and its dashboard runs any job submitted to it as this job (Team grant "
+        "ray_head_service_types)"
+    ]
 
 
 def _cluster_pods(
@@ -284,6 +313,7 @@ def _pod_set(
         group=HEAD_GROUP if group is None else group["groupName"],
         start=start,
         cluster=pj.object_name if pj.kind == "RayCluster" else None,
+        head_service=getattr(getattr(pj.job, "head_service", None), "name", None),
     )
     # The head's GCS port, rayStartParams' ``port`` if given (common/pod.go GetHeadPort).
     injected["RAY_PORT"] = port

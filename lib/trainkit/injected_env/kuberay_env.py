@@ -34,18 +34,28 @@ RAYJOB = ReservedEnv(
 )
 
 
-def rayjob_env(*, head: bool, group: str, start: str, cluster: str | None = None) -> dict[str, str]:
+def rayjob_env(
+    *,
+    head: bool,
+    group: str,
+    start: str,
+    cluster: str | None = None,
+    head_service: str | None = None,
+) -> dict[str, str]:
     """What KubeRay appends to the Ray container of a head (``head``) or worker pod of
     ``group``; ``start`` describes the ``ray start`` command it generates. ``cluster`` is a
-    long-lived RayCluster's name (None: a RayJob's own cluster, named when it starts). Values
-    known only on the cluster are described in angle brackets."""
+    long-lived RayCluster's name (None: a RayJob's own cluster, named when it starts);
+    ``head_service`` the head Service's own name, which the workers then reach the head by
+    (utils/util.go GenerateFQDNServiceName, GenerateHeadServiceName). Values known only on
+    the cluster are described in angle brackets."""
     crd = "RayJob" if cluster is None else "RayCluster"
     if cluster is None:
         cluster = "<the RayCluster: the RayJob's name and 5 random characters>"
     env: dict[str, str] = {}
     if not head:
-        fqdn = "<cluster>-head-svc.<namespace>.svc.cluster.local"
-        env |= {"FQ_RAY_IP": fqdn, "RAY_IP": "<cluster>-head-svc"}
+        service = head_service or "<cluster>-head-svc"
+        fqdn = f"{service}.<namespace>.svc.cluster.local"
+        env |= {"FQ_RAY_IP": fqdn, "RAY_IP": service}
     env |= {
         "RAY_CLUSTER_NAME": cluster,
         "RAY_CLUSTER_NAMESPACE": "<the namespace>",

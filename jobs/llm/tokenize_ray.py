@@ -1,0 +1,24 @@
+"""Tokenizing a corpus on a small CPU Ray cluster (KubeRay RayJob), submitted by KubeRay's
+light-weight submitter: a Go binary in a pod of 256 MiB instead of a Ray image's Python. The
+head's Service gets a fixed name, inside the cluster, for the team's dashboard bookmarks."""
+
+from trainkit import HeadService, RayJob, Resources, Role, RuntimeEnv, WorkerGroup
+
+job = RayJob(
+    name="tokenize-ray",
+    image="registry.example.com/ml/ray:2.60.0-py311-cu124",
+    command=["python", "-m", "data.tokenize", "--shards", "64"],
+    head=Resources(cpu=4, memory="16Gi"),
+    workers=[WorkerGroup(name="cpu", nodes=2, resources=Resources(cpu=8, memory="32Gi"))],
+    runtime_env=RuntimeEnv(pip=["tiktoken==0.8.0"]),
+    # trainkit writes its arguments: the runtime env, then -- and the entrypoint
+    submitter=Role(
+        image="registry.example.com/ml/kuberay-submitter:v1.5.1",
+        command=["/submitter"],
+        resources=Resources(cpu=1, memory="256Mi"),
+    ),
+    submitter_backoff_limit=1,  # it resumes a submitted job rather than submitting it again
+    head_service=HeadService(name="tokenize-dashboard"),  # ClusterIP: port-forward to it
+    queue="llm",
+    clusters=["gpu-east"],
+)

@@ -330,8 +330,8 @@ def test_a_named_head_service_and_the_workers_reach_the_head_by_it() -> None:
 def test_the_head_service_always_carries_ray_s_ports(make: Any, ports: dict[str, int]) -> None:
     """service_test.go TestBuildServiceForHeadPodDefaultPorts: with a port of its own on the
     head container, KubeRay's Service carries that port and metrics only; the RayJob controller
-    then finds no dashboard port (utils/util.go FetchHeadServiceURL) and never submits, and the
-    workers lose the GCS port. trainkit writes Ray's ports beside the job's."""
+    then finds no dashboard port (utils/util.go FetchHeadServiceURL) and never submits.
+    trainkit writes Ray's ports beside the job's."""
     body, _ = render(make(ports=ports), **KUBERAY)
     carried = service_ports(body)
     assert {"gcs-server": 6379, "dashboard": 8265, "client": 10001}.items() <= carried.items()

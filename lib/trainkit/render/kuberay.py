@@ -122,7 +122,7 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
             # With a port of its own on the head, KubeRay's head Service would carry only
             # that one and metrics (common/service.go getServicePorts): the RayJob controller
             # then finds no dashboard port and never submits (utils/util.go
-            # FetchHeadServiceURL), and the workers' GCS port is gone. Ray's own come first.
+            # FetchHeadServiceURL). Ray's own come first.
             host = pj.network is not None and pj.network.host_network
             c["ports"] = [
                 {"containerPort": n, "name": name, "protocol": "TCP"}

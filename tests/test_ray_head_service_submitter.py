@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from kind_fixtures import planned, render
 from trainkit import (
@@ -41,7 +43,7 @@ from trainkit.errors import DefinitionError
 from trainkit.explain import format_text
 from trainkit.load import Definition
 from trainkit.policy import check_policy
-from trainkit.render.kuberay import entrypoint
+from trainkit.render.kuberay import entrypoint, submitter_args
 from trainkit.resolve import build_plan
 from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
@@ -525,3 +527,43 @@ def test_explain_shows_the_submitter_and_the_head_service() -> None:
         "one: its ports (client, dashboard, gcs-server, serve, metrics) are reachable at the load "
         "balancer's address, and its dashboard runs any job submitted to it as this job"
     ) in text, text
+
+
+def test_rehearse_takes_the_entrypoint_a_custom_submitter_is_given() -> None:
+    """With a submitter command the RayJob's spec holds no entrypoint or runtime env (the
+    submitter's arguments do): the rehearsal runs what the submitter submits."""
+    from trainkit.rehearse.definitions import targets_for
+
+    job = rj(
+        command=["python", "-c", "print('a b')"],
+        runtime_env=RuntimeEnv(env_vars={"FROM_RUNTIME_ENV": "1"}),
+        submitter=SUBMITTER,
+    )
+    c = Cluster(name="c", server="https://c", gpus_per_node=8, scheduler="default", **KUBERAY)
+    platform = [Definition(c, P, "platform"), Definition(Team(name="t"), P, "platform")]
+    (target,) = targets_for(Definition(job, "jobs/t/j.py", "t"), platform)
+    assert target.entrypoint == "python -c 'print('\"'\"'a b'\"'\"')'"
+    assert target.entrypoint == entrypoint(job)
+    assert dict(target.runtime_env_vars) == {"FROM_RUNTIME_ENV": "1"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(
+        st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=12),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_submitter_submits_exactly_the_entrypoint(words: list[str]) -> None:
+    """rayjob-submitter/cmd/main.go joins the words after ``--`` with spaces and Ray's job
+    supervisor runs that line with a shell: for any command, the line is the one the RayJob's
+    own ``entrypoint`` would be, and the shell splits it back into the command."""
+    try:
+        job = rj(command=words, submitter=SUBMITTER)
+    except ModelError:
+        assume(False)
+    args = submitter_args(job, ())
+    line = " ".join(args[args.index("--") + 1 :])
+    assert line == entrypoint(job)
+    assert shlex.split(line) == words

@@ -567,3 +567,19 @@ def test_a_submitter_submits_exactly_the_entrypoint(words: list[str]) -> None:
     line = " ".join(args[args.index("--") + 1 :])
     assert line == entrypoint(job)
     assert shlex.split(line) == words
+
+
+def test_a_deployed_raycluster_s_head_service_is_not_changed_in_place() -> None:
+    """raycluster_controller.go reconcileHeadService creates the head Service once, when none
+    exists, and never updates it: a changed name or type would not reach the running cluster,
+    so the edit is refused in place (raise ``run``)."""
+    from trainkit.deployed.immutable import in_place_changes
+
+    old, _ = render(rc(), **KUBERAY)
+    grant = {"ray_head_service_types": ["NodePort"]}
+    for service, path in (
+        (HeadService(name="pool-dash"), "headService"),
+        (HeadService(type="NodePort"), "serviceType"),
+    ):
+        new, _ = render(rc(head_service=service), grant, **KUBERAY)
+        assert in_place_changes(old, new) == [f"spec.headGroupSpec.{path}"]

@@ -583,3 +583,30 @@ def test_a_deployed_raycluster_s_head_service_is_not_changed_in_place() -> None:
     ):
         new, _ = render(rc(head_service=service), grant, **KUBERAY)
         assert in_place_changes(old, new) == [f"spec.headGroupSpec.{path}"]
+
+
+@pytest.mark.parametrize(
+    ("job", "field"),
+    [
+        (
+            lambda: rj(submitter=Role(resources=Resources(cpu=1, memory="1Gi", memory_request="200Mi"))),
+            "submitter.resources.memory_request",
+        ),
+        (
+            lambda: rj(submitter_resources=Resources(cpu=1, memory="1Gi", memory_request="200Mi")),
+            "submitter_resources.memory_request",
+        ),
+        (lambda: rj(head=Resources(cpu=2, memory="8Gi", memory_request="2Gi")), "head.memory_request"),
+        (
+            lambda: rc(workers=[WorkerGroup(name="w", resources=Resources(cpu=2, memory="8Gi", cpu_request="1"))]),
+            "workers[0].resources.cpu_request",
+        ),
+    ],
+)  # fmt: skip
+def test_ray_pods_below_their_limits_need_policy_burstable(job: Any, field: str) -> None:
+    """The submitter pod, the head and each worker group are held to Policy.burstable like
+    every other pod (they were not checked at all before: the check skipped kinds without a
+    job-wide ``resources``)."""
+    (msg,) = policy(job())
+    assert msg.startswith(f"{field}: a ") and "makes the pods Burstable" in msg, msg
+    assert policy(job(), Policy(burstable=True)) == []

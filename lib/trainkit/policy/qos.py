@@ -32,16 +32,34 @@ def check_qos(
             _check(index, pr.definition, pod.get("containers") or [], problems)
     for ej in jobs:
         pj = ej.planned
-        if getattr(pj.job, "resources", None) is None:
+        if hasattr(pj.job, "resources") and pj.job.resources is None:
             continue  # the runtime's resources, reported at the runtime
         own = [ic.name for ic in getattr(pj.job, "init_containers", [])]
+        ray = _ray_fields(pj.job)
         for ps in ej.pod_sets:
-            _check(index, pj.definition, [ps.main], problems)
+            _check(index, pj.definition, [ps.main], problems, ray.get(ps.role, "resources."))
             # The job's init containers and sidecars: the pod's QoS counts them too.
             for c in ps.spec.get("initContainers") or []:
                 if c.get("name") in own:
-                    field = f"init_containers[{own.index(c['name'])}]."
+                    field = f"init_containers[{own.index(c['name'])}].resources."
                     _check(index, pj.definition, [c], problems, field)
+
+
+def _ray_fields(job: object) -> dict[str, str]:
+    """Where a RayJob's or RayCluster's pod sets take their resources from, by role (the
+    head, each worker group, the submitter); none for other kinds, whose pod sets take the
+    job's ``resources``."""
+    head = getattr(job, "head", None)
+    workers = getattr(job, "workers", None)
+    if head is None and not hasattr(job, "ray_cluster"):
+        return {}
+    out = {"Head": "head."}
+    for i, g in enumerate(workers if isinstance(workers, list) else []):
+        out[str(getattr(g, "name", ""))] = f"workers[{i}].resources."
+    submitter = getattr(job, "submitter", None)
+    own = submitter is not None and submitter.resources is not None
+    out["Submitter"] = "submitter.resources." if own else "submitter_resources."
+    return out
 
 
 def _check(
@@ -49,7 +67,7 @@ def _check(
     d: Definition,
     containers: Iterable[dict[str, Any]],
     problems: list[Problem],
-    field: str = "",
+    field: str = "resources.",
 ) -> None:
     for c in containers:
         res = c.get("resources") or {}
@@ -63,6 +81,6 @@ def _check(
                         f"a {name} request below the limit makes the pods Burstable (throttled "
                         f"and evicted before Guaranteed pods), which Policy.burstable in {where} "
                         f"does not allow; remove {name}_request",
-                        f"{field}resources.{name}_request",
+                        f"{field}{name}_request",
                     )
                 )

@@ -38,13 +38,7 @@ from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
-from .pod import (
-    container_security,
-    hide_gpus,
-    pod_access,
-    pod_security,
-    tolerations,
-)
+from .pod import container_security, hide_gpus, pod_access, pod_security, tolerations
 from .script import job_metadata, script_configmap_name
 
 __all__ = [
@@ -236,7 +230,7 @@ def render_rayjob(pj: PlannedJob) -> dict[str, Any]:
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
 
 
-def own_submitter(job: RayJob) -> Role | None:
+def _own_submitter(job: RayJob) -> Role | None:
     """The submitter's settings when it runs a program of its own (``submitter.command``)."""
     sub = job.submitter
     return sub if sub is not None and sub.command is not None else None
@@ -248,7 +242,7 @@ def _submission(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
     none of these fields then (rayjob_controller.go configureSubmitterContainer keeps the
     command given, and its ``ray job submit`` line goes unused)."""
     spec: dict[str, Any] = {}
-    if own_submitter(job) is not None:
+    if _own_submitter(job) is not None:
         return spec
     spec["entrypoint"] = entrypoint(job)
     _entrypoint_resources(spec, job)

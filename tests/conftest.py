@@ -30,10 +30,25 @@ settings.load_profile("trainkit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``long`` first (in their order), then the rest: parallel workers
-    (``make test`` runs ``-n auto``) then end together instead of one finishing a long
-    test alone."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    """Tests marked ``long`` run first, shared among the parallel workers, so the workers end
+    together instead of one finishing a long test alone.
+
+    ``make test`` runs ``-n auto --dist worksteal``: xdist gives each of the N workers one
+    contiguous part of the collection (part i holds ``rest // (N - i)`` of the tests not yet
+    given, xdist/scheduler/worksteal.py ``check_schedule``), and an idle worker steals from
+    the end of another's part. The long tests are dealt in turn to the start of each part:
+    every worker begins with its share of them, and what is stolen last is short."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    rest = [item for item in items if item.get_closest_marker("long") is None]
+    ordered: list[pytest.Item] = []
+    for i in range(workers):
+        size = (len(items) - len(ordered)) // (workers - i)
+        part = long[i::workers]
+        fill = max(0, size - len(part))
+        ordered += part + rest[:fill]
+        del rest[:fill]
+    items[:] = ordered + rest
 
 
 @pytest.fixture(autouse=True)

@@ -8,14 +8,17 @@ has its own Ray directory and free ports, so two copies of the suite run side by
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import dataclasses
 import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -144,53 +147,73 @@ def _start_time(pid: int) -> str | None:
     return None if state in "ZX" else rest[18]
 
 
-@contextmanager
-def _watch() -> Iterator[dict[int, tuple[str | None, str]]]:
-    """Every process that appears below this test while the block runs: pid → (start time,
-    command line), sampled until the block ends."""
-    me = os.getpid()
-    before = descendants(process_table(), [me])
-    seen: dict[int, tuple[str | None, str]] = {}
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            for pid in descendants(process_table(), [me]) - before - seen.keys():
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-                except OSError:
-                    continue
-                seen[pid] = (_start_time(pid), cmd.decode(errors="replace"))
-            done.wait(0.05)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
+def _cmdline(pid: int) -> str:
     try:
-        yield seen
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def _subreaper(on: bool) -> None:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+@dataclasses.dataclass
+class _Watch:
+    left: list[str] = dataclasses.field(default_factory=list)
+    """Command lines of the processes started in the block still running at its end."""
+
+    def survivors(self, out: str) -> list[str]:
+        """What the rehearsal left running: any process it started (``left``), and any Ray
+        process of its session directory anywhere on the machine."""
+        (session,) = re.findall(r"its files in (\S+) \(RAY_TMPDIR", out)
+        alive = list(self.left)
+        for proc in Path("/proc").iterdir():
+            pid = int(proc.name) if proc.name.isdigit() else 0
+            if pid and _start_time(pid) is not None and session in _cmdline(pid):
+                alive.append(_cmdline(pid))
+        assert not Path(session).exists(), "Ray's session directory is removed"
+        return alive
+
+
+@contextmanager
+def _watch() -> Iterator[_Watch]:
+    """The processes the block starts below this test that are still running when it ends.
+
+    For the block this process is a child subreaper (Linux): a process the block orphans is
+    reparented here instead of to init, so every process it started is still below this one
+    at the end, found without sampling while the rehearsal runs. What is found is listed
+    (trainkit's loader aside, which stays for later loads), then killed."""
+    me = os.getpid()
+    before = {(pid, _start_time(pid)) for pid in descendants(process_table(), [me])}
+    watch = _Watch()
+    _subreaper(True)
+    try:
+        yield watch
     finally:
-        done.set()
-        thread.join()
-
-
-def _survivors(seen: dict[int, tuple[str | None, str]], out: str) -> list[str]:
-    """Processes of the rehearsal still running: any it started (trainkit's loader, which
-    stays for later loads, aside), and any Ray process of its session directory."""
-    alive = [
-        cmd
-        for pid, (started, cmd) in seen.items()
-        if started is not None and _start_time(pid) == started and "trainkit.load" not in cmd
-    ]
-    (session,) = re.findall(r"its files in (\S+) \(RAY_TMPDIR", out)
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and _start_time(int(proc.name)) is not None:
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if session in cmd:
-                alive.append(cmd)
-    assert not Path(session).exists(), "Ray's session directory is removed"
-    return alive
+        try:
+            table = process_table()
+            left = [
+                pid
+                for pid in descendants(table, [me]) - {me}
+                if not table[pid].zombie and (pid, _start_time(pid)) not in before
+                and "trainkit.load" not in _cmdline(pid)
+            ]  # fmt: skip
+            watch.left = [_cmdline(pid) for pid in left]
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in left:
+                if table[pid].ppid == me:
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(pid, 0)
+        finally:
+            _subreaper(False)
 
 
 def _plan(target: RayJobTarget, tmp_path: Path, **kw: Any) -> rehearse_ray.RayPlan:
@@ -226,8 +249,10 @@ def test_the_plan_scales_the_cluster_down_and_lists_every_change(tmp_path: Path)
         "them): RAY_ADDRESS",
         "not inherited from this shell: RANK (KubeRay does not set it on the cluster",
         f"its files in {tmp_path / 'ray'} (RAY_TMPDIR, removed afterwards)",
+        "no idle workers started ahead of the tasks (RAY_prestart_worker_first_driver=0)",
     ):
         assert line in changes
+    assert plan.cluster_env["RAY_prestart_worker_first_driver"] == "0"  # the raylets read it
     # The entrypoint: the spec's, python and /workspace mapped here, with the head's env and
     # what Ray's job supervisor adds.
     assert plan.argv == ("python3", str(tmp_path / "ws" / "lr_sweep.py"), *SMALL)
@@ -302,6 +327,17 @@ def test_trainkit_does_not_import_ray() -> None:
     assert done.stdout.strip() == "False"
 
 
+def test_the_watch_finds_an_orphan_the_block_left_running() -> None:
+    """What the rehearsal tests below rely on to find survivors: a process whose parent
+    exits (here sh, which leaves its sleep behind) is still found below the test."""
+    with _watch() as watch:
+        subprocess.run(["sh", "-c", "sleep 600 &"], check=True)
+    assert watch.left == ["sleep 600"]
+    with _watch() as watch:
+        subprocess.run(["sh", "-c", "sleep 600 & kill $!"], check=True)
+    assert watch.left == []
+
+
 # -- a Ray cluster on this machine -------------------------------------------------------------
 
 
@@ -316,7 +352,7 @@ def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind(
     short = text.replace('args=["--trials", "16", "--steps", "300"]', f"args={SMALL!r}")
     assert short != text
     source.write_text(short, encoding="utf-8")
-    with _watch() as seen:
+    with _watch() as watch:
         run = cli("rehearse", "jobs/llm/lr_sweep_ray.py", "--nodes", "1", "--timeout", "240")
     assert run.code == 0, run.out + run.err
     assert (
@@ -342,8 +378,7 @@ def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind(
         "/workspace/lr_sweep.py --trials 2 --steps 5",
     ):
         assert line in run.out
-    assert any("raylet" in cmd for _, cmd in seen.values()), "the watch saw the cluster"
-    assert _survivors(seen, run.out) == []
+    assert watch.survivors(run.out) == []
 
 
 @pytest.mark.long
@@ -355,7 +390,7 @@ def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -
         workers=[WorkerGroup(name="cpu", nodes=3, resources=Resources(cpu=1, memory="2Gi"))],
     )
     out = io.StringIO()
-    with _watch() as seen, pytest.raises(RehearsalError) as e:
+    with _watch() as watch, pytest.raises(RehearsalError) as e:
         rehearse(target, nodes=1, timeout=240, out=out)
     text = out.getvalue()
     message = str(e.value)
@@ -378,7 +413,7 @@ def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -
         f"{writable}\n"
     ) in text
     assert "[entrypoint] driver sees runtime_env yes" in text
-    assert _survivors(seen, text) == []
+    assert watch.survivors(text) == []
 
 
 @pytest.mark.long
@@ -395,13 +430,13 @@ def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(ray_run.RayRun, "_pump", pump)
     out = io.StringIO()
-    with _watch() as seen, pytest.raises(KeyboardInterrupt):
+    with _watch() as watch, pytest.raises(KeyboardInterrupt):
         rehearse(_job(HANG), timeout=240, out=out)
     text = out.getvalue()
     assert "[rehearse] stopping the entrypoint and the Ray cluster (SIGKILL after 60 s)" in text
     assert "[ray] SIGTERM: stopping the entrypoint and the Ray cluster" in text
     assert "[rehearse] interrupted; every process of the rehearsal was stopped" in text
-    assert _survivors(seen, text) == []
+    assert watch.survivors(text) == []
 
 
 @pytest.mark.long
@@ -411,7 +446,7 @@ def test_a_hung_entrypoint_is_stopped_at_the_timeout(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         ray_run, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
     )
-    with _watch() as seen, pytest.raises(RehearsalError) as e:
+    with _watch() as watch, pytest.raises(RehearsalError) as e:
         rehearse(_job(HANG), timeout=5, out=out)
     message = str(e.value)
     assert (
@@ -420,4 +455,4 @@ def test_a_hung_entrypoint_is_stopped_at_the_timeout(monkeypatch: pytest.MonkeyP
         "last lines before the timeout:\n"
     ) in message
     assert "  | [entrypoint] waiting" in message
-    assert _survivors(seen, out.getvalue()) == []
+    assert watch.survivors(out.getvalue()) == []

@@ -95,7 +95,8 @@ def plan_ray_rehearsal(
         f"(ray.cluster_utils.Cluster, this interpreter's Ray {_version('ray')}; the pods run "
         f"their image's), listening on 127.0.0.1 only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), "
         f"its files in {temp_dir} (RAY_TMPDIR, removed afterwards), no usage stats "
-        "(RAY_USAGE_STATS_ENABLED=0)"
+        "(RAY_USAGE_STATS_ENABLED=0), no idle workers started ahead of the tasks "
+        "(RAY_prestart_worker_first_driver=0)"
     ]
     node_cap = _cap(file, t, nodes, "--nodes", DEFAULT_MAX_NODES)
     cpu_cap = _cap(file, t, procs_per_node, "--procs-per-node", DEFAULT_MAX_PROCS)
@@ -159,6 +160,10 @@ def plan_ray_rehearsal(
         # network and two rehearsals never meet.
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         "RAY_USAGE_STATS_ENABLED": "0",
+        # Each raylet starts a worker per CPU when the first driver connects
+        # (prestart_worker_first_driver, src/ray/common/ray_config_def.h), each importing
+        # ray; here a worker starts when a task or actor needs one.
+        "RAY_prestart_worker_first_driver": "0",
     }
     # dashboard/modules/job/job_supervisor.py _get_driver_env_vars: the supervisor's env (the
     # head container's and the runtime_env's env_vars) with the job config, RAY_ADDRESS and

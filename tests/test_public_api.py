@@ -49,6 +49,7 @@ def test_all_is_pinned_and_sorted():
         "RehearsalError",
         "ResourceField",
         "ResourceFlavor",
+        "ResourceMetric",
         "Resources",
         "Role",
         "RuntimeEnv",

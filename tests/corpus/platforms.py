@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from trainkit import (
     Elastic,
+    PodAffinity,
     Policy,
     PyTorchJob,
     RayJob,
+    ResourceMetric,
     Resources,
     WorkerGroup,
     WorkloadPriorityClass,
@@ -51,6 +53,7 @@ HPA_CPU = [
         "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
     }
 ]
+CPU_80 = ResourceMetric(resource="cpu", utilization=80)
 RAY = "rayproject/ray:2.46.0"
 TEAM_A = "hyperpod-ns-team-a-localqueue"
 AWS_CMD = (
@@ -70,9 +73,9 @@ CASES = [
             image_pull_policy="IfNotPresent",
             command=IMAGENET_CMD,
             env={"LOGLEVEL": "DEBUG"},
-            nodes=3,
+            nodes=2,
             resources=Resources(cpu=4, memory="16Gi"),
-            elastic=Elastic(min_nodes=1, max_restarts=100),
+            elastic=Elastic(min_nodes=1, max_nodes=3, max_restarts=100, metrics=[CPU_80]),
         ),
         expected=Expected(
             "PyTorchJob",
@@ -99,7 +102,7 @@ CASES = [
             },
             queue=("kai", "default-queue"),
         ),
-        needs=f"{KAI}, elastic replicas below the maximum at start and HPA metrics",
+        needs=KAI,
     ),
     Case(
         id="kai-ray-job",
@@ -155,7 +158,15 @@ CASES = [
             env={"LOGLEVEL": "DEBUG"},
             nodes=3,
             resources=Resources(cpu=8, memory="32Gi", gpu=1),
-            elastic=Elastic(min_nodes=1, max_restarts=200),
+            elastic=Elastic(
+                min_nodes=1,
+                max_nodes=36,
+                max_restarts=200,
+                metrics=[CPU_80],
+                rdzv_backend="etcd",
+                rdzv_host="etcd-gpu",
+                rdzv_port=2379,
+            ),
             queue=TEAM_A,
             workload_priority="training-priority",
             pod_labels={
@@ -164,6 +175,9 @@ CASES = [
                 "kueue.x-k8s.io/priority-class": "training-priority",
             },
             node_selector={"node.kubernetes.io/instance-type": "ml.g5.8xlarge"},
+            pod_affinity=[
+                PodAffinity(labels={"app": "imagenet"}, topology_key="topology.kubernetes.io/zone")
+            ],
         ),
         expected=Expected(
             "PyTorchJob",
@@ -229,7 +243,11 @@ CASES = [
             "pod_metadata_keys": ["kueue.x-k8s.io/"],
         },
         objects=(lambda: WorkloadPriorityClass(name="training-priority", value=100),),
-        needs="job annotations, an etcd rendezvous (rdzvHost, rdzvPort), elastic replicas below "
-        "the maximum and HPA metrics, and pod affinity on the job's own labels",
+        needs="job annotations (sagemaker.amazonaws.com/enable-job-auto-resume, "
+        "job-max-retry-count)",
+        # Once the annotations land, trainkit still refuses it.
+        refused="HPA metrics on a Kueue cluster: Kueue v0.19.2 stops a running PyTorchJob whose "
+        "Worker count no longer matches its Workload and queues it again, so every step of the "
+        "autoscaler would end the training (jobframework/reconciler.go ensureOneWorkload)",
     ),
 ]

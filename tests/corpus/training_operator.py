@@ -8,6 +8,7 @@ from trainkit import (
     JAXJob,
     PaddleJob,
     PyTorchJob,
+    ResourceMetric,
     Resources,
     Role,
     TFJob,
@@ -205,9 +206,14 @@ CASES = [
             image_pull_policy="IfNotPresent",
             command=IMAGENET_CMD,
             env={"LOGLEVEL": "DEBUG"},
-            nodes=3,
+            nodes=2,
             resources=Resources(cpu=4, memory="16Gi"),
-            elastic=Elastic(min_nodes=1, max_restarts=100),
+            elastic=Elastic(
+                min_nodes=1,
+                max_nodes=3,
+                max_restarts=100,
+                metrics=[ResourceMetric(resource="cpu", utilization=80)],
+            ),
         ),
         expected=Expected(
             "PyTorchJob",
@@ -241,7 +247,6 @@ CASES = [
                 },
             },
         ),
-        needs="elastic replicas below the maximum at start and HPA metrics (elasticPolicy.metrics)",
     ),
     # --- TFJob --------------------------------------------------------------------------------
     Case(

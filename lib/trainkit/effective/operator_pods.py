@@ -62,6 +62,12 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         nproc = "auto"  # pytorch_defaults.go setDefaultNprocPerNode
     nproc = None if nproc is None else str(nproc)
     counts = {role: int(r.get("replicas", 1)) for role, r in replicas.items()}
+    start = counts.get("Worker", 0)
+    if elastic is not None and elastic.get("metrics") and "Worker" in counts:
+        # hpa.go desiredHPA: the autoscaler may scale the Workers up to maxReplicas (through
+        # the scale subresource, .spec.pytorchReplicaSpecs.Worker.replicas). Quota, caps,
+        # gangs and the plan count every pod it may start.
+        counts["Worker"] = max(start, int(elastic.get("maxReplicas", start)))
     total = sum(counts.values())
     per_node = int(nproc) if nproc is not None and nproc.isdigit() else 1
     if elastic is not None:
@@ -155,6 +161,13 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
             f"them; torchrun restarts the group up to {elastic.get('maxRestarts', 3)} times; "
             f"world size {world} with every Worker; the job succeeds when any Worker exits 0"
         )
+        if elastic.get("metrics"):
+            notes.append(
+                f"autoscaled: starts with {start} Workers; the operator's HorizontalPodAutoscaler "
+                f"{pj.object_name} scales them between {operator['PET_NNODES'].replace(':', ' and ')} "
+                f"by {_metrics(elastic['metrics'])}, each step a torchrun restart; quota, caps "
+                f"and the plan count all {counts['Worker']}"
+            )
     elif nproc is not None and not nproc.isdigit():
         notes.append(
             f"nprocPerNode is {nproc!r}: the operator sets WORLD_SIZE={total} (one per pod) and "
@@ -185,6 +198,21 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         workload=workload,
         completion=completion,
     )
+
+
+def _metrics(metrics: Sequence[Mapping[str, Any]]) -> str:
+    """The autoscaler's targets in words: ``average cpu at 80% of the request``."""
+    out = []
+    for m in metrics:
+        res = m.get("resource") or {}
+        target = res.get("target") or {}
+        if target.get("type") == "Utilization":
+            out.append(
+                f"average {res.get('name')} at {target.get('averageUtilization')}% of the request"
+            )
+        else:
+            out.append(f"average {res.get('name')} at {target.get('averageValue')} per pod")
+    return " or ".join(out)
 
 
 def _appended(user: Sequence[EnvVar], injected: Sequence[EnvVar]) -> list[EnvVar]:

@@ -20,7 +20,7 @@ from .patches import PatchOp, PlatformPatch
 from .placement import KueueTopology, NodeLabel, PodAffinity, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .probes import Probe
-from .pytorchjob import Elastic, PyTorchJob
+from .pytorchjob import Elastic, PyTorchJob, ResourceMetric
 from .raycluster import RayCluster
 from .rayjob import DeletionRule, HeadService, RayJob, RayStart, RuntimeEnv, WorkerGroup
 from .rules import HostDevice, NetworkProfile, Policy
@@ -87,6 +87,7 @@ __all__ = [
     "RayStart",
     "ResourceField",
     "ResourceFlavor",
+    "ResourceMetric",
     "Resources",
     "Role",
     "RuntimeEnv",

@@ -10,7 +10,7 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..model import RayCluster, RayJob, TrainJob
+from ..model import PyTorchJob, RayCluster, RayJob, TrainJob
 from ..model.operator_job import OperatorJob
 from ..resolve import Index, PlannedRuntime, problem
 
@@ -101,6 +101,10 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
                     for ps in ej.pod_sets
                     if ps.gpus(cluster.gpu_resource)
                 )
+            if isinstance(job, PyTorchJob) and job.max_workers > job.workers:
+                # Counted at the most Workers its autoscaler may start (effective/operator_pods.py).
+                cap_field = "elastic"
+                count = f"up to {ej.nodes} Workers (elastic.max_nodes) × {per_node}"
             if isinstance(job, RayJob | RayCluster):
                 cap_field = "workers"
                 count = " + ".join(

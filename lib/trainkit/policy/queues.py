@@ -10,13 +10,13 @@ but hope: refuse it at synth.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..model import Cluster
+from ..model import Cluster, PyTorchJob
 from ..resolve import Index, problem, queue_path
 from ..resolve.references import on_cluster
 
@@ -35,16 +35,20 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
             continue
         cluster = ej.planned.cluster
         needs = gang.needs()
+        job = ej.planned.job
+        # An elastic PyTorchJob's gang is its fewest Workers; the others (up to max_nodes with
+        # an autoscaler) join the PodGroup later and Volcano places them only within the
+        # queue's capability (capacity.go allocatable), so count them all too.
+        most = ej.requests() if isinstance(job, PyTorchJob) and job.elastic is not None else {}
         for queue in queue_path(index, gang.queue):
             if queue.capability is None:
                 continue
-            over = []
-            for name, limit in queue.capability.amounts(cluster.gpu_resource).items():
-                cap = parse_quantity(limit)
-                need = needs.get(name, Decimal(0))
-                if cap is not None and need > cap:
-                    over.append((name, need, limit))
+            amounts = queue.capability.amounts(cluster.gpu_resource)
+            over = _over(amounts, needs)
             if not over:
+                beyond = _over(amounts, most)
+                if beyond:
+                    _beyond_capability(index, ej, queue.name, gang.queue, beyond, problems)
                 continue
             via = "" if queue.name == gang.queue else f" (an ancestor of {gang.queue!r})"
             wanted = ", ".join(f"{_amount(need)} {name}" for name, need, _ in over)
@@ -60,6 +64,47 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
                     "queue" if ej.planned.job.queue else "nodes",
                 )
             )
+
+
+def _over(
+    capability: Mapping[str, str], needs: Mapping[str, Decimal]
+) -> list[tuple[str, Decimal, str]]:
+    """``(resource, need, limit)`` of every resource ``needs`` asks more of than allowed."""
+    over = []
+    for name, limit in capability.items():
+        cap = parse_quantity(limit)
+        need = needs.get(name, Decimal(0))
+        if cap is not None and need > cap:
+            over.append((name, need, limit))
+    return over
+
+
+def _beyond_capability(
+    index: Index,
+    ej: EffectiveJob,
+    queue: str,
+    own_queue: str,
+    over: list[tuple[str, Decimal, str]],
+    problems: list[Problem],
+) -> None:
+    """An elastic job whose gang fits its queue but whose every Worker does not."""
+    via = "" if queue == own_queue else f" (an ancestor of {own_queue!r})"
+    wanted = ", ".join(f"{_amount(need)} {name}" for name, need, _ in over)
+    caps = ", ".join(f"{limit} {name}" for name, _, limit in over)
+    job = ej.planned.job
+    autoscaled = isinstance(job, PyTorchJob) and job.max_workers > job.workers
+    field = "elastic" if autoscaled else "nodes"
+    what = "elastic.max_nodes" if autoscaled else "nodes"
+    problems.append(
+        problem(
+            ej.planned.definition,
+            f"at its most, {ej.nodes} Workers, the job needs {wanted} on cluster "
+            f"{ej.planned.cluster.name!r}, but queue {queue!r}{via} can hold at most {caps} "
+            f"(Queue.capability in {index.queues[queue].file}): Volcano would leave the "
+            f"Workers beyond what fits Pending for good; lower {what}, or use another queue",
+            field,
+        )
+    )
 
 
 def _amount(value: Decimal) -> str:

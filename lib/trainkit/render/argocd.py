@@ -86,6 +86,7 @@ __all__ = [
     "NAMESPACE_ANNOTATIONS",
     "OPERATOR_FILE",
     "PLATFORM_NAMESPACED_KINDS",
+    "PYTORCHJOB_AUTOSCALED_REPLICAS",
     "RESOURCES_FINALIZER",
     "RETIRED_SYNC_OPTIONS",
     "RETRY",
@@ -178,12 +179,28 @@ RETRY: Mapping[str, Any] = {
 # attempts, ~35 minutes, outlast the platform's whole retries and one more refresh.
 TEAM_RETRY: Mapping[str, Any] = {**RETRY, "limit": 16}
 
-# Fields that Kueue writes on admission / preemption; without these, self-heal would fight it.
+PYTORCHJOB_AUTOSCALED_REPLICAS = (
+    "select(.spec.elasticPolicy.metrics != null) | .spec.pytorchReplicaSpecs.Worker.replicas"
+)
+"""The Worker count of a PyTorchJob whose autoscaler owns it (a jq path expression)."""
+
+# Fields that Kueue writes on admission / preemption, and the autoscaler of an elastic
+# PyTorchJob; without these, self-heal would fight them.
 IGNORE_DIFFERENCES: tuple[Mapping[str, Any], ...] = (
     {
         "group": "kubeflow.org",
         "kind": "PyTorchJob",
         "jsonPointers": ["/spec/runPolicy/suspend"],
+        # An autoscaled elastic PyTorchJob's Worker count is its HorizontalPodAutoscaler's
+        # (training-operator v1.9 pkg/controller.v1/pytorch/hpa.go; the CRD's scale
+        # subresource writes .spec.pytorchReplicaSpecs.Worker.replicas): git gives the count
+        # it starts with, and self-heal must not scale it back. Only on jobs with
+        # elasticPolicy.metrics, so a hand scale of any other job is still undone. Argo CD
+        # wraps each expression in del() (util/argo/normalizers/diff_normalizer.go) for the
+        # diff and, with RespectIgnoreDifferences, keeps the live value on sync
+        # (controller/sync.go normalizeTargetResources; docs/user-guide/sync-options.md:
+        # only for objects that exist, so a new job starts with git's count).
+        "jqPathExpressions": [PYTORCHJOB_AUTOSCALED_REPLICAS],
     },
     *(
         {"group": "kubeflow.org", "kind": kind, "jsonPointers": ["/spec/runPolicy/suspend"]}

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..injected_env.training_operator_env import PYTORCHJOB_MASTER_PORT
-from ..model import WORKSPACE, PyTorchJob, Role
+from ..model import WORKSPACE, Elastic, PyTorchJob, Role
 from ..resolve import PlannedJob
 from .operator_pod import restart_policy, role_template, run_policy
 from .script import job_metadata, script_configmap_name
 
-__all__ = ["CONTAINER", "nproc_per_node", "render_pytorchjob"]
+__all__ = ["CONTAINER", "elastic_policy", "nproc_per_node", "render_pytorchjob"]
 
 CONTAINER = "pytorch"  # the operator's webhook requires this container name
 PORT_NAME = "pytorchjob-port"
@@ -29,6 +29,30 @@ def nproc_per_node(job: PyTorchJob) -> str | None:
     if job.script is not None:
         return str(job.resources.gpu or 1)
     return None
+
+
+def elastic_policy(job: PyTorchJob, elastic: Elastic) -> dict[str, Any]:
+    """``spec.elasticPolicy``: Workers only, the rendezvous and, with metrics, the autoscaler.
+
+    pkg/controller.v1/pytorch/elastic.go turns it into PET_NNODES ``min:max``, PET_RDZV_*
+    and PET_MAX_RESTARTS; hpa.go creates a HorizontalPodAutoscaler named after the job
+    (minReplicas, maxReplicas, metrics) only when metrics are given, and it scales
+    ``pytorchReplicaSpecs.Worker.replicas`` through the CRD's scale subresource. Argo CD
+    leaves that field alone on such a job (render/argocd.py IGNORE_DIFFERENCES).
+    nProcPerNode stays in spec (the webhook forbids both).
+    """
+    policy: dict[str, Any] = {
+        "minReplicas": elastic.min_nodes,
+        "maxReplicas": job.max_workers,
+        "rdzvBackend": elastic.rdzv_backend,
+    }
+    if elastic.rdzv_host is not None:
+        policy["rdzvHost"] = elastic.rdzv_host
+        policy["rdzvPort"] = elastic.rdzv_port
+    policy["maxRestarts"] = elastic.max_restarts
+    if elastic.metrics:
+        policy["metrics"] = [m.spec() for m in elastic.metrics]
+    return policy
 
 
 def _pod_template(
@@ -79,15 +103,7 @@ def render_pytorchjob(pj: PlannedJob) -> dict[str, Any]:
     if nproc is not None:
         spec["nprocPerNode"] = nproc
     if job.elastic is not None:
-        # Worker-only, c10d on the first Worker's Service (pkg/controller.v1/pytorch/
-        # elastic.go). maxReplicas = nodes: no HPA (metrics), whose replica changes Argo CD's
-        # self-heal would undo. nProcPerNode stays in spec (the webhook forbids both).
-        spec["elasticPolicy"] = {
-            "minReplicas": job.elastic.min_nodes,
-            "maxReplicas": job.nodes,
-            "rdzvBackend": "c10d",
-            "maxRestarts": job.elastic.max_restarts,
-        }
+        spec["elasticPolicy"] = elastic_policy(job, job.elastic)
     spec["pytorchReplicaSpecs"] = replicas
     spec["runPolicy"] = policy
     return {

@@ -16,6 +16,7 @@ from ..model import (
     Job,
     MPIJob,
     NetworkProfile,
+    PyTorchJob,
     RayCluster,
     RayJob,
     Resources,
@@ -824,6 +825,22 @@ def kueue_problems(job: Job, cluster: Cluster) -> list[tuple[str | None, str]]:
                 "Cluster.kueue_frameworks; v0.19 ships with the Training Operator's kinds "
                 "off): the job would run at once, outside every quota. Enable the integration "
                 "in Kueue's configuration and list it, or run on another cluster",
+            )
+        )
+    if isinstance(job, PyTorchJob) and job.elastic is not None and job.elastic.metrics:
+        # kueue v0.19.2 pkg/controller/jobframework/reconciler.go ensureOneWorkload: once the
+        # autoscaler changes the Worker replicas, the running job no longer matches its
+        # Workload (EquivalentToWorkload compares pod counts), so Kueue stops it
+        # (StopReasonNoMatchingWorkload) and queues a new Workload: every scaling step would
+        # end the training and wait in the queue again. Elastic workload slices do not cover
+        # kubeflow.org jobs in v0.19.
+        out.append(
+            (
+                "elastic",
+                "Kueue stops a running PyTorchJob whose Worker count changes (its Workload no "
+                "longer matches) and queues it again, so each step of the autoscaler "
+                "(elastic.metrics) would end the training; drop metrics here (the job keeps "
+                "nodes Workers) or run on a Volcano cluster",
             )
         )
     if isinstance(job, RayJob):

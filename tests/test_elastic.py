@@ -426,3 +426,33 @@ def test_team_and_job_caps_count_the_most_workers(bare: Workspace, bare_cli) -> 
     assert (
         "12 GPUs (up to 6 Workers (elastic.max_nodes) × 2) exceed the per-job cap of 10"
     ) in run.err
+
+
+def test_the_operators_own_elastic_cases() -> None:
+    # pytorchjob_controller_test.go "When creating the elastic PyTorchJob": 1 Worker, c10d,
+    # minReplicas 1, maxReplicas 3, maxRestarts 3, a cpu metric: an HPA named after the job,
+    # and on worker 0 PET_RDZV_BACKEND, PET_NNODES 1:3, PET_RDZV_ENDPOINT <job>-worker-0:<port>,
+    # PET_MAX_RESTARTS 3.
+    elastic = Elastic(min_nodes=1, max_nodes=3, max_restarts=3, metrics=[CPU_80])
+    pj = planned(job(name="elastic-job", nodes=1, elastic=elastic))
+    body = render_pytorchjob(pj)
+    assert body["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
+    ej = effective_pytorchjob(pj, body)
+    env = {e.name: e.value for e in ej.pod_sets[0].env}
+    assert {k: env[k] for k in ("PET_RDZV_BACKEND", "PET_NNODES", "PET_RDZV_ENDPOINT")} == {
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_NNODES": "1:3",
+        "PET_RDZV_ENDPOINT": "elastic-job-worker-0:23456",
+    }
+    assert env["PET_MAX_RESTARTS"] == "3"
+    assert any(
+        "HorizontalPodAutoscaler elastic-job scales them between 1 and 3" in n for n in ej.notes
+    )
+    # elastic_test.go "With ElasticPolicy": rdzvHost localhost, rdzvPort 1234 →
+    # PET_RDZV_ENDPOINT localhost:1234 (c10d on a server of its own).
+    elastic = Elastic(
+        min_nodes=1, max_nodes=3, metrics=[CPU_80], rdzv_host="localhost", rdzv_port=1234
+    )
+    pj = planned(job(nodes=1, elastic=elastic))
+    env = {e.name: e.value for e in effective_pytorchjob(pj, render_pytorchjob(pj)).pod_sets[0].env}
+    assert env["PET_RDZV_ENDPOINT"] == "localhost:1234" and env["PET_RDZV_BACKEND"] == "c10d"

@@ -102,6 +102,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Master", 1, True, AMD8), ("Worker", 1, True, AMD8)],
         "none",
     ),
+    # Counted at max_nodes, all its autoscaler may start (it starts with 2).
+    ("PyTorchJob resnet50-elastic", "gpu-east"): (
+        8,
+        [("Worker", 4, True, "its 2 nvidia.com/gpu")],
+        "none",
+    ),
     ("TFJob mobilenet-ps-r1", "gpu-east"): (
         5,
         [

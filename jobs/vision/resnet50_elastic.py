@@ -15,7 +15,7 @@ job = PyTorchJob(
         max_restarts=20,  # each scaling step restarts the worker group once
         metrics=[ResourceMetric(resource="cpu", utilization=80)],
     ),
-    resources=Resources(cpu=16, memory="128Gi", gpu=2),
+    resources=Resources(cpu=8, memory="64Gi", gpu=2),
     shm_size="8Gi",
     queue="vision",
     clusters=["gpu-east"],

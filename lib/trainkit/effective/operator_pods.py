@@ -15,6 +15,7 @@ from schedulingPolicy.queue else ``default``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -152,6 +153,8 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         )
         rank += counts[role]
     gang = run_policy_gang(pj, spec, pod_sets, total)
+    if gang is not None and elastic is not None and total > gang.min_member:
+        gang = dataclasses.replace(gang, at_most=_all_requests(pod_sets))
     world = total * (per_node if nproc and nproc.isdigit() else max(1, gpus_per_pod(pod_sets, pj)))
     notes = []
     if elastic is not None:
@@ -198,6 +201,14 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         workload=workload,
         completion=completion,
     )
+
+
+def _all_requests(pod_sets: Sequence[PodSet]) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = {}
+    for ps in pod_sets:
+        for name, value in ps.requests().items():
+            total[name] = total.get(name, Decimal(0)) + value * ps.count
+    return total
 
 
 def _metrics(metrics: Sequence[Mapping[str, Any]]) -> str:

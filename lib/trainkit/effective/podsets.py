@@ -263,6 +263,10 @@ class Gang:
     placed: dict[str, Decimal] | None = None
     """What the ``min_member`` pods Volcano places together request, where that differs
     from ``requests`` (an MPI launcher created later; a member-less submitter)."""
+    at_most: dict[str, Decimal] | None = None
+    """What every pod of the job requests when it has more pods than the gang's members (an
+    elastic PyTorchJob's Workers beyond ``min_nodes``, up to ``max_nodes`` with an
+    autoscaler): Volcano places them later, within the queue's capability; None otherwise."""
 
     def needs(self) -> dict[str, Decimal]:
         """Per resource the larger of ``requests`` and ``placed``: a queue must hold both

@@ -68,14 +68,15 @@ def queue_usage(before: ClusterJobs, after: ClusterJobs, gpu_resource: str) -> l
 
 
 def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
-    """Per queue: what the gangs using it or any queue below it request together."""
+    """Per queue: what the gangs using it or any queue below it request together (an
+    elastic job's every Worker, up to its autoscaler's maximum)."""
     totals: dict[str, dict[str, Decimal]] = defaultdict(dict)
     for _, ej in side.jobs:
         gang = ej.gang
         if gang is not None and gang.queue:
             for queue in _lineage(gang.queue, side.queues):
                 bucket = totals[queue]
-                for resource, amount in gang.requests.items():
+                for resource, amount in (gang.at_most or gang.requests).items():
                     bucket[resource] = bucket.get(resource, Decimal(0)) + amount
             continue
         # Kueue admits the whole workload through the LocalQueue its label names, which

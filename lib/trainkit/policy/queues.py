@@ -35,11 +35,10 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
             continue
         cluster = ej.planned.cluster
         needs = gang.needs()
-        job = ej.planned.job
         # An elastic PyTorchJob's gang is its fewest Workers; the others (up to max_nodes with
         # an autoscaler) join the PodGroup later and Volcano places them only within the
         # queue's capability (capacity.go allocatable), so count them all too.
-        most = ej.requests() if isinstance(job, PyTorchJob) and job.elastic is not None else {}
+        most = gang.at_most or {}
         for queue in queue_path(index, gang.queue):
             if queue.capability is None:
                 continue

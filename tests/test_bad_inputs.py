@@ -1091,9 +1091,10 @@ CASES = [
             "would change in place (spec.runtimePatches; its script changed: train_resnet.py)",
             "set run=2 to start the edited job",
         ),
-        # The TrainJob and the PyTorchJob sharing the script, one message each (naming both
-        # clusters): the ConfigMap's name (its hash) is part of both pod templates.
-        problems=2,
+        # The TrainJob and the two PyTorchJobs sharing the script (resnet50-ddp,
+        # resnet50-elastic), one message each (naming every cluster): the ConfigMap's name (its
+        # hash) is part of each pod template.
+        problems=3,
     ),
     # --- generated/ holding a file trainkit did not write -----------------------------
     Case(

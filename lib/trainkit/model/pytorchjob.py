@@ -74,7 +74,7 @@ class Elastic(TrainkitModel):
     metrics: list[ResourceMetric] = Field(default=[], max_length=8)
     """What the autoscaler scales the Workers by (``elasticPolicy.metrics``), e.g.
     ``[ResourceMetric(resource="cpu", utilization=80)]``; the largest count any metric asks
-    for wins. None: no autoscaler, the job keeps ``nodes`` Workers."""
+    for wins. Empty: no autoscaler, the job keeps ``nodes`` Workers."""
     rdzv_backend: Literal["c10d", "etcd", "etcd-v2"] = "c10d"
     """torchrun's rendezvous backend (``--rdzv-backend``): ``c10d`` on the first Worker, or
     ``etcd``/``etcd-v2`` at ``rdzv_host``."""
@@ -180,7 +180,7 @@ class PyTorchJob(OperatorJob):
             most = self.max_workers
             self._check_longest_name(
                 f"{self.object_name}-worker-{most - 1}",
-                f"{most} nodes" if most == self.nodes else f"max_nodes {most}",
+                f"max_nodes {most}" if most > self.workers else f"{self.nodes} nodes",
             )
         return self
 

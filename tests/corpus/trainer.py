@@ -50,6 +50,7 @@ def mpi_runtime(
             launcher_as_node=True,
             sshd=["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"],
             ssh_port=2222,
+            probe_delay=5,
         ),
         run_as_user=1000,
         fs_group=1000,
@@ -213,7 +214,6 @@ CASES = [
         expected=mpi_expected(
             "deepspeed-distributed", "ghcr.io/kubeflow/trainer/deepspeed-runtime", "deepspeed"
         ),
-        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     Case(
@@ -223,7 +223,6 @@ CASES = [
             "mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"
         ),
         expected=mpi_expected("mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"),
-        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     simple_runtime("jax-distributed", "nvcr.io/nvidia/jax:25.10-py3", "jax"),

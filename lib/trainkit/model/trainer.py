@@ -78,6 +78,11 @@ class RuntimeMPI(TrainkitModel):
     """Command of the node pods: an ssh server in the foreground."""
     ssh_port: int = Field(default=22, ge=1, le=65535)
     """Port sshd listens on: the node pods are ready once it accepts connections."""
+    probe_delay: int = Field(default=0, ge=0, le=300)
+    """Seconds after a node starts before the kubelet first checks that sshd accepts
+    connections on ``ssh_port`` (the readiness probe's ``initialDelaySeconds``), e.g. ``5``
+    as Kubeflow's deepspeed and mlx runtimes wait; without Volcano the launcher starts once
+    every node passed the check, so the delay only postpones it (at most 300 s)."""
     launcher: Resources = Resources(cpu="1", memory="2Gi")
     """The launcher's resources when it runs no ranks (it only starts them over ssh)."""
 

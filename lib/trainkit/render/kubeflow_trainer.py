@@ -353,7 +353,13 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
     # overrides the Port of the image's sshd_config), where the probe and mpirun look.
     sshd = [*mpi.sshd, "-p", str(port)] if port is not None else list(mpi.sshd)
     node = _runtime_pod(pr, command=sshd, ports=False)
-    node["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": mpi.ssh_port}}
+    probe: dict[str, Any] = {"tcpSocket": {"port": mpi.ssh_port}}
+    if mpi.probe_delay:
+        # JobSet starts the launcher once the node job's pods are ready (dependsOn Ready,
+        # jobset v0.12.0 pkg/controllers/depends_on.go), as Trainer v2.3.0's deepspeed and mlx
+        # runtimes wait (manifests/base/runtimes/*_distributed.yaml: initialDelaySeconds 5).
+        probe["initialDelaySeconds"] = mpi.probe_delay
+    node["containers"][0]["readinessProbe"] = probe
     if port is not None:
         sshd_port(node["containers"][0], port)
     launcher = _runtime_pod(

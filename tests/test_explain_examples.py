@@ -82,7 +82,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "none",
     ),
     # The dataset step (no GPU, no rank) runs before the node, in the same Kueue workload.
-    ("TrainJob wiki-sft-r2", "h100-south"): (
+    ("TrainJob wiki-sft-r3", "h100-south"): (
         8,
         [("dataset-initializer", 1, False, BLANK), ("node", 1, True, NV8)],
         "none",

@@ -282,8 +282,8 @@ CASES = [
             command=["torchrun", "--no-python", "python3", "-c", PROGRAM],
             env={"CUSTOM_VAR": "custom-value", "PYTHONUNBUFFERED": "1"},
             resources=Resources(cpu=4, memory="8Gi", cpu_request=2, memory_request="4Gi"),
-            pod_labels={"team": "ml-platform", "cost-center": "research"},
-            pod_annotations={"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
+            jobset_labels={"team": "ml-platform", "cost-center": "research"},
+            jobset_annotations={"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
             service_account="training-sa",
             node_selector={"node-type": "training"},
             tolerations=[
@@ -361,7 +361,6 @@ CASES = [
                 )
             ],
         },
-        needs="JobSet-level labels and annotations (trainkit puts them on the pods)",
     ),
     Case(
         id="trainer-flux-runtime",

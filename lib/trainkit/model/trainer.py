@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 
+_VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+
+
 def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
     bad = [(k, why) for k in env if (why := refused_env_reason(k, "TrainJob"))]
     if bad:
@@ -385,6 +388,15 @@ class TrainJob(TrainkitModel):
     (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
+    jobset_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the JobSet Trainer creates for the TrainJob (the runtime patch's own
+    metadata), e.g. ``{"example.com/cost-center": "research"}`` for what lists or bills
+    JobSets. They stay on the JobSet: JobSet copies none to its Jobs or pods (use
+    ``pod_labels`` for those). The same keys as ``pod_labels`` need a grant."""
+    jobset_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the JobSet Trainer creates for the TrainJob; like ``jobset_labels``
+    they reach no pod. The same keys as ``pod_labels`` need a grant; the Volcano queue is
+    ``queue=``'s."""
     security_context: SecurityContext | None = None
     """Who every container of the nodes' pods runs as, over the runtime's (in the runtime
     patch): ``SecurityContext(run_as_user=1000, fs_group=1000, run_as_non_root=True)``. On an
@@ -403,10 +415,23 @@ class TrainJob(TrainkitModel):
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
 
-    @field_validator("pod_labels", "pod_annotations")
+    @field_validator("pod_labels", "pod_annotations", "jobset_labels", "jobset_annotations")
     @classmethod
     def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
         return own_keys_refused(meta)
+
+    @field_validator("jobset_annotations")
+    @classmethod
+    def _queue_is_queues(cls, meta: dict[str, str]) -> dict[str, str]:
+        # Trainer's Volcano plugin reads the queue from the JobSet template's annotations,
+        # where the runtime patch's metadata lands (trainer v2.3.0 pkg/runtime/core/
+        # trainingruntime.go newRuntimeInfo, plugins/volcano/volcano.go).
+        if _VOLCANO_QUEUE in meta:
+            raise ValueError(
+                f"{_VOLCANO_QUEUE!r} is the Volcano queue trainkit writes from queue= (checked "
+                "against the team's queues); set queue= instead"
+            )
+        return meta
 
     @field_validator("topology")
     @classmethod

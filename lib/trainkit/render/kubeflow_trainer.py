@@ -599,9 +599,22 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
                 len(jobs) - (2 if mpi else 1),
                 {"name": name, "template": {"spec": {"template": {"metadata": meta}}}},
             )
-    template: dict[str, Any] = {}
+    # The patch's own metadata is the JobSet's: Trainer merges it over the runtime template's
+    # (trainer v2.3.0 pkg/runtime/core/trainingruntime.go newRuntimeInfo, then plugins/jobset/
+    # jobset.go Build WithLabels/WithAnnotations), and JobSet copies none of it to its Jobs or
+    # pods (jobset v0.12.0 pkg/controllers/jobset_controller.go constructJob,
+    # labelAndAnnotateObject: only the exclusive-placement annotations).
+    jobset_meta: dict[str, Any] = {}
+    if job.jobset_labels:
+        jobset_meta["labels"] = dict(job.jobset_labels)
+    annotations = dict(job.jobset_annotations)
     if pj.queue is not None:
-        template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
+        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    if annotations:
+        jobset_meta["annotations"] = annotations
+    template: dict[str, Any] = {}
+    if jobset_meta:
+        template["metadata"] = jobset_meta
     template["spec"] = {"replicatedJobs": jobs}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
 

@@ -368,7 +368,8 @@ CASES = [
         definition=lambda: ClusterTrainingRuntime(
             name="flux-distributed",
             image="ubuntu:jammy",
-            flux=RuntimeFlux(view_image="ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"),
+            flux=RuntimeFlux(),  # the view image: each TrainJob's, else Trainer's default
+            webhook_validation=False,
         ),
         expected=Expected(
             "ClusterTrainingRuntime",
@@ -383,7 +384,6 @@ CASES = [
                 "trainer.kubeflow.org/webhook-validation": "disabled",
             },
         ),
-        needs="a flux runtime that leaves the view image and processes to each TrainJob",
         **TRAINER,
     ),
     Case(

@@ -159,6 +159,12 @@ class _TorchRuntime(TrainkitModel):
     """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
     installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
     the first node, ``procs_per_node`` tasks per node (HPC and MPI programs)."""
+    webhook_validation: bool = True
+    """``False`` labels the runtime ``trainer.kubeflow.org/webhook-validation: disabled``, as
+    Trainer labels its own runtimes ("validated ahead of time"): Trainer's runtime webhooks
+    then skip it, so it applies while Trainer's controller, which serves them, is not up yet
+    (both synced together). They check only what trainkit always renders (one replica of each
+    step's job, the step's container name); TrainJobs are still validated."""
     framework: Literal["torch", "torchtune", "jax", "xgboost", "deepspeed", "mlx"] = "torch"
     """The framework the runtime runs, which picks Trainer's ML policy of the nodes and is
     written as the ``trainer.kubeflow.org/framework`` label (the Kubeflow SDK lists runtimes
@@ -337,6 +343,12 @@ class TrainJob(TrainkitModel):
     """Number of nodes (pods); defaults to the runtime's."""
     procs_per_node: int | None = Field(default=None, ge=1, le=1024)
     """Processes per node; defaults to the GPUs per node (Trainer's ``auto``)."""
+    flux_view_image: Image | None = None
+    """On a flux runtime: the Flux view image Trainer copies Flux from into the nodes, over the
+    runtime's ``view_image`` (``FLUX_VIEW_IMAGE`` in ``spec.trainer.env``, which Trainer's
+    Flux plugin reads last), e.g. ``ghcr.io/converged-computing/flux-view-rocky:tag-9`` for a
+    job ``image`` built on Rocky 9: its OS and version must match the job's image. One
+    image, or one per cluster or accelerator, as ``image``."""
     resources: Resources | None = None
     """CPU, memory and GPUs of each node; defaults to the runtime's."""
     volumes: list[AnyVolume] = []

@@ -21,7 +21,7 @@ from ..model import (
     TrainingRuntime,
     TrainJob,
 )
-from ..model.job import WORKSPACE
+from ..model.job import WORKSPACE, image_for
 from ..model.trainer import RuntimeMPI
 
 # The Flux plugin's names and commands, for effective/ (which reads the model through here).
@@ -97,6 +97,7 @@ NODE = "node"  # the replicated job and the container Trainer writes spec.traine
 LAUNCHER = "launcher"  # an MPI runtime's trainer job
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
+WEBHOOK_VALIDATION_LABEL = "trainer.kubeflow.org/webhook-validation"
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
 # Where the MPI plugin mounts the hostfile (trainer v2.3.0 pkg/constants MPIHostfileDir,
@@ -204,10 +205,21 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: runtime_framework(rt)},
+            labels=_runtime_labels(rt),
         ),
         "spec": spec,
     }
+
+
+def _runtime_labels(rt: TrainingRuntime | ClusterTrainingRuntime) -> dict[str, str]:
+    labels = {FRAMEWORK_LABEL: runtime_framework(rt)}
+    if not rt.webhook_validation:
+        # The runtime webhooks' objectSelector skips it (trainer v2.3.0 manifests/base/webhook/
+        # patch_validating.yaml, set on Trainer's own runtimes by manifests/overlays/runtimes);
+        # they check only validateReplicatedJobs (pkg/webhooks/trainingruntime_webhook.go), which
+        # every runtime trainkit renders satisfies (tests/test_trainer_webhook_label.py).
+        labels[WEBHOOK_VALIDATION_LABEL] = "disabled"
+    return labels
 
 
 def runtime_framework(rt: TrainingRuntime | ClusterTrainingRuntime) -> str:
@@ -221,7 +233,7 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     """Trainer v2.3.0 plugins/flux/flux.go: the policy's numProcPerNode is the tasks per node;
     the plugin reads its settings from container ``node``'s env (brokerSettingsFromEnvironment)
     and acts on the replicated job named ``node`` only. Nothing listens on Trainer's 29500."""
-    settings = {"FLUX_VIEW_IMAGE": flux.view_image}
+    settings = {} if flux.view_image is None else {"FLUX_VIEW_IMAGE": flux.view_image}
     if flux.network_device != "eth0":  # the plugin's default (constants.FluxNewtowkDevice)
         settings["FLUX_NETWORK_DEVICE"] = flux.network_device
     pod = _runtime_pod(pr, ports=False, settings=settings)
@@ -439,6 +451,16 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if job.args:
         trainer["args"] = list(job.args)
     env = env_list(job.env, job.env_refs)
+    view = (
+        image_for(job.flux_view_image, pj.cluster.name, pj.cluster.accelerator)
+        if flux is not None and job.flux_view_image is not None
+        else None
+    )
+    if view is not None:
+        # The Flux plugin reads FLUX_VIEW_IMAGE from the runtime's node container, then from
+        # spec.trainer.env, which wins (trainer v2.3.0 plugins/flux/flux.go
+        # brokerSettingsFromEnvironment), as Trainer's examples/flux/lammps-train-job.yaml sets it.
+        env += env_list({"FLUX_VIEW_IMAGE": view})
     gpus = pj.resources.gpu if pj.resources is not None else 0
     if (mpi is None or mpi.launcher_as_node) and hides_gpus(pj.cluster, gpus):
         # The TrainJob decides its nodes' GPUs (resourcesPerNode), so it blanks the NVIDIA

@@ -272,7 +272,8 @@ def test_bad_definitions_are_refused_with_the_reason(make: Any, says: str) -> No
             trainjob(script=None),
             "command",
             "Trainer's Flux plugin runs the job's command under flux run; without script= or "
-            "command= its entrypoint starts a Flux instance that never ends",
+            "command= (or the runtime's command=) its entrypoint starts a Flux instance that "
+            "never ends",
         ),
         (
             trainjob(args=["--name", "two words"]),

@@ -394,6 +394,20 @@ CASES = [
             image="ghcr.io/kubeflow/trainer/torchtune-trainer",
             framework="torchtune",
             resources=Resources(cpu=8, memory="64Gi", gpu=2),
+            command=[
+                "tune",
+                "run",
+                "--rdzv_endpoint=localhost:29500",
+                "full_finetune_distributed",
+                "--config",
+                "llama3_2/1B_full",
+                "dataset=torchtune.datasets.instruct_dataset",
+                "dataset.source=parquet",
+                "dataset.data_dir=/workspace/dataset/data",
+                "output_dir=/workspace/output",
+                "tokenizer.path=/workspace/model/original/tokenizer.model",
+                "checkpointer.checkpoint_dir=/workspace/model",
+            ],
             initializers=RuntimeInitializers(
                 dataset=Initializer(
                     image="ghcr.io/kubeflow/trainer/dataset-initializer",
@@ -405,6 +419,7 @@ CASES = [
                 ),
                 size="20Gi",
                 access_mode="ReadWriteOnce",
+                mount_workspace=True,  # output_dir=/workspace/output is on the volume
             ),
         ),
         expected=Expected(
@@ -477,7 +492,6 @@ CASES = [
             },
             labels={"trainer.kubeflow.org/framework": "torchtune"},
         ),
-        needs="runtime names with dots (a DNS subdomain) and the runtime's command",
         **TRAINER,
     ),
 ]

@@ -7,11 +7,12 @@ engineer's ``TrainJob`` names one and overrides only what differs.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
+from ..kube.names import DNS1123_SUBDOMAIN
 from .base import TrainkitModel
 from .env import (
     EnvRef,
@@ -39,7 +40,7 @@ from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotati
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
-from .trainer_flux import RuntimeFlux, tasks_gpus_problem
+from .trainer_flux import RuntimeFlux, flux_command_problem, tasks_gpus_problem
 from .trainer_initializers import DataSource, RuntimeInitializers
 from .volumes import AnyVolume, check_volumes, check_workspace
 
@@ -54,6 +55,27 @@ __all__ = [
 
 
 _VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+
+# generated/ holds a runtime as trainingruntime-<name>.yaml: a file name has at most 255 bytes.
+_MAX_RUNTIME_NAME = 200
+
+
+def _runtime_name(name: str) -> str:
+    if len(name) > _MAX_RUNTIME_NAME:
+        raise ValueError(
+            f"{name[:20]!r}… has {len(name)} characters; a runtime name has at most "
+            f"{_MAX_RUNTIME_NAME} (its file under generated/ is named after it): shorten it"
+        )
+    return name
+
+
+RuntimeName = Annotated[
+    ObjectName,
+    AfterValidator(_runtime_name),
+    WithJsonSchema(
+        {"type": "string", "pattern": f"^{DNS1123_SUBDOMAIN.pattern}$", "maxLength": 200}
+    ),
+]
 
 
 def _refuse_reserved(env: dict[str, str]) -> dict[str, str]:
@@ -99,11 +121,17 @@ _MPI_FRAMEWORKS = ("torch", *_ON_MPI)
 class _TorchRuntime(TrainkitModel):
     """Fields every runtime has, cluster-wide or namespaced."""
 
-    name: DNS1123Label
-    """Runtime name that TrainJobs give as ``runtime=``; version it (``torch-2-5``) instead of
-    editing one that jobs use."""
+    name: RuntimeName
+    """Runtime name that TrainJobs give as ``runtime=``, a DNS subdomain (dots allowed, as in
+    Trainer's ``torchtune-llama3.2-1b``) of at most 200 characters; version it
+    (``torch-2-5``) instead of editing one that jobs use."""
     image: str = Field(min_length=1, pattern=r"^\S+$")
     """Default container image of every node, e.g. ``pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime``."""
+    command: list[Arg] | None = Field(default=None, min_length=1)
+    """Command of every node for TrainJobs that give neither ``script`` nor ``command`` (a
+    TrainJob's replaces it; its ``args`` follow it), e.g. torchtune's ``["tune", "run",
+    "--rdzv_endpoint=localhost:29500", "full_finetune_distributed", "--config", …]``; default:
+    the image's. Not on an MPI runtime, whose nodes run ``sshd``."""
     nodes: int = Field(default=1, ge=1, le=10000)
     """Default number of nodes (pods) of a TrainJob."""
     resources: Resources | None = None
@@ -188,6 +216,11 @@ class _TorchRuntime(TrainkitModel):
                 f"framework={self.framework!r} and flux= are two ML policies; Trainer takes "
                 "one: drop flux= or framework="
             )
+        if self.command is not None and self.mpi is not None:
+            raise ValueError(
+                "command= on an MPI runtime has no place: its nodes run sshd (mpi.sshd) and the "
+                "launcher runs each TrainJob's mpirun; give the TrainJobs their command"
+            )
         if self.initializers is not None and self.mpi is not None:
             raise ValueError(
                 "initializers= on an MPI runtime is not offered: the launcher already waits for "
@@ -248,6 +281,15 @@ class _TorchRuntime(TrainkitModel):
                 "(memory-backed, read-only, no size limit: it counts against the pod's memory); "
                 "drop shm_size"
             )
+        if self.command is not None:
+            # getOriginalCommand joins the runtime's command like a TrainJob's.
+            bad = flux_command_problem(list(self.command))
+            if bad is not None:
+                raise ValueError(
+                    "command: Trainer's Flux plugin joins the command with spaces and its "
+                    f"entrypoint splits it again unquoted: {bad}; pass the value without spaces "
+                    "or pattern characters"
+                )
         gpus = self.resources.gpu if self.resources is not None else 0
         why = tasks_gpus_problem(self.flux.procs_per_node, gpus)
         if why is not None:
@@ -314,7 +356,7 @@ class TrainJob(TrainkitModel):
     """Job name; the object is named ``<name>-r<run>``."""
     run: int = Field(default=1, ge=1, le=MAX_RUN)
     """Run number; raise it to run an edited job (a TrainJob cannot change in place)."""
-    runtime: DNS1123Label
+    runtime: RuntimeName
     """Runtime to start from: the team's ``TrainingRuntime`` of that name, else the
     ``ClusterTrainingRuntime``."""
     image: Image | None = None
@@ -472,6 +514,21 @@ class TrainJob(TrainkitModel):
         return value
 
     _refs = env_refs_validator("TrainJob")
+
+    @field_validator("command")
+    @classmethod
+    def _not_tune_run(cls, command: list[str] | None) -> list[str] | None:
+        # Trainer v2.3.0 rewrites exactly this command (plugins/torch/torch.go EnforceMLPolicy,
+        # torchtune.go getRecipeAndConfig: recipe and config from the runtime's name and the
+        # GPUs), which trainkit does not model, so what it shows would not be what runs.
+        if command == ["tune", "run"]:
+            raise ValueError(
+                "command ['tune', 'run'] alone is rewritten by Trainer (recipe and config picked "
+                "from the runtime's name and GPUs), which trainkit cannot show or check; give "
+                "the whole command (recipe, --config, overrides), or leave command out to run "
+                "the runtime's"
+            )
+        return command
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:

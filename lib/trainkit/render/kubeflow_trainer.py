@@ -180,7 +180,8 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
         spec = {"mlPolicy": {"numNodes": rt.nodes, rt.ml_policy: {}}}
-        node = _runtime_pod(pr)
+        # A TrainJob's command replaces the runtime's (plugins/jobset/builder.go Trainer).
+        node = _runtime_pod(pr, command=rt.command)
         jobset = {"replicatedJobs": [_replicated_job(NODE, node, trainer=True, network=pr.network)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
@@ -236,7 +237,7 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     settings = {} if flux.view_image is None else {"FLUX_VIEW_IMAGE": flux.view_image}
     if flux.network_device != "eth0":  # the plugin's default (constants.FluxNewtowkDevice)
         settings["FLUX_NETWORK_DEVICE"] = flux.network_device
-    pod = _runtime_pod(pr, ports=False, settings=settings)
+    pod = _runtime_pod(pr, command=pr.runtime.command, ports=False, settings=settings)
     spec = {
         "mlPolicy": {"numNodes": pr.runtime.nodes, "flux": {"numProcPerNode": flux.procs_per_node}}
     }
@@ -285,6 +286,10 @@ def _add_initializers(
         node_mounts.append(
             {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
         )
+    if steps.mount_workspace:
+        # The whole volume, as Trainer v2.3.0's torchtune runtimes mount it (manifests/base/
+        # runtimes/torchtune/*/*.yaml): the steps' sub-directories are in it.
+        node_mounts = [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         if labels.get(ANCESTOR_LABEL) != "trainer":

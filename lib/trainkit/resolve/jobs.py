@@ -595,15 +595,15 @@ def _flux_trainjob(
     assert rt.flux is not None
     on = f"runtime {rt.name!r} is a flux runtime: "
     out = []
-    if job.script is None and job.command is None:
-        # getOriginalCommand reads the runtime's container command, which trainkit's runtimes
-        # leave to the image; entrypoint.sh runs an interactive broker for an empty command.
+    if job.script is None and job.command is None and rt.command is None:
+        # getOriginalCommand reads the runtime's container command, then the TrainJob's;
+        # entrypoint.sh runs an interactive broker for an empty command.
         out.append(
             problem(
                 d,
                 on + "Trainer's Flux plugin runs the job's command under flux run; without "
-                "script= or command= its entrypoint starts a Flux instance that never ends; "
-                "give the job a script or a command",
+                "script= or command= (or the runtime's command=) its entrypoint starts a Flux "
+                "instance that never ends; give the job a script or a command",
                 "command",
             )
         )

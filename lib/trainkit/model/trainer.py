@@ -7,7 +7,7 @@ engineer's ``TrainJob`` names one and overrides only what differs.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
@@ -345,12 +345,48 @@ def trainjob_object_name(name: str, run: int) -> str:
     return run_name(name, run)
 
 
+# Container settings the operator kinds take that a TrainJob cannot: a runtime patch's
+# ContainerPatch holds only a runtime container's env, volumeMounts and securityContext (trainer
+# v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), its PodSpecPatch no hostAliases, and
+# Trainer's webhook refuses a patched container or init container the runtime lacks
+# (plugins/jobset/jobset.go Validate: "must not have container that doesn't exist in the
+# runtime job").
+_ADDS_A_CONTAINER = (
+    "a TrainJob cannot add a container: Trainer v2.3's runtime patches only change the "
+    "env, mounts and security context of containers the runtime has, and its webhook refuses "
+    "any other; use a PyTorchJob, which takes it"
+)
+_CONTAINER_SETTING = (
+    "a TrainJob cannot set this on its container: Trainer v2.3's runtime patches carry only "
+    "a runtime container's env, mounts and security context; use a PyTorchJob, which takes it"
+)
+
+
 class TrainJob(TrainkitModel):
     """A Kubeflow Trainer TrainJob: a runtime plus what this job changes.
 
     A TrainJob cannot change once created, so its Kubernetes name carries the
     run number (``<name>-r<run>``): to run an edited job, raise ``run``.
     """
+
+    NOT_CARRIED: ClassVar[dict[str, str]] = {
+        "init_containers": _ADDS_A_CONTAINER,
+        **dict.fromkeys(
+            (
+                "readiness_probe",
+                "liveness_probe",
+                "startup_probe",
+                "ports",
+                "pre_stop",
+                "post_start",
+            ),
+            _CONTAINER_SETTING,
+        ),
+        "host_aliases": (
+            "a TrainJob cannot set this: Trainer v2.3's runtime patches have no hostAliases; "
+            "use a PyTorchJob, which takes it"
+        ),
+    }
 
     name: DNS1035Name
     """Job name; the object is named ``<name>-r<run>``."""

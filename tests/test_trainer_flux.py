@@ -448,6 +448,16 @@ def test_a_trainjob_s_view_image_is_per_cluster_and_checked_like_its_image() -> 
     found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
     (p,) = [p for p in found if p.field == "flux_view_image"]
     assert "image 'docker.io/someone/flux-view:1' is not from an allowed registry" in p.message
+    # With an image of its own too: reported once, at its field.
+    defs[-1] = job_def(
+        trainjob(image=VIEW.replace("flux-view", "app"), flux_view_image="docker.io/x/v:1")
+    )
+    plan = build_plan(defs)
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    assert [(p.field, "'docker.io/x/v:1' is not from" in p.message) for p in found] == [
+        ("flux_view_image", True)
+    ]
     # A key for another cluster only: none for this one.
     found = problems_of(
         [*platform(RuntimeFlux()), job_def(trainjob(flux_view_image={"other": VIEW}))]

@@ -49,6 +49,7 @@ def check_images(
     for ej in jobs:
         pj = ej.planned
         if isinstance(pj.job, TrainJob) and pj.job.flux_view_image is not None:
+            # The flux-installer's image (an added init container, not among the pods' images).
             cluster = pj.cluster
             job_view = image_for(pj.job.flux_view_image, cluster.name, cluster.accelerator)
             if job_view is not None:  # a missing key is the plan's problem

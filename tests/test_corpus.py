@@ -44,7 +44,9 @@ normalisation, so each rule can only hide what it names):
    the node of a torch, JAX or XGBoost runtime (``pkg/runtime/framework/plugins/{torch/torch,
    jax/jax,xgboost/xgboost}.go``: each plugin adds it to the trainer container);
    JobSet v0.12.0's restart policy ``OnFailure`` for a runtime's pods
-   (``pkg/webhooks/jobset_webhook.go``).
+   (``pkg/webhooks/jobset_webhook.go``); the API server's default of a flux runtime's
+   ``mlPolicy.flux.numProcPerNode``, 1 (Trainer v2.3.0's CRD, ``trainingruntime_types.go``
+   FluxMLPolicySource ``+kubebuilder:default=1``; trainkit writes the number).
 8. Run policy trainkit always writes where the manifest leaves it to the operator:
    ``backoffLimit`` and ``cleanPodPolicy`` (trainkit bounds restarts and stops hung pods so
    that no job holds its GPUs forever, DESIGN.md). Where the manifest sets them, they are
@@ -761,6 +763,10 @@ def differences(
                 out.append(f"{role}.{key}: manifest {want[key]!r}, trainkit {got[key]!r}")
     want_spec = {**_SPEC_DEFAULTS.get(kind, {}), **expected.spec}
     got_spec = {**_SPEC_DEFAULTS.get(kind, {}), **_spec_rest(body)}
+    for side in (want_spec, got_spec):  # 7. the CRD's default tasks per node
+        flux = side.get("mlPolicy", {}).get("flux")
+        if isinstance(flux, dict) and "numProcPerNode" not in flux:
+            side["mlPolicy"] = {**side["mlPolicy"], "flux": {**flux, "numProcPerNode": 1}}
     auto = _torch_auto(body, runtime) if kind == "TrainJob" else None
     for side in (want_spec, got_spec) if auto is not None else ():
         if "numProcPerNode" not in side.get("trainer", {}):  # 18.
@@ -908,6 +914,8 @@ def _set(path: str, value: Any) -> Any:
             2,
             "spec.template",
         ),
+        # 7: only 1 task per node is the flux policy's default
+        ("trainer-flux-runtime", "spec.mlPolicy.flux.numProcPerNode", 2, "spec.mlPolicy"),
         # 9: a gang smaller than the job is not the operators' default
         ("kueue-pytorchjob", "spec.runPolicy.schedulingPolicy.minAvailable", 1, "runPolicy"),
     ],

@@ -82,7 +82,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "none",
     ),
     # The dataset step (no GPU, no rank) runs before the node, in the same Kueue workload.
-    ("TrainJob wiki-sft-r2", "h100-south"): (
+    ("TrainJob wiki-sft-r3", "h100-south"): (
         8,
         [("dataset-initializer", 1, False, BLANK), ("node", 1, True, NV8)],
         "none",
@@ -121,7 +121,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
     ("JAXJob bigram-jax", "gpu-east"): (2, [("Worker", 2, True, NV8)], "none"),
     ("TrainJob bigram-jax-tj-r1", "gpu-east"): (2, [("node", 2, True, NV8)], "none"),
     # Flux: 16 tasks on each of 4 nodes, started by flux run from the first.
-    ("TrainJob dedup-flux-r1", "gpu-east"): (64, [("node", 4, True, BLANK)], "none"),
+    ("TrainJob dedup-flux-r2", "gpu-east"): (64, [("node", 4, True, BLANK)], "none"),
     ("XGBoostJob photo-quality-xgb-r2", "gpu-east"): (
         3,
         [("Master", 1, True, BLANK), ("Worker", 2, True, BLANK)],

@@ -290,3 +290,29 @@ def test_auto_processes_without_gpus_follow_the_cpu_request(cpu, cpu_request, pr
     assert objs["TrainJob"]["spec"]["trainer"]["numProcPerNode"] == procs
     ej = effective_job(cp.jobs[0], objs["TrainJob"], objs["ClusterTrainingRuntime"])
     assert (ej.procs_per_node, ej.world_size) == (str(procs), 2 * procs)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("init_containers", [], "a TrainJob cannot add a container: Trainer v2.3's runtime "
+         "patches only change the env, mounts and security context of containers the runtime "
+         "has, and its webhook refuses any other"),
+        ("readiness_probe", None, "a TrainJob cannot set this on its container"),
+        ("liveness_probe", None, "a TrainJob cannot set this on its container"),
+        ("startup_probe", None, "a TrainJob cannot set this on its container"),
+        ("ports", {"metrics": 9090}, "a TrainJob cannot set this on its container"),
+        ("pre_stop", None, "a TrainJob cannot set this on its container"),
+        ("post_start", None, "a TrainJob cannot set this on its container"),
+        ("host_aliases", {}, "a TrainJob cannot set this: Trainer v2.3's runtime patches have "
+         "no hostAliases"),
+    ],
+)  # fmt: skip
+def test_container_settings_a_runtime_patch_cannot_carry_are_refused(field, value, says):
+    # trainer v2.3.0 trainjob_types.go ContainerPatch (name, env, volumeMounts,
+    # securityContext) and plugins/jobset/jobset.go Validate (no container the runtime lacks).
+    with pytest.raises(DefinitionError) as exc:
+        TrainJob(name="tj", runtime="torch", command=["true"], **{field: value})
+    message = str(exc.value)
+    assert f"TrainJob 'tj': {field}: {says}" in message, message
+    assert "use a PyTorchJob, which takes it" in message

@@ -272,7 +272,8 @@ def test_bad_definitions_are_refused_with_the_reason(make: Any, says: str) -> No
             trainjob(script=None),
             "command",
             "Trainer's Flux plugin runs the job's command under flux run; without script= or "
-            "command= its entrypoint starts a Flux instance that never ends",
+            "command= (or the runtime's command=) its entrypoint starts a Flux instance that "
+            "never ends",
         ),
         (
             trainjob(args=["--name", "two words"]),
@@ -409,3 +410,90 @@ def test_an_accepted_flux_trainjob_is_valid_and_counted_as_the_plugin_runs_it(
         assert ej.workload is not None and ej.workload.pods == count
     else:
         assert ej.gang is not None and ej.gang.min_member == count
+
+
+DEFAULT_VIEW = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
+
+
+def test_a_runtime_may_leave_the_view_image_to_each_trainjob() -> None:
+    # Trainer v2.3.0 examples/flux/flux-runtime.yaml names no view image; its TrainJobs
+    # (lammps-train-job.yaml) set FLUX_VIEW_IMAGE in spec.trainer.env, which flux.go
+    # brokerSettingsFromEnvironment reads after the runtime's node container.
+    rocky = "registry.example.com/hpc/flux-view-rocky:tag-9"
+    bodies, ej = rendered([*platform(RuntimeFlux()), job_def(trainjob(flux_view_image=rocky))])
+    (rjob,) = bodies["ClusterTrainingRuntime"]["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    assert "env" not in node
+    trainer = bodies["TrainJob"]["spec"]["trainer"]
+    assert {"name": "FLUX_VIEW_IMAGE", "value": rocky} in trainer["env"]
+    (pods,) = ej.pod_sets
+    (installer,) = pods.added_init_containers
+    assert installer["image"] == rocky
+    # Over the runtime's own, too.
+    _, ej = rendered([*platform(), job_def(trainjob(flux_view_image=rocky))])
+    assert ej.pod_sets[0].added_init_containers[0]["image"] == rocky
+    # Neither: Trainer's default (pkg/constants/constants.go FluxInstallerImage).
+    _, ej = rendered([*platform(RuntimeFlux()), job_def(trainjob())])
+    assert ej.pod_sets[0].added_init_containers[0]["image"] == DEFAULT_VIEW
+
+
+def test_a_trainjob_s_view_image_is_per_cluster_and_checked_like_its_image() -> None:
+    defs = [
+        *platform(RuntimeFlux()),
+        Definition(Policy(registries=["registry.example.com/", "ghcr.io/"]), P, "platform"),
+        job_def(trainjob(flux_view_image="docker.io/someone/flux-view:1")),
+    ]
+    plan = build_plan(defs)
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    (p,) = [p for p in found if p.field == "flux_view_image"]
+    assert "image 'docker.io/someone/flux-view:1' is not from an allowed registry" in p.message
+    # With an image of its own too: reported once, at its field.
+    defs[-1] = job_def(
+        trainjob(image=VIEW.replace("flux-view", "app"), flux_view_image="docker.io/x/v:1")
+    )
+    plan = build_plan(defs)
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    assert [(p.field, "'docker.io/x/v:1' is not from" in p.message) for p in found] == [
+        ("flux_view_image", True)
+    ]
+    # A key for another cluster only: none for this one.
+    found = problems_of(
+        [*platform(RuntimeFlux()), job_def(trainjob(flux_view_image={"other": VIEW}))]
+    )
+    assert sorted((p.field, p.message.split(";")[0]) for p in found) == [
+        ("flux_view_image", "no flux_view_image for cluster 'c' (it declares no accelerator)"),
+        ("flux_view_image.other", "flux_view_image key 'other' is neither a cluster nor an "
+         "accelerator"),
+    ]  # fmt: skip
+
+
+def test_the_default_view_image_must_be_allowed_where_the_runtime_names_none() -> None:
+    defs = [
+        *platform(RuntimeFlux()),
+        Definition(Policy(registries=["registry.example.com/"]), P, "platform"),
+        job_def(trainjob()),
+    ]
+    plan = build_plan(defs)
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    (p,) = [p for p in found if p.field == "flux.view_image"]
+    assert f"image {DEFAULT_VIEW!r} is not from an allowed registry" in p.message
+
+
+def test_a_view_image_on_another_runtime_is_refused() -> None:
+    runtime = ClusterTrainingRuntime(name="torch", image="registry.example.com/t:1")
+    defs = [*platform(), Definition(runtime, P, "platform")]
+    (p,) = problems_of([*defs, job_def(trainjob(runtime="torch", flux_view_image=VIEW))])
+    assert p.field == "flux_view_image"
+    assert p.message.endswith(
+        "runtime 'torch' is a torch runtime, not a flux one: nothing installs Flux from a view "
+        "image there; drop flux_view_image, or name a flux runtime"
+    )
+
+
+def test_flux_view_image_in_env_points_to_the_field() -> None:
+    with pytest.raises(ModelError) as e:
+        trainjob(env={"FLUX_VIEW_IMAGE": VIEW})
+    assert "set flux_view_image= on the TrainJob, or RuntimeFlux(view_image=...)" in str(e.value)

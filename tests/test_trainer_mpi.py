@@ -335,3 +335,35 @@ def test_the_launcher_starts_mpirun_once_the_nodes_accept_ssh(scheduler: str) ->
         {"mountPath": "/home/u/.ssh", "name": "mpi-ssh-auth", "readOnly": True},
     ]
     assert wait["command"][3:] == ["wait-for-hosts", "/etc/mpi/hostfile", "900"]
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "default"])
+def test_the_nodes_readiness_check_may_wait(scheduler: str) -> None:
+    # Trainer v2.3.0's deepspeed and mlx runtimes (manifests/base/runtimes/
+    # {deepspeed,mlx}_distributed.yaml) check sshd on 2222 from 5 s after the node starts.
+    rt, tj, pj = rendered(
+        runtime(mpi=RuntimeMPI(ssh_port=2222, probe_delay=5)), trainjob(), scheduler
+    )
+    (nc,) = jobs_of(rt)["node"]["template"]["spec"]["template"]["spec"]["containers"]
+    assert nc["readinessProbe"] == {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 5}
+    # explain shows it on the node pods.
+    node = effective_job(pj, tj, rt).pod_sets[1]
+    assert node.main["readinessProbe"]["initialDelaySeconds"] == 5
+    # Without it nothing is written (the kubelet's default is 0).
+    rt, _, _ = rendered(runtime(), trainjob(), scheduler)
+    (nc,) = jobs_of(rt)["node"]["template"]["spec"]["template"]["spec"]["containers"]
+    assert "initialDelaySeconds" not in nc["readinessProbe"]
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (-1, "probe_delay: must be at least 0"),
+        (301, "probe_delay: must be at most 300"),
+        (2.5, "probe_delay: must be a whole number"),
+    ],
+)
+def test_a_bad_probe_delay_is_refused(value: object, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        RuntimeMPI(probe_delay=value)
+    assert str(e.value).endswith(f"RuntimeMPI: {says}")

@@ -4,7 +4,7 @@ from trainkit import DataSource, KueueTopology, Script, TrainJob
 
 job = TrainJob(
     name="wiki-sft",
-    run=2,  # the topology request changes the runtime patch, which a TrainJob cannot change
+    run=3,  # the JobSet labels change the runtime patch, which a TrainJob cannot change
     runtime="torch-2-5-data",  # nodes of 8 H100s after a dataset-initializer step
     dataset=DataSource(
         storage_uri="s3://ml-corpora/wiki-en/txt",  # the step copies it to /workspace/dataset
@@ -15,6 +15,7 @@ job = TrainJob(
     env={"TRAIN_DATA_PATH": "/workspace/dataset"},
     nodes=1,  # one H100 node: 8 ranks
     queue="llm",
+    jobset_labels={"example.com/cost-center": "llm-sft"},  # on the JobSet, not on its pods
     workload_priority="deadline",  # Kueue admits it before the team's other jobs
     kueue_topology=KueueTopology(level="cloud.example.com/topology-rack"),  # prefer one rack
     clusters=["h100-south"],

@@ -19,3 +19,41 @@ torch_with_data = ClusterTrainingRuntime(
     ),
     clusters=["h100-south"],
 )
+
+# torchtune's full fine-tune of Llama 3.2 1B on one node, shaped like Kubeflow's
+# torchtune-llama3.2-1b runtime: the model and the dataset downloaded first, the runtime's own
+# `tune run` command, and the whole volume at /workspace so the output stays on it.
+tune_llama = ClusterTrainingRuntime(
+    name="tune-llama3.2-1b",
+    image="registry.example.com/ml/torchtune-trainer:v2.3.0",
+    framework="torchtune",
+    resources=Resources(cpu=16, memory="128Gi", gpu=2),
+    command=[
+        "tune",
+        "run",
+        "--rdzv_endpoint=localhost:29500",
+        "full_finetune_distributed",
+        "--config",
+        "llama3_2/1B_full",
+        "dataset=torchtune.datasets.instruct_dataset",
+        "dataset.source=parquet",
+        "dataset.data_dir=/workspace/dataset/data",
+        "output_dir=/workspace/output",
+        "tokenizer.path=/workspace/model/original/tokenizer.model",
+        "checkpointer.checkpoint_dir=/workspace/model",
+    ],
+    initializers=RuntimeInitializers(
+        dataset=Initializer(
+            image="registry.example.com/ml/dataset-initializer:v2.3.0",
+            storage_uri="hf://tatsu-lab/alpaca",
+        ),
+        model=Initializer(
+            image="registry.example.com/ml/model-initializer:v2.3.0",
+            storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct",
+        ),
+        size="50Gi",
+        access_mode="ReadWriteOnce",  # one node
+        mount_workspace=True,
+    ),
+    clusters=["h100-south"],
+)

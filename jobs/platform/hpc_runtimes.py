@@ -15,4 +15,5 @@ flux_runtime = ClusterTrainingRuntime(
     nodes=2,
     resources=Resources(cpu=16, memory="64Gi"),
     clusters=["gpu-east"],
+    webhook_validation=False,  # synced with Trainer itself: applies before its webhook is up
 )

@@ -48,6 +48,7 @@ deepspeed = ClusterTrainingRuntime(
         ssh_dir="/home/mpiuser/.ssh",
         sshd=["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"],
         ssh_port=2222,
+        probe_delay=5,  # sshd is checked from 5 s after a node starts, as Kubeflow's runtime
     ),
     run_as_user=1000,  # the ssh key is mounted 0640: not root, and readable through fs_group
     fs_group=1000,

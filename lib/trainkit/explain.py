@@ -273,7 +273,19 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
             }
             for ps in ej.pod_sets
         ],
+        "jobset": _jobset_metadata(ej),
         "notes": list(ej.notes),
+    }
+
+
+def _jobset_metadata(ej: EffectiveJob) -> dict[str, dict[str, str]] | None:
+    """A TrainJob's own labels and annotations of its JobSet (none reach a pod)."""
+    if ej.kind != "TrainJob":
+        return None
+    job = ej.planned.job  # explain reads the model through the effective jobs only
+    return {
+        "labels": dict(getattr(job, "jobset_labels", {})),
+        "annotations": dict(getattr(job, "jobset_annotations", {})),
     }
 
 
@@ -360,6 +372,11 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 f"  PodGroup {pg['name']} in queue {pg['queue']}: {pg['min_member']} pods at once, "
                 f"requesting {req}"
             )
+        jobset = d["jobset"]
+        for what in ("labels", "annotations"):
+            if jobset and jobset[what]:
+                pairs = ", ".join(f"{k}={v}" for k, v in jobset[what].items())
+                lines.append(f"  JobSet {what} (on the JobSet only, not its pods): {pairs}")
         if d["completion"] is not None:
             lines.append(f"  {_completion(d['completion'])}")
         for note in d["notes"]:

@@ -50,6 +50,7 @@ def mpi_runtime(
             launcher_as_node=True,
             sshd=["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"],
             ssh_port=2222,
+            probe_delay=5,
         ),
         run_as_user=1000,
         fs_group=1000,
@@ -213,7 +214,6 @@ CASES = [
         expected=mpi_expected(
             "deepspeed-distributed", "ghcr.io/kubeflow/trainer/deepspeed-runtime", "deepspeed"
         ),
-        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     Case(
@@ -223,7 +223,6 @@ CASES = [
             "mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"
         ),
         expected=mpi_expected("mlx-distributed", "ghcr.io/kubeflow/trainer/mlx-runtime", "mlx"),
-        needs="the probe's initial delay (readiness probes)",
         **TRAINER,
     ),
     simple_runtime("jax-distributed", "nvcr.io/nvidia/jax:25.10-py3", "jax"),
@@ -283,8 +282,8 @@ CASES = [
             command=["torchrun", "--no-python", "python3", "-c", PROGRAM],
             env={"CUSTOM_VAR": "custom-value", "PYTHONUNBUFFERED": "1"},
             resources=Resources(cpu=4, memory="8Gi", cpu_request=2, memory_request="4Gi"),
-            pod_labels={"team": "ml-platform", "cost-center": "research"},
-            pod_annotations={"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
+            jobset_labels={"team": "ml-platform", "cost-center": "research"},
+            jobset_annotations={"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
             service_account="training-sa",
             node_selector={"node-type": "training"},
             tolerations=[
@@ -362,7 +361,6 @@ CASES = [
                 )
             ],
         },
-        needs="JobSet-level labels and annotations (trainkit puts them on the pods)",
     ),
     Case(
         id="trainer-flux-runtime",
@@ -370,7 +368,8 @@ CASES = [
         definition=lambda: ClusterTrainingRuntime(
             name="flux-distributed",
             image="ubuntu:jammy",
-            flux=RuntimeFlux(view_image="ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"),
+            flux=RuntimeFlux(),  # the view image: each TrainJob's, else Trainer's default
+            webhook_validation=False,
         ),
         expected=Expected(
             "ClusterTrainingRuntime",
@@ -385,7 +384,6 @@ CASES = [
                 "trainer.kubeflow.org/webhook-validation": "disabled",
             },
         ),
-        needs="a flux runtime that leaves the view image and processes to each TrainJob",
         **TRAINER,
     ),
     Case(
@@ -396,6 +394,20 @@ CASES = [
             image="ghcr.io/kubeflow/trainer/torchtune-trainer",
             framework="torchtune",
             resources=Resources(cpu=8, memory="64Gi", gpu=2),
+            command=[
+                "tune",
+                "run",
+                "--rdzv_endpoint=localhost:29500",
+                "full_finetune_distributed",
+                "--config",
+                "llama3_2/1B_full",
+                "dataset=torchtune.datasets.instruct_dataset",
+                "dataset.source=parquet",
+                "dataset.data_dir=/workspace/dataset/data",
+                "output_dir=/workspace/output",
+                "tokenizer.path=/workspace/model/original/tokenizer.model",
+                "checkpointer.checkpoint_dir=/workspace/model",
+            ],
             initializers=RuntimeInitializers(
                 dataset=Initializer(
                     image="ghcr.io/kubeflow/trainer/dataset-initializer",
@@ -407,6 +419,7 @@ CASES = [
                 ),
                 size="20Gi",
                 access_mode="ReadWriteOnce",
+                mount_workspace=True,  # output_dir=/workspace/output is on the volume
             ),
         ),
         expected=Expected(
@@ -479,7 +492,6 @@ CASES = [
             },
             labels={"trainer.kubeflow.org/framework": "torchtune"},
         ),
-        needs="runtime names with dots (a DNS subdomain) and the runtime's command",
         **TRAINER,
     ),
 ]

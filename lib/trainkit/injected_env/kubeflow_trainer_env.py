@@ -51,7 +51,7 @@ TRAINER_FRAMEWORK_ENV: dict[str, str] = {
     # plugins/flux/flux.go brokerSettingsFromEnvironment: read from the runtime's container
     # "node", then the TrainJob's env (an env_ref would read as the empty string there).
     "FLUX_VIEW_IMAGE": f"{_TRAINER_FLUX} as the flux-installer image; set "
-    "RuntimeFlux(view_image=...) on the runtime",
+    "flux_view_image= on the TrainJob, or RuntimeFlux(view_image=...) on the runtime",
     "FLUX_NETWORK_DEVICE": f"{_TRAINER_FLUX} as the brokers' network device; set "
     "RuntimeFlux(network_device=...) on the runtime",
     "FLUX_QUEUE_POLICY": f"{_TRAINER_FLUX} as the Flux scheduler's queue policy (fcfs)",

@@ -162,6 +162,9 @@ def _msg(err: Any, model: type[BaseModel] | None) -> str:
             return f"unknown field; did you mean {ttls[0]!r}?"
         if top and str(field) in _ROLE_NAMES and model is not None:
             return f"unknown field; {_roles_of(model)}"
+        not_carried: dict[str, str] = getattr(model, "NOT_CARRIED", {})
+        if top and str(field) in not_carried:
+            return not_carried[str(field)]
         close = difflib.get_close_matches(str(field), sorted(known), n=1)
         hint = f"did you mean {close[0]!r}?" if close else "see schemas/ for the allowed fields"
         return f"unknown field; {hint}"

@@ -7,11 +7,12 @@ engineer's ``TrainJob`` names one and overrides only what differs.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
+from ..kube.names import DNS1123_SUBDOMAIN
 from .base import TrainkitModel
 from .env import (
     EnvRef,
@@ -39,7 +40,7 @@ from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotati
 from .pod_metadata import own_keys_refused
 from .pytorchjob import MAX_RUN, run_name
 from .security import ContainerSecurityContext, SecurityContext, check_security
-from .trainer_flux import RuntimeFlux, tasks_gpus_problem
+from .trainer_flux import RuntimeFlux, flux_command_problem, tasks_gpus_problem
 from .trainer_initializers import DataSource, RuntimeInitializers
 from .volumes import AnyVolume, check_volumes, check_workspace
 
@@ -50,6 +51,30 @@ __all__ = [
     "TrainJob",
     "TrainingRuntime",
     "trainjob_object_name",
+]
+
+
+_VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+
+# generated/ holds a runtime as trainingruntime-<name>.yaml: a file name has at most 255 bytes.
+_MAX_RUNTIME_NAME = 200
+
+
+def _runtime_name(name: str) -> str:
+    if len(name) > _MAX_RUNTIME_NAME:
+        raise ValueError(
+            f"{name[:20]!r}… has {len(name)} characters; a runtime name has at most "
+            f"{_MAX_RUNTIME_NAME} (its file under generated/ is named after it): shorten it"
+        )
+    return name
+
+
+RuntimeName = Annotated[
+    ObjectName,
+    AfterValidator(_runtime_name),
+    WithJsonSchema(
+        {"type": "string", "pattern": f"^{DNS1123_SUBDOMAIN.pattern}$", "maxLength": 200}
+    ),
 ]
 
 
@@ -78,6 +103,11 @@ class RuntimeMPI(TrainkitModel):
     """Command of the node pods: an ssh server in the foreground."""
     ssh_port: int = Field(default=22, ge=1, le=65535)
     """Port sshd listens on: the node pods are ready once it accepts connections."""
+    probe_delay: int = Field(default=0, ge=0, le=300)
+    """Seconds after a node starts before the kubelet first checks that sshd accepts
+    connections on ``ssh_port`` (the readiness probe's ``initialDelaySeconds``), e.g. ``5``
+    as Kubeflow's deepspeed and mlx runtimes wait; without Volcano the launcher starts once
+    every node passed the check, so the delay only postpones it (at most 300 s)."""
     launcher: Resources = Resources(cpu="1", memory="2Gi")
     """The launcher's resources when it runs no ranks (it only starts them over ssh)."""
 
@@ -91,11 +121,17 @@ _MPI_FRAMEWORKS = ("torch", *_ON_MPI)
 class _TorchRuntime(TrainkitModel):
     """Fields every runtime has, cluster-wide or namespaced."""
 
-    name: DNS1123Label
-    """Runtime name that TrainJobs give as ``runtime=``; version it (``torch-2-5``) instead of
-    editing one that jobs use."""
+    name: RuntimeName
+    """Runtime name that TrainJobs give as ``runtime=``, a DNS subdomain (dots allowed, as in
+    Trainer's ``torchtune-llama3.2-1b``) of at most 200 characters; version it
+    (``torch-2-5``) instead of editing one that jobs use."""
     image: str = Field(min_length=1, pattern=r"^\S+$")
     """Default container image of every node, e.g. ``pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime``."""
+    command: list[Arg] | None = Field(default=None, min_length=1)
+    """Command of every node for TrainJobs that give neither ``script`` nor ``command`` (a
+    TrainJob's replaces it; its ``args`` follow it), e.g. torchtune's ``["tune", "run",
+    "--rdzv_endpoint=localhost:29500", "full_finetune_distributed", "--config", …]``; default:
+    the image's. Not on an MPI runtime, whose nodes run ``sshd``."""
     nodes: int = Field(default=1, ge=1, le=10000)
     """Default number of nodes (pods) of a TrainJob."""
     resources: Resources | None = None
@@ -151,6 +187,12 @@ class _TorchRuntime(TrainkitModel):
     """A Flux runtime instead of a torch one (``RuntimeFlux(view_image=...)``): Trainer
     installs Flux into the nodes and its TrainJobs run their command with ``flux run`` from
     the first node, ``procs_per_node`` tasks per node (HPC and MPI programs)."""
+    webhook_validation: bool = True
+    """``False`` labels the runtime ``trainer.kubeflow.org/webhook-validation: disabled``, as
+    Trainer labels its own runtimes ("validated ahead of time"): Trainer's runtime webhooks
+    then skip it, so it applies while Trainer's controller, which serves them, is not up yet
+    (both synced together). They check only what trainkit always renders (one replica of each
+    step's job, the step's container name); TrainJobs are still validated."""
     framework: Literal["torch", "torchtune", "jax", "xgboost", "deepspeed", "mlx"] = "torch"
     """The framework the runtime runs, which picks Trainer's ML policy of the nodes and is
     written as the ``trainer.kubeflow.org/framework`` label (the Kubeflow SDK lists runtimes
@@ -173,6 +215,11 @@ class _TorchRuntime(TrainkitModel):
             raise ValueError(
                 f"framework={self.framework!r} and flux= are two ML policies; Trainer takes "
                 "one: drop flux= or framework="
+            )
+        if self.command is not None and self.mpi is not None:
+            raise ValueError(
+                "command= on an MPI runtime has no place: its nodes run sshd (mpi.sshd) and the "
+                "launcher runs each TrainJob's mpirun; give the TrainJobs their command"
             )
         if self.initializers is not None and self.mpi is not None:
             raise ValueError(
@@ -234,6 +281,15 @@ class _TorchRuntime(TrainkitModel):
                 "(memory-backed, read-only, no size limit: it counts against the pod's memory); "
                 "drop shm_size"
             )
+        if self.command is not None:
+            # getOriginalCommand joins the runtime's command like a TrainJob's.
+            bad = flux_command_problem(list(self.command))
+            if bad is not None:
+                raise ValueError(
+                    "command: Trainer's Flux plugin joins the command with spaces and its "
+                    f"entrypoint splits it again unquoted: {bad}; pass the value without spaces "
+                    "or pattern characters"
+                )
         gpus = self.resources.gpu if self.resources is not None else 0
         why = tasks_gpus_problem(self.flux.procs_per_node, gpus)
         if why is not None:
@@ -289,6 +345,23 @@ def trainjob_object_name(name: str, run: int) -> str:
     return run_name(name, run)
 
 
+# Container settings the operator kinds take that a TrainJob cannot: a runtime patch's
+# ContainerPatch holds only a runtime container's env, volumeMounts and securityContext (trainer
+# v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), its PodSpecPatch no hostAliases, and
+# Trainer's webhook refuses a patched container or init container the runtime lacks
+# (plugins/jobset/jobset.go Validate: "must not have container that doesn't exist in the
+# runtime job").
+_ADDS_A_CONTAINER = (
+    "a TrainJob cannot add a container: Trainer v2.3's runtime patches only change the "
+    "env, mounts and security context of containers the runtime has, and its webhook refuses "
+    "any other; use a PyTorchJob, which takes it"
+)
+_CONTAINER_SETTING = (
+    "a TrainJob cannot set this on its container: Trainer v2.3's runtime patches carry only "
+    "a runtime container's env, mounts and security context; use a PyTorchJob, which takes it"
+)
+
+
 class TrainJob(TrainkitModel):
     """A Kubeflow Trainer TrainJob: a runtime plus what this job changes.
 
@@ -296,11 +369,30 @@ class TrainJob(TrainkitModel):
     run number (``<name>-r<run>``): to run an edited job, raise ``run``.
     """
 
+    NOT_CARRIED: ClassVar[dict[str, str]] = {
+        "init_containers": _ADDS_A_CONTAINER,
+        **dict.fromkeys(
+            (
+                "readiness_probe",
+                "liveness_probe",
+                "startup_probe",
+                "ports",
+                "pre_stop",
+                "post_start",
+            ),
+            _CONTAINER_SETTING,
+        ),
+        "host_aliases": (
+            "a TrainJob cannot set this: Trainer v2.3's runtime patches have no hostAliases; "
+            "use a PyTorchJob, which takes it"
+        ),
+    }
+
     name: DNS1035Name
     """Job name; the object is named ``<name>-r<run>``."""
     run: int = Field(default=1, ge=1, le=MAX_RUN)
     """Run number; raise it to run an edited job (a TrainJob cannot change in place)."""
-    runtime: DNS1123Label
+    runtime: RuntimeName
     """Runtime to start from: the team's ``TrainingRuntime`` of that name, else the
     ``ClusterTrainingRuntime``."""
     image: Image | None = None
@@ -329,6 +421,12 @@ class TrainJob(TrainkitModel):
     """Number of nodes (pods); defaults to the runtime's."""
     procs_per_node: int | None = Field(default=None, ge=1, le=1024)
     """Processes per node; defaults to the GPUs per node (Trainer's ``auto``)."""
+    flux_view_image: Image | None = None
+    """On a flux runtime: the Flux view image Trainer copies Flux from into the nodes, over the
+    runtime's ``view_image`` (``FLUX_VIEW_IMAGE`` in ``spec.trainer.env``, which Trainer's
+    Flux plugin reads last), e.g. ``ghcr.io/converged-computing/flux-view-rocky:tag-9`` for a
+    job ``image`` built on Rocky 9: its OS and version must match the job's image. One
+    image, or one per cluster or accelerator, as ``image``."""
     resources: Resources | None = None
     """CPU, memory and GPUs of each node; defaults to the runtime's."""
     volumes: list[AnyVolume] = []
@@ -380,6 +478,15 @@ class TrainJob(TrainkitModel):
     (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
+    jobset_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the JobSet Trainer creates for the TrainJob (the runtime patch's own
+    metadata), e.g. ``{"example.com/cost-center": "research"}`` for what lists or bills
+    JobSets. They stay on the JobSet: JobSet copies none to its Jobs or pods (use
+    ``pod_labels`` for those). The same keys as ``pod_labels`` need a grant."""
+    jobset_annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the JobSet Trainer creates for the TrainJob; like ``jobset_labels``
+    they reach no pod. The same keys as ``pod_labels`` need a grant; the Volcano queue is
+    ``queue=``'s."""
     security_context: SecurityContext | None = None
     """Who every container of the nodes' pods runs as, over the runtime's (in the runtime
     patch): ``SecurityContext(run_as_user=1000, fs_group=1000, run_as_non_root=True)``. On an
@@ -398,10 +505,23 @@ class TrainJob(TrainkitModel):
     def _no_reserved_env(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_reserved(env)
 
-    @field_validator("pod_labels", "pod_annotations")
+    @field_validator("pod_labels", "pod_annotations", "jobset_labels", "jobset_annotations")
     @classmethod
     def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
         return own_keys_refused(meta)
+
+    @field_validator("jobset_annotations")
+    @classmethod
+    def _queue_is_queues(cls, meta: dict[str, str]) -> dict[str, str]:
+        # Trainer's Volcano plugin reads the queue from the JobSet template's annotations,
+        # where the runtime patch's metadata lands (trainer v2.3.0 pkg/runtime/core/
+        # trainingruntime.go newRuntimeInfo, plugins/volcano/volcano.go).
+        if _VOLCANO_QUEUE in meta:
+            raise ValueError(
+                f"{_VOLCANO_QUEUE!r} is the Volcano queue trainkit writes from queue= (checked "
+                "against the team's queues); set queue= instead"
+            )
+        return meta
 
     @field_validator("topology")
     @classmethod
@@ -430,6 +550,21 @@ class TrainJob(TrainkitModel):
         return value
 
     _refs = env_refs_validator("TrainJob")
+
+    @field_validator("command")
+    @classmethod
+    def _not_tune_run(cls, command: list[str] | None) -> list[str] | None:
+        # Trainer v2.3.0 rewrites exactly this command (plugins/torch/torch.go EnforceMLPolicy,
+        # torchtune.go getRecipeAndConfig: recipe and config from the runtime's name and the
+        # GPUs), which trainkit does not model, so what it shows would not be what runs.
+        if command == ["tune", "run"]:
+            raise ValueError(
+                "command ['tune', 'run'] alone is rewritten by Trainer (recipe and config picked "
+                "from the runtime's name and GPUs), which trainkit cannot show or check; give "
+                "the whole command (recipe, --config, overrides), or leave command out to run "
+                "the runtime's"
+            )
+        return command
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainJob:

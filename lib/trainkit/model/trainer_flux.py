@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from .base import TrainkitModel
 
 __all__ = [
+    "FLUX_DEFAULT_VIEW_IMAGE",
     "FLUX_INSTALLER",
     "FLUX_MOUNTS",
     "FLUX_SETTINGS_ENV",
@@ -33,6 +34,10 @@ __all__ = [
     "flux_run",
     "tasks_gpus_problem",
 ]
+
+FLUX_DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
+"""The view image Trainer uses when neither the runtime nor the TrainJob sets
+``FLUX_VIEW_IMAGE`` (pkg/constants/constants.go FluxInstallerImage)."""
 
 FLUX_INSTALLER = "flux-installer"
 """The init container the plugin adds (constants.FluxInstallerContainerName); a runtime's
@@ -67,10 +72,12 @@ class RuntimeFlux(TrainkitModel):
     every node from ``view_image`` and runs the TrainJob's command with ``flux run`` on the
     first node, ``procs_per_node`` tasks on each node; the other nodes run Flux brokers."""
 
-    view_image: str = Field(min_length=1, pattern=r"^\S+$")
-    """Image of the ``flux-installer`` init container, Flux pre-built (a Flux view image,
-    Trainer's default ``ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy``); its OS and
-    version must match the runtime's image, into which it copies Flux."""
+    view_image: str | None = Field(default=None, min_length=1, pattern=r"^\S+$")
+    """Image of the ``flux-installer`` init container, Flux pre-built (a Flux view image); its
+    OS and version must match the image of the nodes, into which it copies Flux. ``None``
+    leaves it to each TrainJob (``flux_view_image=``), else Trainer's default
+    ``ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy`` (``FLUX_DEFAULT_VIEW_IMAGE``),
+    which the registry policy must allow."""
     procs_per_node: int = Field(default=1, ge=1, le=1024)
     """Flux tasks per node (``numProcPerNode``): ``flux run -n`` is nodes × this; a TrainJob's
     ``procs_per_node`` replaces it."""

@@ -99,6 +99,12 @@ class RuntimeInitializers(TrainkitModel):
     TrainJobs of one node."""
     storage_class: ObjectName | None = None
     """StorageClass of the volume; default: the cluster's default class."""
+    mount_workspace: bool = False
+    """``True`` mounts the whole volume at ``/workspace`` of every node, as Trainer's torchtune
+    runtimes do: what the nodes write under ``/workspace`` (a fine-tune's
+    ``output_dir=/workspace/output``) lands on the volume instead of the container's disk, and
+    the image's own ``/workspace`` is hidden (scripts are still mounted into it). ``False``
+    mounts only ``/workspace/dataset`` and ``/workspace/model``."""
 
     @model_validator(mode="after")
     def _a_step(self) -> RuntimeInitializers:

@@ -9,9 +9,11 @@ from typing import Any
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..load import Definition
-from ..model import ACCELERATORS, Cluster, RayJob
+from ..model import ACCELERATORS, Cluster, RayJob, TrainJob
+from ..model.job import image_for
 from ..model.operator_job import OperatorJob
 from ..model.rules import image_allowed, valid_reference
+from ..model.trainer_flux import FLUX_DEFAULT_VIEW_IMAGE
 from ..resolve import Index, PlannedRuntime, problem
 from ..resolve.problems import known
 
@@ -40,10 +42,18 @@ def check_images(
                 _check(index, pr.definition, str(c.get("image", "")), pr.cluster, problems)
         if pr.runtime.flux is not None:
             # Trainer runs it as the flux-installer init container of every node (trainer
-            # v2.3.0 plugins/flux/flux.go EnforceMLPolicy); TrainJobs cannot change it.
-            _check(index, pr.definition, pr.runtime.flux.view_image, pr.cluster, problems)
+            # v2.3.0 plugins/flux/flux.go EnforceMLPolicy), its default when neither the runtime
+            # nor the TrainJob names one (brokerDefaults).
+            view = pr.runtime.flux.view_image or FLUX_DEFAULT_VIEW_IMAGE
+            _check(index, pr.definition, view, pr.cluster, problems, "flux.view_image")
     for ej in jobs:
         pj = ej.planned
+        if isinstance(pj.job, TrainJob) and pj.job.flux_view_image is not None:
+            # The flux-installer's image (an added init container, not among the pods' images).
+            cluster = pj.cluster
+            job_view = image_for(pj.job.flux_view_image, cluster.name, cluster.accelerator)
+            if job_view is not None:  # a missing key is the plan's problem
+                _check(index, pj.definition, job_view, cluster, problems, "flux_view_image")
         # A role's own image is reported at the role's field (``ps.image``).
         own: dict[str, str] = {}
         if isinstance(pj.job, OperatorJob):

@@ -21,7 +21,7 @@ from ..model import (
     TrainingRuntime,
     TrainJob,
 )
-from ..model.job import WORKSPACE
+from ..model.job import WORKSPACE, image_for
 from ..model.trainer import RuntimeMPI
 
 # The Flux plugin's names and commands, for effective/ (which reads the model through here).
@@ -97,6 +97,7 @@ NODE = "node"  # the replicated job and the container Trainer writes spec.traine
 LAUNCHER = "launcher"  # an MPI runtime's trainer job
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the Kubeflow SDK lists runtimes by it
+WEBHOOK_VALIDATION_LABEL = "trainer.kubeflow.org/webhook-validation"
 # A runtime patch's manager must be a domain-prefixed path (Trainer's webhook).
 PATCH_MANAGER = "trainkit.dev/synth"
 # Where the MPI plugin mounts the hostfile (trainer v2.3.0 pkg/constants MPIHostfileDir,
@@ -179,7 +180,8 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
         # An empty policy object selects the plugin (trainer v2.3.0 plugins/{torch,jax,
         # xgboost}: EnforceMLPolicy acts when MLPolicySource.<framework> is set).
         spec = {"mlPolicy": {"numNodes": rt.nodes, rt.ml_policy: {}}}
-        node = _runtime_pod(pr)
+        # A TrainJob's command replaces the runtime's (plugins/jobset/builder.go Trainer).
+        node = _runtime_pod(pr, command=rt.command)
         jobset = {"replicatedJobs": [_replicated_job(NODE, node, trainer=True, network=pr.network)]}
     else:
         spec, jobset = _mpi_runtime(pr, rt.mpi)
@@ -204,10 +206,21 @@ def render_runtime(pr: PlannedRuntime) -> dict[str, Any]:
             source=pr.definition.file,
             namespace=pr.namespace,
             team=team,
-            labels={FRAMEWORK_LABEL: runtime_framework(rt)},
+            labels=_runtime_labels(rt),
         ),
         "spec": spec,
     }
+
+
+def _runtime_labels(rt: TrainingRuntime | ClusterTrainingRuntime) -> dict[str, str]:
+    labels = {FRAMEWORK_LABEL: runtime_framework(rt)}
+    if not rt.webhook_validation:
+        # The runtime webhooks' objectSelector skips it (trainer v2.3.0 manifests/base/webhook/
+        # patch_validating.yaml, set on Trainer's own runtimes by manifests/overlays/runtimes);
+        # they check only validateReplicatedJobs (pkg/webhooks/trainingruntime_webhook.go), which
+        # every runtime trainkit renders satisfies (tests/test_trainer_webhook_label.py).
+        labels[WEBHOOK_VALIDATION_LABEL] = "disabled"
+    return labels
 
 
 def runtime_framework(rt: TrainingRuntime | ClusterTrainingRuntime) -> str:
@@ -221,10 +234,10 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     """Trainer v2.3.0 plugins/flux/flux.go: the policy's numProcPerNode is the tasks per node;
     the plugin reads its settings from container ``node``'s env (brokerSettingsFromEnvironment)
     and acts on the replicated job named ``node`` only. Nothing listens on Trainer's 29500."""
-    settings = {"FLUX_VIEW_IMAGE": flux.view_image}
+    settings = {} if flux.view_image is None else {"FLUX_VIEW_IMAGE": flux.view_image}
     if flux.network_device != "eth0":  # the plugin's default (constants.FluxNewtowkDevice)
         settings["FLUX_NETWORK_DEVICE"] = flux.network_device
-    pod = _runtime_pod(pr, ports=False, settings=settings)
+    pod = _runtime_pod(pr, command=pr.runtime.command, ports=False, settings=settings)
     spec = {
         "mlPolicy": {"numNodes": pr.runtime.nodes, "flux": {"numProcPerNode": flux.procs_per_node}}
     }
@@ -273,6 +286,10 @@ def _add_initializers(
         node_mounts.append(
             {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
         )
+    if steps.mount_workspace:
+        # The whole volume, as Trainer v2.3.0's torchtune runtimes mount it (manifests/base/
+        # runtimes/torchtune/*/*.yaml): the steps' sub-directories are in it.
+        node_mounts = [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         if labels.get(ANCESTOR_LABEL) != "trainer":
@@ -353,7 +370,13 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
     # overrides the Port of the image's sshd_config), where the probe and mpirun look.
     sshd = [*mpi.sshd, "-p", str(port)] if port is not None else list(mpi.sshd)
     node = _runtime_pod(pr, command=sshd, ports=False)
-    node["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": mpi.ssh_port}}
+    probe: dict[str, Any] = {"tcpSocket": {"port": mpi.ssh_port}}
+    if mpi.probe_delay:
+        # JobSet starts the launcher once the node job's pods are ready (dependsOn Ready,
+        # jobset v0.12.0 pkg/controllers/depends_on.go), as Trainer v2.3.0's deepspeed and mlx
+        # runtimes wait (manifests/base/runtimes/*_distributed.yaml: initialDelaySeconds 5).
+        probe["initialDelaySeconds"] = mpi.probe_delay
+    node["containers"][0]["readinessProbe"] = probe
     if port is not None:
         sshd_port(node["containers"][0], port)
     launcher = _runtime_pod(
@@ -433,6 +456,16 @@ def _trainer(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
     if job.args:
         trainer["args"] = list(job.args)
     env = env_list(job.env, job.env_refs)
+    view = (
+        image_for(job.flux_view_image, pj.cluster.name, pj.cluster.accelerator)
+        if flux is not None and job.flux_view_image is not None
+        else None
+    )
+    if view is not None:
+        # The Flux plugin reads FLUX_VIEW_IMAGE from the runtime's node container, then from
+        # spec.trainer.env, which wins (trainer v2.3.0 plugins/flux/flux.go
+        # brokerSettingsFromEnvironment), as Trainer's examples/flux/lammps-train-job.yaml sets it.
+        env += env_list({"FLUX_VIEW_IMAGE": view})
     gpus = pj.resources.gpu if pj.resources is not None else 0
     if (mpi is None or mpi.launcher_as_node) and hides_gpus(pj.cluster, gpus):
         # The TrainJob decides its nodes' GPUs (resourcesPerNode), so it blanks the NVIDIA
@@ -593,9 +626,22 @@ def _runtime_patch(pj: PlannedJob, job: TrainJob) -> dict[str, Any]:
                 len(jobs) - (2 if mpi else 1),
                 {"name": name, "template": {"spec": {"template": {"metadata": meta}}}},
             )
-    template: dict[str, Any] = {}
+    # The patch's own metadata is the JobSet's: Trainer merges it over the runtime template's
+    # (trainer v2.3.0 pkg/runtime/core/trainingruntime.go newRuntimeInfo, then plugins/jobset/
+    # jobset.go Build WithLabels/WithAnnotations), and JobSet copies none of it to its Jobs or
+    # pods (jobset v0.12.0 pkg/controllers/jobset_controller.go constructJob,
+    # labelAndAnnotateObject: only the exclusive-placement annotations).
+    jobset_meta: dict[str, Any] = {}
+    if job.jobset_labels:
+        jobset_meta["labels"] = dict(job.jobset_labels)
+    annotations = dict(job.jobset_annotations)
     if pj.queue is not None:
-        template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: pj.queue}}
+        annotations[VOLCANO_QUEUE_ANNOTATION] = pj.queue
+    if annotations:
+        jobset_meta["annotations"] = annotations
+    template: dict[str, Any] = {}
+    if jobset_meta:
+        template["metadata"] = jobset_meta
     template["spec"] = {"replicatedJobs": jobs}
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}
 

@@ -168,7 +168,7 @@ def _pod_metadata(d: Definition, team: Declared[Team]) -> list[Problem]:
     the pod (another Kueue queue, a Multus network, an Argo CD sync option)."""
     granted = team.obj.pod_metadata_keys
     problems = []
-    for field in ("pod_labels", "pod_annotations"):
+    for field in ("pod_labels", "pod_annotations", "jobset_labels", "jobset_annotations"):
         for key in sorted(getattr(d.obj, field, {})):
             domain = steering_domain(key)
             if (

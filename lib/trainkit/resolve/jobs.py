@@ -284,6 +284,16 @@ def place(
                 problems.extend(_mpi_trainjob(d, job, found))
             if found.runtime.flux is not None:
                 problems.extend(_flux_trainjob(d, job, found, cluster))
+            elif job.flux_view_image is not None:
+                problems.append(
+                    problem(
+                        d,
+                        f"runtime {found.runtime.name!r} is a {found.runtime.ml_policy} runtime, "
+                        "not a flux one: nothing installs Flux from a view image there; drop "
+                        "flux_view_image, or name a flux runtime",
+                        "flux_view_image",
+                    )
+                )
             problems.extend(_initializer_trainjob(d, job, found, declared_team))
             if found.runtime.ml_policy in ("jax", "xgboost") and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
@@ -586,15 +596,15 @@ def _flux_trainjob(
     assert rt.flux is not None
     on = f"runtime {rt.name!r} is a flux runtime: "
     out = []
-    if job.script is None and job.command is None:
-        # getOriginalCommand reads the runtime's container command, which trainkit's runtimes
-        # leave to the image; entrypoint.sh runs an interactive broker for an empty command.
+    if job.script is None and job.command is None and rt.command is None:
+        # getOriginalCommand reads the runtime's container command, then the TrainJob's;
+        # entrypoint.sh runs an interactive broker for an empty command.
         out.append(
             problem(
                 d,
                 on + "Trainer's Flux plugin runs the job's command under flux run; without "
-                "script= or command= its entrypoint starts a Flux instance that never ends; "
-                "give the job a script or a command",
+                "script= or command= (or the runtime's command=) its entrypoint starts a Flux "
+                "instance that never ends; give the job a script or a command",
                 "command",
             )
         )
@@ -671,6 +681,8 @@ def _images(job: Job) -> list[tuple[str, str | dict[str, str] | None]]:
         out += [(f"{f}.image", r.image) for f, r in job.roles().items() if r.image is not None]
     if isinstance(job, RayJob) and job.submitter is not None and job.submitter.image is not None:
         out.append(("submitter.image", job.submitter.image))
+    if isinstance(job, TrainJob) and job.flux_view_image is not None:
+        out.append(("flux_view_image", job.flux_view_image))
     return out
 
 

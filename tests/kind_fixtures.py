@@ -11,10 +11,15 @@ from trainkit.synth.layout import _cluster_objects
 
 
 def planned(
-    j: Any, team: dict[str, Any] | None = None, policy: Policy | None = None, **cluster: Any
+    j: Any,
+    team: dict[str, Any] | None = None,
+    policy: Policy | None = None,
+    working_dir: dict[str, str] | None = None,
+    **cluster: Any,
 ) -> Any:
-    """The plan of ``j`` (in jobs/t/j.py, with its script ``train.py``) on cluster ``c``, for
-    team ``t`` with the grants ``team`` gives, under ``policy`` when given."""
+    """The plan of ``j`` (in jobs/t/j.py, with its script ``train.py`` and the files of its
+    repository ``working_dir``) on cluster ``c``, for team ``t`` with the grants ``team``
+    gives, under ``policy`` when given."""
     c = Cluster(name="c", server="https://c", gpus_per_node=8, **cluster)
     rules = [Definition(policy, "jobs/platform/p.py", "platform")] if policy else []
     return build_plan(
@@ -25,16 +30,26 @@ def planned(
             Definition(
                 Team(name="t", queues=["q"], **(team or {})), "jobs/platform/p.py", "platform"
             ),
-            Definition(j, "jobs/t/j.py", "t", files={"train.py": "x"} if j.script else {}),
+            Definition(
+                j,
+                "jobs/t/j.py",
+                "t",
+                files={"train.py": "x"} if j.script else {},
+                working_dir=working_dir or {},
+            ),
         ]
     )
 
 
 def render(
-    j: Any, team: dict[str, Any] | None = None, policy: Policy | None = None, **cluster: Any
+    j: Any,
+    team: dict[str, Any] | None = None,
+    policy: Policy | None = None,
+    working_dir: dict[str, str] | None = None,
+    **cluster: Any,
 ) -> tuple[dict[str, Any], Any]:
     """The rendered object of ``j``'s kind and its planned job."""
-    (cp,) = planned(j, team, policy, **cluster).clusters
+    (cp,) = planned(j, team, policy, working_dir, **cluster).clusters
     kind = type(j).__name__
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == kind]
     return body, cp.jobs[0]

@@ -65,6 +65,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
     ),
     # On the RayCluster: no Ray pods of its own, only the submitter.
     ("RayJob eval-bleu", "h100-south"): (0, [("Submitter", 1, False, BLANK)], "none"),
+    # Its code a working_dir shipped to the submitter; CPU workers only.
+    ("RayJob eval-suite-ray", "gpu-east"): (
+        3,
+        [("Head", 1, True, BLANK), ("cpu", 2, True, BLANK), ("Submitter", 1, False, BLANK)],
+        "none",
+    ),
     ("RayJob lr-sweep-ray-r2", "gpu-east"): (
         3,
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],

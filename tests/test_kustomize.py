@@ -350,7 +350,8 @@ def test_name_prefix_queue_and_images_reach_into_every_pod_of_a_rayjob(synthesiz
         "images:\n- name: registry.example.com/ml/ray\n  newTag: 'x'\n"
     )
     docs = kustomize(overlay)
-    (job,) = [d for d in docs if d["kind"] == "RayJob"]
+    jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "RayJob"}
+    job = jobs["dev-lr-sweep-ray-r2"]
     names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
     queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
     assert job["metadata"]["labels"]["volcano.sh/queue-name"] in queues
@@ -365,3 +366,8 @@ def test_name_prefix_queue_and_images_reach_into_every_pod_of_a_rayjob(synthesiz
     submitter = job["spec"]["submitterPodTemplate"]["spec"]
     for pod in [*pods, submitter]:
         assert pod["containers"][0]["image"] == "registry.example.com/ml/ray:x"
+    # A runtime_env working_dir's ConfigMap, on the submitter only, follows its new name too.
+    suite = jobs["dev-eval-suite-ray"]["spec"]["submitterPodTemplate"]["spec"]
+    (working_dir,) = [v for v in suite["volumes"] if v["name"] == "working-dir"]
+    assert working_dir["configMap"]["name"] in names
+    assert working_dir["configMap"]["name"].startswith("dev-eval-suite-ray-workdir-")

@@ -100,7 +100,6 @@ def test_a_pip_entry_that_is_not_a_requirement_is_refused(entry: str, says: str)
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
-        ("working_dir", "https://evil.example/code.zip", "the job's code comes from the repo"),
         ("py_modules", ["s3://bucket/mod.zip"], "the job's code comes from the repository"),
         ("conda", {"dependencies": ["pip", {"pip": ["x"]}]}, "packages come through pip=[...]"),
         ("uv", ["x"], "packages come through pip=[...], by name, from the platform's indexes"),

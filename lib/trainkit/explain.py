@@ -275,6 +275,7 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
         ],
         "jobset": _jobset_metadata(ej),
         "notes": list(ej.notes),
+        "working_dir": _working_dir(ej),
     }
 
 
@@ -287,6 +288,35 @@ def _jobset_metadata(ej: EffectiveJob) -> dict[str, dict[str, str]] | None:
         "labels": dict(getattr(job, "jobset_labels", {})),
         "annotations": dict(getattr(job, "jobset_annotations", {})),
     }
+
+
+def _working_dir(ej: EffectiveJob) -> dict[str, Any] | None:
+    """A RayJob's ``runtime_env.working_dir``: the repository directory shipped to its
+    submitter (its pod's ``working-dir`` volume, render/kuberay.py), or the archive Ray
+    downloads on every node."""
+    env = getattr(ej.planned.job, "runtime_env", None)
+    if env is None or env.working_dir is None:
+        return None
+    if env.local_dir is None:
+        return {"archive": env.working_dir}
+    files = dict(ej.planned.definition.working_dir)
+    out: dict[str, Any] = {
+        "directory": env.local_dir,
+        "files": sorted(files),
+        "bytes": sum(len(t.encode()) for t in files.values()),
+        "excludes": list(env.excludes),
+        "configmap": None,
+        "mounted_at": None,
+    }
+    for ps in ej.pod_sets:
+        for v in ps.spec.get("volumes") or []:
+            if v.get("name") == "working-dir" and "configMap" in v:
+                out["configmap"] = v["configMap"]["name"]
+                mounts = ps.main.get("volumeMounts") or []
+                out["mounted_at"] = next(
+                    (m["mountPath"] for m in mounts if m.get("name") == "working-dir"), None
+                )
+    return out
 
 
 def format_json(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) -> str:
@@ -322,6 +352,21 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
         lines.append(world)
         lines.append(f"  GPUs: {d['gpus']} ({ej.planned.cluster.gpu_resource})")
         lines.append(f"  deadline: {d['deadline']}")
+        wd = d["working_dir"]
+        if wd is not None and "archive" in wd:
+            lines.append(
+                f"  Ray working_dir: the archive {wd['archive']} (Team.working_dir_sources), "
+                "which Ray downloads and unpacks on every node; the driver and every task start "
+                "in it"
+            )
+        elif wd is not None:
+            lines.append(
+                f"  Ray working_dir: {wd['directory']} ({len(wd['files'])} file(s), "
+                f"{wd['bytes']} bytes) in ConfigMap {wd['configmap']}, mounted on the submitter "
+                f"at {wd['mounted_at']}; `ray job submit` uploads it, and the driver and every "
+                "task start in a copy of it"
+                + (f" (excluded: {', '.join(wd['excludes'])})" if wd["excludes"] else "")
+            )
         if d["network"] is not None:
             net = d["network"]
             lines.append(f"  network profile {net['profile']}: {net['grants']}")

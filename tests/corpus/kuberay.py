@@ -369,8 +369,16 @@ CASES = [
                 "rayClusterSpec": expected("x").spec["rayClusterSpec"],
             },
         ),
-        needs="runtime_env working_dir from a remote archive (where the platform grants it)",
-        **PLATFORM,
+        # The archive is KubeRay's own repository at master: the team is granted its prefix.
+        **(
+            PLATFORM
+            | {
+                "team": {
+                    **PLATFORM["team"],
+                    "working_dir_sources": ["https://github.com/ray-project/kuberay/archive/"],
+                }
+            }
+        ),
     ),
     Case(
         id="kueue-ray-job-sample",

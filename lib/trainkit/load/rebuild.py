@@ -20,6 +20,7 @@ from ..errors import Problem
 from ..kube.text import YAML_UNPRINTABLE, text_value_problem
 from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, TrainkitModel
 from .discover import PLATFORM_DIR, DefinitionFile, inside, shown
+from .working_dir_files import WorkingDirError, read_working_dir
 
 __all__ = ["Definition", "Rebuilt", "rebuild"]
 
@@ -40,6 +41,8 @@ class Definition:
     line: int | None = None
     files: Mapping[str, str] = field(default_factory=dict)
     """Script file name → content, for objects that ship a script."""
+    working_dir: Mapping[str, str] = field(default_factory=dict)
+    """A RayJob's repository ``runtime_env.working_dir``: path inside it → content."""
     fields: Mapping[str, int] = field(default_factory=dict)
     """Keyword argument → the line it is written on, where known."""
 
@@ -161,7 +164,30 @@ def _object(
                 field="script.path", message=str(e),
             )
         ]  # fmt: skip
-    return Definition(obj=obj, file=df.rel, team=df.team, line=line, files=scripts, fields=fields)
+    try:
+        shipped = _working_dir(obj, df, jobs_dir, root)
+    except WorkingDirError as e:
+        return [
+            Problem(
+                file=df.rel, line=fields.get("runtime_env", line), obj=obj.describe(),
+                field="runtime_env.working_dir", message=str(e),
+            )
+        ]  # fmt: skip
+    return Definition(
+        obj=obj, file=df.rel, team=df.team, line=line, files=scripts, fields=fields,
+        working_dir=shipped,
+    )  # fmt: skip
+
+
+def _working_dir(
+    obj: TrainkitModel, df: DefinitionFile, jobs_dir: Path, root: Path
+) -> dict[str, str]:
+    env = getattr(obj, "runtime_env", None)
+    if not isinstance(obj, JOB_KINDS) or env is None or env.local_dir is None:
+        return {}
+    return read_working_dir(
+        df.path.parent / env.local_dir, env.local_dir, jobs_dir, root, list(env.excludes)
+    )
 
 
 class _ScriptError(Exception):

@@ -23,6 +23,7 @@ from .fields import (
 from .job import Toleration
 from .pod_settings import PortName
 from .security import Profile
+from .working_dir import ArchiveSource
 
 __all__ = ["ArgoCD", "Capacity", "Cluster", "Queue", "Team"]
 
@@ -369,6 +370,13 @@ class Team(TrainkitModel):
     app_armor_profiles: list[Profile] = []
     """AppArmor profiles besides ``"RuntimeDefault"`` the team's jobs may give:
     ``"Unconfined"``, or ``"localhost/<name>"`` of a profile loaded on the nodes."""
+    working_dir_sources: list[ArchiveSource] = []
+    """URI prefixes of archives the team's RayJobs may run from
+    (``runtime_env=RuntimeEnv(working_dir="s3://ml-code/eval-v3.zip")``), each ending in
+    ``/``, e.g. ``["s3://ml-code/"]``: Ray downloads the archive on every node with the
+    pods' credentials and runs it, code that no review of this repository saw. None
+    listed: the code comes from the repository (a ``working_dir`` directory, a script) or the
+    image."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> Team:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 import re
 from typing import Annotated, Any, Literal
 
@@ -25,6 +26,7 @@ from .lifecycle import Hook
 from .operator_job import PodJob, Role
 from .pip_requirements import requirement_problem
 from .volumes import AnyVolume, check_group_volumes, check_volumes, check_workspace
+from .working_dir import Exclude, is_remote, remote_problem
 
 __all__ = [
     "MAX_RAYJOB_NAME",
@@ -213,13 +215,12 @@ def _requirement(entry: str) -> str:
 PipRequirement = Annotated[str, AfterValidator(_requirement)]
 
 # Ray's runtime_env fields (ray-project/ray, Ray 2.60.0, python/ray/runtime_env/runtime_env.py
-# RuntimeEnv.known_fields) that fetch code or packages from elsewhere: working_dir and
-# py_modules take a remote URI (https://, s3://, gs://, …: python/ray/_private/runtime_env/
+# RuntimeEnv.known_fields) that fetch code or packages from elsewhere: py_modules takes a
+# remote URI (working_dir too, offered with a grant: model/working_dir.py) (https://, s3://, gs://, …: python/ray/_private/runtime_env/
 # validation.py validate_uri, working_dir.py, py_modules.py, java_jars.py), conda an environment
 # spec with its own channels and pip section (conda.py), uv its own index options (uv.py),
 # image_uri and container another image (image_uri.py).
 _SOURCES = {
-    "working_dir": "the job's code comes from the repository: script=Script.file(...)",
     "py_modules": "the job's code comes from the repository: script=Script.file(...)",
     "conda": "packages come through pip=[...], by name, from the platform's indexes",
     "uv": "packages come through pip=[...], by name, from the platform's indexes",
@@ -240,6 +241,52 @@ class RuntimeEnv(TrainkitModel):
     options (``--index-url``, ``-f``, ``-r``, ``-e``…), bare URLs and paths are refused."""
     env_vars: dict[EnvName, EnvValue] = {}
     """Variables of every Ray task and actor of the job (the same rules as ``env``)."""
+    working_dir: str | None = Field(default=None, min_length=1, max_length=1000)
+    """Where the job's processes start, on every node (Ray's ``working_dir``): a directory of
+    the repository, relative to the definition file, e.g. ``"scripts/pipeline"`` (shipped in a
+    ConfigMap to the submitter, which uploads it to the Ray cluster: at most 1 MB and
+    256 files, UTF-8 text; ``K8sJobMode`` only), or the URI of an archive
+    (``.zip``, ``.tar.gz``, ``.tgz``, ``.tar.xz``) under a prefix the team is granted
+    (``Team.working_dir_sources``), e.g. ``"s3://ml-code/eval-v3.zip"``."""
+    excludes: list[Exclude] = Field(default=[], max_length=64)
+    """Files of a repository ``working_dir`` not to ship, e.g. ``["*.ipynb", "/data/"]``: a
+    name or glob matches at any depth, a path with ``/`` from the directory's top, a
+    trailing ``/`` directories only (``__pycache__`` and ``*.pyc`` are never shipped)."""
+
+    @field_validator("working_dir")
+    @classmethod
+    def _where(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if is_remote(v):
+            why = remote_problem(v)
+            if why is not None:
+                raise ValueError(f"{v!r} {why}")
+            return v
+        norm = posixpath.normpath(v)
+        if v.startswith("/") or "\\" in v or norm == ".." or norm.startswith("../"):
+            raise ValueError(
+                f"{v!r} must be a directory relative to the definition file, "
+                "inside jobs/ (e.g. 'scripts/pipeline'), or the URI of an archive"
+            )
+        if not v.isprintable():
+            raise ValueError(f"{v!r} holds a control character; rename it")
+        return v
+
+    @model_validator(mode="after")
+    def _excludes_need_a_directory(self) -> RuntimeEnv:
+        if self.excludes and (self.working_dir is None or is_remote(self.working_dir)):
+            raise ValueError(
+                "excludes choose the files of a repository working_dir; an archive is shipped "
+                "as it is: drop excludes, or leave the files out of the archive"
+            )
+        return self
+
+    @property
+    def local_dir(self) -> str | None:
+        """The repository directory shipped as the working directory, if any."""
+        wd = self.working_dir
+        return wd if wd is not None and not is_remote(wd) else None
 
     @model_validator(mode="before")
     @classmethod
@@ -589,6 +636,22 @@ class RayJob(PodJob):
                 "sidecar would belong to a head the job does not make; use 'K8sJobMode' or "
                 "'HTTPMode'"
             )
+
+    @model_validator(mode="after")
+    def _working_dir_submitted(self) -> RayJob:
+        local = self.runtime_env.local_dir if self.runtime_env is not None else None
+        if local is not None and self.submission_mode != "K8sJobMode":
+            # KubeRay v1.7.0: HTTPMode posts runtimeEnvYAML from the operator
+            # (utils/dashboardclient/dashboard_httpclient.go SubmitJob), SidecarMode runs
+            # `ray job submit` in a default container KubeRay builds itself
+            # (rayjob_controller.go getSubmitterContainer): neither has the directory.
+            raise ValueError(
+                f"runtime_env working_dir {local!r} is a directory of the repository, which "
+                "trainkit mounts on the submitter pod of K8sJobMode for `ray job submit` to "
+                f"upload; submission_mode {self.submission_mode!r} submits from where it is "
+                "not: use submission_mode='K8sJobMode', or an archive URI"
+            )
+        return self
 
     @model_validator(mode="after")
     def _submitter(self) -> RayJob:

@@ -376,7 +376,7 @@ def _torchrun(python: str, log_dir: Path) -> tuple[str, ...]:
 
 
 def _argv(
-    t: Target, workspace: Path, log_dir: Path, python: str, file: str
+    t: Target, workspace: Path, log_dir: Path, python: str, file: str, cwd: Path | None = None
 ) -> tuple[tuple[str, ...], bool]:
     args = tuple(_to_workspace(a, workspace) for a in t.args)
     if t.command is None:
@@ -392,7 +392,7 @@ def _argv(
             ]
         )
     command = [_to_workspace(c, workspace) for c in t.command]
-    _check_command_files(t, [*command[1:], *args], workspace, file)
+    _check_command_files(t, [*command[1:], *args], cwd or workspace, file)
     program = posixpath.basename(command[0])
     if program == "torchrun":
         return (*_torchrun(python, log_dir), *command[1:], *args), True
@@ -401,9 +401,12 @@ def _argv(
     return (*command, *args), False
 
 
-def python_argv(t: Target, workspace: Path, python: str, file: str) -> tuple[str, ...]:
-    """The job's own command (not torchrun) with /workspace and the interpreter mapped here."""
-    argv, _ = _argv(t, workspace, workspace, python, file)
+def python_argv(
+    t: Target, workspace: Path, python: str, file: str, cwd: Path | None = None
+) -> tuple[str, ...]:
+    """The job's own command (not torchrun) with /workspace and the interpreter mapped here;
+    its relative paths are read from ``cwd`` (default: the workspace)."""
+    argv, _ = _argv(t, workspace, workspace, python, file, cwd)
     return argv
 
 

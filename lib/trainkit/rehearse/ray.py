@@ -86,6 +86,7 @@ def plan_ray_rehearsal(
     python: str,
     file: str,
     read_only: ReadOnly,
+    working_dir: Path | None = None,
 ) -> RayPlan:
     """The nodes, the entrypoint and the list of changes; ``--nodes`` caps the nodes of each
     worker group, ``--procs-per-node`` the CPUs of each node (Ray runs that many one-CPU
@@ -142,6 +143,12 @@ def plan_ray_rehearsal(
         )
     if t.files:
         changes.append(workspace_change(workspace, list(t.files), read_only))
+    if working_dir is not None:
+        changes.append(
+            f"runtime_env working_dir → {working_dir} ({len(t.working_dir)} file(s), written "
+            "from its ConfigMap): the entrypoint starts in it and ray.init() uploads it for "
+            "every task, as Ray does with what `ray job submit` uploads from the submitter"
+        )
 
     own = sorted(k for k in inherited if k.startswith(_RAY_PREFIX) or k == "PYTHONUNBUFFERED")
     if own:
@@ -168,7 +175,13 @@ def plan_ray_rehearsal(
     # dashboard/modules/job/job_supervisor.py _get_driver_env_vars: the supervisor's env (the
     # head container's and the runtime_env's env_vars) with the job config, RAY_ADDRESS and
     # unbuffered output; pip is left out, as it is not installed here.
-    runtime_env = {"env_vars": dict(t.runtime_env_vars)} if t.runtime_env_vars else {}
+    runtime_env: dict[str, object] = (
+        {"env_vars": dict(t.runtime_env_vars)} if t.runtime_env_vars else {}
+    )
+    if working_dir is not None:
+        # Ray 2.60.0 _private/worker.py init: a local working_dir in the job config is
+        # uploaded by the driver (upload_working_dir_if_needed) and every worker starts in it.
+        runtime_env["working_dir"] = str(working_dir)
     env = {**base, **planned[0].env, **t.runtime_env_vars}
     env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": runtime_env, "metadata": {}})
     env["PYTHONUNBUFFERED"] = "1"
@@ -181,11 +194,12 @@ def plan_ray_rehearsal(
         temp_dir=temp_dir,
         workspace=workspace,
         log_dir=log_dir,
-        argv=python_argv(t, workspace, python, file),
+        argv=python_argv(t, workspace, python, file, working_dir),
         env=env,
         cluster_env=base,
         wrapper=read_only.wrapper(files, python),
         changes=tuple(changes),
+        cwd=working_dir,
     )
 
 
@@ -204,6 +218,20 @@ def rehearse_ray(
         raise RehearsalError(
             [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]
         )
+    if target.working_dir_uri is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=target.describe(),
+                    field="runtime_env.working_dir",
+                    message=f"{target.describe()} runs the archive {target.working_dir_uri} "
+                    "(runtime_env working_dir), which a rehearsal does not download; "
+                    "rehearse it with the archive's directory in the repository "
+                    "(working_dir='scripts/<dir>')",
+                )
+            ]
+        )
     python = sys.executable
     with (
         tempfile.TemporaryDirectory(
@@ -213,11 +241,12 @@ def rehearse_ray(
     ):
         workspace = Path(tmp) / "workspace"
         read_only = prepare_workspace(workspace, target.files, python)
+        working_dir = _write_working_dir(Path(tmp) / "working_dir", target.working_dir)
         plan = plan_ray_rehearsal(
             target, workspace=workspace, log_dir=Path(tmp) / "logs", temp_dir=ray_tmp,
             gcs_port=free_port(), dashboard_port=free_port(), nodes=nodes,
             procs_per_node=procs_per_node, inherited=dict(os.environ), python=python,
-            file=file, read_only=read_only,
+            file=file, read_only=read_only, working_dir=working_dir,
         )  # fmt: skip
         _header(plan, file, out)
         start = time.monotonic()
@@ -239,6 +268,21 @@ def rehearse_ray(
         kind=target.kind,
         cluster=target.cluster,
     )
+
+
+def _write_working_dir(directory: Path, files: Mapping[str, str]) -> Path | None:
+    """The repository ``working_dir``'s files at their paths, writable (Ray unpacks its copy
+    so); None without one. The paths were checked when the repository was read
+    (load/working_dir_files.py); one leaving ``directory`` is refused all the same."""
+    if not files:
+        return None
+    for rel, text in sorted(files.items()):
+        path = (directory / rel).resolve()
+        if not path.is_relative_to(directory.resolve()):
+            raise RehearsalError(f"working_dir path {rel!r} leaves the working directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return directory
 
 
 def _cap(file: str, t: RayJobTarget, asked: int | None, flag: str, default: int) -> int:

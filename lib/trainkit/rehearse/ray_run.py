@@ -102,6 +102,8 @@ class RayPlan:
     wrapper: tuple[str, ...]
     """What starts the cluster with the script files read-only (see ``workspace.py``)."""
     changes: tuple[str, ...]
+    cwd: Path | None = None
+    """Where the entrypoint starts: the runtime_env's working directory, else the workspace."""
 
     @property
     def command_line(self) -> str:
@@ -160,7 +162,7 @@ class RayRun:
             "stop_grace": ENTRYPOINT_STOP_SECONDS,
             "argv": list(p.argv),
             "env": dict(p.env),
-            "cwd": str(p.workspace),
+            "cwd": str(p.cwd or p.workspace),
             "entrypoint_log": str(self.entry_log),
             "result": str(self.result),
             "parent": os.getpid(),

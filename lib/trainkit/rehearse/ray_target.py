@@ -15,8 +15,8 @@ from ..effective import EffectiveJob, PodSet
 from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
 from ..injected_env.kuberay_env import rayjob_env
 from ..model import RayJob
+from ..render.kuberay import WORKING_DIR_VOLUME, runtime_env_data
 from ..render.kuberay import entrypoint as submitted_entrypoint
-from ..render.kuberay import runtime_env_data
 from .target import Target, env_source_name, from_definitions, pod_mounts, text_or_none
 
 __all__ = ["HEAD_GROUP", "RayGroup", "RayJobTarget", "ray_target"]
@@ -64,6 +64,11 @@ class RayJobTarget(Target):
     """The head first, then the worker groups in the RayJob's order."""
     runtime_env_vars: Mapping[str, str] = field(default_factory=dict)
     """``runtimeEnvYAML``'s ``env_vars``: set for the entrypoint and every task of the job."""
+    working_dir: Mapping[str, str] = field(default_factory=dict)
+    """A repository ``working_dir``: path in it → text, from the ConfigMap the submitter
+    mounts (render/kuberay.py), which ``ray job submit`` uploads."""
+    working_dir_uri: str | None = None
+    """An archive ``working_dir``, which Ray downloads on every node."""
     runtime_pip: tuple[str, ...] = ()
     """``runtimeEnvYAML``'s ``pip``: what Ray installs for the job on each node."""
     backoff_limit: int = 0
@@ -184,8 +189,29 @@ def ray_target(
         groups=groups,
         runtime_env_vars={str(k): str(v) for k, v in (runtime_env.get("env_vars") or {}).items()},
         runtime_pip=tuple(str(p) for p in _pip_packages(runtime_env.get("pip"))),
+        working_dir=_working_dir(spec, configmaps),
+        working_dir_uri=(
+            str(runtime_env["working_dir"])
+            if "://" in str(runtime_env.get("working_dir") or "")
+            else None
+        ),
         backoff_limit=int(spec.get("backoffLimit") or 0),
     )
+
+
+def _working_dir(
+    spec: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
+    """The files of the submitter's ``working_dir`` volume, at their paths (``items``)."""
+    pod = (spec.get("submitterPodTemplate") or {}).get("spec") or {}
+    for v in pod.get("volumes") or []:
+        if v.get("name") == WORKING_DIR_VOLUME and "configMap" in v:
+            data = configmaps.get(v["configMap"]["name"], {}).get("data") or {}
+            return {
+                str(i["path"]): str(data.get(i["key"], ""))
+                for i in v["configMap"].get("items") or []
+            }
+    return {}
 
 
 def _ray_group(

@@ -39,7 +39,12 @@ from .cluster_scoped import resource_requirements
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_metadata
 from .operator_pod import role_template
 from .pod import container_security, hide_gpus, pod_access, pod_security, tolerations
-from .script import job_metadata, script_configmap_name
+from .script import (
+    job_metadata,
+    script_configmap_name,
+    working_dir_configmap_name,
+    working_dir_keys,
+)
 
 __all__ = [
     "CLUSTER_SELECTOR_KEY",
@@ -50,6 +55,8 @@ __all__ = [
     "SUBMITTER",
     "SUBMITTER_RESOURCES",
     "WORKER_CONTAINER",
+    "WORKING_DIR_MOUNT",
+    "WORKING_DIR_VOLUME",
     "entrypoint",
     "job_entrypoint",
     "ray_cluster_spec",
@@ -72,6 +79,15 @@ SUBMITTER_RESOURCES = Resources(cpu=1, memory="1Gi")
 RAY_HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 """The head's ports KubeRay's head Service carries by default (common/service.go
 getDefaultPorts; utils/constant.go names), besides ``metrics`` and Serve's, which it adds."""
+WORKING_DIR_MOUNT = "/trainkit/working_dir"
+"""Where the submitter finds a repository ``working_dir`` to upload (``ray job submit``)."""
+WORKING_DIR_VOLUME = "working-dir"
+"""The submitter's volume of the ``working_dir`` ConfigMap."""
+# A ConfigMap volume keeps its files behind ``..data`` and a ``..<timestamp>`` directory at
+# its top (kubelet atomic_writer.go); Ray's zip walks everything it can reach
+# (Ray 2.60.0 packaging.py _dir_travel, excludes matched by pathspec as .gitignore lines), so
+# those are excluded, anchored at the top. trainkit refuses files named ``..*``.
+VOLUME_ENTRIES = "/..*"
 
 
 def entrypoint(job: RayJob) -> str:
@@ -357,6 +373,12 @@ def runtime_env_data(job: RayJob, indexes: tuple[str, ...]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if env is None:
         return data
+    if env.local_dir is not None:
+        # The directory as mounted on the submitter, which uploads it (model/working_dir.py).
+        data["working_dir"] = WORKING_DIR_MOUNT
+        data["excludes"] = [VOLUME_ENTRIES]
+    elif env.working_dir is not None:
+        data["working_dir"] = env.working_dir
     if env.pip and indexes:
         data["pip"] = {"packages": list(env.pip), "pip_install_options": pip_options(indexes)}
     elif env.pip:
@@ -364,6 +386,30 @@ def runtime_env_data(job: RayJob, indexes: tuple[str, ...]) -> dict[str, Any]:
     if env.env_vars:
         data["env_vars"] = dict(sorted(env.env_vars.items()))
     return data
+
+
+def _mount_working_dir(
+    spec: dict[str, Any], container: dict[str, Any], job: str, files: dict[str, str]
+) -> None:
+    """The repository ``working_dir`` on the submitter, each file at its path (``items``),
+    read-only; and a small writable ``/tmp``, where ``ray job submit`` zips it
+    (Ray 2.60.0 dashboard_sdk.py ``_upload_package``: ``tempfile.TemporaryDirectory``), so
+    the upload works under a read-only root filesystem too."""
+    keys = working_dir_keys(files)
+    spec["volumes"] = [
+        {
+            "name": WORKING_DIR_VOLUME,
+            "configMap": {
+                "name": working_dir_configmap_name(job, files),
+                "items": [{"key": keys[p], "path": p} for p in sorted(files)],
+            },
+        },
+        {"name": "working-dir-tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+    ]
+    container["volumeMounts"] = [
+        {"name": WORKING_DIR_VOLUME, "mountPath": WORKING_DIR_MOUNT, "readOnly": True},
+        {"name": "working-dir-tmp", "mountPath": "/tmp"},
+    ]
 
 
 def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
@@ -391,6 +437,8 @@ def _submitter(pj: PlannedJob, job: RayJob) -> dict[str, Any]:
         "containers": [container],
         "restartPolicy": own.restart_policy or "Never",
     }
+    if pj.definition.working_dir:
+        _mount_working_dir(spec, container, job.name, dict(pj.definition.working_dir))
     pod_security(spec, job)
     if own.node_selector:
         spec["nodeSelector"] = dict(own.node_selector)

@@ -1,8 +1,10 @@
-"""The ConfigMap that ships a job's training script to ``/workspace``."""
+"""The ConfigMaps that ship a job's training script to ``/workspace`` and a RayJob's
+repository ``working_dir`` to its submitter."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from ..model import NetworkProfile
@@ -20,7 +22,10 @@ __all__ = [
     "job_definition_hash",
     "job_metadata",
     "render_script_configmap",
+    "render_working_dir_configmap",
     "script_configmap_name",
+    "working_dir_configmap_name",
+    "working_dir_keys",
 ]
 
 
@@ -49,6 +54,44 @@ def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
             labels={JOB_LABEL: pj.job.name},
         ),
         "data": files,
+    }
+
+
+def working_dir_configmap_name(job_name: str, files: dict[str, str]) -> str:
+    """``<job>-workdir-<hash>``: as for a script, an edit makes a new ConfigMap."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return f"{job_name}-workdir-{digest.hexdigest()[:10]}"
+
+
+def working_dir_keys(files: dict[str, str]) -> dict[str, str]:
+    """Path in the directory → its ConfigMap key. A key holds no ``/`` (``[-._a-zA-Z0-9]+``,
+    k8s.io/apimachinery ``IsConfigMapKey``), so each is the file's place in path order and
+    its name; the volume's ``items`` put the files back at their paths."""
+    return {
+        path: f"{i:03d}-{re.sub(r'[^-._a-zA-Z0-9]', '_', path.rsplit('/', 1)[-1])[:200]}"
+        for i, path in enumerate(sorted(files))
+    }
+
+
+def render_working_dir_configmap(pj: PlannedJob) -> dict[str, Any] | None:
+    files = dict(pj.definition.working_dir)
+    if not files:
+        return None
+    keys = working_dir_keys(files)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            name=working_dir_configmap_name(pj.job.name, files),
+            kind="ConfigMap",
+            source=pj.definition.file,
+            namespace=pj.namespace,
+            team=pj.definition.team,
+            labels={JOB_LABEL: pj.job.name},
+        ),
+        "data": {keys[path]: files[path] for path in sorted(files)},
     }
 
 
@@ -82,6 +125,11 @@ def job_definition_hash(pj: PlannedJob) -> str:
             "runtime": [runtime.kind, runtime.runtime.name] if runtime else None,
             # Only where there is one, so the hashes of jobs elsewhere stay what they were.
             **({"local_queue": pj.local_queue} if pj.local_queue else {}),
+            **(
+                {"working_dir": dict(pj.definition.working_dir)}
+                if pj.definition.working_dir
+                else {}
+            ),
         }
     )
 

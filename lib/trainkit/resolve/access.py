@@ -84,7 +84,31 @@ def check_access(d: Definition, team: Declared[Team]) -> list[Problem]:
     problems.extend(_pod_metadata(d, team))
     problems.extend(_profiles(d, team))
     problems.extend(_volume_keys(d, team))
+    problems.extend(_working_dir(d, team))
     return problems
+
+
+def _working_dir(d: Definition, team: Declared[Team]) -> list[Problem]:
+    """A RayJob's archive ``working_dir`` must be under a prefix ``Team.working_dir_sources``
+    lists: Ray downloads and runs it on every node (model/working_dir.py), code this
+    repository's review never saw."""
+    env = getattr(d.obj, "runtime_env", None)
+    uri = getattr(env, "working_dir", None)
+    if uri is None or env is None or env.local_dir is not None:
+        return []
+    granted = team.obj.working_dir_sources
+    if any(uri.startswith(prefix) for prefix in granted):
+        return []
+    return [
+        problem(
+            d,
+            f"team {team.obj.name!r} may not run code from {uri!r}; Team.working_dir_sources "
+            f"in {team.file} allows {known(granted)}: ship the directory from the repository "
+            "(working_dir='scripts/<dir>', relative to the definition file), or ask the "
+            "platform team to add the archive's prefix to Team.working_dir_sources",
+            "runtime_env.working_dir",
+        )
+    ]
 
 
 def _volume_keys(d: Definition, team: Declared[Team]) -> list[Problem]:

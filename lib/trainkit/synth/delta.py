@@ -12,7 +12,8 @@ definition file, what those two need and which output files it produced
   imported repository files, and the output directory exactly as that run left it
   (every file's SHA-256);
 - every changed path under ``jobs/`` is a definition file that held only jobs, before
-  and after, or a script only such files ship; no symbolic link anywhere in ``jobs/``.
+  and after, or a script (or a RayJob's ``working_dir`` file) only such files ship; no
+  symbolic link anywhere in ``jobs/``.
 
 Then the pipeline (``synth.synthesize``, the same code as a full run) loads, plans,
 renders and checks the platform and the changed files only (the platform is small and
@@ -139,6 +140,13 @@ def file_facts(
         if f is not None and f["jobs"] and script is not None:
             path = ((root / d.file).parent / script.path).resolve()
             f["deps"].append(path.relative_to(jobs_real).as_posix())
+        env = getattr(d.obj, "runtime_env", None)
+        if f is not None and f["jobs"] and d.working_dir and env is not None and env.local_dir:
+            # Its shipped files (load/working_dir_files.py: inside jobs/, links to files only).
+            top = (root / d.file).parent / env.local_dir
+            for rel in d.working_dir:
+                path = (top / rel).resolve()
+                f["deps"].append(path.relative_to(jobs_real).as_posix())
     by_source = {prefix + rel: f for rel, f in facts.items()}
     for _, items in groups:
         for r in items:

@@ -40,7 +40,7 @@ from ..render.kustomize import (
 from ..render.meta import JOB_LABEL
 from ..render.mpi_operator import render_mpijob
 from ..render.paddle import render_paddlejob
-from ..render.script import render_script_configmap
+from ..render.script import render_script_configmap, render_working_dir_configmap
 from ..render.tensorflow import render_tfjob
 from ..render.training_operator import render_pytorchjob
 from ..render.xgboost import render_xgboostjob
@@ -158,13 +158,13 @@ def _cluster_objects(cp: ClusterPlan) -> Iterator[Rendered]:
         )
         yield Rendered(path, render_runtime(pr), pr.definition.file, pr.definition, pr)
     for pj in cp.jobs:
-        cm = render_script_configmap(pj)
-        if cm is not None:
-            yield Rendered(
-                f"{base}/{pj.namespace}/configmap-{cm['metadata']['name']}.yaml",
-                cm,
-                pj.definition.file,
-            )
+        for cm in (render_script_configmap(pj), render_working_dir_configmap(pj)):
+            if cm is not None:
+                yield Rendered(
+                    f"{base}/{pj.namespace}/configmap-{cm['metadata']['name']}.yaml",
+                    cm,
+                    pj.definition.file,
+                )
         body = _RENDER[pj.kind](pj)
         yield Rendered(
             f"{base}/{pj.namespace}/{pj.kind.lower()}-{pj.object_name}.yaml",

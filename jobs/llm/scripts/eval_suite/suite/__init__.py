@@ -1,0 +1,1 @@
+"""Evaluation tasks of the suite (shipped with the job's working directory)."""

@@ -110,3 +110,22 @@ def test_binary_or_huge_scripts_are_refused(bare):
 def test_missing_jobs_directory(tmp_path: Path):
     with pytest.raises(DefinitionError, match="directory not found"):
         load_jobs(tmp_path / "nope", tmp_path)
+
+
+def test_a_definition_s_process_inherits_every_model_s_validator(bare):
+    # The models defer building their validators to first use (model.base); the origin
+    # builds them before it forks, so a definition's process does not build them again
+    # (that was about half the CPU of loading the example tree, in every load).
+    bare.write(
+        "jobs/platform/probe.py",
+        "from trainkit.model import TrainkitModel\n"
+        "todo, unbuilt = [TrainkitModel], []\n"
+        "while todo:\n"
+        "    cls = todo.pop()\n"
+        "    todo.extend(cls.__subclasses__())\n"
+        "    if not cls.__pydantic_complete__:\n"
+        "        unbuilt.append(cls.__name__)\n"
+        "if unbuilt:\n"
+        "    raise RuntimeError(f'validators not built: {sorted(set(unbuilt))}')\n",
+    )
+    assert len(load(bare)) == 7

@@ -36,8 +36,12 @@ import traceback
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import sandbox
+
+if TYPE_CHECKING:
+    from ..model import TrainkitModel
 
 __all__ = ["Event", "Limits", "prestart", "run"]
 
@@ -257,10 +261,26 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
 def main() -> None:
     """Entry point of an origin started as a fresh interpreter."""
     fd, owner = int(sys.argv[1]), int(sys.argv[2])
-    # Every fork starts with the models a definition imports already loaded.
-    import trainkit.model  # noqa: F401
+    # Every fork starts with the models a definition imports already loaded, and their
+    # validators built: the models defer building them to their first use (model.base),
+    # which would otherwise happen again in every definition's process.
+    from trainkit.model import TrainkitModel
 
+    _build_validators(TrainkitModel)
     _origin_loop(socket.socket(fileno=fd), owner)
+
+
+def _build_validators(model: type[TrainkitModel]) -> None:
+    """Build the validator of ``model`` and of every subclass of it."""
+    seen: set[type[TrainkitModel]] = set()
+    todo = [model]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        cls.model_rebuild()
+        todo.extend(cls.__subclasses__())
 
 
 def _origin_loop(sock: socket.socket, owner: int) -> None:

@@ -607,7 +607,11 @@ def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
     assert cli("synth").code == 0
     for path in ws.out.rglob("*.yaml"):
         fabric = (
-            "llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed", "pretrain-ib", "pretrain-dra"
+            "llama-finetune-fsdp",
+            "fsdp-a800",
+            "pretrain-deepspeed",
+            "pretrain-ib",
+            "pretrain-dra",
         )
         if any(j in path.name for j in fabric):
             continue

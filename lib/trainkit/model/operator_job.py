@@ -430,9 +430,10 @@ class OperatorJob(PodJob):
         return self
 
     @model_validator(mode="after")
-    def _role_volumes(self) -> OperatorJob:
-        # A role's pods get the job's volumes and its own (render/operator_pod.py
-        # role_template): names and paths unique on them, clear of the script.
+    def _role_pods(self) -> OperatorJob:
+        # A role's pods get the job's volumes and its own, and each level's security context
+        # from the role where it gives one (render/operator_pod.py role_template): the kubelet
+        # must accept the pair, and the volumes' names and paths be unique, clear of the script.
         for field, role in self.roles().items():
             try:
                 check_security(*self.security_contexts(role))

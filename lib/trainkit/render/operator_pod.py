@@ -102,7 +102,8 @@ def role_template(
     gives the role's image, env, node selector and tolerations where it has its own
     (``node_selector`` alone replaces the job's node selector, for RayJob's groups).
     ``network`` replaces the job's network profile for this role; a role that does not run
-    training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims.
+    training (an MPI launcher that only starts the ranks) gets no /dev/shm and none of the
+    job's volumes.
     Without GPUs the container's NVIDIA variables are blanked (``pod.hide_gpus``) unless not
     ``gpu_env`` (the operator does it itself). ``own_volumes`` (a Ray group's) and the
     ``role``'s ``volumes`` are the role's own, mounted after the job's."""

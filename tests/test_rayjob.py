@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 from kind_fixtures import planned, render
 from trainkit import (
     DeletionRule,
+    EmptyDir,
     ModelError,
     RayJob,
     Resources,
+    Role,
     RuntimeEnv,
     Script,
+    SecurityContext,
     Toleration,
     WorkerGroup,
 )
@@ -120,6 +123,15 @@ def group(**kw: Any) -> WorkerGroup:
             "runs under KubeRay's autoscaler ServiceAccount, which would replace service_account",
         ),
         (lambda: job(submission_mode="InteractiveMode"), "submission_mode"),
+        (
+            lambda: job(submitter=Role(volumes=[EmptyDir(name="x", path="/x", size="1Gi")])),
+            "submitter.volumes: the submitter pod runs with the job's security contexts and "
+            "mounts no volume",
+        ),
+        (
+            lambda: job(submitter=Role(security_context=SecurityContext(run_as_user=1000))),
+            "submitter.security_context: the submitter pod runs with the job's security contexts",
+        ),
         (
             lambda: job(args=["--rank=$(NODE_RANK)"]),
             "args: $(NODE_RANK) in '--rank=$(NODE_RANK)': a RayJob's entrypoint is no "
@@ -444,7 +456,7 @@ def test_a_head_only_rayjob_passes_the_gpu_caps(head_gpu: int, problems: int) ->
     assert (p.field, p.message) == ("head.gpu", "12 exceeds the 8 GPUs per node of cluster 'c'")
 
 
-from trainkit import ConfigMapVolume, EmptyDir, Volume  # noqa: E402
+from trainkit import ConfigMapVolume, Volume  # noqa: E402
 
 LOGS = EmptyDir(name="ray-logs", path="/tmp/ray", size="10Gi")
 

@@ -380,6 +380,19 @@ def check_submitter(
             "rayjob-submitter and `ray job submit`), so that what runs is what the RayJob says; "
             "drop args and give the program in command= or script="
         )
+    own = [
+        f"submitter.{f}"
+        for f in ("volumes", "security_context", "container_security_context")
+        if getattr(submitter, f)
+    ]
+    if own:
+        # Role's volumes and security contexts are the operator kinds' (render/operator_pod.py
+        # role_template); the submitter pod takes the job's contexts and needs no volume.
+        raise ValueError(
+            f"{' and '.join(own)}: the submitter pod runs with the job's security contexts "
+            "and mounts no volume (it only submits the entrypoint and follows its logs); drop "
+            "them, or set security_context= on the job"
+        )
     if submitter.resources is not None and resources is not None:
         raise ValueError(
             "submitter.resources and submitter_resources both size the submitter pod: keep "

@@ -460,8 +460,8 @@ CASES = [
         obj="PyTorchJob 'resnet50-ddp'",
         field="network",
         says=(
-            "unknown network profile 'infiniband'; defined network profiles: 'ib-multus', 'rdma' "
-            "(declare NetworkProfile(name=...) in jobs/platform/)",
+            "unknown network profile 'infiniband'; defined network profiles: 'ib-multus', 'rdma', "
+            "'rdma-dra' (declare NetworkProfile(name=...) in jobs/platform/)",
         ),
     ),
     # --- definitions: names -----------------------------------------------------------
@@ -748,7 +748,7 @@ CASES = [
         ),
         # The PyTorchJobs on a800-north need the Training Operator, dropped by the same edit,
         # and the MPIJob pi (jobs/llm/pi_mpi.py) mpi-operator too.
-        problems=4,
+        problems=5,
     ),
     Case(
         id="mpijob-sets-an-open-mpi-variable",
@@ -870,7 +870,7 @@ CASES = [
     ),
     Case(
         id="team-not-granted-the-network-profile",
-        edits=((TEAMS, '    network_profiles=["rdma", "ib-multus"],', ""),),
+        edits=((TEAMS, '    network_profiles=["rdma", "ib-multus", "rdma-dra"],', ""),),
         file="jobs/llm/llama_finetune_fsdp.py",
         line='network="rdma"',
         obj="PyTorchJob 'llama-finetune-fsdp'",
@@ -882,8 +882,9 @@ CASES = [
             "to add it there, or drop network= or name a granted one",
         ),
         # The MPIJob and the llm team's TrainingRuntime name it as well, and
-        # llama-pretrain-ib names the team's other profile.
-        problems=4,
+        # llama-pretrain-ib and llama-pretrain-dra name the team's other profiles (and
+        # llama-pretrain-ib asks for rdma/hca, which only the rdma profile lists).
+        problems=6,
     ),
     Case(
         id="rayjob-deletes-itself",
@@ -1049,7 +1050,7 @@ CASES = [
         obj="Team 'llm'",
         field="max_gpus",
         says=(
-            "the team's jobs on cluster 'a800-north' use 112 GPUs together but Team.max_gpus in "
+            "the team's jobs on cluster 'a800-north' use 120 GPUs together but Team.max_gpus in "
             f"{TEAMS} allows 96",
             f"TrainJob 'llama-sft' 56 ({SFT}:5)",
             "lower the jobs' nodes or GPUs, or raise max_gpus",

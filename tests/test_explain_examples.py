@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from trainkit.explain import as_data
+from trainkit.effective import EffectiveJob
+from trainkit.explain import as_data, format_text
 from trainkit.load import load_jobs
 from trainkit.resolve import build_plan
 from trainkit.synth.layout import effective_jobs, render_groups
@@ -36,7 +37,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "604800 s, from when the operator creates the pods, once Volcano admits the gang: time "
         "queued does not count",
     ),
-    ("PyTorchJob llama-pretrain-ib", "a800-north"): (
+    ("PyTorchJob llama-pretrain-dra", "a800-north"): (
+        8,
+        [("Master", 1, True, A800_4), ("Worker", 1, True, A800_4)],
+        "none",
+    ),
+    ("PyTorchJob llama-pretrain-ib-r1", "a800-north"): (
         8,
         [("Master", 1, True, A800_4), ("Worker", 1, True, A800_4)],
         "none",
@@ -145,7 +151,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         ],
         "none",
     ),
-    ("MPIJob pi", "a800-north"): (
+    ("MPIJob pi-r1", "a800-north"): (
         2,
         [("Launcher", 1, False, BLANK), ("Worker", 2, True, BLANK)],
         "none",
@@ -159,13 +165,17 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
 
 
 @pytest.fixture(scope="module")
-def shown() -> dict[tuple[str, str], dict[str, Any]]:
+def effective() -> dict[tuple[str, str], EffectiveJob]:
     plan = build_plan(load_jobs(REPO / "jobs").definitions)
-    out = {}
-    for ej in effective_jobs(render_groups(plan)):
-        d = as_data(ej)
-        out[(f"{d['kind']} {d['name']}", d["cluster"])] = d
-    return out
+    return {
+        (f"{ej.kind} {ej.name}", ej.planned.cluster.name): ej
+        for ej in effective_jobs(render_groups(plan))
+    }
+
+
+@pytest.fixture(scope="module")
+def shown(effective: dict[tuple[str, str], EffectiveJob]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {key: as_data(ej) for key, ej in effective.items()}
 
 
 def test_every_example_job_is_listed(shown: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -205,7 +215,25 @@ def test_explain_shows_what_each_role_sets_itself(
     (threads,) = [e for e in pods["PS"]["env"] if e["name"] == "TF_NUM_INTEROP_THREADS"]
     assert threads["source"] == "role ps"
     assert not [e for e in pods["Worker"]["env"] if e["name"] == "TF_NUM_INTEROP_THREADS"]
-    mpi = {p["role"]: p for p in shown[("MPIJob pi", "a800-north")]["pods"]}
+    mpi = {p["role"]: p for p in shown[("MPIJob pi-r1", "a800-north")]["pods"]}
     assert mpi["Worker"]["restart_policy"] == "Never"
     assert mpi["Launcher"]["restart_policy"] == "OnFailure"
     assert mpi["Worker"]["command"] == ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
+
+
+def test_explain_shows_the_fabric_hook_and_ttl_examples(
+    effective: dict[tuple[str, str], EffectiveJob],
+) -> None:
+    # The examples that carry DRA claims, huge pages, lifecycle hooks, an extended resource
+    # and an MPIJob's ttl_seconds: each setting is in what `trainkit explain` prints.
+    dra = format_text([effective[("PyTorchJob llama-pretrain-dra", "a800-north")]])
+    assert "claim      nics ← a ResourceClaim per pod from ResourceClaimTemplate rdma-nics" in dra
+    assert "started    runs /bin/sh -c ibv_devinfo | grep -q PORT_ACTIVE" in dra
+    assert "pre-stop   runs /bin/sh -c ibv_devinfo > /proc/1/fd/1" in dra
+    assert "baidu.com/a800_80g_cgpu 4, hugepages-2Mi 1Gi" in dra
+    # The gang's sum in the unit of its parts (2 pods × 1Gi), not in bytes.
+    assert "cpu 32, hugepages-2Mi 2Gi, memory 256Gi" in dra
+    ib = format_text([effective[("PyTorchJob llama-pretrain-ib-r1", "a800-north")]])
+    assert "baidu.com/a800_80g_cgpu 4, rdma/hca 1" in ib
+    pi = format_text([effective[("MPIJob pi-r1", "a800-north")]])
+    assert "the launcher's Job, its pod and logs are deleted 86400 s after the job ends" in pi

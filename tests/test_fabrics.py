@@ -72,8 +72,8 @@ def declare_fabric(ws, grant_vision: bool = True) -> None:
     edit(
         ws,
         TEAMS,
-        'network_profiles=["rdma", "ib-multus"]',
-        'network_profiles=["rdma", "ib-multus", "fab"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra", "fab"]',
     )
     if grant_vision:
         edit(
@@ -160,7 +160,7 @@ def test_an_unknown_profile_is_refused(ws, cli) -> None:
     assert run.code == 1
     assert (
         f"{RESNET}:7: PyTorchJob 'resnet50-ddp': network: unknown network profile "
-        "'ib-everywhere'; defined network profiles: 'ib-multus', 'rdma' (declare "
+        "'ib-everywhere'; defined network profiles: 'ib-multus', 'rdma', 'rdma-dra' (declare "
         "NetworkProfile(name=...) in jobs/platform/)"
     ) in run.err, run.err
 
@@ -320,8 +320,8 @@ def declare_dra(ws) -> None:
     edit(
         ws,
         TEAMS,
-        'network_profiles=["rdma", "ib-multus"]',
-        'network_profiles=["rdma", "ib-multus", "dra"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra", "dra"]',
     )
     edit(
         ws,
@@ -402,8 +402,8 @@ def _grant_efa(ws) -> None:
     edit(
         ws,
         TEAMS,
-        'network_profiles=["rdma", "ib-multus"]',
-        'network_profiles=["rdma", "ib-multus", "efa"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra"]',
+        'network_profiles=["rdma", "ib-multus", "rdma-dra", "efa"]',
     )
 
 
@@ -476,7 +476,7 @@ def test_extended_resources_count_against_volcano_and_kueue_queues(ws, cli) -> N
             '{"rdma/roce": 1}',
             "resources.extended.rdma/roce: extended resource 'rdma/roce' is not listed by any "
             "network profile team 'llm' is granted on cluster 'a800-north' "
-            f"(Team.network_profiles in {TEAMS}: 'efa', 'ib-multus', 'rdma'); ask the "
+            f"(Team.network_profiles in {TEAMS}: 'efa', 'ib-multus', 'rdma', 'rdma-dra'); ask the "
             "platform team for a profile listing it in NetworkProfile.resources, or drop it",
         ),
         # More than the granted profile lists per pod.
@@ -682,7 +682,7 @@ def test_extended_resources_of_a_team_runtime_and_a_worker_group_are_checked(ws,
     assert (
         "TrainingRuntime 'fsdp-a800': resources.extended.example.com/fpga: extended resource "
         "'example.com/fpga' is not listed by any network profile team 'llm' is granted "
-        f"(Team.network_profiles in {TEAMS}: 'ib-multus', 'rdma')"
+        f"(Team.network_profiles in {TEAMS}: 'ib-multus', 'rdma', 'rdma-dra')"
     ) in run.err, run.err
     # rdma (rdma/hca) is granted to llm, but exists on a800-north only.
     for cluster in ("gpu-east", "h100-south"):

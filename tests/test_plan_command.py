@@ -606,3 +606,12 @@ def test_the_example_kueue_cluster_s_plan_shows_cohort_borrowing(ws: Workspace) 
         "| `llm` (new) (cohort h100) | 32 of 16, borrows 16 | 131 of 128, borrows 3 | "
         "969Gi of 1Ti |" in comment
     )
+
+
+def test_huge_pages_are_shown_in_the_unit_of_memory() -> None:
+    from decimal import Decimal
+
+    from trainkit.plan.usage import format_amount
+
+    assert format_amount("hugepages-2Mi", Decimal(2 << 30)) == "2Gi"
+    assert format_amount("hugepages-1Gi", Decimal(8 << 30)) == "8Gi"

@@ -86,9 +86,10 @@ VIOLATIONS = {
         [(SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=7,')],
         [
             "jobs/platform/teams.py:21: Team 'llm': max_gpus: the team's jobs on cluster "
-            "'a800-north' use 112 GPUs together but Team.max_gpus in jobs/platform/teams.py "
+            "'a800-north' use 120 GPUs together but Team.max_gpus in jobs/platform/teams.py "
             f"allows 96: MPIJob 'llama-pretrain-deepspeed' 16 ({DEEPSPEED}:5), PyTorchJob "
-            f"'llama-finetune-fsdp' 32 ({FSDP}:5), PyTorchJob 'llama-pretrain-ib' 8 "
+            f"'llama-finetune-fsdp' 32 ({FSDP}:5), PyTorchJob 'llama-pretrain-dra' 8 "
+            "(jobs/llm/llama_pretrain_dra.py:8), PyTorchJob 'llama-pretrain-ib' 8 "
             f"(jobs/llm/llama_pretrain_ib.py:7), TrainJob 'llama-sft' 56 ({SFT}:5); lower the "
             "jobs' nodes or GPUs, or raise max_gpus"
         ],
@@ -97,7 +98,7 @@ VIOLATIONS = {
         [(RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",')],
         [
             f"{RESNET}:5: PyTorchJob 'resnet50-ddp': network: unknown network profile "
-            "'infiniband'; defined network profiles: 'ib-multus', 'rdma' (declare "
+            "'infiniband'; defined network profiles: 'ib-multus', 'rdma', 'rdma-dra' (declare "
             "NetworkProfile(name=...) "
             "in jobs/platform/)"
         ],
@@ -126,7 +127,7 @@ VIOLATIONS = {
         ],
     ),
     "network profile the team is not granted": (
-        [(TEAMS, '    network_profiles=["rdma", "ib-multus"],', "")],
+        [(TEAMS, '    network_profiles=["rdma", "ib-multus", "rdma-dra"],', "")],
         [
             f"{FSDP}:5: PyTorchJob 'llama-finetune-fsdp': network: team 'llm' may not use "
             "network profile 'rdma', which grants capabilities IPC_LOCK; resources rdma/hca; "
@@ -179,14 +180,14 @@ VIOLATIONS = {
         [
             (
                 TEAMS,
-                'network_profiles=["rdma", "ib-multus"]',
-                'network_profiles=["rdma", "ib-multus", "roce"]',
+                'network_profiles=["rdma", "ib-multus", "rdma-dra"]',
+                'network_profiles=["rdma", "ib-multus", "rdma-dra", "roce"]',
             )
         ],
         [
-            f"{TEAMS}:21: Team 'llm': network_profiles[2]: unknown network profile 'roce'; "
-            "defined network profiles: 'ib-multus', 'rdma' (declare NetworkProfile(name=...) in "
-            "jobs/platform/ or remove it here)"
+            f"{TEAMS}:21: Team 'llm': network_profiles[3]: unknown network profile 'roce'; "
+            "defined network profiles: 'ib-multus', 'rdma', 'rdma-dra' (declare "
+            "NetworkProfile(name=...) in jobs/platform/ or remove it here)"
         ],
     ),
     "job setting a variable of its network profile": (
@@ -605,7 +606,13 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws
 def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
     assert cli("synth").code == 0
     for path in ws.out.rglob("*.yaml"):
-        fabric = ("llama-finetune-fsdp", "fsdp-a800", "pretrain-deepspeed", "pretrain-ib")
+        fabric = (
+            "llama-finetune-fsdp",
+            "fsdp-a800",
+            "pretrain-deepspeed",
+            "pretrain-ib",
+            "pretrain-dra",
+        )
         if any(j in path.name for j in fabric):
             continue
         text = path.read_text(encoding="utf-8")

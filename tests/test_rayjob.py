@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 from kind_fixtures import planned, render
 from trainkit import (
     DeletionRule,
+    EmptyDir,
     ModelError,
     RayJob,
     Resources,
+    Role,
     RuntimeEnv,
     Script,
+    SecurityContext,
     Toleration,
     WorkerGroup,
 )
@@ -120,6 +123,31 @@ def group(**kw: Any) -> WorkerGroup:
             "runs under KubeRay's autoscaler ServiceAccount, which would replace service_account",
         ),
         (lambda: job(submission_mode="InteractiveMode"), "submission_mode"),
+        (
+            lambda: job(submitter=Role(volumes=[EmptyDir(name="x", path="/x", size="1Gi")])),
+            "submitter.volumes: the submitter pod runs with the job's security contexts and "
+            "mounts no volume",
+        ),
+        (
+            lambda: job(submitter=Role(security_context=SecurityContext(run_as_user=1000))),
+            "submitter.security_context: the submitter pod runs with the job's security contexts",
+        ),
+        (
+            lambda: job(args=["--rank=$(NODE_RANK)"]),
+            "args: $(NODE_RANK) in '--rank=$(NODE_RANK)': a RayJob's entrypoint is no "
+            "container's command, so the kubelet does not expand it with the job's variables: "
+            "KubeRay hands it to Ray as text, and Ray runs it in a shell on the head, where "
+            "$(NODE_RANK) runs 'NODE_RANK' as a command; write $NODE_RANK (or ${NODE_RANK}) "
+            "to read the variable there (the job's env and runtime_env.env_vars are set for it)",
+        ),
+        (
+            lambda: job(script=None, command=["python", "$(APP)/train.py"]),
+            "command: $(APP) in '$(APP)/train.py': a RayJob's entrypoint is no container's",
+        ),
+        (
+            lambda: RayJob(name="rj", image="img:1", ray_cluster="pool", command=["$(X)"]),
+            "command: $(X) in '$(X)'",
+        ),
     ],
 )
 def test_bad_fields_are_refused_with_the_reason(make: Any, says: str) -> None:
@@ -154,6 +182,14 @@ def test_a_command_from_the_image_is_the_entrypoint() -> None:
     assert body["spec"]["entrypoint"] == "python -m pkg.train --x"
     (c,) = body["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert "workingDir" not in c and "volumeMounts" not in c
+
+
+def test_the_entrypoint_s_shell_variables_reach_the_head_as_written() -> None:
+    # The head's shell reads $VAR and ${VAR}; KubeRay's submitter bash line (common/job.go
+    # BuildJobSubmitCommand) gets them single-quoted, so it passes them on unexpanded.
+    j = job(script=None, command=["python", "-m", "pkg.train"], args=["--rank=$RANK", "${OUT}"])
+    body, _ = render(j, **KUBERAY)
+    assert body["spec"]["entrypoint"] == "python -m pkg.train '--rank=$RANK' '${OUT}'"
 
 
 def test_volcano_reads_the_queue_and_priority_from_labels() -> None:
@@ -420,7 +456,7 @@ def test_a_head_only_rayjob_passes_the_gpu_caps(head_gpu: int, problems: int) ->
     assert (p.field, p.message) == ("head.gpu", "12 exceeds the 8 GPUs per node of cluster 'c'")
 
 
-from trainkit import ConfigMapVolume, EmptyDir, Volume  # noqa: E402
+from trainkit import ConfigMapVolume, Volume  # noqa: E402
 
 LOGS = EmptyDir(name="ray-logs", path="/tmp/ray", size="10Gi")
 

@@ -1,5 +1,6 @@
 """Roles with settings of their own (``Role(image=, command=, args=, env=, resources=,
-restart_policy=, node_selector=, tolerations=)``) on every operator kind with roles.
+restart_policy=, node_selector=, tolerations=, volumes=, security_context=,
+container_security_context=)``) on every operator kind with roles.
 
 What the operators do per replica type, at the versions trainkit pins:
 - training-operator v1.9.4 pkg/controller.v1/common/pod.go ReconcilePods and pkg/core/pod.go
@@ -25,6 +26,10 @@ from kind_fixtures import planned, render
 from trainkit import (
     Capacity,
     Cluster,
+    ContainerSecurityContext,
+    CsiVolume,
+    EmptyDir,
+    HostPath,
     ModelError,
     MPIJob,
     NetworkProfile,
@@ -36,9 +41,12 @@ from trainkit import (
     Role,
     Script,
     SecretKey,
+    SecretVolume,
+    SecurityContext,
     Team,
     TFJob,
     Toleration,
+    Volume,
     XGBoostJob,
 )
 from trainkit.effective import effective_job
@@ -663,3 +671,222 @@ def test_each_role_runs_its_own_settings_and_the_job_s_otherwise(job: TFJob) -> 
         r["replicas"] for r in replicas.values()
     )
     assert ej.gang.requests.get("nvidia.com/gpu", 0) == gpus
+
+
+# --- A role's own volumes (Role(volumes=[...])) ---------------------------------------------------
+
+LOGS = EmptyDir(name="ps-logs", path="/var/log/ps", size="1Gi")
+CERTS = SecretVolume(name="ps-certs", secret="ps-certs", path="/etc/ps")
+DATA = Volume(claim="data", path="/mnt/data", read_only=True)
+
+
+def _mounts(replica: dict[str, Any]) -> dict[str, str]:
+    return {m["name"]: m["mountPath"] for m in _main(replica).get("volumeMounts") or []}
+
+
+def test_a_role_s_volumes_are_mounted_on_its_pods_only_after_the_job_s() -> None:
+    job = _job(TFJob, volumes=[DATA], ps=Role(volumes=[LOGS]))
+    body, pj = render(job)
+    replicas = body["spec"]["tfReplicaSpecs"]
+    ps, worker = replicas["PS"], replicas["Worker"]
+    assert [v["name"] for v in _spec(ps)["volumes"]][-2:] == ["data", "ps-logs"]
+    assert _mounts(ps)["ps-logs"] == "/var/log/ps" and _mounts(ps)["data"] == "/mnt/data"
+    assert {"emptyDir": {"sizeLimit": "1Gi"}, "name": "ps-logs"} in _spec(ps)["volumes"]
+    assert "ps-logs" not in _mounts(worker) and "data" in _mounts(worker)
+    # `trainkit explain` lists it on the PS pods alone.
+    from trainkit.explain import format_text
+
+    text = format_text([effective_job(pj, body)])
+    shown = text[text.index("  PS × 1") : text.index("  Worker × 2")]
+    assert "volume     /var/log/ps ← the node's disk (1Gi)" in shown, shown
+    assert "/var/log/ps" not in text[text.index("  Worker × 2") :]
+
+
+def test_an_mpi_launcher_that_runs_no_ranks_gets_its_own_volumes_only() -> None:
+    scratch = EmptyDir(name="scratch", path="/scratch", size="10Gi")
+    job = _job(
+        MPIJob, volumes=[DATA], launcher=Role(volumes=[LOGS]), worker=Role(volumes=[scratch])
+    )
+    body, _ = render(job, **MPI)
+    launcher, worker = body["spec"]["mpiReplicaSpecs"].values()
+    assert "ps-logs" in _mounts(launcher) and "data" not in _mounts(launcher)
+    assert "scratch" not in _mounts(launcher)
+    assert {"data", "scratch"} <= set(_mounts(worker)) and "ps-logs" not in _mounts(worker)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: _job(TFJob, volumes=[DATA], ps=Role(volumes=[DATA])),
+            "on the ps pods, with the job's volumes and ps.volumes: volumes mount more than "
+            "once at /mnt/data",
+        ),
+        (
+            lambda: _job(
+                TFJob,
+                volumes=[LOGS],
+                ps=Role(volumes=[EmptyDir(name="ps-logs", path="/tmp/x", size="1Gi")]),
+            ),
+            "on the ps pods, with the job's volumes and ps.volumes: two volumes are named "
+            "'ps-logs'",
+        ),
+        (
+            lambda: _job(
+                PyTorchJob,
+                master=Role(volumes=[EmptyDir(name="w", path="/workspace", size="1Gi")]),
+            ),
+            "master.volumes[0] at '/workspace' would hide the script",
+        ),
+        (
+            lambda: _job(
+                MPIJob, launcher=Role(volumes=[EmptyDir(name="ssh-auth", path="/x", size="1Gi")])
+            ),
+            "volume 'ssh-auth' has the name of a volume mpi-operator adds",
+        ),
+    ],
+)
+def test_bad_role_volumes_are_refused_with_why(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value), str(e.value)
+
+
+def test_a_role_volume_is_held_to_the_team_s_grants_at_the_role_s_field() -> None:
+    # A Secret, a node directory and a CSI driver widen what the pods can read: each needs
+    # the grant a job-wide volume needs, and the problem names the role's field.
+    job = _job(
+        TFJob,
+        ps=Role(
+            volumes=[
+                CERTS,
+                HostPath(name="scratch", host_path="/scratch", path="/scratch"),
+                CsiVolume(name="blob", driver="blob.csi.example.com", path="/mnt/blob"),
+            ]
+        ),
+    )
+    team = Team(name="t", queues=["q"], max_gpus=64)
+    found = _problems(job, team)
+    assert any(f.startswith("ps.volumes[0]: team 't' may not mount") for f in found), found
+    assert any(
+        f.startswith("ps.volumes[1]: team 't' may not mount the node's /scratch") for f in found
+    ), found
+    assert any(f.startswith("ps.volumes[2]:") and "blob.csi.example.com" in f for f in found), found
+    granted = team.model_copy(
+        update={"secrets": {"ps-certs": ["ca.crt"]}, "host_paths": ["/scratch"]}
+    )
+    assert _problems(job, granted, csi_drivers=["blob.csi.example.com"]) == []
+
+
+def _problems(job: Any, team: Team, **cluster: Any) -> list[str]:
+    """What synth reports for ``job`` of ``team``: the plan's problems, else the policy's."""
+    c = Cluster(name="c", server="https://c", gpus_per_node=8, **cluster)
+    defs = [
+        Definition(c, P, "platform"),
+        Definition(Queue(name="q", capability=Capacity(gpu=64)), P, "platform"),
+        Definition(team, P, "platform"),
+        Definition(job, "jobs/t/j.py", "t", files={"train.py": "x"}),
+    ]
+    try:
+        plan = build_plan(defs)
+    except DefinitionError as e:
+        return [f"{p.field}: {p.message}" for p in e.problems]
+    groups = render_groups(plan)
+    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    return [f"{p.field}: {p.message}" for p in found]
+
+
+# --- A role's own security contexts ----------------------------------------------------------------
+
+
+def test_a_role_s_security_contexts_replace_the_job_s_on_its_pods_only() -> None:
+    job = _job(
+        TFJob,
+        security_context=SecurityContext(run_as_user=1000),
+        ps=Role(
+            security_context=SecurityContext(run_as_user=2000, fs_group=2000),
+            container_security_context=ContainerSecurityContext(allow_privilege_escalation=False),
+        ),
+    )
+    body, pj = render(job)
+    ps, worker = body["spec"]["tfReplicaSpecs"]["PS"], body["spec"]["tfReplicaSpecs"]["Worker"]
+    assert _spec(ps)["securityContext"] == {"fsGroup": 2000, "runAsUser": 2000}
+    assert _main(ps)["securityContext"] == {"allowPrivilegeEscalation": False}
+    assert _spec(worker)["securityContext"] == {"runAsUser": 1000}
+    assert "securityContext" not in _main(worker)
+    from trainkit.explain import format_text
+
+    text = format_text([effective_job(pj, body)])
+    shown = text[text.index("  PS × 1") : text.index("  Worker × 2")]
+    assert "security   pod: runAsUser 2000; fsGroup 2000" in shown, shown
+    assert "security   pod: runAsUser 1000" in text[text.index("  Worker × 2") :]
+
+
+def test_an_mpi_launcher_s_own_user_reads_the_ssh_key_it_can() -> None:
+    # mpi-operator mounts the key 0644 under a non-root ssh_dir: root's ssh refuses it there.
+    job = _job(
+        MPIJob,
+        ssh_dir="/home/mpiuser/.ssh",
+        security_context=SecurityContext(run_as_user=1000),
+        launcher=Role(security_context=SecurityContext(run_as_user=1000)),
+    )
+    body, _ = render(job, **MPI)
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]
+    assert _spec(launcher)["securityContext"] == {"runAsUser": 1000}
+    with pytest.raises(ModelError) as e:
+        _job(
+            MPIJob,
+            ssh_dir="/home/mpiuser/.ssh",
+            security_context=SecurityContext(run_as_user=1000),
+            launcher=Role(security_context=SecurityContext(run_as_user=0)),
+        )
+    assert "launcher's security context: run_as_user=0 (root) with ssh_dir" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (
+            lambda: Role(
+                security_context=SecurityContext(run_as_non_root=True),
+                container_security_context=ContainerSecurityContext(run_as_user=0),
+            ),
+            "run_as_non_root=True while the containers run as run_as_user=0",
+        ),
+        (
+            lambda: _job(
+                TFJob,
+                container_security_context=ContainerSecurityContext(run_as_user=0),
+                ps=Role(security_context=SecurityContext(run_as_non_root=True)),
+            ),
+            "ps, with the job's security contexts: run_as_non_root=True while the containers "
+            "run as run_as_user=0",
+        ),
+    ],
+)
+def test_bad_role_security_contexts_are_refused_with_why(make: Any, says: str) -> None:
+    with pytest.raises(ModelError) as e:
+        make()
+    assert says in str(e.value), str(e.value)
+
+
+def test_a_role_s_unconfined_profile_needs_the_team_s_grant() -> None:
+    job = _job(TFJob, ps=Role(security_context=SecurityContext(seccomp="Unconfined")))
+    team = Team(name="t", queues=["q"], max_gpus=64)
+    (found,) = _problems(job, team)
+    assert found.startswith(
+        "ps.security_context.seccomp: team 't' may not use the seccomp profile 'Unconfined'"
+    ), found
+    assert _problems(job, team.model_copy(update={"seccomp_profiles": ["Unconfined"]})) == []
+
+
+def test_a_role_s_app_armor_profile_is_refused_on_paddle_operator() -> None:
+    own = ContainerSecurityContext(app_armor="RuntimeDefault")
+    job = _job(PaddleJob, mode="ps", ps=Role(container_security_context=own))
+    team = Team(name="t", queues=["q"], max_gpus=64)
+    (found,) = _problems(job, team, operators=["paddle-operator"])
+    assert found == (
+        "ps.container_security_context.app_armor: on cluster 'c' (paddle-operator): "
+        "paddle-operator's CRD has no appArmorProfile, so the API server would drop it "
+        "silently; leave it out here (the node's default profile applies)"
+    )

@@ -14,6 +14,7 @@ from kind_fixtures import planned, render
 from trainkit import ModelError, Resources, Role, Script, TFJob
 from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
+from trainkit.explain import format_text
 from trainkit.injected_env.tensorflow_env import tf_config
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
@@ -44,6 +45,20 @@ def job(**kw: Any) -> TFJob:
             "success is decided by the chief when there is one",
         ),
         ({"restart_policy": "Always"}, "'Always' restarts a Worker even after it exits 0"),
+        ({"port": 0}, "port: must be at least 1"),
+        ({"port": 65536}, "port: must be at most 65535"),
+        ({"port": "x"}, "port: must be a whole number"),
+        (
+            {"port": 2223, "ports": {"metrics": 2223}},
+            "port is 2223, which ports also gives 'metrics': the TensorFlow server and the "
+            "program would both listen there; choose another number for one of them",
+        ),
+        # The name is the operator's whatever the number: it reads the port by that name.
+        (
+            {"port": 2223, "ports": {"tfjob-port": 9000}},
+            "port name 'tfjob-port' is the one TF_CONFIG's cluster, at tfjob-port has in a "
+            "TFJob's pods; choose another name",
+        ),
         (
             {"name": "p" * 58, "ps": Role(replicas=12)},
             "too long for 12 PS pods: the operator's Service '" + "p" * 58 + "-ps-11'",
@@ -100,6 +115,23 @@ def test_tf_config_is_the_operator_s() -> None:
     assert tf_config(job="tf", namespace="t", counts={"Worker": 1}, role="Worker", index=0) is None
 
 
+def test_port_is_the_servers_on_every_pod_and_in_tf_config() -> None:
+    # util.go GetPortFromTFJob: each type's addresses in TF_CONFIG are at the container port
+    # named tfjob-port of its container "tensorflow".
+    body, pj = render(job(port=2223, ps=Role(resources=CPU), chief=Role()))
+    for spec in body["spec"]["tfReplicaSpecs"].values():
+        (c,) = spec["template"]["spec"]["containers"]
+        assert c["ports"] == [{"containerPort": 2223, "name": "tfjob-port", "protocol": "TCP"}]
+    ej = effective_job(pj, body)
+    for ps in ej.pod_sets:
+        config = json.loads({e.name: e.value for e in ps.env}["TF_CONFIG"])
+        addresses = [a for role in config["cluster"].values() for a in role]
+        assert len(addresses) == 4 and all(a.endswith(".svc:2223") for a in addresses), config
+    # `trainkit explain` shows it on every pod.
+    shown = format_text([ej])
+    assert shown.count("ports      tfjob-port 2223") == 3, shown
+
+
 def test_effective_pods_get_tf_config_and_the_success_rule() -> None:
     body, pj = render(job(ps=Role(resources=CPU)))
     ej = effective_job(pj, body)
@@ -146,6 +178,7 @@ def tfjobs(draw: Any) -> TFJob:
         success="first_worker" if chief else draw(st.sampled_from(["first_worker", "all_workers"])),
         restart_policy=draw(st.sampled_from(["OnFailure", "Never", "ExitCode"])),
         clean_pods=draw(st.sampled_from(["Running", "All", "None"])),
+        port=draw(st.integers(1, 65535)),
     )
 
 

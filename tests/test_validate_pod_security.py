@@ -77,14 +77,15 @@ HAND_EDITS = {
         host_network,
         f"{MASTER}.hostNetwork",
         # In the repository's tree the platform's profiles decide, as in `trainkit check`.
-        "pod security: the host network is not allowed (NetworkProfiles 'ib-multus', 'rdma'); remove "
-        "hostNetwork, or ask the platform team for a NetworkProfile with host_network=True",
+        "pod security: the host network is not allowed (NetworkProfiles 'ib-multus', 'rdma', "
+        "'rdma-dra'); remove hostNetwork, or ask the platform team for a NetworkProfile with "
+        "host_network=True",
     ),
     "capability SYS_ADMIN": (
         sys_admin,
         f"{WORKER}.containers[0].securityContext.capabilities.add[1]",
         "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
-        "'IPC_LOCK' (NetworkProfiles 'ib-multus', 'rdma'); remove it",
+        "'IPC_LOCK' (NetworkProfiles 'ib-multus', 'rdma', 'rdma-dra'); remove it",
     ),
 }
 
@@ -292,7 +293,7 @@ def test_validate_in_a_trainkit_repository_honours_the_platform_s_profiles(ws, c
     (problem,) = json.loads(run.out)
     assert problem["message"] == (
         "pod security: capability 'SYS_ADMIN' of container 'pytorch' is not allowed; allowed: "
-        "'IPC_LOCK' (NetworkProfiles 'hostnet', 'ib-multus', 'rdma'); remove it"
+        "'IPC_LOCK' (NetworkProfiles 'hostnet', 'ib-multus', 'rdma', 'rdma-dra'); remove it"
     )
 
 

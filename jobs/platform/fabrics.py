@@ -13,3 +13,14 @@ ib_multus = NetworkProfile(
     env={"NCCL_IB_DISABLE": "0", "NCCL_SOCKET_IFNAME": "net1"},
     clusters=["a800-north"],
 )
+
+# The same HCAs allocated through Dynamic Resource Allocation instead: each pod gets its own
+# ResourceClaim from the "rdma-nics" ResourceClaimTemplate the platform creates in the team's
+# namespace (its DRA driver picks NICs next to the pod's GPUs and attaches them).
+rdma_dra = NetworkProfile(
+    name="rdma-dra",
+    capabilities=["IPC_LOCK"],  # to pin memory for the NICs
+    claims={"nics": "rdma-nics"},
+    env={"NCCL_IB_DISABLE": "0"},
+    clusters=["a800-north"],
+)

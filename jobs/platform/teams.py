@@ -24,7 +24,8 @@ llm = Team(
     queues=["llm"],
     clusters=["gpu-east", "a800-north", "h100-south"],
     max_gpus=96,  # all the team's jobs on one cluster together
-    # rdma: IPC_LOCK and rdma/hca for NCCL over InfiniBand; ib-multus: IB as a Multus interface
-    network_profiles=["rdma", "ib-multus"],
+    # rdma: IPC_LOCK and rdma/hca for NCCL over InfiniBand; ib-multus: IB as a Multus interface;
+    # rdma-dra: the HCAs as Dynamic Resource Allocation claims
+    network_profiles=["rdma", "ib-multus", "rdma-dra"],
     workload_priority_classes=["deadline"],  # on h100-south (Kueue): jobs may jump the queue
 )

@@ -70,7 +70,9 @@ def _quantities(amounts: dict[str, Decimal]) -> dict[str, str]:
     out = {}
     for name, value in sorted(amounts.items()):
         whole = int(value) if value == value.to_integral_value() else None
-        if whole is not None and name in ("memory", "ephemeral-storage"):
+        if whole is not None and (
+            name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")
+        ):
             for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20)):
                 if whole >= size and whole % size == 0:
                     out[name] = f"{whole // size}{unit}"

@@ -170,7 +170,8 @@ class MPIJob(OperatorJob):
                 "launcher.resources is ignored with launcher_as_worker=True: the launcher runs "
                 "ranks and gets the job's resources; drop one of them"
             )
-        for v in self.volumes:
+        # The launcher's and the workers' own volumes are on pods mpi-operator mounts too.
+        for v in [*self.volumes, *(v for _, v in self.group_volume_fields())]:
             name = volume_name(v)
             if name in MPI_RESERVED_VOLUMES:
                 what = "claim" if isinstance(v, Volume) else "volume"
@@ -236,7 +237,18 @@ class MPIJob(OperatorJob):
         root either way (pkg/controller/mpi_job_controller.go setupSSHOnPod). OpenSSH
         (authfile.c sshkey_perm_ok) refuses a private key its own uid owns with any group or
         other bit, and another uid cannot read a 0600 file of root's."""
-        uid, non_root = effective_user(self.security_context, self.container_security_context)
+        # The launcher's ssh and the workers' sshd each read the key as their own user, which
+        # a role's security contexts may choose.
+        for field, role in (("launcher", self.launcher), ("worker", self.worker)):
+            try:
+                self._check_ssh_key_user(*effective_user(*self.security_contexts(role)))
+            except ValueError as e:
+                own = role is not None and (
+                    role.security_context is not None or role.container_security_context is not None
+                )
+                raise ValueError(f"{field}'s security context: {e}" if own else str(e)) from None
+
+    def _check_ssh_key_user(self, uid: int | None, non_root: bool) -> None:
         root_dir = self.ssh_dir.rstrip("/") == _ROOT_SSH
         if root_dir and (non_root or (uid is not None and uid != 0)):
             who = f"run_as_user={uid}" if uid not in (None, 0) else "run_as_non_root=True"

@@ -49,7 +49,13 @@ from .pod_settings import (
 )
 from .probes import Probe, check_probes
 from .security import ContainerSecurityContext, SecurityContext, check_security
-from .volumes import AnyVolume, check_volumes, check_workspace, volume_name
+from .volumes import (
+    AnyVolume,
+    check_group_volumes,
+    check_volumes,
+    check_workspace,
+    volume_name,
+)
 
 __all__ = ["MAX_RUN", "OperatorJob", "PodJob", "Role", "RoleJob", "refuse_always", "run_name"]
 
@@ -103,11 +109,29 @@ class Role(TrainkitModel):
     tolerations: list[Toleration] | None = None
     """Taints the role's pods tolerate, instead of the job's (only those the Cluster
     allows): ``[]`` keeps a CPU role off tainted GPU nodes the job tolerates."""
+    security_context: SecurityContext | None = None
+    """Who the role's containers run as, instead of the job's ``security_context``, e.g.
+    ``SecurityContext(run_as_user=1000)`` for a launcher whose image has its own user; the
+    same grants hold for its seccomp and AppArmor profiles."""
+    container_security_context: ContainerSecurityContext | None = None
+    """The role's container's own settings, instead of the job's
+    ``container_security_context``; it can only narrow what the container may do."""
+    volumes: list[AnyVolume] = []
+    """Volumes mounted on the role's pods only, beside the job's ``volumes`` (which every pod
+    running the job's code gets), e.g. ``[SecretVolume(secret="ps-certs", path="/etc/ps")]``
+    for parameter servers; held to the same grants and rules as the job's, and named and
+    placed apart from them. An MPI launcher that runs no ranks gets its own but not the
+    job's."""
 
     @field_validator("restart_policy", mode="before")
     @classmethod
     def _not_always(cls, value: Any) -> Any:
         return refuse_always(value, "the role")
+
+    @model_validator(mode="after")
+    def _security(self) -> Role:
+        check_security(self.security_context, self.container_security_context)
+        return self
 
 
 class PodJob(TrainkitModel):
@@ -357,6 +381,25 @@ class OperatorJob(PodJob):
         """The roles the job gives, by field name, in ``ROLE_FIELDS`` order."""
         return {f: r for f in self.ROLE_FIELDS if (r := getattr(self, f)) is not None}
 
+    def group_volume_fields(self) -> list[tuple[str, AnyVolume]]:
+        """Each role's own volumes, with their fields (``ps.volumes[0]``)."""
+        return [
+            (f"{field}.volumes[{i}]", v)
+            for field, role in self.roles().items()
+            for i, v in enumerate(role.volumes)
+        ]
+
+    def security_contexts(
+        self, role: Role | None
+    ) -> tuple[SecurityContext | None, ContainerSecurityContext | None]:
+        """The pod's and the container's security context of ``role``'s pods: each the
+        role's where it gives one, else the job's."""
+        pod, own = self.security_context, self.container_security_context
+        if role is not None:
+            pod = role.security_context or pod
+            own = role.container_security_context or own
+        return pod, own
+
     def role(self, name: str) -> Role | None:
         """The settings of replica type ``name``; None where it runs the job's own."""
         for field, rtype in self.ROLE_FIELDS.items():
@@ -384,6 +427,20 @@ class OperatorJob(PodJob):
                     )
         if bad:
             raise ValueError("; ".join(bad) + " — remove it from the role's env")
+        return self
+
+    @model_validator(mode="after")
+    def _role_pods(self) -> OperatorJob:
+        # A role's pods get the job's volumes and its own, and each level's security context
+        # from the role where it gives one (render/operator_pod.py role_template): the kubelet
+        # must accept the pair, and the volumes' names and paths be unique, clear of the script.
+        for field, role in self.roles().items():
+            try:
+                check_security(*self.security_contexts(role))
+            except ValueError as e:
+                raise ValueError(f"{field}, with the job's security contexts: {e}") from None
+            check_group_volumes(self.volumes, role.volumes, f"the {field} pods", f"{field}.volumes")
+            check_workspace(role.volumes, self.script, field=f"{field}.volumes")
         return self
 
 

@@ -174,6 +174,9 @@ def paddle_operator_problems(job: PaddleJob) -> list[tuple[str, str]]:
         ("container_security_context", job.container_security_context),
         *((f"init_containers[{i}].security_context", ic.security_context)
           for i, ic in enumerate(job.init_containers)),
+        *((f"{f}.{level}", getattr(role, level))
+          for f, role in job.roles().items()
+          for level in ("security_context", "container_security_context")),
     ]  # fmt: skip
     for field, context in contexts:
         if context is not None and context.app_armor is not None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..injected_env import refused_env_reason
+from ..kube.expansion import references
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
 from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
@@ -426,6 +427,19 @@ def check_submitter(
             "rayjob-submitter and `ray job submit`), so that what runs is what the RayJob says; "
             "drop args and give the program in command= or script="
         )
+    own = [
+        f"submitter.{f}"
+        for f in ("volumes", "security_context", "container_security_context")
+        if getattr(submitter, f)
+    ]
+    if own:
+        # Role's volumes and security contexts are the operator kinds' (render/operator_pod.py
+        # role_template); the submitter pod takes the job's contexts and needs no volume.
+        raise ValueError(
+            f"{' and '.join(own)}: the submitter pod runs with the job's security contexts "
+            "and mounts no volume (it only submits the entrypoint and follows its logs); drop "
+            "them, or set security_context= on the job"
+        )
     if submitter.resources is not None and resources is not None:
         raise ValueError(
             "submitter.resources and submitter_resources both size the submitter pod: keep "
@@ -543,6 +557,30 @@ class RayJob(PodJob):
     """Fail the job when it has run this long (``activeDeadlineSeconds``), counted from when
     KubeRay starts it (Initializing): at creation on Volcano, so time queued there counts; at
     admission on Kueue; anew for each retry."""
+
+    @field_validator("command", "args")
+    @classmethod
+    def _no_kubelet_references(cls, argv: list[str] | None) -> list[str] | None:
+        # The entrypoint is never a container's command: KubeRay joins it into the text of
+        # its submitter's `ray job submit ... -- <entrypoint>` bash line (controllers/ray/
+        # common/job.go BuildJobSubmitCommand; rayjob_controller.go
+        # configureSubmitterContainer), or posts it over HTTP (HTTPMode), and Ray runs it in a
+        # shell on the head. So the kubelet never expands $(VAR) with the job's variables (in
+        # the submitter it sees only KubeRay's own), and the head's shell runs VAR as a
+        # command instead. ($$ differs by mode, the kubelet's escape in the submitter's args
+        # and the shell's PID over HTTP, so it is not suggested.)
+        for text in argv or ():
+            refs = references(text)
+            if refs:
+                name = refs[0].name
+                raise ValueError(
+                    f"$({name}) in {text!r}: a RayJob's entrypoint is no container's command, "
+                    "so the kubelet does not expand it with the job's variables: KubeRay hands "
+                    f"it to Ray as text, and Ray runs it in a shell on the head, where $({name}) "
+                    f"runs {name!r} as a command; write ${name} (or ${{{name}}}) to read the "
+                    "variable there (the job's env and runtime_env.env_vars are set for it)"
+                )
+        return argv
 
     @field_validator("name")
     @classmethod

@@ -1,8 +1,9 @@
 """The TFJob (``kubeflow.org/v1``, Training Operator v1.9) definition.
 
 Rules cite kubeflow/trainer at v1.9.4: pkg/webhooks/tensorflow/tfjob_webhook.go (roles,
-container ``tensorflow``), pkg/controller.v1/tensorflow/tensorflow.go (TF_CONFIG) and
-tfjob_controller.go (when the job succeeds).
+container ``tensorflow``), pkg/controller.v1/tensorflow/tensorflow.go (TF_CONFIG),
+pkg/controller.v1/tensorflow/util.go (its port) and tfjob_controller.go (when the job
+succeeds).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import ClassVar, Literal
 
 from pydantic import model_validator
 
+from ..injected_env.tensorflow_env import TFJOB_PORT
 from .operator_job import Role, RoleJob
+from .pod_settings import PortNumber, check_operator_port
 
 __all__ = ["TF_ROLES", "TFJob"]
 
@@ -36,6 +39,11 @@ class TFJob(RoleJob):
     """Without a chief, when the job succeeds: when Worker 0 exits 0 (the operator's default)
     or when every Worker has (``all_workers``). Parameter servers never exit on their own;
     ``clean_pods`` stops them."""
+    port: PortNumber = TFJOB_PORT
+    """The port TensorFlow's servers listen on: the container port named ``tfjob-port`` on
+    every pod, which the operator writes into each address of ``TF_CONFIG``'s cluster
+    (default 2222, the operator's). Set it where the program's servers listen on another
+    one (``port=2223``); it must differ from the job's ``ports``."""
 
     @model_validator(mode="after")
     def _coherent(self) -> TFJob:
@@ -48,6 +56,10 @@ class TFJob(RoleJob):
             raise ValueError(
                 "success is decided by the chief when there is one; drop success= or the chief"
             )
+        # util.go GetPortFromTFJob: each address of TF_CONFIG's cluster is at the container
+        # port named tfjob-port (read at v1.9.0: the mirror lacks the v1.9.4 tag); a port of
+        # the job's own with that number would fight over it.
+        check_operator_port("port", self.port, self.ports, "TensorFlow server")
         self._check_role_names()
         return self
 

@@ -191,7 +191,7 @@ def format_amount(resource: str, value: Decimal) -> str:
             return f"{int(value * 1000)}m"
         return format(value.normalize(), "f")
     whole = int(value)
-    if resource in ("memory", "ephemeral-storage"):
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
         for unit, size in (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):  # fmt: skip
             if whole >= size and whole % size == 0:
                 return f"{whole // size}{unit}"

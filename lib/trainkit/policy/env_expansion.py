@@ -10,7 +10,9 @@ after the job's, so an env value cannot use them; command and args can). ``$$(VA
 escape for a literal ``$(VAR)``, such as a shell's command substitution.
 
 A reference that does not come from the definition (trainkit's own scripts, a runtime's
-command) is not the definition's to fix and is not reported here.
+command) is not the definition's to fix and is not reported here. A RayJob's command and args
+are its entrypoint, no container's: a ``$(VAR)`` there is refused by the model
+(``RayJob._no_kubelet_references``).
 """
 
 from __future__ import annotations

@@ -102,15 +102,18 @@ def role_template(
     gives the role's image, env, node selector and tolerations where it has its own
     (``node_selector`` alone replaces the job's node selector, for RayJob's groups).
     ``network`` replaces the job's network profile for this role; a role that does not run
-    training (an MPI launcher that only starts the ranks) gets no /dev/shm and no claims.
+    training (an MPI launcher that only starts the ranks) gets no /dev/shm and none of the
+    job's volumes.
     Without GPUs the container's NVIDIA variables are blanked (``pod.hide_gpus``) unless not
-    ``gpu_env`` (the operator does it itself). ``own_volumes`` are the role's own, mounted
-    after the job's (a Ray group's)."""
+    ``gpu_env`` (the operator does it itself). ``own_volumes`` (a Ray group's) and the
+    ``role``'s ``volumes`` are the role's own, mounted after the job's."""
     profile = pj.network if network == "job" else network
+    # A role's own volumes after the job's; a role that runs no training gets its own only.
+    own = [*own_volumes, *(role.volumes if role is not None else ())]
     volumes, mounts = pod_volumes(
         configmap=configmap, scripts=list(pj.definition.files),
         shm_size=job.shm_size if runs_training else None,
-        claims=[*job.volumes, *own_volumes] if runs_training else (),
+        claims=[*job.volumes, *own] if runs_training else own,
     )  # fmt: skip
     image = pj.role_image(role) if role is not None and role.image is not None else None
     c: dict[str, Any] = {"name": container["name"], "image": image or container["image"]}
@@ -131,7 +134,9 @@ def role_template(
     if ports:
         c["ports"] = ports
     c["resources"] = resource_requirements(resources, pj.cluster)
-    container_security(c, job)
+    # A role's security contexts instead of the job's, each level on its own.
+    own_context = role if role is not None and role.container_security_context else job
+    container_security(c, own_context)
     network_container(c, profile)
     if gpu_env:
         hide_gpus(c, pj.cluster)
@@ -148,7 +153,7 @@ def role_template(
         spec["initContainers"] = init_containers(pj, job, mounts)
     spec["containers"] = [c]
     network_pod(spec, profile)
-    pod_security(spec, job)
+    pod_security(spec, role if role is not None and role.security_context else job)
     if pj.queue is not None:
         spec["schedulerName"] = "volcano"
     if volumes:

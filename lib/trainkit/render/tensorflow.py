@@ -2,14 +2,13 @@
 
 The webhook wants a container named ``tensorflow`` in every role (pkg/webhooks/tensorflow/
 tfjob_webhook.go); the operator sets TF_CONFIG on it and reads the port named
-``tfjob-port`` (pkg/controller.v1/tensorflow/tensorflow.go).
+``tfjob-port`` (pkg/controller.v1/tensorflow/util.go GetPortFromTFJob), ``TFJob.port``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..injected_env.tensorflow_env import TFJOB_PORT
 from ..model.tfjob import TFJob
 from ..resolve import PlannedJob
 from .operator_pod import role_replicas, run_policy
@@ -25,7 +24,7 @@ def render_tfjob(pj: PlannedJob) -> dict[str, Any]:
     job = pj.job
     if not isinstance(job, TFJob):
         raise TypeError(f"not a TFJob: {pj.kind}")
-    port = {"containerPort": TFJOB_PORT, "name": PORT_NAME, "protocol": "TCP"}
+    port = {"containerPort": job.port, "name": PORT_NAME, "protocol": "TCP"}
     replicas = role_replicas(pj, job, CONTAINER, port, ["python3"])
     # Every pod, parameter servers and evaluator included, must start together: the
     # workers block until TF_CONFIG's whole cluster answers.

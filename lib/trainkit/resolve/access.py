@@ -165,8 +165,20 @@ def _profiles(d: Definition, team: Declared[Team]) -> list[Problem]:
     does not grant: ``Unconfined`` lifts a confinement of the kernel, and a node's own
     profile may allow anything (or be missing, so the pod never starts)."""
     problems = []
+    roles = getattr(d.obj, "roles", None)
+    # A role's own contexts (Role(security_context=…)) are held to the same grants.
+    owners = [("", d.obj), *((f"{f}.", r) for f, r in (roles() if callable(roles) else {}).items())]
+    for prefix, owner in owners:
+        problems.extend(_owner_profiles(d, team, owner, prefix))
+    return problems
+
+
+def _owner_profiles(
+    d: Definition, team: Declared[Team], owner: object, prefix: str
+) -> list[Problem]:
+    problems = []
     for field in ("security_context", "container_security_context"):
-        context = getattr(d.obj, field, None)
+        context = getattr(owner, field, None)
         if context is None:
             continue
         for kind, grant in (("seccomp", "seccomp_profiles"), ("app_armor", "app_armor_profiles")):
@@ -180,7 +192,7 @@ def _profiles(d: Definition, team: Declared[Team]) -> list[Problem]:
                     f"team {team.obj.name!r} may not use the {kind} profile {profile!r}; "
                     f"Team.{grant} in {team.file} allows {known(granted)} besides "
                     f"{RUNTIME_DEFAULT!r}; use {RUNTIME_DEFAULT!r}, or ask the platform team",
-                    f"{field}.{kind}",
+                    f"{prefix}{field}.{kind}",
                 )
             )
     return problems

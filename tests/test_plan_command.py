@@ -509,7 +509,7 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
         for r in c["changes"]
         if r["kind"] in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "JAXJob", "TrainJob")
     }
-    assert len(gone) == 18
+    assert len(gone) == 19
     assert gone == {k: v for k, v in new.items() if k in gone}
 
 

@@ -167,6 +167,8 @@ def _subreaper(on: bool) -> None:
 class _Watch:
     left: list[str] = dataclasses.field(default_factory=list)
     """Command lines of the processes started in the block still running at its end."""
+    pids: list[int] = dataclasses.field(default_factory=list)
+    """Their process ids, in the same order."""
 
     def survivors(self, out: str) -> list[str]:
         """What the rehearsal left running: any process it started (``left``), and any Ray
@@ -205,6 +207,7 @@ def _watch() -> Iterator[_Watch]:
                 and "trainkit.load" not in _cmdline(pid)
             ]  # fmt: skip
             watch.left = [_cmdline(pid) for pid in left]
+            watch.pids = list(left)
             for pid in left:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -330,11 +333,20 @@ def test_trainkit_does_not_import_ray() -> None:
 def test_the_watch_finds_an_orphan_the_block_left_running() -> None:
     """What the rehearsal tests below rely on to find survivors: a process whose parent
     exits (here sh, which leaves its sleep behind) is still found below the test."""
+    # Told by pid, not command line: on a loaded machine the orphan may not have exec'd
+    # sleep yet when the table is read (its command line is still sh's).
     with _watch() as watch:
-        subprocess.run(["sh", "-c", "sleep 600 &"], check=True)
-    assert watch.left == ["sleep 600"]
+        run = subprocess.run(
+            ["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    assert watch.pids == [int(run.stdout)]
+    # sh waits for what it killed, so nothing is left (a killed process that is not yet
+    # reaped could still be running when the table is read).
     with _watch() as watch:
-        subprocess.run(["sh", "-c", "sleep 600 & kill $!"], check=True)
+        subprocess.run(["sh", "-c", "sleep 600 & kill $!; wait $!"], check=False)
     assert watch.left == []
 
 

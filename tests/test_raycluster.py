@@ -9,6 +9,7 @@ utils/util_test.go TestGetWorkerGroupDesiredReplicas) and kueue v0.19.2's RayClu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -154,8 +155,12 @@ def test_an_autoscaled_group_leaves_its_count_to_the_autoscaler() -> None:
     assert "replicas" not in group
     assert (group["minReplicas"], group["maxReplicas"]) == (1, 5)
     ej = effective_job(pj, body)
-    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("Head", 1), ("gpu", 1)]
+    # It starts with 2 pods; quota, caps and the plan count the 5 workers the autoscaler may
+    # start (utils/util.go CalculateMaxReplicas).
     assert scaled.nodes == 2
+    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [("Head", 1), ("gpu", 5)]
+    assert any("quota, caps and the plan count its maxReplicas" in n for n in ej.notes)
+    assert ej.notes[0].startswith("a long-lived Ray cluster of up to 6 Ray node(s)")
 
 
 @pytest.mark.parametrize(
@@ -364,9 +369,12 @@ def test_anything_the_model_accepts_renders_a_valid_raycluster_kuberay_accepts(
         assert g["template"]["spec"]["containers"]
         assert g["minReplicas"] <= g["maxReplicas"]
     ej = effective_job(cp.jobs[0], body)
-    assert ej.nodes == j.nodes
+    # Each group at the most it may have; the gang at what it starts with, every pod beyond
+    # in at_most (utils/util.go CalculateMaxReplicas, CalculateMinReplicas).
+    assert ej.nodes == 1 + sum(g.scaling[1] * g.hosts for g in j.workers)
     if volcano:
         assert ej.gang is not None and ej.gang.min_member == j.nodes
+        assert ej.gang.at_most == (ej.requests() if j.autoscaled else None)
     else:
         assert ej.gang is None
 
@@ -934,3 +942,105 @@ def test_a_raycluster_mounts_head_volumes_on_the_head_and_checks_them() -> None:
     assert "on the head, with the job's volumes and head_volumes: volumes mount more than once" in (
         str(e.value)
     )
+
+
+# --- the gate, end to end: an autoscaled group counts at its maximum --------------------------
+
+SCALED_POOL = """\
+from trainkit import RayCluster, Resources, WorkerGroup
+
+pool = RayCluster(
+    name="pool",
+    image="registry.example.com/ray:2",
+    head=Resources(cpu=4, memory="16Gi"),
+    workers=[
+        WorkerGroup(name="cpu", nodes=1, resources=Resources(cpu=8, memory="32Gi")),
+        WorkerGroup(
+            name="gpu", min_nodes=1, max_nodes=MAX, resources=Resources(cpu=8, memory="32Gi", gpu=4)
+        ),
+    ],
+    clusters=["east"],
+)
+"""
+
+
+def _scaled_pool(bare: Any, most: int, team: str = "") -> None:
+    platform = (bare.jobs / "platform/platform.py").read_text()
+    platform = platform.replace("gpus_per_node=8)", 'gpus_per_node=8, operators=["kuberay"])', 1)
+    platform = platform.replace(
+        'queues=["research"])', f'queues=["research"], ray_autoscaling=True{team})'
+    )
+    bare.write("jobs/platform/platform.py", platform)
+    bare.write("jobs/vision/ddp.py", "")
+    bare.write("jobs/vision/pool.py", SCALED_POOL.replace("MAX", str(most)))
+
+
+def test_team_and_job_caps_count_an_autoscaled_group_at_its_maximum(
+    bare: Any, bare_cli: Any
+) -> None:
+    # KubeRay v1.7.0: the autoscaler may scale group 'gpu' from 1 to 4 workers of 4 GPUs
+    # (utils/util.go GetWorkerGroupDesiredReplicas keeps replicas within min..max); 4 GPUs at
+    # the start fit Team.max_gpus 8, the 16 it may hold do not.
+    _scaled_pool(bare, 4, ", max_gpus=8")
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert "the team's jobs on cluster 'east' use 16 GPUs together but Team.max_gpus" in run.err
+    assert "RayCluster 'pool' 16 (jobs/vision/pool.py:" in run.err
+    _scaled_pool(bare, 4)
+    platform = (bare.jobs / "platform/platform.py").read_text()
+    bare.write(
+        "jobs/platform/platform.py",
+        platform + "\nfrom trainkit import Policy\npolicy = Policy(max_gpus_per_job=10)\n",
+    )
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert (
+        "RayCluster 'pool': workers[1].max_nodes: 16 GPUs (gpu up to 4 (workers[1].max_nodes) "
+        "× 4) exceed the per-job cap of 10"
+    ) in run.err
+    assert "Traceback" not in run.err
+
+
+def test_the_queue_must_hold_every_worker_an_autoscaled_group_may_start(
+    bare: Any, bare_cli: Any
+) -> None:
+    # research holds 16 GPUs: the gang (head, 1 cpu and 1 gpu worker: 4 GPUs) fits, the 5 gpu
+    # workers the autoscaler may start (20 GPUs) do not.
+    _scaled_pool(bare, 5)
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert (
+        "RayCluster 'pool': workers[1].max_nodes: at its most, 7 Ray nodes, the job needs 20 "
+        "nvidia.com/gpu on cluster 'east', but queue 'research' can hold at most 16 "
+        "nvidia.com/gpu"
+    ) in run.err
+    assert "lower workers[1].max_nodes, or use another queue" in run.err
+    # At 4 it fits: synthesized, and explained at the gang's minimum and the group's maximum.
+    _scaled_pool(bare, 4)
+    run = bare_cli("synth")
+    assert run.code == 0, run.err
+    run = bare_cli("explain", "pool", "--format", "json")
+    assert run.code == 0, run.err
+    (explained,) = json.loads(run.out)["jobs"]
+    # volcano_scheduler.go calculatePodGroupParams: minMember is the head and each group's
+    # minReplicas × numOfHosts when autoscaling.
+    assert explained["podgroup"]["min_member"] == 3
+    assert [(p["role"], p["count"]) for p in explained["pods"]] == [
+        ("Head", 1),
+        ("cpu", 1),
+        ("gpu", 4),
+    ]
+    assert explained["gpus"] == 16
+    # The plan's queue demand counts the same 16 GPUs, not the gang's 4.
+    run = bare_cli("plan", "--format", "json")
+    assert run.code == 0, run.err
+    (east,) = [c for c in json.loads(run.out)["clusters"] if c["cluster"] == "east"]
+    (row,) = [r for r in east["changes"] if r["kind"] == "RayCluster"]
+    assert row["after"]["gpus"] == 16
+    assert row["after"]["pods"] == [
+        {"role": "Head", "count": 1},
+        {"role": "cpu", "count": 1},
+        {"role": "gpu", "count": 4},
+    ]
+    (research,) = east["queues"]
+    assert research["after"]["requests"]["gpu"] == 16

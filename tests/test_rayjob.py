@@ -220,8 +220,25 @@ def test_an_autoscaled_group_is_admitted_at_its_minimum() -> None:
     (g,) = cluster["workerGroupSpecs"]
     assert (g["replicas"], g["minReplicas"], g["maxReplicas"]) == (2, 1, 6)
     ej = effective_job(pj, body)
+    # volcano_scheduler.go calculatePodGroupParams: minMember and minResources are the head
+    # and each group's minReplicas (CalculateMinReplicas, CalculateMinResources), with the
+    # submitter's requests (getSubmitterResource).
     assert ej.gang is not None and ej.gang.min_member == 2  # the head and one worker
-    assert any("autoscaling" in note for note in ej.notes)
+    assert ej.gang.requests["nvidia.com/gpu"] == 4
+    assert ej.gang.requests["cpu"] == 4 + 16 + 1  # the head, a worker, the submitter
+    # The autoscaler may start 6 workers (utils/util.go CalculateMaxReplicas): quota, caps,
+    # the queue's fit and the plan count them all, beside the head and the submitter.
+    assert [(ps.role, ps.count) for ps in ej.pod_sets] == [
+        ("Head", 1),
+        ("gpu", 6),
+        ("Submitter", 1),
+    ]
+    assert ej.gpus() == 24
+    assert ej.gang.at_most is not None
+    assert ej.gang.at_most["nvidia.com/gpu"] == 24
+    assert ej.gang.at_most["cpu"] == 4 + 6 * 16 + 1
+    assert any("quota, caps and the plan count its maxReplicas" in n for n in ej.notes)
+    assert "on the up to 7 Ray node(s)" in ej.notes[0]
 
 
 def test_the_submitter_gets_the_job_s_access_and_tolerations() -> None:
@@ -383,7 +400,8 @@ def test_anything_the_model_accepts_renders_a_valid_rayjob(
     if "deletionStrategy" in spec:
         assert spec["shutdownAfterJobFinishes"] is False
     ej = effective_job(cp.jobs[0], body)
-    assert ej.nodes == 1 + sum(g.nodes for g in j.workers)
+    # Each group at the most its autoscaler may start (utils/util.go CalculateMaxReplicas).
+    assert ej.nodes == 1 + sum(g.scaling[1] * g.hosts for g in j.workers)
     if volcano:
         assert ej.gang is not None
         assert ej.gang.min_member == 1 + sum(

@@ -30,7 +30,13 @@ from ..resolve import PlannedJob
 from .admission import pod_set_workload
 from .podsets import RAY, EffectiveJob, EnvVar, Gang, PodSet, Workload, env_source, pod_requests
 
-__all__ = ["HEAD_GROUP", "effective_raycluster", "effective_rayjob", "ray_start_resources"]
+__all__ = [
+    "HEAD_GROUP",
+    "effective_raycluster",
+    "effective_rayjob",
+    "ray_start_resources",
+    "starting_pods",
+]
 
 _KUBERAY = "KubeRay"
 HEAD_GROUP = "headgroup"
@@ -60,16 +66,19 @@ def effective_rayjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
         pj, body, spec["rayClusterSpec"], submitter, _submitter_resources(spec)
     )
     ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
+    autoscaled = bool(spec["rayClusterSpec"].get("enableInTreeAutoscaling"))
     notes = [
         f"the entrypoint `{submitted}` runs on the head once the Ray cluster is up; "
         "ray.init() there joins the cluster (RAY_ADDRESS), and Ray places tasks and actors on "
-        f"the {ray_nodes} Ray node(s) by the CPUs and GPUs each one has"
+        f"the {'up to ' if autoscaled else ''}{ray_nodes} Ray node(s) by the CPUs and GPUs each "
+        "one has"
     ]
     notes += _head_service(spec["rayClusterSpec"], f"{body['metadata']['name']}-head-svc")
-    if spec["rayClusterSpec"].get("enableInTreeAutoscaling"):
+    if autoscaled:
         notes.append(
             "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
-            "autoscaler's ServiceAccount; the gang admits each group's minReplicas"
+            "autoscaler's ServiceAccount; the gang admits each group's minReplicas; quota, "
+            "caps and the plan count its maxReplicas, all the autoscaler may start"
         )
     if spec.get("shutdownAfterJobFinishes"):
         ttl = spec.get("ttlSecondsAfterFinished", 0)
@@ -89,17 +98,20 @@ def effective_raycluster(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     spec = body["spec"]
     pod_sets, gang = _cluster_pods(pj, body, spec, None, {})
     ray_nodes = sum(ps.count for ps in pod_sets if ps.runs_ranks)
+    autoscaled = bool(spec.get("enableInTreeAutoscaling"))
     notes = [
-        f"a long-lived Ray cluster of {ray_nodes} Ray node(s): its pods hold their CPUs, "
+        f"a long-lived Ray cluster of {'up to ' if autoscaled else ''}{ray_nodes} Ray node(s): "
+        "its pods hold their CPUs, "
         "memory and GPUs until the definition is removed; RayJobs naming it "
         "(ray_cluster=) submit their entrypoints to its head"
     ]
     notes += _head_service(spec, None)
-    if spec.get("enableInTreeAutoscaling"):
+    if autoscaled:
         notes.append(
             "autoscaling: KubeRay adds its autoscaler beside the head and runs the head as the "
             "autoscaler's ServiceAccount; an autoscaled group starts at minReplicas and the "
-            "autoscaler owns its count (git carries none)"
+            "autoscaler owns its count (git carries none); the gang admits each group's "
+            "minReplicas; quota, caps and the plan count its maxReplicas"
         )
     return EffectiveJob(
         pj,
@@ -159,14 +171,20 @@ def _cluster_pods(
     # min and max, × numOfHosts), its minReplicas × numOfHosts when autoscaling; minResources
     # counts the same pods but the replicas as given, and the submitter's requests
     # (handleRayJob getSubmitterResource), which is no member.
+    # An autoscaled group's pods are counted at the most the autoscaler may start (utils/util.go
+    # CalculateMaxReplicas: maxReplicas × numOfHosts), as quota, caps and the plan must; the
+    # gang stays at minReplicas, the rest join the PodGroup later (Gang.at_most).
     gang_members = 1
     gang_pods: list[tuple[dict[str, Decimal], int]] = [(_volcano_pod(head.spec), 1)]
+    most_pods = list(gang_pods)
     for g in cluster.get("workerGroupSpecs") or []:
         hosts = int(g.get("numOfHosts", 1))
-        ps = _pod_set(pj, g["groupName"], _desired(g) * hosts, g, WORKER_CONTAINER, g, port)
+        count = (_most(g) if autoscaled else _desired(g)) * hosts
+        ps = _pod_set(pj, g["groupName"], count, g, WORKER_CONTAINER, g, port)
         pod_sets.append(ps)
         if g.get("suspend"):
             continue
+        most_pods.append((_volcano_pod(ps.spec), ps.count))
         if autoscaled:
             gang_members += int(g.get("minReplicas", 0)) * hosts
             gang_pods.append((_volcano_pod(ps.spec), int(g.get("minReplicas", 0)) * hosts))
@@ -177,22 +195,30 @@ def _cluster_pods(
         pod_sets.append(submitter)
     if submitter_pod:
         gang_pods.append((submitter_pod, 1))
+        most_pods.append((submitter_pod, 1))
     gang = None
     labels = body["metadata"].get("labels") or {}
     queue = labels.get(QUEUE_LABEL)
     if queue is not None:
-        requests: dict[str, Decimal] = {}
-        for amounts, count in gang_pods:
-            for name, value in amounts.items():
-                requests[name] = requests.get(name, Decimal(0)) + value * count
+        requests = _summed(gang_pods)
         gang = Gang(
             f"ray-{pj.object_name}-pg",
             queue,
             gang_members,
             requests,
             priority_class=labels.get(PRIORITY_LABEL),
+            at_most=_summed(most_pods) if autoscaled else None,
         )
     return tuple(pod_sets), gang
+
+
+def _summed(pods: list[tuple[dict[str, Decimal], int]]) -> dict[str, Decimal]:
+    """What ``count`` pods of each of these requests together."""
+    total: dict[str, Decimal] = {}
+    for amounts, count in pods:
+        for name, value in amounts.items():
+            total[name] = total.get(name, Decimal(0)) + value * count
+    return total
 
 
 # kueue v0.19.2 pkg/controller/jobs/raycluster/common.go (autoscalerContainer) and
@@ -256,6 +282,20 @@ def _desired(group: dict[str, Any]) -> int:
     if replicas is None or int(replicas) < low:
         return low
     return min(int(replicas), high)
+
+
+def _most(group: dict[str, Any]) -> int:
+    """The most workers Ray's autoscaler may give a group: its maxReplicas (never fewer than
+    it starts with), 0 when suspended (utils/util.go CalculateMaxReplicas)."""
+    if group.get("suspend"):
+        return 0
+    return max(_desired(group), int(group.get("maxReplicas", 2**31 - 1)))
+
+
+def starting_pods(group: Mapping[str, Any]) -> int:
+    """Pods a worker group starts with: its desired workers × numOfHosts, whatever the
+    autoscaler later makes of it (utils/util.go GetWorkerGroupDesiredReplicas)."""
+    return _desired(dict(group)) * int(group.get("numOfHosts", 1))
 
 
 def _volcano_pod(spec: dict[str, Any]) -> dict[str, Decimal]:

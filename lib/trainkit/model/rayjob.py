@@ -155,7 +155,8 @@ class WorkerGroup(TrainkitModel):
     """With ``max_nodes``, lets Ray's autoscaler scale the group between the two (KubeRay's
     in-tree autoscaler); the Volcano gang then admits ``min_nodes`` workers."""
     max_nodes: int | None = Field(default=None, ge=1)
-    """The most workers the autoscaler may start; see ``min_nodes``."""
+    """The most workers the autoscaler may start; see ``min_nodes``. ``Team.max_gpus``,
+    ``Policy.max_gpus_per_job``, the Volcano queue and the plan count them all."""
     resources: Resources
     """CPU (whole cores), memory and GPUs of each worker pod."""
     node_selector: dict[LabelKey, LabelValue] | None = None

@@ -69,7 +69,7 @@ def queue_usage(before: ClusterJobs, after: ClusterJobs, gpu_resource: str) -> l
 
 def _requests(side: ClusterJobs) -> dict[str, dict[str, Decimal]]:
     """Per queue: what the gangs using it or any queue below it request together (an
-    elastic job's every Worker, up to its autoscaler's maximum)."""
+    elastic job's every Worker, an autoscaled Ray group's, up to the autoscaler's maximum)."""
     totals: dict[str, dict[str, Decimal]] = defaultdict(dict)
     for _, ej in side.jobs:
         gang = ej.gang

@@ -14,7 +14,14 @@ from ..model import PyTorchJob, RayCluster, RayJob, TrainJob
 from ..model.operator_job import OperatorJob
 from ..resolve import Index, PlannedRuntime, problem
 
-__all__ = ["check_caps", "check_runtime_gpus", "gpu_field", "team_gpus", "teams_over_cap"]
+__all__ = [
+    "check_caps",
+    "check_runtime_gpus",
+    "gpu_field",
+    "scaled_group",
+    "team_gpus",
+    "teams_over_cap",
+]
 
 
 def gpu_field(ej: EffectiveJob) -> tuple[str, str]:
@@ -106,9 +113,13 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
                 cap_field = "elastic"
                 count = f"up to {ej.nodes} Workers (elastic.max_nodes) × {per_node}"
             if isinstance(job, RayJob | RayCluster):
-                cap_field = "workers"
+                # An autoscaled group counted at the most its autoscaler may start
+                # (effective/ray_pods.py).
+                scaled = scaled_group(job)
+                cap_field = f"workers[{scaled}].max_nodes" if scaled is not None else "workers"
                 count = " + ".join(
-                    f"{ps.role} {ps.count} × {ps.gpus(cluster.gpu_resource)}"
+                    f"{ps.role} {_ray_count(job, ps.role, ps.count)} × "
+                    f"{ps.gpus(cluster.gpu_resource)}"
                     for ps in ej.pod_sets
                     if ps.gpus(cluster.gpu_resource)
                 )
@@ -140,6 +151,25 @@ def check_caps(index: Index, jobs: Sequence[EffectiveJob], problems: list[Proble
                 "max_gpus",
             )
         )
+
+
+def scaled_group(job: RayJob | RayCluster) -> int | None:
+    """The index of the autoscaled worker group whose ``max_nodes`` decides the job's most
+    GPUs (the first with GPUs, else the first), None when no group autoscales."""
+    scaled = [i for i, g in enumerate(job.workers) if g.scaling[0] != g.scaling[1]]
+    with_gpus = [i for i in scaled if job.workers[i].resources.gpu]
+    first = with_gpus or scaled
+    return first[0] if first else None
+
+
+def _ray_count(job: RayJob | RayCluster, role: str, count: int) -> str:
+    """A Ray pod set's count in a cap's message: ``up to N (workers[i].max_nodes)`` for an
+    autoscaled group."""
+    for i, g in enumerate(job.workers):
+        if g.name == role and g.scaling[0] != g.scaling[1]:
+            hosts = " × hosts" if g.hosts > 1 else ""
+            return f"up to {count} (workers[{i}].max_nodes{hosts})"
+    return str(count)
 
 
 def team_gpus(jobs: Sequence[EffectiveJob]) -> dict[tuple[str, str], int]:

@@ -16,9 +16,10 @@ from decimal import Decimal
 from ..effective import EffectiveJob
 from ..errors import Problem
 from ..kube.quantities import parse_quantity
-from ..model import Cluster, PyTorchJob
+from ..model import Cluster, PyTorchJob, RayCluster, RayJob
 from ..resolve import Index, problem, queue_path
 from ..resolve.references import on_cluster
+from .caps import scaled_group
 
 __all__ = [
     "check_kueue_fit",
@@ -35,9 +36,10 @@ def check_queue_fit(index: Index, jobs: Sequence[EffectiveJob], problems: list[P
             continue
         cluster = ej.planned.cluster
         needs = gang.needs()
-        # An elastic PyTorchJob's gang is its fewest Workers; the others (up to max_nodes with
-        # an autoscaler) join the PodGroup later and Volcano places them only within the
-        # queue's capability (capacity.go allocatable), so count them all too.
+        # An elastic PyTorchJob's gang is its fewest Workers, an autoscaled Ray cluster's each
+        # group's minReplicas; the others (up to max_nodes with an autoscaler) join the
+        # PodGroup later and Volcano places them only within the queue's capability
+        # (capacity.go allocatable), so count them all too.
         most = gang.at_most or {}
         for queue in queue_path(index, gang.queue):
             if queue.capability is None:
@@ -86,18 +88,25 @@ def _beyond_capability(
     over: list[tuple[str, Decimal, str]],
     problems: list[Problem],
 ) -> None:
-    """An elastic job whose gang fits its queue but whose every Worker does not."""
+    """An elastic job (or a Ray cluster that autoscales) whose gang fits its queue but whose
+    every Worker does not."""
     via = "" if queue == own_queue else f" (an ancestor of {own_queue!r})"
     wanted = ", ".join(f"{_amount(need)} {name}" for name, need, _ in over)
     caps = ", ".join(f"{limit} {name}" for name, _, limit in over)
     job = ej.planned.job
-    autoscaled = isinstance(job, PyTorchJob) and job.max_workers > job.workers
-    field = "elastic" if autoscaled else "nodes"
-    what = "elastic.max_nodes" if autoscaled else "nodes"
+    counted = f"{ej.nodes} Workers"
+    if isinstance(job, RayJob | RayCluster):
+        scaled = scaled_group(job)
+        field = what = f"workers[{scaled}].max_nodes" if scaled is not None else "workers"
+        counted = f"{ej.nodes} Ray nodes"
+    elif isinstance(job, PyTorchJob) and job.max_workers > job.workers:
+        field, what = "elastic", "elastic.max_nodes"
+    else:
+        field = what = "nodes"
     problems.append(
         problem(
             ej.planned.definition,
-            f"at its most, {ej.nodes} Workers, the job needs {wanted} on cluster "
+            f"at its most, {counted}, the job needs {wanted} on cluster "
             f"{ej.planned.cluster.name!r}, but queue {queue!r}{via} can hold at most {caps} "
             f"(Queue.capability in {index.queues[queue].file}): Volcano would leave the "
             f"Workers beyond what fits Pending for good; lower {what}, or use another queue",

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import yaml
 
 from ..effective import EffectiveJob, PodSet
-from ..effective.ray_pods import HEAD_GROUP, ray_start_resources
+from ..effective.ray_pods import HEAD_GROUP, ray_start_resources, starting_pods
 from ..injected_env.kuberay_env import rayjob_env
 from ..model import RayJob
 from ..render.kuberay import WORKING_DIR_VOLUME, runtime_env_data
@@ -139,10 +139,14 @@ def ray_target(
         for g in cluster.get("workerGroupSpecs") or []
         if cluster.get("enableInTreeAutoscaling") and g["minReplicas"] != g["maxReplicas"]
     }
+    # The pods each group starts with; the effective pods count an autoscaled group's most.
+    starts = {g["groupName"]: starting_pods(g) for g in cluster.get("workerGroupSpecs") or []}
     ray_pods = [ps for ps in ej.pod_sets if ps.runs_ranks]  # the head, then each group
     head = ray_pods[0]
     groups = tuple(
-        _ray_group(ps, HEAD_GROUP if ps is head else ps.role, pj.cluster.gpu_resource, scaled)
+        _ray_group(
+            ps, HEAD_GROUP if ps is head else ps.role, pj.cluster.gpu_resource, scaled, starts
+        )
         for ps in ray_pods
     )
     main = head.main
@@ -215,13 +219,17 @@ def _working_dir(
 
 
 def _ray_group(
-    ps: PodSet, name: str, gpu_resource: str, scaled: Mapping[str, tuple[int, int]]
+    ps: PodSet,
+    name: str,
+    gpu_resource: str,
+    scaled: Mapping[str, tuple[int, int]],
+    starts: Mapping[str, int],
 ) -> RayGroup:
     # What KubeRay's generated `ray start` passes, as the effective pods describe it.
     cpus, memory_bytes, gpus = ray_start_resources(ps.limits(), gpu_resource)
     return RayGroup(
         name=name,
-        nodes=ps.count,
+        nodes=starts.get(name, ps.count),
         cpus=cpus,
         gpus=gpus,
         memory=ps.limits().get("memory"),

@@ -1,8 +1,9 @@
 """The key process (``validate.build_keys``): each build decoded beside the check.
 
-It answers what ``decode_build`` and ``canonical_json`` give in the check's own process; a
-build whose objects all match the planned (validated) ones is then never decoded by the
-check, and anything else is, with the messages the check gives without a key process.
+It answers the digests of what ``decode_build`` and ``canonical_json`` give in the check's
+own process; a build whose objects all match the planned (validated) ones is then never
+decoded by the check, and anything else is, with the messages the check gives without a
+key process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from trainkit.synth import synthesize
 from trainkit.validate import PodAllowance, planned_objects, tree
 from trainkit.validate.argo_decode import canonical_json, decode_build
 from trainkit.validate.build_keys import KeyProcess, answer
+from trainkit.validate.files import validated_key
 from trainkit.validate.tree import validate_tree
 
 BUILD = (
@@ -25,8 +27,9 @@ BUILD = (
 
 
 def test_the_key_process_answers_what_the_decoder_gives() -> None:
-    want = [canonical_json(d.body) for d in decode_build(BUILD)]
-    assert len(want) == 2 and '"on":true' not in want[0]  # keys are strings in JSON
+    canonical = [canonical_json(d.body) for d in decode_build(BUILD)]
+    assert len(canonical) == 2 and '"on":true' not in canonical[0]  # keys are strings in JSON
+    want = [validated_key(c) for c in canonical]
     assert json.loads(answer(BUILD)) == want
     assert json.loads(answer(b"v: .nan\nkind: K\n")) is None  # Argo CD cannot decode it
     helper = KeyProcess()

@@ -35,6 +35,7 @@ from trainkit.validate.argo_decode import (
 )
 from trainkit.validate.check import describe_object
 from trainkit.validate.documents import InputLimitError
+from trainkit.validate.files import validated_key
 
 __all__ = ["Planned", "compare_build", "matches_build", "planned_objects"]
 
@@ -109,14 +110,18 @@ def compare_build(
 
 
 def matches_build(
-    directory: Path, out_dir: Path, keys: Sequence[str], planned: Planned, *, shown: str
+    directory: Path, out_dir: Path, digests: Sequence[str], planned: Planned, shown: str
 ) -> list[Problem] | None:
-    """``compare_build``'s problems when the build's objects, given by their ``keys``
-    (``canonical_json``), are exactly the planned ones (then they are only the kustomization's
-    own, if any); None when they are not, for ``compare_build`` to explain with the objects."""
+    """``compare_build``'s problems when the build's objects, given by the digest of each
+    one's ``canonical_json`` (``files.validated_key``), are exactly the planned ones (then
+    they are only the kustomization's own, if any); None when they are not, for
+    ``compare_build`` to explain with the objects."""
     expected, problems = _expected(directory, out_dir, planned, shown)
-    counts = {key: len(bucket) for key, bucket in expected.items()}
-    for key in keys:
+    counts: dict[str, int] = {}
+    for key, bucket in expected.items():
+        digest = validated_key(key)
+        counts[digest] = counts.get(digest, 0) + len(bucket)
+    for key in digests:
         left = counts.get(key)
         if not left:
             return None

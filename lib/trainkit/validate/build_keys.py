@@ -1,8 +1,9 @@
-"""The canonical JSON of each object of a build, decoded in a second process.
+"""The digest of each object of a build, decoded in a second process.
 
 ``trainkit check`` decodes every kustomize build as Argo CD does (``argo_decode``). For a
 build whose objects are each exactly an object trainkit rendered (and validated already),
-the check needs nothing but each object's ``canonical_json``. Decoding is the larger part
+the check needs nothing but the digest of each object's ``canonical_json``
+(``files.validated_key``, what the set of validated objects holds). Decoding is the larger part
 of the check's own work after the synth and needs nothing the synth makes, so it runs here,
 in a process of its own, as each build ends: on the other core, while the check's process
 runs the synth and validates the rendered objects. Same decoder, same bytes: whatever does
@@ -10,8 +11,8 @@ not match (a build Argo CD cannot decode, an object nobody validated, a differen
 decoded again in the check's own process, for its messages.
 
 The protocol, over the helper's stdin and stdout: an 8-byte big-endian length and the
-build's bytes in; the same framing out, holding the JSON list of keys, or ``null`` when the
-build does not decode (or decoding failed in any way).
+build's bytes in; the same framing out, holding the JSON list of digests, or ``null`` when
+the build does not decode (or decoding failed in any way).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class KeyProcess:
         )
 
     def keys(self, data: bytes) -> list[str] | None:
-        """``canonical_json`` of each object ``decode_build(data)`` gives, or None."""
+        """``validated_key(canonical_json(...))`` of each object ``decode_build(data)`` gives,
+        or None."""
         proc = self._proc
         if proc is None or proc.stdin is None or proc.stdout is None:
             return None
@@ -108,14 +110,14 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
 
 
 def answer(data: bytes) -> bytes:
-    """The helper's answer for one build's bytes (the JSON of the keys, or ``null``)."""
+    """The helper's answer for one build's bytes (the JSON of the digests, or ``null``)."""
     from trainkit.validate.argo_decode import canonical_json, decode_build
+    from trainkit.validate.files import validated_key
 
     try:
-        keys: list[str] | None = [canonical_json(d.body) for d in decode_build(data)]
+        keys = [validated_key(canonical_json(d.body)) for d in decode_build(data)]
     except Exception:  # any failure: the check decodes the build itself, and says why
-        keys = None
-    # ASCII JSON: a lone surrogate in a key survives the trip as its escape.
+        return b"null"
     return json.dumps(keys).encode("ascii")
 
 

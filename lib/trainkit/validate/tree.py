@@ -32,7 +32,7 @@ from trainkit.validate.build import Build, VersionProbe, origin_build, require_k
 from trainkit.validate.build_keys import KeyProcess
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError, load_all
-from trainkit.validate.files import validate_decoded, validate_paths, validated_key
+from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
 __all__ = ["TreeBuilds", "build_directories", "validate_tree"]
@@ -107,7 +107,7 @@ class TreeBuilds:
     (relative to ``out_dir``) to the inputs digest of its passing build last time: a build
     with those inputs again is not run. ``probe`` also asks kubectl which kustomize it
     bundles. With ``keys`` (and more than one core), a second process decodes each build as
-    it ends (``build_keys``): ``results`` then gives the ``canonical_json`` of its objects.
+    it ends (``build_keys``): ``results`` then gives the digest of each of its objects.
     ``stop`` kills what still runs; call it in every case.
     """
 
@@ -217,7 +217,7 @@ class TreeBuilds:
 
     def results(self) -> Iterator[tuple[Path, bytes, list[Problem], list[str] | None]]:
         """``(directory, output, problems, keys)`` of each build run, in order, as each ends;
-        ``keys``: the ``canonical_json`` of each object the key process decoded from the
+        ``keys``: the ``validated_key`` of each object the key process decoded from the
         output (None without one, or when the output did not decode there)."""
         if self._missing is not None:
             raise self._missing
@@ -293,11 +293,9 @@ def _validate_tree(
             if decoded_keys is not None and planned is not None:
                 # Decoded in the key process: objects each validated already (as a file's)
                 # and exactly the planned ones leave nothing to say about this build.
-                listed = (
-                    matches_build(directory, out_dir, decoded_keys, planned, shown=shown_tree)
-                    if all(validated_key(k) in seen for k in decoded_keys)
-                    else None
-                )
+                listed = None
+                if all(k in seen for k in decoded_keys):
+                    listed = matches_build(directory, out_dir, decoded_keys, planned, shown_tree)
                 if listed is not None:
                     problems.extend(listed)
                     continue

@@ -214,3 +214,51 @@ def test_disk_reads_the_working_tree(repo: Path, monkeypatch: pytest.MonkeyPatch
     assert baseline.description == "generated/ on disk"
     assert baseline.read_many([JOB, "nope.yaml"]) == {JOB: b"image: a:2\n"}
     assert baseline == baseline_from_dir(Path("generated"))
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real_run: Callable[..., Any] = subprocess.run
+
+    def counting_run(args: list[str], **kwargs: Any) -> Any:
+        calls.append(args)
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    return calls
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_read_changed_reads_only_files_deployed_with_other_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, object_format: str
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main", f"--object-format={object_format}")
+    same, edited, spaced = (
+        f"generated/{JOB}",
+        "generated/clusters/east/x.yaml",
+        "generated/a\tb c.yaml",
+    )
+    commit(root, {same: "image: a:1\n", edited: "image: b:1\n", spaced: "s: 1\n"})
+    baseline = baseline_from_git(root, root / "generated", "main")
+    calls = _counting(monkeypatch)
+    now = {
+        JOB: b"image: a:1\n",  # deployed as it is: not read
+        "clusters/east/x.yaml": b"image: b:2\n",  # changed: its deployed bytes
+        "a\tb c.yaml": b"s: 1\n",
+        "clusters/east/new.yaml": b"image: c:1\n",  # not deployed
+    }
+    assert baseline.read_changed(now) == {"clusters/east/x.yaml": b"image: b:1\n"}
+    # One listing (blob ids) and one read of the changed file only.
+    assert [c[3] for c in calls] == ["--literal-pathspecs", "cat-file"]
+    assert baseline.read_changed({JOB: b"image: a:1\n"}) == {}
+    assert [c[3] for c in calls] == ["--literal-pathspecs", "cat-file"]  # listed once
+    assert sorted(baseline.paths()) == sorted(["a\tb c.yaml", JOB, "clusters/east/x.yaml"])
+
+
+def test_read_changed_on_disk_compares_the_bytes(repo: Path) -> None:
+    disk = baseline_from_dir(repo / "generated")
+    assert disk.read_changed({JOB: b"image: a:1\n", "a b/c d.yaml": b"other\n"}) == {
+        "a b/c d.yaml": b"spaced\n"
+    }

@@ -438,7 +438,7 @@ def test_builds_are_read_in_order_with_their_output(tmp_path: Path) -> None:
     try:
         got = [
             (d.name, data, [p.message[:22] for p in problems])
-            for d, data, problems in builds.results()
+            for d, data, problems, _keys in builds.results()
         ]
     finally:
         builds.stop()

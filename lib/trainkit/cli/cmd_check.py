@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         passed = None
     # The builds run beside the synth: kustomize reads the files on disk, and the synth
     # then proves them up to date (a stale tree is refused before any build is read).
-    builds = TreeBuilds(out_dir, passed if isinstance(passed, dict) else None, probe=True)
+    builds = TreeBuilds(
+        out_dir, passed if isinstance(passed, dict) else None, probe=True, keys=True
+    )
     try:
         with Progress(sys.stderr, "trainkit check") as progress:
             progress.step("running the definitions and rendering")

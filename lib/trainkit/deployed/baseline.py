@@ -8,14 +8,18 @@ offline stand-in for the cluster; without git, the files on disk are.
 Reading runs on every ``make synth``, so a git baseline costs a fixed handful
 of ``git`` processes whatever the tree's size: find the repository, resolve
 the revision, then one ``ls-tree`` and one ``cat-file --batch`` for all bytes.
+Every comparison with the deployed tree skips a file that holds the bytes it is
+compared with (nothing changes), so ``read_changed`` tells such a file by its blob
+id in the ``ls-tree`` listing and reads only the others.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,16 +48,48 @@ class _GitTree:
     top: Path
     commit: str
     prefix: str  # the directory relative to ``top`` with a trailing "/", or "" for ``top`` itself
+    listing: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
+    """Path (relative to ``prefix``) → blob id (None for what is no blob), once listed."""
 
     def paths(self) -> list[str]:
         """Every file below ``prefix`` in ``commit``, relative to it (one ``ls-tree``)."""
+        return list(self._listing())
+
+    def _listing(self) -> dict[str, str | None]:
+        if self.listing:
+            return self.listing
         pathspec = ["--", self.prefix] if self.prefix else []
         listed = _run(
-            self.git, self.top, "--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z",
-            self.commit, *pathspec,
+            self.git, self.top, "--literal-pathspecs", "ls-tree", "-r", "-z", self.commit,
+            *pathspec,
         )  # fmt: skip
-        names = (raw.decode("utf-8", "surrogateescape") for raw in listed.split(b"\0") if raw)
-        return [name.removeprefix(self.prefix) for name in names]
+        # "<mode> <type> <id>\t<path>": a path may hold spaces and tabs, never a NUL.
+        for entry in listed.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, raw = entry.partition(b"\t")
+            _mode, kind, blob = meta.split(b" ")
+            name = raw.decode("utf-8", "surrogateescape").removeprefix(self.prefix)
+            self.listing[name] = blob.decode("ascii") if kind == b"blob" else None
+        return self.listing
+
+    def unchanged(self, files: Mapping[str, bytes]) -> set[str]:
+        """Those ``files`` (path → bytes) committed with exactly those bytes: git's blob id
+        (the SHA-1 or SHA-256 of ``blob <size>\\0<bytes>``) of the bytes is the listed one."""
+        listing = self._listing()
+        same = set()
+        for rel, data in files.items():
+            blob = listing.get(rel)
+            if blob is None:
+                continue
+            # git's own id: SHA-1 (git hashes with collision detection, so no committed
+            # blob carries a crafted collision) or SHA-256 in a sha256 repository.
+            h = hashlib.new("sha1" if len(blob) == 40 else "sha256")
+            h.update(b"blob %d\0" % len(data))
+            h.update(data)
+            if h.hexdigest() == blob:
+                same.add(rel)
+        return same
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         wanted = set(paths)
@@ -61,7 +97,7 @@ class _GitTree:
             return {}
         # cat-file --batch reads one object name per line, so a name holding a
         # newline cannot be asked for (and is no manifest trainkit writes).
-        present = sorted(rel for rel in self.paths() if rel in wanted and "\n" not in rel)
+        present = sorted(rel for rel in self._listing() if rel in wanted and "\n" not in rel)
         if not present:
             return {}
         request = "".join(f"{self.commit}:{self.prefix}{rel}\n" for rel in present)
@@ -133,6 +169,15 @@ class Baseline:
             except OSError:
                 continue  # absent (or unreadable, which the validator reports itself)
         return found
+
+    def read_changed(self, files: Mapping[str, bytes]) -> dict[str, bytes]:
+        """The deployed bytes of those ``files`` (path → their bytes now) that the baseline
+        holds with other bytes: all a comparison with the deployed tree needs, since a file
+        deployed as it is changes nothing. A git baseline tells such a file by its blob id,
+        without reading it."""
+        same = self.git.unchanged(files) if self.git is not None and not self.nothing else set()
+        deployed = self.read_many(p for p in files if p not in same)
+        return {p: old for p, old in deployed.items() if old != files[p]}
 
 
 def baseline_from_dir(out_dir: Path) -> Baseline:

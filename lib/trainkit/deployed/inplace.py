@@ -42,11 +42,11 @@ def keep_deployed(
     """
     if baseline.git is None:
         return []
-    deployed = baseline.read_many(sorted(origins))
+    deployed = baseline.read_changed({p: files[p] for p in sorted(origins) if p in files})
     kept = []
     for path, old in deployed.items():
-        new = files.get(path)
-        if new is not None and new != old and _same_definition(old, new):
+        new = files[path]
+        if _same_definition(old, new):
             files[path] = old
             kept.append(path)
     return kept
@@ -64,13 +64,13 @@ def refuse_in_place_changes(
 
     ``origins`` maps the path of each job and runtime file to its definition.
     """
-    deployed = baseline.read_many(sorted(origins))
+    deployed = baseline.read_changed({p: files[p] for p in sorted(origins) if p in files})
     # One message per definition, naming every cluster where it would change: the advice
     # (run=N) is one edit of the job, not one per cluster.
     found: dict[int, _Change] = {}
     for path, old_bytes in deployed.items():
-        new_bytes = files.get(path)
-        if new_bytes is None or new_bytes == old_bytes or _same_definition(old_bytes, new_bytes):
+        new_bytes = files[path]
+        if _same_definition(old_bytes, new_bytes):
             # Same definition, other bytes: a hand edit of the output or a new trainkit's
             # rendering, not a change of the job (stale output, or kept by keep_deployed).
             continue

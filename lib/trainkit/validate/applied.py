@@ -35,8 +35,9 @@ from trainkit.validate.argo_decode import (
 )
 from trainkit.validate.check import describe_object
 from trainkit.validate.documents import InputLimitError
+from trainkit.validate.files import validated_key
 
-__all__ = ["Planned", "compare_build", "planned_objects"]
+__all__ = ["Planned", "compare_build", "matches_build", "planned_objects"]
 
 Planned = Mapping[str, Sequence[dict[str, Any]]]
 """The objects each file of the tree must give Argo CD, by path relative to the tree."""
@@ -92,6 +93,47 @@ def compare_build(
     annotations (``build.origin_build``) to name the file it came from. ``keys``: the
     ``canonical_json`` of each decoded object, when the caller has them already.
     """
+    expected, problems = _expected(directory, out_dir, planned, shown)
+    unmatched: list[Decoded] = []
+    for i, d in enumerate(decoded):
+        key = keys[i] if keys is not None else _canonical(d.body)
+        bucket = expected.get(key)
+        if bucket:
+            bucket.pop()
+            if not bucket:
+                del expected[key]
+        else:
+            unmatched.append(d)
+    if not unmatched and not expected:
+        return problems
+    return problems + _explain(directory, out_dir, shown, unmatched, expected, origins)
+
+
+def matches_build(
+    directory: Path, out_dir: Path, digests: Sequence[str], planned: Planned, shown: str
+) -> list[Problem] | None:
+    """``compare_build``'s problems when the build's objects, given by the digest of each
+    one's ``canonical_json`` (``files.validated_key``), are exactly the planned ones (then
+    they are only the kustomization's own, if any); None when they are not, for
+    ``compare_build`` to explain with the objects."""
+    expected, problems = _expected(directory, out_dir, planned, shown)
+    counts: dict[str, int] = {}
+    for key, bucket in expected.items():
+        digest = validated_key(key)
+        counts[digest] = counts.get(digest, 0) + len(bucket)
+    for key in digests:
+        left = counts.get(key)
+        if not left:
+            return None
+        counts[key] = left - 1
+    return problems if not any(counts.values()) else None
+
+
+def _expected(
+    directory: Path, out_dir: Path, planned: Planned, shown: str
+) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], list[Problem]]:
+    """The planned objects of the files the build of ``directory`` holds, by their
+    ``canonical_json``; and the problems of its kustomizations."""
     files, problems = _listed(directory, out_dir, shown, set())
     expected: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for rel in files:
@@ -108,19 +150,7 @@ def compare_build(
             continue
         for obj in objects:
             expected.setdefault(_canonical(obj), []).append((rel, obj))
-    unmatched: list[Decoded] = []
-    for i, d in enumerate(decoded):
-        key = keys[i] if keys is not None else _canonical(d.body)
-        bucket = expected.get(key)
-        if bucket:
-            bucket.pop()
-            if not bucket:
-                del expected[key]
-        else:
-            unmatched.append(d)
-    if not unmatched and not expected:
-        return problems
-    return problems + _explain(directory, out_dir, shown, unmatched, expected, origins)
+    return expected, problems
 
 
 def _explain(

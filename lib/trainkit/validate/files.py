@@ -73,7 +73,7 @@ def validate_paths(
             problems.append(Problem(file=_shown(path, root), message="no such file or directory"))
             continue
         files.extend(_yaml_files(path) if path.is_dir() else [path])
-    deployed = _deployed(files, baseline)
+    read: dict[Path, bytes] = {}
     for file in files:
         try:
             data = file.read_bytes()
@@ -82,9 +82,11 @@ def validate_paths(
         except (OSError, UnicodeDecodeError) as err:
             problems.append(Problem(file=_shown(file, root), message=f"cannot read: {err}"))
             continue
-        old = deployed.get(file)
-        # An unchanged file cannot break a transition rule: skip parsing it twice.
-        old_text = old if old is not None and old != data else None
+        read[file] = data
+    # An unchanged file cannot break a transition rule: only the changed ones are compared.
+    deployed = _deployed(read, baseline)
+    for file, data in read.items():
+        old_text = deployed.get(file)
         written = known.get(file) if known is not None else None
         if written is not None and written[0] == data:
             clean = _validate_rendered(written[1], crds, allowance, old_text, seen)
@@ -233,18 +235,29 @@ def _check_document(
     return [(f, obj) for f in check_object(doc, allowance, crds, old)]
 
 
-def _deployed(files: list[Path], baseline: Baseline | None) -> dict[Path, bytes]:
-    """The deployed bytes of those ``files`` that lie below the baseline's directory and exist there."""
+def _deployed(files: Mapping[Path, bytes], baseline: Baseline | None) -> dict[Path, bytes]:
+    """The deployed bytes of those ``files`` (path → bytes read) that lie below the baseline's
+    directory and are deployed with other bytes."""
     if baseline is None:
         return {}
     base = baseline.directory.resolve()
     by_rel: dict[str, Path] = {}
-    for file in files:
+    now: dict[str, bytes] = {}
+    parents: dict[Path, Path] = {}  # each directory resolved once, not each file's path
+    for file, data in files.items():
+        if file.is_symlink():
+            real = file.resolve()
+        else:
+            parent = parents.get(file.parent)
+            if parent is None:
+                parent = parents[file.parent] = file.parent.resolve()
+            real = parent / file.name
         try:
-            by_rel[file.resolve().relative_to(base).as_posix()] = file
+            rel = real.relative_to(base).as_posix()
         except ValueError:
             continue
-    return {by_rel[rel]: data for rel, data in baseline.read_many(by_rel).items()}
+        by_rel[rel], now[rel] = file, data
+    return {by_rel[rel]: old for rel, old in baseline.read_changed(now).items()}
 
 
 def _objects_by_identity(text: str | bytes) -> dict[_Identity, dict[str, Any]]:

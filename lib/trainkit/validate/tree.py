@@ -11,9 +11,11 @@ the last check with the same trainkit, CRDs and kubectl is not run again (``reus
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,9 +26,10 @@ import yaml
 
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem, SetupError
-from trainkit.validate.applied import Planned, compare_build
+from trainkit.validate.applied import Planned, compare_build, matches_build
 from trainkit.validate.argo_decode import DecodeError, canonical_json, decode_build
 from trainkit.validate.build import Build, VersionProbe, origin_build, require_kubectl
+from trainkit.validate.build_keys import KeyProcess
 from trainkit.validate.crds import CrdSet
 from trainkit.validate.documents import InputLimitError, load_all
 from trainkit.validate.files import validate_decoded, validate_paths
@@ -103,11 +106,18 @@ class TreeBuilds:
     and its builds killed, before any is read). ``reuse`` maps a build's directory
     (relative to ``out_dir``) to the inputs digest of its passing build last time: a build
     with those inputs again is not run. ``probe`` also asks kubectl which kustomize it
-    bundles. ``stop`` kills what still runs; call it in every case.
+    bundles. With ``keys`` (and more than one core), a second process decodes each build as
+    it ends (``build_keys``): ``results`` then gives the digest of each of its objects.
+    ``stop`` kills what still runs; call it in every case.
     """
 
     def __init__(
-        self, out_dir: Path, reuse: Mapping[str, str] | None = None, *, probe: bool = False
+        self,
+        out_dir: Path,
+        reuse: Mapping[str, str] | None = None,
+        *,
+        probe: bool = False,
+        keys: bool = False,
     ) -> None:
         self.out_dir = out_dir
         self.directories = build_directories(out_dir)
@@ -120,6 +130,10 @@ class TreeBuilds:
         ]
         self._builds: list[Build | OSError | None] = [None] * len(self._todo)
         self._ended = [threading.Event() for _ in self._todo]
+        self._keys: list[list[str] | None] = [None] * len(self._todo)
+        self._keyed: list[threading.Event] | None = None
+        self._ended_order: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._key_process: KeyProcess | None = None
         self._next = 0
         self._stopped = False
         self._lock = threading.Lock()
@@ -137,6 +151,11 @@ class TreeBuilds:
         self.probe = VersionProbe(self._kubectl) if probe else None
         for _ in range(min(_cores(), len(self._todo))):
             worker = threading.Thread(target=self._work, daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        if keys and _cores() > 1:
+            self._keyed = [threading.Event() for _ in self._todo]
+            worker = threading.Thread(target=self._key_work, daemon=True)
             worker.start()
             self._workers.append(worker)
 
@@ -169,15 +188,45 @@ class TreeBuilds:
             if isinstance(build, Build):
                 build.wait()
             self._ended[i].set()
+            self._ended_order.put(i)
 
-    def results(self) -> Iterator[tuple[Path, bytes, list[Problem]]]:
-        """``(directory, output, problems)`` of each build run, in order, as each ends."""
+    def _key_work(self) -> None:
+        """Send each build, as it ends, to the key process; the only reader of a build's
+        output until its keys are set (then ``results`` reads it)."""
+        assert self._keyed is not None
+        with contextlib.suppress(OSError):  # without it the check decodes every build itself
+            self._key_process = KeyProcess()
+        try:
+            for _ in self._todo:
+                i = self._ended_order.get()
+                if i is None:
+                    return
+                build = self._builds[i]
+                if self._key_process is not None and isinstance(build, Build):
+                    data, problems = build.output()
+                    if not problems:
+                        self._keys[i] = self._key_process.keys(data)
+                self._keyed[i].set()
+        except (OSError, ValueError):
+            pass  # stopped while reading an output (its file closed): keys are optional
+        finally:
+            for keyed in self._keyed:
+                keyed.set()
+            if self._key_process is not None:
+                self._key_process.stop()
+
+    def results(self) -> Iterator[tuple[Path, bytes, list[Problem], list[str] | None]]:
+        """``(directory, output, problems, keys)`` of each build run, in order, as each ends;
+        ``keys``: the ``validated_key`` of each object the key process decoded from the
+        output (None without one, or when the output did not decode there)."""
         if self._missing is not None:
             raise self._missing
         for i, directory in enumerate(self._todo):
             self._ended[i].wait()
             if self._crash is not None:
                 raise self._crash
+            if self._keyed is not None:
+                self._keyed[i].wait()  # the key thread reads the output first
             build = self._builds[i]
             if isinstance(build, OSError):
                 raise SetupError(
@@ -188,13 +237,17 @@ class TreeBuilds:
                 data, problems = build.output()
             finally:
                 build.stop()
-            yield directory, data, problems
+            keys, self._keys[i] = self._keys[i], None
+            yield directory, data, problems, keys
 
     def stop(self) -> None:
         """Kill the builds still running and start no more (an error, Ctrl-C, or done)."""
         with self._lock:
             self._stopped = True
             started = [b for b in self._builds if isinstance(b, Build)]
+        self._ended_order.put(None)  # the key thread stops waiting
+        if self._key_process is not None:
+            self._key_process.kill()
         for build in started:
             build.stop()
         for worker in self._workers:
@@ -221,7 +274,7 @@ def _validate_tree(
     step = progress or (lambda _text: None)
     own = builds is None
     if builds is None:
-        builds = TreeBuilds(out_dir, reuse, probe=notes is not None)
+        builds = TreeBuilds(out_dir, reuse, probe=notes is not None, keys=planned is not None)
     if digests is not None:
         digests.update(builds.digests())
     shown_tree = _shown(out_dir, root)
@@ -232,11 +285,20 @@ def _validate_tree(
             [out_dir], crds, root=root, allowance=allowance, baseline=baseline, seen=seen,
             known=_written(out_dir, written, planned),
         )  # fmt: skip
-        for directory, data, build_problems in builds.results():
+        for directory, data, build_problems, decoded_keys in builds.results():
             step(f"kustomize build {directory.as_posix()}")
             problems.extend(build_problems)
             if build_problems:
                 continue
+            if decoded_keys is not None and planned is not None:
+                # Decoded in the key process: objects each validated already (as a file's)
+                # and exactly the planned ones leave nothing to say about this build.
+                listed = None
+                if all(k in seen for k in decoded_keys):
+                    listed = matches_build(directory, out_dir, decoded_keys, planned, shown_tree)
+                if listed is not None:
+                    problems.extend(listed)
+                    continue
             shown = f"{directory.as_posix()} (kustomize build)"
             try:
                 objects = decode_build(data)

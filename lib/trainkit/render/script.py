@@ -29,40 +29,45 @@ __all__ = [
 ]
 
 
+def _content_name(job_name: str, what: str, files: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return f"{job_name}-{what}-{digest.hexdigest()[:10]}"
+
+
 def script_configmap_name(job_name: str, files: dict[str, str]) -> str:
     """``<job>-script-<hash>``: an edited script gets a new ConfigMap, so a running
     job never sees its code change under it and Argo CD prunes the old one."""
-    digest = hashlib.sha256()
-    for fname in sorted(files):
-        digest.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
-    return f"{job_name}-script-{digest.hexdigest()[:10]}"
+    return _content_name(job_name, "script", files)
 
 
-def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
-    if pj.job.script is None:
-        return None
-    files = dict(pj.definition.files)
+def _job_configmap(pj: PlannedJob, name: str, data: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(
-            name=script_configmap_name(pj.job.name, files),
+            name=name,
             kind="ConfigMap",
             source=pj.definition.file,
             namespace=pj.namespace,
             team=pj.definition.team,
             labels={JOB_LABEL: pj.job.name},
         ),
-        "data": files,
+        "data": data,
     }
+
+
+def render_script_configmap(pj: PlannedJob) -> dict[str, Any] | None:
+    if pj.job.script is None:
+        return None
+    files = dict(pj.definition.files)
+    return _job_configmap(pj, script_configmap_name(pj.job.name, files), files)
 
 
 def working_dir_configmap_name(job_name: str, files: dict[str, str]) -> str:
     """``<job>-workdir-<hash>``: as for a script, an edit makes a new ConfigMap."""
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
-    return f"{job_name}-workdir-{digest.hexdigest()[:10]}"
+    return _content_name(job_name, "workdir", files)
 
 
 def working_dir_keys(files: dict[str, str]) -> dict[str, str]:
@@ -80,19 +85,8 @@ def render_working_dir_configmap(pj: PlannedJob) -> dict[str, Any] | None:
     if not files:
         return None
     keys = working_dir_keys(files)
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(
-            name=working_dir_configmap_name(pj.job.name, files),
-            kind="ConfigMap",
-            source=pj.definition.file,
-            namespace=pj.namespace,
-            team=pj.definition.team,
-            labels={JOB_LABEL: pj.job.name},
-        ),
-        "data": {keys[path]: files[path] for path in sorted(files)},
-    }
+    data = {keys[path]: files[path] for path in sorted(files)}
+    return _job_configmap(pj, working_dir_configmap_name(pj.job.name, files), data)
 
 
 # NetworkProfile fields added after its first release: left out of the hash while empty (their

@@ -7,7 +7,6 @@ network profile, scheduler, tolerations, placement and access are the job's.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from ..model.operator_job import OperatorJob, PodJob, Role, RoleJob
 from ..model.volumes import AnyVolume
 from ..resolve import PlannedJob
 from .cluster_scoped import resource_requirements
+from .init_specs import init_container_specs
 from .meta import VOLCANO_QUEUE_ANNOTATION, pod_labels, pod_metadata
 from .pod import (
     container_security,
@@ -52,34 +52,13 @@ __all__ = [
 def init_containers(
     pj: PlannedJob, job: PodJob, mounts: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The job's init containers and native sidecars: the job's image unless they name one,
-    their own command, env and resources (no GPU, so the NVIDIA variables are blanked), the
-    job's ``mounts`` they name, and the job's container security unless they give their own."""
-    out = []
-    for ic in job.init_containers:
-        c: dict[str, Any] = {"name": ic.name, "image": ic.image or pj.image}
-        if job.image_pull_policy is not None:
-            c["imagePullPolicy"] = job.image_pull_policy
-        c["command"] = list(ic.command)
-        if ic.args:
-            c["args"] = list(ic.args)
-        if ic.env:
-            c["env"] = env_list(ic.env)
-        c["resources"] = resource_requirements(ic.resources, pj.cluster)
-        hide_gpus(c, pj.cluster)
-        if ic.sidecar:
-            # A native sidecar (KEP-753): started before the job's container, stopped once it
-            # has ended, so the pod completes (a second regular container would keep it
-            # Running, holding its GPUs).
-            c["restartPolicy"] = "Always"
-        own = [copy.deepcopy(m) for m in mounts if m["name"] in ic.mounts]
-        if own:
-            c["volumeMounts"] = own
-        context = ic.security_context or job.container_security_context
-        if context is not None and (rendered := context.render()):
-            c["securityContext"] = rendered
-        out.append(c)
-    return out
+    """The job's init containers and native sidecars (``init_container_specs``): the job's
+    image, pull policy and container security unless they give their own."""
+    return init_container_specs(
+        job.init_containers, image=pj.image, cluster=pj.cluster,
+        pull_policy=job.image_pull_policy, mounts=mounts,
+        security=job.container_security_context,
+    )  # fmt: skip
 
 
 def role_template(

@@ -316,3 +316,5 @@ def test_container_settings_a_runtime_patch_cannot_carry_are_refused(field, valu
     message = str(exc.value)
     assert f"TrainJob 'tj': {field}: {says}" in message, message
     assert "use a PyTorchJob, which takes it" in message
+    if field != "host_aliases":  # the runtime takes the rest (test_trainer_runtime_containers)
+        assert "ClusterTrainingRuntime or TrainingRuntime, which the platform owns" in message

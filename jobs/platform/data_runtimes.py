@@ -1,6 +1,13 @@
 """Kubeflow Trainer runtimes that download a dataset or a model before the nodes start."""
 
-from trainkit import ClusterTrainingRuntime, Initializer, Resources, RuntimeInitializers
+from trainkit import (
+    ClusterTrainingRuntime,
+    Hook,
+    InitContainer,
+    Initializer,
+    Resources,
+    RuntimeInitializers,
+)
 
 # On h100-south, a Kueue cluster (a Volcano gang would wait for nodes that wait for the step).
 # Trainer's dataset initializer fills a volume JobSet creates per TrainJob; the nodes start once
@@ -17,6 +24,18 @@ torch_with_data = ClusterTrainingRuntime(
         access_mode="ReadWriteMany",  # every node mounts it
         storage_class="cephfs",
     ),
+    # Fail before torchrun starts when the step left the dataset empty (a typo in a TrainJob's
+    # storage_uri), instead of at the first batch on every node.
+    init_containers=[
+        InitContainer(
+            name="check-dataset",
+            command=["sh", "-c", "ls -A /workspace/dataset | grep -q ."],
+            mounts=["initializer"],
+            resources=Resources(cpu=1, memory="1Gi"),
+        )
+    ],
+    # A node whose GPUs the driver lost fails at once (nvidia-smi exits non-zero).
+    post_start=Hook(exec=["nvidia-smi", "-L"]),
     clusters=["h100-south"],
 )
 

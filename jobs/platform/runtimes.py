@@ -1,6 +1,6 @@
 """Kubeflow Trainer runtimes (seed 003): what TrainJobs start from."""
 
-from trainkit import ClusterTrainingRuntime, Resources, RuntimeMPI, TrainingRuntime
+from trainkit import ClusterTrainingRuntime, InitContainer, Resources, RuntimeMPI, TrainingRuntime
 
 # One name, two builds: a TrainJob naming "torch-2-5" gets the CUDA
 # image on NVIDIA clusters and the ROCm image on the AMD cluster.
@@ -33,6 +33,18 @@ llm_fsdp = TrainingRuntime(
     env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
     clusters=["a800-north"],
     network="rdma",  # NCCL over InfiniBand (the profile's env)
+    # The training program serves its metrics on port "metrics"; a native sidecar pushes them
+    # to the platform's gateway and stops with it (no GPU; counted in every job's gang).
+    ports={"metrics": 9090},
+    init_containers=[
+        InitContainer(
+            name="metrics-push",
+            image="registry.example.com/ml/prom-push:1.2",
+            command=["prom-push", "--scrape", "http://localhost:9090/metrics", "--every", "30s"],
+            sidecar=True,
+            resources=Resources(cpu=1, memory="256Mi"),
+        )
+    ],
 )
 
 # DeepSpeed on the Trainer path: a launcher runs mpirun against two sshd nodes (seed 001).

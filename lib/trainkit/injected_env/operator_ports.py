@@ -8,7 +8,9 @@ number; PaddleJob's ``master``); paddle-operator controllers/paddlejob_helper.go
 port in 36000-55999 and the 20 after it, or 36000 behind Services); mpi-operator v0.7
 (sshd, on ``HOST_NETWORK_SSH_PORT`` on the host network); KubeRay v1.7.0
 ray-operator/controllers/ray/utils/constant.go (client, GCS, dashboard, metrics and
-dashboard-agent ports and names).
+dashboard-agent ports and names); Kubeflow Trainer v2.3.0 (pkg/constants/constants.go
+ContainerTrainerPort 29500, the torch master, JAX coordinator and XGBoost tracker;
+plugins/flux/templates/broker.toml default_port 8050, the Flux broker).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .jax_env import JAXJOB_PORT
+from .kubeflow_trainer_env import TRAINER_MASTER_PORT
 from .kuberay_env import RAY_GCS_PORT
 from .paddle_env import PADDLEJOB_PORT
 from .tensorflow_env import TFJOB_PORT
@@ -80,6 +83,14 @@ _BY_KIND = {
             for n in ("client", "redis", "gcs", "gcs-server", "dashboard", "metrics",
                       "dashboard-agent")
         ),
+    ),
+    "TrainJob": OperatorPorts(
+        (
+            (TRAINER_MASTER_PORT, TRAINER_MASTER_PORT, "Kubeflow Trainer's rendezvous (the "
+             "torch master, JAX's coordinator, XGBoost's tracker)"),
+            (8050, 8050, "the Flux broker Trainer's Flux plugin starts"),
+        ),
+        (),
     ),
 }  # fmt: skip
 

@@ -34,6 +34,9 @@ RESERVED_CONTAINERS = frozenset(
         # the Training Operator's PyTorchJob Worker init container (v1.9.4
         # pkg/controller.v1/pytorch/initcontainer.go), KubeRay's autoscaler.
         "wait-for-hosts", "init-pytorch", "autoscaler",
+        # A Trainer runtime's node container (render/kubeflow_trainer.py NODE) and the init
+        # container Trainer's Flux plugin adds (trainer v2.3.0 plugins/flux/flux.go).
+        "node", "flux-installer",
     }
 )  # fmt: skip
 """Container names a job's own containers may not take: a pod's container names are unique."""

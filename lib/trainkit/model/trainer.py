@@ -35,10 +35,15 @@ from .fields import (
     ObjectName,
     Path,
 )
+from .init_containers import InitContainer
 from .job import Image, Resources, Script, Toleration, check_program
+from .lifecycle import Hook
 from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
 from .pod_metadata import own_keys_refused
+from .pod_settings import PortName, PortNumber, check_ports
+from .probes import Probe
 from .pytorchjob import MAX_RUN, run_name
+from .runtime_node import RUNTIME_KIND, check_runtime_node
 from .security import ContainerSecurityContext, SecurityContext, check_security
 from .trainer_flux import RuntimeFlux, flux_command_problem, tasks_gpus_problem
 from .trainer_initializers import DataSource, RuntimeInitializers
@@ -203,6 +208,48 @@ class _TorchRuntime(TrainkitModel):
     tracker on the first node: ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``, ``DMLC_TASK_ID``,
     ``DMLC_NUM_WORKER``), ``deepspeed`` or ``mlx`` (the MPI policy: they need ``mpi=``). A
     TrainJob's script runs with ``torchrun``, else ``python3``."""
+    init_containers: list[InitContainer] = []
+    """Containers of every node pod besides ``node``, the one running the training:
+    ``InitContainer(...)`` runs to completion before it, ``InitContainer(sidecar=True, ...)``
+    beside it (a native sidecar, stopped when it ends). Default image: the runtime's (a
+    TrainJob's ``image`` replaces only the node container's); ``mounts`` may name ``dshm``
+    (``shm_size``) and ``initializer`` (the initializers' workspace). An MPI launcher that
+    runs no ranks and the initializer steps get none. Counted as the scheduler counts them
+    (the larger of the biggest init container and the containers plus sidecars) in every
+    TrainJob's quota, caps and gang."""
+    ports: dict[PortName, PortNumber] = {}
+    """Ports the training program listens on, by name: ``{"metrics": 9090}`` (TCP
+    ``containerPort``s of the node container beside Trainer's 29500; that number and the
+    Flux broker's 8050 are refused). They open nothing: they name the port for monitoring
+    and ``kubectl port-forward``; on a host-network profile each is also the node's port."""
+    readiness_probe: Probe | None = None
+    """When the node container counts as ready (``readinessProbe``); it kills nothing, and
+    hides no node from the others (JobSet publishes not-ready pods' names). Not on an MPI
+    runtime, whose nodes are ready once sshd accepts connections."""
+    liveness_probe: Probe | None = None
+    """When the kubelet kills the node container as hung (``livenessProbe``). A killed rank
+    fails or hangs the whole job, so it must fail for at least 60 s (``failure_threshold``
+    × ``period``) first."""
+    startup_probe: Probe | None = None
+    """What must pass once before the other probes start (``startupProbe``), for a slow
+    start; the kubelet kills the container when it never does."""
+    post_start: Hook | None = None
+    """What the kubelet runs in the node container right after it starts
+    (``lifecycle.postStart``), e.g. ``Hook(exec=["sh", "-c", "nvidia-smi -L"])``."""
+    pre_stop: Hook | None = None
+    """What the kubelet runs in the node container before stopping it
+    (``lifecycle.preStop``); it spends the pod's grace period (SIGTERM comes after it), so a
+    ``sleep`` must be shorter than it (30 s, or a TrainJob's ``termination_grace_period``)."""
+
+    @field_validator("ports")
+    @classmethod
+    def _ports(cls, ports: dict[str, int]) -> dict[str, int]:
+        return check_ports(ports, RUNTIME_KIND)
+
+    @model_validator(mode="after")
+    def _node_settings(self) -> _TorchRuntime:
+        check_runtime_node(self)
+        return self
 
     @model_validator(mode="after")
     def _one_policy(self) -> _TorchRuntime:
@@ -354,11 +401,14 @@ def trainjob_object_name(name: str, run: int) -> str:
 _ADDS_A_CONTAINER = (
     "a TrainJob cannot add a container: Trainer v2.3's runtime patches only change the "
     "env, mounts and security context of containers the runtime has, and its webhook refuses "
-    "any other; use a PyTorchJob, which takes it"
+    "any other; the runtime takes it (init_containers= on the ClusterTrainingRuntime or "
+    "TrainingRuntime, which the platform owns), or use a PyTorchJob, which takes it"
 )
 _CONTAINER_SETTING = (
     "a TrainJob cannot set this on its container: Trainer v2.3's runtime patches carry only "
-    "a runtime container's env, mounts and security context; use a PyTorchJob, which takes it"
+    "a runtime container's env, mounts and security context; the runtime takes it (the same "
+    "field on the ClusterTrainingRuntime or TrainingRuntime, which the platform owns), or use "
+    "a PyTorchJob, which takes it"
 )
 
 

@@ -35,11 +35,20 @@ def check_images(
     problems: list[Problem],
 ) -> None:
     for pr, body in runtimes:
-        containers = body["spec"]["template"]["spec"]["replicatedJobs"]
-        for rjob in containers:
+        # The runtime's own init containers and sidecars at their field, once each (they run
+        # in every pod that trains); the rest (trainkit's wait-for-hosts) carry its image.
+        mine = {ic.name: i for i, ic in enumerate(pr.runtime.init_containers)}
+        seen: set[str] = set()
+        for rjob in body["spec"]["template"]["spec"]["replicatedJobs"]:
             pod = rjob["template"]["spec"]["template"]["spec"]
             for c in pod.get("containers") or []:
                 _check(index, pr.definition, str(c.get("image", "")), pr.cluster, problems)
+            for c in pod.get("initContainers") or []:
+                name = str(c.get("name"))
+                if name in mine and name not in seen:
+                    seen.add(name)
+                    at = f"init_containers[{mine[name]}].image"
+                    _check(index, pr.definition, str(c.get("image", "")), pr.cluster, problems, at)
         if pr.runtime.flux is not None:
             # Trainer runs it as the flux-installer init container of every node (trainer
             # v2.3.0 plugins/flux/flux.go EnforceMLPolicy), its default when neither the runtime
@@ -67,8 +76,12 @@ def check_images(
             image = pj.role_image(sub)
             if image is not None:
                 own[image] = "submitter.image"
+        # A runtime's init containers and sidecars are reported at the runtime.
+        theirs = {ic.name for ic in pj.runtime.runtime.init_containers} if pj.runtime else set()
         for ps in ej.pod_sets:
-            for _, image in ps.images():
+            for name, image in ps.images():
+                if name in theirs:
+                    continue
                 # An image the job does not set is its runtime's, reported there.
                 if pj.image is None and pj.runtime is not None:
                     continue

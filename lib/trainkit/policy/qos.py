@@ -27,9 +27,18 @@ def check_qos(
     if index.rules.burstable:
         return
     for pr, body in runtimes:
+        mine = {ic.name: i for i, ic in enumerate(pr.runtime.init_containers)}
+        seen: set[str] = set()
         for rjob in body["spec"]["template"]["spec"]["replicatedJobs"]:
             pod = rjob["template"]["spec"]["template"]["spec"]
             _check(index, pr.definition, pod.get("containers") or [], problems)
+            # The runtime's init containers and sidecars, once each: the QoS counts them too.
+            for c in pod.get("initContainers") or []:
+                name = str(c.get("name"))
+                if name in mine and name not in seen:
+                    seen.add(name)
+                    field = f"init_containers[{mine[name]}].resources."
+                    _check(index, pr.definition, [c], problems, field)
     for ej in jobs:
         pj = ej.planned
         if hasattr(pj.job, "resources") and pj.job.resources is None:

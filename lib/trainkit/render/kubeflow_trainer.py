@@ -44,6 +44,7 @@ from ..model.trainer_initializers import (
 )
 from ..resolve import PlannedJob, PlannedRuntime
 from .cluster_scoped import resource_requirements
+from .init_specs import init_container_specs
 from .meta import VOLCANO_QUEUE_ANNOTATION, metadata, pod_labels, pod_metadata
 from .mpi_wait import wait_for_hosts
 from .pod import (
@@ -57,6 +58,8 @@ from .pod import (
     forwarded,
     hide_gpus,
     hides_gpus,
+    job_ports,
+    lifecycle,
     network_container,
     network_pod,
     one_per_node,
@@ -65,6 +68,7 @@ from .pod import (
     pod_security,
     pod_settings,
     pod_volumes,
+    probes,
     rsh_port_args,
     sshd_port,
     tolerations,
@@ -113,11 +117,20 @@ def _runtime_pod(
     ports: bool = True,
     devices: bool = True,
     settings: dict[str, str] | None = None,
+    training: bool = True,
 ) -> dict[str, Any]:
     """The pod of one replicated job: container ``node`` with the runtime's settings.
     ``resources`` replaces the runtime's; without ``devices`` the pod gets the network
-    profile's env but none of its devices, capabilities or host network."""
+    profile's env but none of its devices, capabilities or host network. A pod that runs
+    the training gets the runtime's init containers, sidecars, ports, probes and hooks
+    (``runtime_node``); one that does not (an MPI launcher running no ranks) gets none."""
     rt, cluster = pr.runtime, pr.cluster
+    # TrainJobs inherit these: Trainer merges resourcesPerNode onto this container's
+    # resources (v2.3), and a TrainJob may not change once created, so the profile
+    # is never written into the TrainJob itself.
+    profile = pr.network
+    if not devices:
+        profile = env_only(profile)
     container: dict[str, Any] = {"name": NODE, "image": rt.image}
     if rt.image_pull_policy is not None:
         container["imagePullPolicy"] = rt.image_pull_policy
@@ -127,17 +140,15 @@ def _runtime_pod(
         container["env"] = env_list(rt.env, rt.env_refs) + env_list(settings or {})
     if rt.env_from:
         container["envFrom"] = env_sources(rt.env_from)
-    if ports:
-        container["ports"] = [{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}]
+    own_ports = [
+        *([{"containerPort": TRAINER_MASTER_PORT, "protocol": "TCP"}] if ports else []),
+        *(job_ports(rt, profile) if training else []),
+    ]
+    if own_ports:
+        container["ports"] = own_ports
     res = resources if resources is not None else rt.resources
     if res is not None:
         container["resources"] = resource_requirements(res, cluster)
-    # TrainJobs inherit these: Trainer merges resourcesPerNode onto this container's
-    # resources (v2.3), and a TrainJob may not change once created, so the profile
-    # is never written into the TrainJob itself.
-    profile = pr.network
-    if not devices:
-        profile = env_only(profile)
     network_container(container, profile)
     pod: dict[str, Any] = {"containers": [container]}
     identity = {"runAsUser": rt.run_as_user, "fsGroup": rt.fs_group}
@@ -151,6 +162,8 @@ def _runtime_pod(
     if mounts:
         container["volumeMounts"] = mounts
         pod["volumes"] = volumes
+    if training:
+        _runtime_node(pod, pr, [*mounts, *_workspace_mounts(rt.initializers)])
     if rt.node_selector:
         pod["nodeSelector"] = dict(rt.node_selector)
     if rt.tolerations:
@@ -244,6 +257,40 @@ def _flux_runtime(pr: PlannedRuntime, flux: RuntimeFlux) -> tuple[dict[str, Any]
     return spec, {"replicatedJobs": [_replicated_job(NODE, pod, trainer=True, network=pr.network)]}
 
 
+def _workspace_mounts(steps: RuntimeInitializers | None) -> list[dict[str, Any]]:
+    """Where the nodes mount the initializers' workspace: each step's sub-directory, or the
+    whole volume, as Trainer v2.3.0's torchtune runtimes mount it (manifests/base/runtimes/
+    torchtune/*/*.yaml), the steps' sub-directories in it."""
+    if steps is None:
+        return []
+    if steps.mount_workspace:
+        return [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
+    return [
+        {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
+        for step, sub in ((steps.dataset, "dataset"), (steps.model, "model"))
+        if step is not None
+    ]
+
+
+def _runtime_node(pod: dict[str, Any], pr: PlannedRuntime, mounts: list[dict[str, Any]]) -> None:
+    """The runtime's init containers and sidecars (which may mount ``mounts``, the node
+    container's), probes and hooks on a pod that runs the training."""
+    rt = pr.runtime
+    container = pod["containers"][0]
+    probes(container, rt)
+    lifecycle(container, rt)
+    if rt.init_containers:
+        # A runtime has no container security context of its own (its pod's applies).
+        # Ahead of the containers, as the API server lists them.
+        rest = dict(pod)
+        pod.clear()
+        pod["initContainers"] = init_container_specs(
+            rt.init_containers, image=rt.image, cluster=pr.cluster,
+            pull_policy=rt.image_pull_policy, mounts=mounts, security=None,
+        )  # fmt: skip
+        pod.update(rest)
+
+
 def _add_initializers(
     pr: PlannedRuntime, steps: RuntimeInitializers, jobset: dict[str, Any]
 ) -> None:
@@ -255,11 +302,7 @@ def _add_initializers(
     (jobset v0.12.0 pkg/controllers/volume_claim_policy.go). The nodes mount the step's
     sub-directory only, so /workspace stays the image's (scripts are mounted into it)."""
     jobs = []
-    node_mounts = []
-    for name, step, sub in (
-        (DATASET_INITIALIZER, steps.dataset, "dataset"),
-        (MODEL_INITIALIZER, steps.model, "model"),
-    ):
+    for name, step in ((DATASET_INITIALIZER, steps.dataset), (MODEL_INITIALIZER, steps.model)):
         if step is None:
             continue
         env = ({STORAGE_URI: step.storage_uri} if step.storage_uri else {}) | dict(step.env)
@@ -283,13 +326,7 @@ def _add_initializers(
             priority_class=pr.runtime.priority_class,
         )
         jobs.append(_replicated_job(name, pod, trainer=False, ancestor=name))
-        node_mounts.append(
-            {"name": INITIALIZER_VOLUME, "mountPath": f"{WORKSPACE}/{sub}", "subPath": sub}
-        )
-    if steps.mount_workspace:
-        # The whole volume, as Trainer v2.3.0's torchtune runtimes mount it (manifests/base/
-        # runtimes/torchtune/*/*.yaml): the steps' sub-directories are in it.
-        node_mounts = [{"name": INITIALIZER_VOLUME, "mountPath": WORKSPACE}]
+    node_mounts = _workspace_mounts(steps)
     for rjob in jobset["replicatedJobs"]:
         labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
         if labels.get(ANCESTOR_LABEL) != "trainer":
@@ -381,7 +418,7 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
         sshd_port(node["containers"][0], port)
     launcher = _runtime_pod(
         pr, ports=False, resources=None if mpi.launcher_as_node else mpi.launcher,
-        devices=mpi.launcher_as_node,
+        devices=mpi.launcher_as_node, training=mpi.launcher_as_node,
     )  # fmt: skip
     if not mpi.launcher_as_node:
         # Resources the TrainJob cannot change (it may set them only with the launcher as a
@@ -402,7 +439,8 @@ def _mpi_runtime(pr: PlannedRuntime, mpi: RuntimeMPI) -> tuple[dict[str, Any], d
                 rt.image, hostfile_volume="mpi-hostfile", ssh_volume="mpi-ssh-auth",
                 ssh_dir=mpi.ssh_dir, resources=launcher["containers"][0]["resources"],
                 pull_policy=rt.image_pull_policy, port=port,
-            )
+            ),
+            *launcher.get("initContainers", []),  # the runtime's, on a launcher that is a node
         ]  # fmt: skip
     jobset = {
         # Hostnames resolve before the pods are ready, as mpirun needs (Kubeflow's

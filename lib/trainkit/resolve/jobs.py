@@ -36,6 +36,7 @@ from ..model.paddlejob import (
 )
 from ..model.platform import VOLCANO_DEFAULT_QUEUE
 from ..model.rayjob import WorkerGroup
+from ..model.runtime_node import pre_stop_grace_problem
 from ..model.security import effective_user
 from ..model.trainer import trainjob_object_name
 from ..model.trainer_flux import (
@@ -295,6 +296,9 @@ def place(
                     )
                 )
             problems.extend(_initializer_trainjob(d, job, found, declared_team))
+            short = pre_stop_grace_problem(found.runtime, job.termination_grace_period)
+            if short is not None:
+                problems.append(problem(d, short, "termination_grace_period"))
             if found.runtime.ml_policy in ("jax", "xgboost") and job.procs_per_node is not None:
                 # trainer v2.3.0 plugins/jax/jax.go, plugins/xgboost/xgboost.go: neither reads
                 # numProcPerNode; each node runs one process.

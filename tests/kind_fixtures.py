@@ -1,13 +1,35 @@
-"""A one-job platform for the kind tests: a cluster, a Volcano queue, a team, the job."""
+"""A one-job platform for the kind tests: a cluster, a Volcano queue, a team, the job; or a
+Kueue flavor and ClusterQueue instead of the Volcano queue (``kueue_queue``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainkit import Capacity, Cluster, Policy, Queue, Team
+from trainkit import (
+    Capacity,
+    Cluster,
+    ClusterQueue,
+    FlavorQuota,
+    Policy,
+    Queue,
+    ResourceFlavor,
+    Team,
+)
 from trainkit.load import Definition
 from trainkit.resolve import build_plan
+from trainkit.synth import effective_jobs, render_groups
 from trainkit.synth.layout import _cluster_objects
+
+
+def kueue_queue(quota: Capacity, path: str = "jobs/platform/p.py") -> list[Definition]:
+    """ResourceFlavor ``f`` (nodes labelled ``pool: f``) and ClusterQueue ``q`` holding
+    ``quota`` of it, declared in ``path``."""
+    return [
+        Definition(ResourceFlavor(name="f", node_labels={"pool": "f"}), path, "platform"),
+        Definition(
+            ClusterQueue(name="q", flavors=[FlavorQuota(flavor="f", quota=quota)]), path, "platform"
+        ),
+    ]
 
 
 def planned(
@@ -53,3 +75,13 @@ def render(
     kind = type(j).__name__
     (body,) = [r.body for r in _cluster_objects(cp) if r.body["kind"] == kind]
     return body, cp.jobs[0]
+
+
+def rendered_one(defs: list[Definition]) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The objects of the plan of ``defs`` (one cluster, one job) by kind, ConfigMaps left out,
+    and the job's effective pods."""
+    plan = build_plan(defs)
+    (cp,) = plan.clusters
+    bodies = {r.body["kind"]: r.body for r in _cluster_objects(cp) if r.body["kind"] != "ConfigMap"}
+    (ej,) = effective_jobs(render_groups(plan))
+    return bodies, ej

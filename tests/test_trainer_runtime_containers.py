@@ -21,19 +21,17 @@ import pytest
 import yaml
 
 from example_edits import edit
+from kind_fixtures import kueue_queue, rendered_one
 from trainkit import (
     Capacity,
     Cluster,
-    ClusterQueue,
     ClusterTrainingRuntime,
-    FlavorQuota,
     Hook,
     InitContainer,
     Initializer,
     Policy,
     Probe,
     Queue,
-    ResourceFlavor,
     Resources,
     RuntimeInitializers,
     RuntimeMPI,
@@ -75,15 +73,7 @@ def platform(rt: ClusterTrainingRuntime, scheduler: str = "volcano", **policy: A
     cluster: dict[str, Any] = {"name": "c", "server": "https://c", "gpus_per_node": 8}
     if scheduler == "kueue":
         cluster |= {"scheduler": "kueue", "operators": ["trainer"]}
-        quota = Capacity(cpu=256, memory="1024Gi", gpu=16)
-        queues = [
-            Definition(ResourceFlavor(name="f", node_labels={"pool": "f"}), P, "platform"),
-            Definition(
-                ClusterQueue(name="q", flavors=[FlavorQuota(flavor="f", quota=quota)]),
-                P,
-                "platform",
-            ),
-        ]
+        queues = kueue_queue(Capacity(cpu=256, memory="1024Gi", gpu=16), P)
     else:
         queues = [Definition(Queue(name="q", capability=Capacity(gpu=64)), P, "platform")]
     defs = [
@@ -100,14 +90,6 @@ def platform(rt: ClusterTrainingRuntime, scheduler: str = "volcano", **policy: A
 def job(**kw: Any) -> Definition:
     tj = TrainJob(**({"name": "tj", "runtime": "rt", "script": Script.file("train.py")} | kw))
     return Definition(tj, "jobs/t/j.py", "t", line=3, files={"train.py": "x"})
-
-
-def rendered(defs: list[Any]) -> tuple[dict[str, dict[str, Any]], Any]:
-    plan = build_plan(defs)
-    (cp,) = plan.clusters
-    bodies = {r.body["kind"]: r.body for r in _cluster_objects(cp) if r.body["kind"] != "ConfigMap"}
-    (ej,) = effective_jobs(render_groups(plan))
-    return bodies, ej
 
 
 def pods(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -145,7 +127,7 @@ def test_the_node_pods_run_them_and_the_initializer_steps_do_not() -> None:
             size="10Gi",
         ),
     )
-    bodies, ej = rendered([*platform(rt, "kueue"), job()])
+    bodies, ej = rendered_one([*platform(rt, "kueue"), job()])
     by_job = pods(bodies["ClusterTrainingRuntime"])
     assert "initContainers" not in by_job["dataset-initializer"]
     node = by_job["node"]
@@ -174,13 +156,13 @@ def test_the_node_pods_run_them_and_the_initializer_steps_do_not() -> None:
 
 def test_an_mpi_launcher_that_runs_no_ranks_gets_none() -> None:
     mpi = {"mpi": RuntimeMPI(), "run_as_user": 1000, "fs_group": 1000}
-    bodies, _ = rendered([*platform(runtime(init_containers=[SIDECAR], **mpi)), job()])
+    bodies, _ = rendered_one([*platform(runtime(init_containers=[SIDECAR], **mpi)), job()])
     by_job = pods(bodies["ClusterTrainingRuntime"])
     assert [c["name"] for c in by_job["node"]["initContainers"]] == ["metrics-push"]
     # Volcano: trainkit's wait-for-hosts only (render/kubeflow_trainer.py _mpi_runtime).
     assert [c["name"] for c in by_job["launcher"]["initContainers"]] == ["wait-for-hosts"]
     mpi["mpi"] = RuntimeMPI(launcher_as_node=True)
-    bodies, _ = rendered([*platform(runtime(init_containers=[SIDECAR], **mpi)), job()])
+    bodies, _ = rendered_one([*platform(runtime(init_containers=[SIDECAR], **mpi)), job()])
     launcher = pods(bodies["ClusterTrainingRuntime"])["launcher"]
     assert [c["name"] for c in launcher["initContainers"]] == ["wait-for-hosts", "metrics-push"]
 
@@ -189,17 +171,17 @@ def test_the_gang_counts_them_as_volcano_and_trainer_do() -> None:
     # Each node runs 8 CPUs + a 2-CPU sidecar = 10, after a 40-CPU init container that starts
     # before the sidecar: the pod needs max(40, 8 + 2) = 40 CPUs (resource.PodRequests), the
     # gang 2 × 40. Counting the containers alone would give 2 × 8.
-    _, ej = rendered([*platform(runtime(init_containers=[FETCH, SIDECAR])), job()])
+    _, ej = rendered_one([*platform(runtime(init_containers=[FETCH, SIDECAR])), job()])
     assert ej.gang is not None
     assert ej.gang.requests["cpu"] == Decimal(80)
     assert ej.gang.requests["memory"] == Decimal(2 * 33) * 2**30  # max(4Gi, 32Gi + 1Gi)
     # A sidecar first: the init container runs beside it, 42 CPUs.
-    _, ej = rendered([*platform(runtime(init_containers=[SIDECAR, FETCH])), job()])
+    _, ej = rendered_one([*platform(runtime(init_containers=[SIDECAR, FETCH])), job()])
     assert ej.gang is not None and ej.gang.requests["cpu"] == Decimal(84)
 
 
 def test_kueue_s_workload_counts_them() -> None:
-    _, ej = rendered([*platform(runtime(init_containers=[SIDECAR]), "kueue"), job(nodes=3)])
+    _, ej = rendered_one([*platform(runtime(init_containers=[SIDECAR]), "kueue"), job(nodes=3)])
     assert ej.workload is not None
     # Three nodes of 8 CPUs plus a 2-CPU sidecar each.
     assert ej.workload.requests()["cpu"] == Decimal(30)

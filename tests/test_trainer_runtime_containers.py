@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from example_edits import edit
 from kind_fixtures import kueue_queue, rendered_one
@@ -237,6 +239,46 @@ def test_the_runtime_and_the_trainjob_are_valid_against_the_crds() -> None:
     (cp,) = plan.clusters
     for r in _cluster_objects(cp):
         assert validate_text(yaml.safe_dump(r.body), r.path, crdset) == []
+
+
+def _scheduler_cpu(node: int, inits: list[tuple[int, bool]]) -> int:
+    """k8s.io/component-helpers resource/helpers.go PodRequests, written from its loop: the
+    containers plus every sidecar, or, if more, the peak of an init container beside the
+    sidecars started before it."""
+    total, sidecars, peak = node, 0, 0
+    for cpu, sidecar in inits:
+        if sidecar:
+            total += cpu
+            sidecars += cpu
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, sidecars + cpu)
+    return max(total, peak)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    inits=st.lists(st.tuples(st.integers(1, 64), st.booleans()), min_size=1, max_size=4),
+    nodes=st.integers(1, 4),
+    scheduler=st.sampled_from(["volcano", "kueue"]),
+)
+def test_every_pod_counts_them_as_the_scheduler_does(
+    inits: list[tuple[int, bool]], nodes: int, scheduler: str
+) -> None:
+    containers = [
+        _ic(name=f"c{i}", sidecar=sidecar, resources=Resources(cpu=cpu, memory="1Gi"))
+        for i, (cpu, sidecar) in enumerate(inits)
+    ]
+    defs = [*platform(runtime(init_containers=containers), scheduler), job(nodes=nodes)]
+    bodies, ej = rendered_one(defs)
+    want = Decimal(nodes * _scheduler_cpu(8, inits))
+    if scheduler == "volcano":
+        assert ej.gang is not None and ej.gang.requests["cpu"] == want
+    else:
+        assert ej.workload is not None and ej.workload.requests()["cpu"] == want
+    crdset = shared_crd_set()
+    runtime_body = bodies["ClusterTrainingRuntime"]
+    assert validate_text(yaml.safe_dump(runtime_body), "rt.yaml", crdset) == []
 
 
 def _ic(**kw: Any) -> InitContainer:

@@ -8,6 +8,7 @@ import io
 import os
 import random
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import pytest
 
 from trainkit import Cluster, MPIJob, RehearsalError, Resources, Script, SetupError, Team
 from trainkit.load import Definition
-from trainkit.rehearse import ReadOnly, mpi, ports, rehearse, targets_for
+from trainkit.rehearse import ReadOnly, buildlocks, mpi, ports, rehearse, targets_for
+from trainkit.rehearse.buildlocks import BuildLocks, uses_deepspeed
 from trainkit.rehearse.mpi import plan_mpi_rehearsal
 from trainkit.rehearse.ports import free_port
 from trainkit.rehearse.target import MPIJobTarget
@@ -186,15 +188,7 @@ def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_
 def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() -> None:
     # The example's own script (ZeRO stage 2 of a tiny LM), started the way its launcher pod
     # starts it: deepspeed → mpirun → ranks that find each other through mpi4py.
-    script = REPO / "jobs/llm/scripts/pretrain_deepspeed.py"
-    job = MPIJob(
-        name="ds", image="img:1", script=Script.file("pretrain_deepspeed.py"),
-        launch="deepspeed", args=["--steps", "2", "--zero-stage", "2"], nodes=2,
-        resources=Resources(cpu=4, memory="8Gi", gpu=2),
-    )  # fmt: skip
-    files = {"pretrain_deepspeed.py": script.read_text(encoding="utf-8")}
-    d = Definition(job, "jobs/team/ds.py", "team", line=3, files=files)
-    (target,) = targets_for(d, PLATFORM)
+    target = _deepspeed_example()
     out = io.StringIO()
     # DeepSpeed's default rendezvous port is taken (as by a second rehearsal or a torchrun):
     # the rehearsal's own MASTER_PORT, which the script passes on, keeps them apart.
@@ -215,6 +209,124 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
     text = out.getvalue()
     assert "step 2/2 loss " in text
     assert "done: 2 ranks, ZeRO stage 2" in text
+
+
+def _deepspeed_example() -> MPIJobTarget:
+    script = REPO / "jobs/llm/scripts/pretrain_deepspeed.py"
+    job = MPIJob(
+        name="ds", image="img:1", script=Script.file("pretrain_deepspeed.py"),
+        launch="deepspeed", args=["--steps", "2", "--zero-stage", "2"], nodes=2,
+        resources=Resources(cpu=4, memory="8Gi", gpu=2),
+    )  # fmt: skip
+    files = {"pretrain_deepspeed.py": script.read_text(encoding="utf-8")}
+    d = Definition(job, "jobs/team/ds.py", "team", line=3, files=files)
+    (target,) = targets_for(d, PLATFORM)
+    assert isinstance(target, MPIJobTarget)
+    return target
+
+
+@pytest.mark.long
+def test_a_build_lock_left_by_a_killed_build_fails_the_rehearsal_instead_of_hanging_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A DeepSpeed build killed midway leaves torch's lock file, and every later rank waits for
+    # it to go, silently and forever, right after "Setting accelerator to CPU" (a full suite
+    # hung 240 s so, on a lock a killed build had left in ~/.cache/torch_extensions).
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    lock = tmp_path / "ext" / "deepspeed_shm_comm" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.touch()
+    with pytest.raises(RehearsalError) as e:
+        rehearse(_deepspeed_example(), nodes=2, procs_per_node=1, timeout=120, out=io.StringIO())
+    message = str(e.value)
+    assert f"the ranks wait on {lock}: torch's lock for building DeepSpeed's " in message
+    assert "deepspeed_shm_comm op, and no process has built there for 10 s" in message
+    assert f"delete it (rm {lock})" in message
+    assert lock.exists()  # not this rehearsal's: another user's build may still want it
+
+
+def _locks(tmp_path: Path, cwds: dict[int, str] | None) -> tuple[BuildLocks, Path]:
+    lock = tmp_path / "deepspeed_shm_comm" / "lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    return BuildLocks({"TORCH_EXTENSIONS_DIR": str(tmp_path)}, working_dirs=lambda: cwds), lock
+
+
+def test_a_lock_counts_as_left_over_only_after_nobody_built_under_it_for_a_while(
+    tmp_path: Path,
+) -> None:
+    cwds: dict[int, str] = {7: "/"}
+    locks, lock = _locks(tmp_path, cwds)
+    wait = buildlocks.STALE_SECONDS
+    assert locks.check(0.0, set()) is None
+    assert locks.check(wait - 0.1, set()) is None
+    cwds[8] = str(lock.parent)  # ninja builds there: a live build's lock
+    assert locks.check(wait, set()) is None
+    assert locks.check(5 * wait, set()) is None
+    del cwds[8]
+    assert locks.check(6 * wait, set()) is None  # idle again: counted from here
+    assert locks.check(7 * wait, set()) == lock
+
+
+def test_a_new_lock_in_the_same_place_is_counted_afresh(tmp_path: Path) -> None:
+    locks, lock = _locks(tmp_path, {})
+    assert locks.check(0.0, set()) is None
+    lock.unlink()  # released, and taken by the next build
+    assert locks.check(1.0, set()) is None
+    lock.touch()
+    assert locks.check(2.0, set()) is None
+    assert locks.check(2.0 + buildlocks.STALE_SECONDS, set()) == lock
+
+
+def test_without_a_process_table_no_lock_is_called_left_over(tmp_path: Path) -> None:
+    locks, lock = _locks(tmp_path, None)
+    assert locks.check(0.0, set()) is None
+    assert locks.check(100 * buildlocks.STALE_SECONDS, set()) is None
+    assert locks.paths() == [lock]
+
+
+def test_the_lock_of_a_stopped_build_of_the_rehearsal_s_own_is_removed(tmp_path: Path) -> None:
+    cwds = {42: str(tmp_path / "deepspeed_shm_comm")}
+    locks, lock = _locks(tmp_path, cwds)
+    assert locks.check(0.0, {42}) is None  # our rank's ninja builds
+    cwds.clear()  # stopped midway: the lock stays behind
+    assert locks.release_ours() == [lock]
+    assert not lock.exists()
+
+
+def test_a_lock_taken_again_after_the_own_build_or_built_under_is_kept(tmp_path: Path) -> None:
+    cwds = {42: str(tmp_path / "deepspeed_shm_comm")}
+    locks, lock = _locks(tmp_path, cwds)
+    assert locks.check(0.0, {42}) is None
+    assert locks.release_ours() == []  # still building (another process now)
+    assert locks.check(1.0, {42}) is None
+    cwds.clear()
+    lock.unlink()
+    lock.touch()  # another build's lock now
+    assert locks.release_ours() == []
+    assert lock.exists()
+    other, other_lock = _locks(tmp_path / "other", {42: str(tmp_path / "other" / "x")})
+    assert other.check(0.0, {42}) is None and other.release_ours() == []
+    assert other_lock.exists()
+
+
+def test_the_locks_are_torch_s_default_build_directories_without_torch_extensions_dir(
+    tmp_path: Path,
+) -> None:
+    major, minor = sys.version_info[:2]
+    build = tmp_path / "cache" / "torch_extensions" / f"py{major}{minor}{sys.abiflags}_cpu"
+    (build / "deepspeed_shm_comm").mkdir(parents=True)
+    (build / "deepspeed_shm_comm" / "lock").touch()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    expected = [] if sys.platform == "darwin" else [build / "deepspeed_shm_comm" / "lock"]
+    assert BuildLocks(env).paths() == expected
+
+
+def test_a_job_whose_script_imports_deepspeed_is_watched() -> None:
+    assert uses_deepspeed({"t.py": "import os\nimport deepspeed\n"})
+    assert uses_deepspeed({"t.py": "from deepspeed.comm import comm\n"})
+    assert not uses_deepspeed({"t.py": "import deepspeedish\n# import deepspeed later\n"})
+    assert not uses_deepspeed({"notes.txt": "import deepspeed\n"})
 
 
 def test_a_deepspeed_rehearsal_without_deepspeed_says_which_extra_to_install(

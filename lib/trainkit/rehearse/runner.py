@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import Problem, RehearsalError, SetupError
+from .buildlocks import BuildLocks, stale_message, uses_deepspeed
 from .extras import CPU_TORCH, install_extra
 from .launch import RehearsalPlan, plan_rehearsal
 from .mpi import plan_mpi_rehearsal
@@ -241,6 +242,15 @@ class _Run:
         self.stopping = False
         """Once set, torchrun's own lines (its reaction to being stopped) are not shown."""
         self.last_lines: list[str] = []
+        t = plan.target
+        deepspeed = (isinstance(t, MPIJobTarget) and t.launch == "deepspeed") or uses_deepspeed(
+            t.files
+        )
+        self.build_locks = BuildLocks(plan.launches[0].env) if deepspeed else None
+        """The locks of DeepSpeed's op builds, which its ranks would wait on without end."""
+        self.own: set[int] = set()
+        """The processes below the launchers at the last scan."""
+        self.stale_lock: Path | None = None
 
     # -- running ---------------------------------------------------------------
 
@@ -254,6 +264,8 @@ class _Run:
         failed = [n for n, code in self.exits.items() if code != 0]
         if failed:
             raise RehearsalError([self._problem(self._failure_message(failed))])
+        if self.stale_lock is not None:
+            raise RehearsalError([self._problem(stale_message(self.stale_lock))])
         if timed_out:
             raise RehearsalError([self._problem(self._timeout_message(timeout, running))])
 
@@ -307,6 +319,10 @@ class _Run:
             if now - last_scan >= SCAN_SECONDS:
                 self._scan()
                 last_scan = now
+                if self.build_locks is not None:
+                    self.stale_lock = self.build_locks.check(now, self.own)
+                    if self.stale_lock is not None:
+                        return False
             for n, proc in enumerate(self.procs):
                 if n not in self.exits and (code := proc.poll()) is not None:
                     self.exits[n] = code
@@ -354,7 +370,9 @@ class _Run:
         table = process_table()
         roots = [p.pid for p in self.procs if p.returncode is None]
         own = os.getpgrp()
-        for pid in descendants(table, roots):
+        below = descendants(table, roots)
+        self.own = below
+        for pid in below:
             pgid = table[pid].pgid
             if pgid > 1 and pgid != own:
                 self.groups.add(pgid)
@@ -404,6 +422,9 @@ class _Run:
             self._settle(KILLED_WAIT_SECONDS)
         for proc in self.procs:
             proc.wait()
+        if self.build_locks is not None:
+            for lock in self.build_locks.release_ours():
+                say(self.out, f"removed {lock}: a build of this rehearsal was stopped holding it")
         self._pump(final=True)
         for f in self.followers:
             f.close()
@@ -481,4 +502,9 @@ class _Run:
             lines.append("last lines before the timeout:")
             lines.extend(f"  | {line}" for line in self.last_lines)
         lines.extend(f"hint: {h}" for h in cpu_hints(self.last_lines))
+        for lock in self.build_locks.paths() if self.build_locks is not None else ():
+            lines.append(
+                f"hint: {lock} exists: DeepSpeed's ranks wait while it does; a build stopped "
+                "midway leaves it behind (delete it if no build runs)"
+            )
         return "\n".join(lines)

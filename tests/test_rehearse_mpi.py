@@ -36,6 +36,16 @@ PLATFORM = [
 ]  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _own_extension_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeepSpeed's ops built in this environment, as `make test` has them (the Makefile's
+    TORCH_EXTENSIONS_DIR): torch's default, ~/.cache/torch_extensions, is shared by every
+    checkout of the user, and one whose venv lies elsewhere rebuilds the op there (minutes on a
+    loaded machine) while the others wait on its lock."""
+    if "TORCH_EXTENSIONS_DIR" not in os.environ:
+        monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path(sys.prefix) / "torch-extensions"))
+
+
 def _target(script: str = "mpi_allreduce.py", **kw: Any) -> MPIJobTarget:
     fields: dict[str, Any] = {
         "name": "mpi",

@@ -278,6 +278,22 @@ def test_a_lock_counts_as_left_over_only_after_nobody_built_under_it_for_a_while
     assert locks.check(7 * wait, set()) == lock
 
 
+def test_a_build_is_told_once_and_seen_through_a_symlinked_extensions_dir(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real"
+    (real / "deepspeed_shm_comm").mkdir(parents=True)
+    (real / "deepspeed_shm_comm" / "lock").touch()
+    (tmp_path / "link").symlink_to(real)
+    cwds = {9: str(real / "deepspeed_shm_comm")}  # the kernel gives ninja's real directory
+    locks = BuildLocks({"TORCH_EXTENSIONS_DIR": str(tmp_path / "link")}, working_dirs=lambda: cwds)
+    assert locks.check(0.0, set()) is None
+    assert locks.builds == [real / "deepspeed_shm_comm"]
+    locks.builds.clear()
+    assert locks.check(10 * buildlocks.STALE_SECONDS, set()) is None
+    assert locks.builds == []
+
+
 def test_a_new_lock_in_the_same_place_is_counted_afresh(tmp_path: Path) -> None:
     locks, lock = _locks(tmp_path, {})
     assert locks.check(0.0, set()) is None

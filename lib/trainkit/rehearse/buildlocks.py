@@ -49,7 +49,8 @@ def extension_roots(env: Mapping[str, str]) -> list[Path]:
     one directory per Python and accelerator build under the user's cache
     (torch/utils/cpp_extension.py ``_get_build_directory``, ``get_default_build_root``)."""
     if chosen := env.get("TORCH_EXTENSIONS_DIR"):
-        return [Path(chosen)]
+        # Resolved: a builder's working directory (/proc/<pid>/cwd) is the real path.
+        return [Path(os.path.realpath(chosen))]
     home = env.get("HOME") or os.path.expanduser("~")
     if sys.platform == "darwin":
         cache = Path(home) / "Library" / "Caches"
@@ -106,6 +107,9 @@ class BuildLocks:
         self.seen: dict[Path, _Seen] = {}
         self.ours: dict[Path, _Identity] = {}
         """Locks taken by a build of the rehearsal's own processes, as they were then."""
+        self.builds: list[Path] = []
+        """Build directories seen building, each once (the runner says so and empties it)."""
+        self._told: set[Path] = set()
 
     def paths(self) -> list[Path]:
         """The lock files present now."""
@@ -133,6 +137,9 @@ class BuildLocks:
                 self.ours[lock] = ident
             if builders:
                 seen.idle_since = None
+                if lock.parent not in self._told:
+                    self._told.add(lock.parent)
+                    self.builds.append(lock.parent)
             elif seen.idle_since is None:
                 seen.idle_since = now
             elif now - seen.idle_since >= STALE_SECONDS:

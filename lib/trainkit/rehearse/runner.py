@@ -321,6 +321,13 @@ class _Run:
                 last_scan = now
                 if self.build_locks is not None:
                     self.stale_lock = self.build_locks.check(now, self.own)
+                    for build in self.build_locks.builds:
+                        say(
+                            self.out,
+                            f"DeepSpeed's {build.name} op is being built in {build}; the ranks "
+                            "wait for the build (a minute or more on a busy machine)",
+                        )
+                    self.build_locks.builds.clear()
                     if self.stale_lock is not None:
                         return False
             for n, proc in enumerate(self.procs):

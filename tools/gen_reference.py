@@ -67,7 +67,7 @@ def cli_page() -> str:
 
 def pod_metadata_page() -> str:
     """The prefixes a controller acts on (a team needs ``Team.pod_metadata_keys`` for them)."""
-    from trainkit.model.pod_metadata import STEERING_DOMAINS, TRAINKIT_DOMAIN
+    from trainkit.model.pod_metadata import JOB_OWNED_KEYS, STEERING_DOMAINS, TRAINKIT_DOMAIN
 
     lines = [
         HEADER,
@@ -80,7 +80,8 @@ def pod_metadata_page() -> str:
         "key, or a prefix ending in `/`); otherwise it is refused with the key and the grant to",
         "ask for. Each prefix counts with its subdomains (`node.kubernetes.io/` is under",
         "`kubernetes.io/`). The same holds for a TrainJob's `jobset_labels` and",
-        "`jobset_annotations`, which the JobSet Trainer creates carries.\n",
+        "`jobset_annotations`, which the JobSet Trainer creates carries, and for the job",
+        "object's own `labels` and `annotations`.\n",
         "| prefix | also |",
         "| --- | --- |",
         *(f"| `{domain}/` | `*.{domain}/` |" for domain in STEERING_DOMAINS),
@@ -90,7 +91,10 @@ def pod_metadata_page() -> str:
         "  for an object of that Application, and pruned); it needs the same grant.",
         "- `app.kubernetes.io/managed-by`: trainkit's own, never a job's.\n",
         f"Keys under `{TRAINKIT_DOMAIN}/` (team, job, definition hash) are trainkit's and always",
-        "refused. Every other key, such as `example.com/cost-center`, is free.",
+        "refused. Every other key, such as `example.com/cost-center`, is free.\n",
+        "A job's own `labels` and `annotations` may in addition never set a key trainkit",
+        "writes on the job object, whatever the grant:\n",
+        *(f"- `{key}`: {why}." for key, why in JOB_OWNED_KEYS.items()),
         "",
     ]
     return "\n".join(lines)

@@ -21,4 +21,5 @@ job = RayJob(
     head_service=HeadService(name="tokenize-dashboard"),  # ClusterIP: port-forward to it
     queue="llm",
     clusters=["gpu-east"],
+    labels={"example.com/pipeline": "tokenize"},  # KubeRay copies it to the RayCluster
 )

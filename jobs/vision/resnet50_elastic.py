@@ -19,4 +19,7 @@ job = PyTorchJob(
     shm_size="8Gi",
     queue="vision",
     clusters=["gpu-east"],
+    # On the PyTorchJob itself (what lists and bills jobs), not on its pods.
+    labels={"example.com/cost-center": "vision"},
+    annotations={"example.com/owner": "vision-ml@example.com"},
 )

@@ -276,9 +276,30 @@ def as_data(ej: EffectiveJob) -> dict[str, Any]:
             for ps in ej.pod_sets
         ],
         "jobset": _jobset_metadata(ej),
+        "job_metadata": _job_metadata(ej),
         "notes": list(ej.notes),
         "working_dir": _working_dir(ej),
     }
+
+
+_TRAINING_OPERATOR_KINDS = frozenset({"PyTorchJob", "TFJob", "XGBoostJob", "JAXJob"})
+
+
+def _job_metadata(ej: EffectiveJob) -> dict[str, Any] | None:
+    """The job object's own labels and annotations, and the objects its controller copies
+    them to (resolve/access.py cites where); None when it sets none."""
+    job = ej.planned.job  # explain reads the model through the effective jobs only
+    labels = dict(getattr(job, "labels", {}))
+    annotations = dict(getattr(job, "annotations", {}))
+    if not labels and not annotations:
+        return None
+    if ej.kind == "RayJob":
+        copied = "KubeRay copies them to the RayCluster it creates"
+    elif ej.kind in _TRAINING_OPERATOR_KINDS and ej.gang is not None and annotations:
+        copied = "the Training Operator copies the annotations to its Volcano PodGroup"
+    else:
+        copied = None
+    return {"labels": labels, "annotations": annotations, "copied": copied}
 
 
 def _jobset_metadata(ej: EffectiveJob) -> dict[str, dict[str, str]] | None:
@@ -419,6 +440,13 @@ def format_text(jobs: Sequence[EffectiveJob], problems: Sequence[Problem] = ()) 
                 f"  PodGroup {pg['name']} in queue {pg['queue']}: {pg['min_member']} pods at once, "
                 f"requesting {req}"
             )
+        own = d["job_metadata"]
+        for what in ("labels", "annotations"):
+            if own and own[what]:
+                pairs = ", ".join(f"{k}={v}" for k, v in own[what].items())
+                lines.append(f"  {d['kind']} {what} (on the job object, no pod): {pairs}")
+        if own and own["copied"]:
+            lines.append(f"  ({own['copied']})")
         jobset = d["jobset"]
         for what in ("labels", "annotations"):
             if jobset and jobset[what]:

@@ -178,6 +178,10 @@ CASES = [
             pod_affinity=[
                 PodAffinity(labels={"app": "imagenet"}, topology_key="topology.kubernetes.io/zone")
             ],
+            annotations={
+                "sagemaker.amazonaws.com/enable-job-auto-resume": "true",
+                "sagemaker.amazonaws.com/job-max-retry-count": "2",
+            },
         ),
         expected=Expected(
             "PyTorchJob",
@@ -243,9 +247,6 @@ CASES = [
             "pod_metadata_keys": ["kueue.x-k8s.io/"],
         },
         objects=(lambda: WorkloadPriorityClass(name="training-priority", value=100),),
-        needs="job annotations (sagemaker.amazonaws.com/enable-job-auto-resume, "
-        "job-max-retry-count)",
-        # Once the annotations land, trainkit still refuses it.
         refused="HPA metrics on a Kueue cluster: Kueue v0.19.2 stops a running PyTorchJob whose "
         "Worker count no longer matches its Workload and queues it again, so every step of the "
         "autoscaler would end the training (jobframework/reconciler.go ensureOneWorkload)",

@@ -38,7 +38,7 @@ from .placement import (
     check_pod_affinity,
     one_topology_annotation,
 )
-from .pod_metadata import own_keys_refused
+from .pod_metadata import job_keys_refused, own_keys_refused
 from .pod_settings import (
     HostName,
     IPAddress,
@@ -218,6 +218,19 @@ class PodJob(TrainkitModel):
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of every pod, e.g. ``{"example.com/owner": "ml-infra"}``; the same keys
     as ``pod_labels`` need a grant."""
+    labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the job object itself (the PyTorchJob, MPIJob, RayJob, … that Argo CD
+    syncs), e.g. ``{"example.com/cost-center": "vision"}`` for what lists or bills jobs. No
+    operator copies them to the pods (use ``pod_labels``); KubeRay copies a RayJob's to the
+    RayCluster it creates. The same keys as ``pod_labels`` need a grant; the keys trainkit
+    sets on the job (the Kueue and Volcano queues, the priorities, Argo CD's sync wave) are
+    refused."""
+    annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the job object itself, e.g.
+    ``{"sagemaker.amazonaws.com/job-max-retry-count": "2"}`` for a tool that reads jobs.
+    The Training Operator copies them to the Volcano PodGroup it creates, KubeRay a RayJob's
+    to its RayCluster; none reach a pod (use ``pod_annotations``). The same keys as
+    ``pod_labels`` need a grant and trainkit's own are refused."""
     security_context: SecurityContext | None = None
     """Who every container of the pods runs as: ``SecurityContext(run_as_user=1000,
     fs_group=1000, run_as_non_root=True)``, seccomp and AppArmor profiles (``"Unconfined"``
@@ -284,6 +297,11 @@ class PodJob(TrainkitModel):
     @classmethod
     def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
         return own_keys_refused(meta)
+
+    @field_validator("labels", "annotations")
+    @classmethod
+    def _not_trainkits_job_keys(cls, meta: dict[str, str]) -> dict[str, str]:
+        return job_keys_refused(meta)
 
     @field_validator("env")
     @classmethod

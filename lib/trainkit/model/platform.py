@@ -336,7 +336,7 @@ class Team(TrainkitModel):
     """Pod label and annotation keys under a prefix a controller acts on (``kueue.x-k8s.io/``,
     ``volcano.sh/``, ``k8s.v1.cni.cncf.io/``, ``kubernetes.io/``, …) that the team's jobs may
     set (``pod_labels``, ``pod_annotations``, a TrainJob's ``jobset_labels`` and
-    ``jobset_annotations``): a whole key, or a prefix ending in ``/``
+    ``jobset_annotations``, the job object's own ``labels`` and ``annotations``): a whole key, or a prefix ending in ``/``
     (``"example.kubernetes.io/"``). Keys under other prefixes need no grant."""
     network_profiles: list[DNS1123Label] = []
     """NetworkProfiles the team's jobs and runtimes may name (``network=``), and that its

@@ -6,14 +6,20 @@ their own prefixes (a Kueue queue-name label admits the pod elsewhere, a Multus 
 annotation attaches a host interface, an Argo CD annotation changes how it syncs). So a
 definition may set such a key only where the platform grants it (``Team.pod_metadata_keys``),
 and never one of trainkit's own.
+
+The job object's own labels and annotations (``labels=``, ``annotations=``) follow the same
+rule and grant, and may in addition never take a key trainkit itself sets on a job object
+(``JOB_OWNED_KEYS``): the Kueue queue, the Volcano queue, Argo CD's sync wave.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "JOB_OWNED_KEYS",
     "MULTUS_NETWORKS",
     "STEERING_DOMAINS",
     "TRAINKIT_DOMAIN",
+    "job_keys_refused",
     "own_keys_refused",
     "steering_domain",
 ]
@@ -46,6 +52,21 @@ STEERING_DOMAINS = (
 ``*.kubernetes.io`` and ``*.k8s.io`` for itself."""
 
 
+JOB_OWNED_KEYS = {
+    "argocd.argoproj.io/sync-wave": "trainkit orders every object's sync by it",
+    "kueue.x-k8s.io/queue-name": "trainkit sets the job's LocalQueue from queue=",
+    "kueue.x-k8s.io/priority-class": "trainkit sets it from workload_priority=",
+    "scheduling.volcano.sh/queue-name": "trainkit sets the job's Volcano queue from queue=",
+    "volcano.sh/queue-name": "trainkit sets a Ray job's Volcano queue from queue=",
+    "ray.io/priority-class-name": "trainkit sets it from priority_class=",
+}
+"""Keys trainkit sets on a job object itself (render/script.py job_metadata, the operators'
+run policies, render/kuberay.py volcano_metadata), with why: a job's ``labels`` or
+``annotations`` may not take them, whatever the Team grants (a grant of ``kueue.x-k8s.io/``
+would otherwise let a job name another team's LocalQueue). Besides these, trainkit's own
+``trainkit.dev/`` keys and ``app.kubernetes.io/managed-by`` (``own_keys_refused``)."""
+
+
 def steering_domain(key: str) -> str | None:
     """The controller domain of ``key``'s prefix (``kueue.x-k8s.io`` for
     ``kueue.x-k8s.io/queue-name``), or None for a key no controller reads."""
@@ -74,4 +95,22 @@ def own_keys_refused(meta: dict[str, str]) -> dict[str, str]:
             f"{', '.join(repr(k) for k in own)}: keys under {TRAINKIT_DOMAIN}/ are trainkit's "
             "own (team, job, definition); choose a key of your organisation's domain"
         )
+    return meta
+
+
+def job_keys_refused(meta: dict[str, str]) -> dict[str, str]:
+    """``meta`` (a job's own labels or annotations) unless it sets one of trainkit's own keys
+    or one trainkit sets on every job object (``JOB_OWNED_KEYS``; a pydantic field
+    validator)."""
+    why = [
+        f"{k!r} is trainkit's on the job object ({JOB_OWNED_KEYS[k]}); remove it"
+        for k in sorted(meta)
+        if k in JOB_OWNED_KEYS
+    ]
+    try:
+        own_keys_refused(meta)
+    except ValueError as e:
+        why.insert(0, str(e))
+    if why:
+        raise ValueError("; ".join(why))
     return meta

@@ -39,7 +39,7 @@ from .init_containers import InitContainer
 from .job import Image, Resources, Script, Toleration, check_program
 from .lifecycle import Hook
 from .placement import KueueTopology, NodeLabel, Topology, one_topology_annotation
-from .pod_metadata import own_keys_refused
+from .pod_metadata import job_keys_refused, own_keys_refused
 from .pod_settings import PortName, PortNumber, check_ports
 from .probes import Probe
 from .pytorchjob import MAX_RUN, run_name
@@ -528,6 +528,16 @@ class TrainJob(TrainkitModel):
     (``pod_metadata_keys``); ``trainkit.dev/`` keys are trainkit's."""
     pod_annotations: dict[LabelKey, AnnotationValue] = {}
     """Annotations of the nodes' pods; the same keys as ``pod_labels`` need a grant."""
+    labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the TrainJob object itself, e.g. ``{"example.com/cost-center": "research"}``
+    for what lists or bills jobs. They stay on the TrainJob: Trainer builds the JobSet's
+    labels from the runtime and its patches only (``jobset_labels``), and no pod gets them
+    (``pod_labels``). The same keys as ``pod_labels`` need a grant; the keys trainkit sets on
+    the job (the Kueue queue and priority, Argo CD's sync wave) are refused."""
+    annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of the TrainJob object itself; like ``labels`` they reach neither the
+    JobSet nor a pod. The same keys as ``pod_labels`` need a grant and trainkit's own are
+    refused."""
     jobset_labels: dict[LabelKey, LabelValue] = {}
     """Labels of the JobSet Trainer creates for the TrainJob (the runtime patch's own
     metadata), e.g. ``{"example.com/cost-center": "research"}`` for what lists or bills
@@ -559,6 +569,11 @@ class TrainJob(TrainkitModel):
     @classmethod
     def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
         return own_keys_refused(meta)
+
+    @field_validator("labels", "annotations")
+    @classmethod
+    def _not_trainkits_job_keys(cls, meta: dict[str, str]) -> dict[str, str]:
+        return job_keys_refused(meta)
 
     @field_validator("jobset_annotations")
     @classmethod

@@ -134,8 +134,9 @@ def job_metadata(
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, object]:
-    """Metadata of a job object: its run's name, team, job label and definition hash, and on
-    a Kueue cluster the LocalQueue label Kueue admits it by."""
+    """Metadata of a job object: the job's own ``labels`` and ``annotations``, its run's name,
+    team, job label and definition hash, and on a Kueue cluster the LocalQueue label Kueue
+    admits it by."""
     if pj.local_queue is not None:
         labels = {**(labels or {}), KUEUE_QUEUE_LABEL: pj.local_queue}
         # Kueue reads the job's own label for the Workload's priority (kueue v0.19.2
@@ -149,6 +150,11 @@ def job_metadata(
         source=pj.definition.file,
         namespace=pj.namespace,
         team=pj.definition.team,
-        labels={JOB_LABEL: pj.job.name, **(labels or {})},
-        annotations={DEFINITION_ANNOTATION: job_definition_hash(pj), **(annotations or {})},
+        # The job's own keys first: the models refuse trainkit's (JOB_OWNED_KEYS).
+        labels={**getattr(pj.job, "labels", {}), JOB_LABEL: pj.job.name, **(labels or {})},
+        annotations={
+            **getattr(pj.job, "annotations", {}),
+            DEFINITION_ANNOTATION: job_definition_hash(pj),
+            **(annotations or {}),
+        },
     )

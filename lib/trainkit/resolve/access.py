@@ -198,13 +198,34 @@ def _owner_profiles(
     return problems
 
 
+# The job object's own metadata is read by more than Argo CD and Kueue, so it takes the pods'
+# rule: the Training Operator copies a job's annotations to the Volcano PodGroup it creates
+# (training-operator v1.9.4 pkg/controller.v1/common/scheduling.go SyncPodGroup), mpi-operator
+# reads its Volcano queue from an MPIJob annotation (mpi-operator v0.8.0 pkg/controller/
+# podgroup.go newPodGroup), KubeRay copies a RayJob's labels and annotations to the RayCluster
+# it creates (kuberay v1.7.0 ray-operator/controllers/ray/rayjob_controller.go
+# constructRayClusterForRayJob) and reads ray.io/ annotations of a RayCluster (common/pod.go,
+# raycluster_controller.go). Trainer v2.3.0 builds the JobSet's metadata from the runtime and
+# its patches only, not the TrainJob's (pkg/runtime/core/trainingruntime.go newRuntimeInfo,
+# plugins/jobset/jobset.go Build); paddle-operator v0.3.5 reads neither.
+_METADATA_FIELDS = (
+    "pod_labels",
+    "pod_annotations",
+    "jobset_labels",
+    "jobset_annotations",
+    "labels",
+    "annotations",
+)
+
+
 def _pod_metadata(d: Definition, team: Declared[Team]) -> list[Problem]:
-    """A problem per pod label or annotation key under a controller's prefix that ``team``
-    does not grant (``Team.pod_metadata_keys``): such a key changes how a controller treats
-    the pod (another Kueue queue, a Multus network, an Argo CD sync option)."""
+    """A problem per label or annotation key of the pods, a TrainJob's JobSet or the job object
+    under a controller's prefix that ``team`` does not grant (``Team.pod_metadata_keys``):
+    such a key changes how a controller treats the object (another Kueue queue, a Multus
+    network, an Argo CD sync option)."""
     granted = team.obj.pod_metadata_keys
     problems = []
-    for field in ("pod_labels", "pod_annotations", "jobset_labels", "jobset_annotations"):
+    for field in _METADATA_FIELDS:
         for key in sorted(getattr(d.obj, field, {})):
             domain = steering_domain(key)
             if (

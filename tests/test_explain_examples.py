@@ -115,7 +115,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "none",
     ),
     # Counted at max_nodes, all its autoscaler may start (it starts with 2).
-    ("PyTorchJob resnet50-elastic", "gpu-east"): (
+    ("PyTorchJob resnet50-elastic-r1", "gpu-east"): (
         8,
         [("Worker", 4, True, "its 2 nvidia.com/gpu")],
         "none",

@@ -164,7 +164,7 @@ def test_the_examples_carry_them_and_pass_the_crds(synthesized, cli) -> None:  #
     # the objects against the pinned CRDs (TRAINKIT_CRDS).
     out: Path = synthesized.out
     pt = yaml.safe_load(
-        (out / "clusters/gpu-east/vision/pytorchjob-resnet50-elastic.yaml").read_text()
+        (out / "clusters/gpu-east/vision/pytorchjob-resnet50-elastic-r1.yaml").read_text()
     )
     assert pt["metadata"]["labels"]["example.com/cost-center"] == "vision"
     assert pt["metadata"]["annotations"]["example.com/owner"] == "vision-ml@example.com"

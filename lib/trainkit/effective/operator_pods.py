@@ -160,7 +160,7 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     if elastic is not None:
         notes.append(
             f"elastic: {operator['PET_NNODES'].replace(':', ' to ')} Workers meet at "
-            f"{operator['PET_RDZV_ENDPOINT']} ({operator['PET_RDZV_BACKEND']}), which numbers "
+            f"{operator['PET_RDZV_ENDPOINT']} ({_rendezvous(operator)}), which numbers "
             f"them; torchrun restarts the group up to {elastic.get('maxRestarts', 3)} times; "
             f"world size {world} with every Worker; the job succeeds when any Worker exits 0"
         )
@@ -203,6 +203,16 @@ def effective_pytorchjob(pj: PlannedJob, body: dict[str, Any]) -> EffectiveJob:
     )
 
 
+def _rendezvous(env: Mapping[str, str]) -> str:
+    """The backend, run id and settings torchrun's rendezvous gets from the operator's env."""
+    parts = [env["PET_RDZV_BACKEND"]]
+    if "PET_RDZV_ID" in env:
+        parts.append(f"run id {env['PET_RDZV_ID']}")
+    if "PET_RDZV_CONF" in env:
+        parts.append(f"settings {env['PET_RDZV_CONF']}")
+    return ", ".join(parts)
+
+
 def _all_requests(pod_sets: Sequence[PodSet]) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
     for ps in pod_sets:
@@ -212,18 +222,32 @@ def _all_requests(pod_sets: Sequence[PodSet]) -> dict[str, Decimal]:
 
 
 def _metrics(metrics: Sequence[Mapping[str, Any]]) -> str:
-    """The autoscaler's targets in words: ``average cpu at 80% of the request``."""
-    out = []
-    for m in metrics:
-        res = m.get("resource") or {}
-        target = res.get("target") or {}
+    """The autoscaler's targets in words: ``average cpu at 80% of the request``,
+    ``samples_per_second at 400 per Worker``, ``backlog of Service/ingest at 1k``."""
+    return " or ".join(_metric(m) for m in metrics)
+
+
+def _metric(m: Mapping[str, Any]) -> str:
+    kind = str(m.get("type"))
+    source = m.get(kind[:1].lower() + kind[1:]) or {}
+    target = source.get("target") or {}
+    if kind == "Resource":
         if target.get("type") == "Utilization":
-            out.append(
-                f"average {res.get('name')} at {target.get('averageUtilization')}% of the request"
-            )
-        else:
-            out.append(f"average {res.get('name')} at {target.get('averageValue')} per pod")
-    return " or ".join(out)
+            return f"average {source.get('name')} at {target.get('averageUtilization')}% of the request"
+        return f"average {source.get('name')} at {target.get('averageValue')} per pod"
+    metric = source.get("metric") or {}
+    name = str(metric.get("name"))
+    labels = (metric.get("selector") or {}).get("matchLabels") or {}
+    if labels:
+        name += "{" + ",".join(f"{k}={v}" for k, v in labels.items()) + "}"
+    if kind == "Object":
+        obj = source.get("describedObject") or {}
+        name += f" of {obj.get('kind')}/{obj.get('name')}"
+    elif kind == "External":
+        name = f"external {name}"
+    if target.get("type") == "Value":
+        return f"{name} at {target.get('value')}"
+    return f"{name} at {target.get('averageValue')} per Worker"
 
 
 def _appended(user: Sequence[EnvVar], injected: Sequence[EnvVar]) -> list[EnvVar]:

@@ -1,5 +1,6 @@
 """User-facing definition models; pure data, no I/O."""
 
+from .autoscaling import ExternalMetric, ObjectMetric, PodsMetric, ResourceMetric
 from .base import ModelError, TrainkitModel
 from .env import ConfigMapEnv, ConfigMapKey, PodField, ResourceField, SecretEnv, SecretKey
 from .init_containers import InitContainer
@@ -20,7 +21,7 @@ from .patches import PatchOp, PlatformPatch
 from .placement import KueueTopology, NodeLabel, PodAffinity, Topology
 from .platform import ArgoCD, Capacity, Cluster, Queue, Team
 from .probes import Probe
-from .pytorchjob import Elastic, PyTorchJob, ResourceMetric
+from .pytorchjob import Elastic, PyTorchJob
 from .raycluster import RayCluster
 from .rayjob import DeletionRule, HeadService, RayJob, RayStart, RuntimeEnv, WorkerGroup
 from .rules import HostDevice, NetworkProfile, Policy
@@ -58,6 +59,7 @@ __all__ = [
     "DeletionRule",
     "Elastic",
     "EmptyDir",
+    "ExternalMetric",
     "FlavorQuota",
     "HeadService",
     "Hook",
@@ -72,12 +74,14 @@ __all__ = [
     "ModelError",
     "NetworkProfile",
     "NodeLabel",
+    "ObjectMetric",
     "OperatorJobs",
     "PaddleJob",
     "PatchOp",
     "PlatformPatch",
     "PodAffinity",
     "PodField",
+    "PodsMetric",
     "Policy",
     "Probe",
     "PyTorchJob",

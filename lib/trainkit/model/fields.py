@@ -39,6 +39,8 @@ __all__ = [
     "ObjectName",
     "Path",
     "ResourceName",
+    "must_match",
+    "pattern_schema",
 ]
 
 
@@ -218,3 +220,20 @@ AnnotationValue = Annotated[
     str, AfterValidator(_text("annotation value ")), WithJsonSchema({**_STR})
 ]
 Path = Annotated[str, AfterValidator(_abs_path), WithJsonSchema({**_STR, "pattern": "^/"})]
+
+
+def must_match(rx: re.Pattern[str], refusal: str) -> Callable[[str], str]:
+    """A validator for strings that fully match ``rx``, refusing any other with ``refusal``
+    (where ``{v!r}`` stands for the value)."""
+
+    def check(v: str) -> str:
+        if not rx.fullmatch(v):
+            raise ValueError(refusal.replace("{v!r}", repr(v)))
+        return v
+
+    return check
+
+
+def pattern_schema(rx: re.Pattern[str]) -> WithJsonSchema:
+    """The JSON Schema of a string matching ``rx``."""
+    return WithJsonSchema({**_STR, "pattern": f"^(?:{rx.pattern})$"})

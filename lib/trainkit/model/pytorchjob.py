@@ -2,58 +2,75 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
-from ..kube.quantities import parse_quantity
+from .autoscaling import AnyMetric
 from .base import TrainkitModel
-from .fields import CpuQuantity
+from .fields import must_match, pattern_schema
 from .operator_job import MAX_RUN, OperatorJob, Role, refuse_always, run_name
 from .pod_settings import HostName, PortNumber, check_operator_port
 
-__all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "ResourceMetric", "run_name"]
+__all__ = ["MAX_RUN", "Elastic", "PyTorchJob", "run_name"]
 
 
-class ResourceMetric(TrainkitModel):
-    """A Horizontal Pod Autoscaler metric on the Workers' own use of CPU or memory
-    (``autoscaling/v2`` ``type: Resource``), e.g. ``ResourceMetric(resource="cpu",
-    utilization=80)``: the autoscaler adds Workers while their average use is above the
-    target and removes them while it is below."""
+# pkg/controller.v1/pytorch/elastic.go: rdzvId becomes PET_RDZV_ID and rdzvConf one
+# PET_RDZV_CONF, "<key>=<value>" joined by ",", which torchrun splits back on "," and the
+# first "=" and strips (torch/distributed/elastic/rendezvous/utils.py
+# _parse_rendezvous_config). Both are env values, where the kubelet expands "$(VAR)" and
+# turns "$$" into "$" (kube/expansion.py). So a key is a plain name, and a value holds no
+# ",", no "$" and no space at its ends; the id is a plain name too, as etcd's rendezvous keys
+# carry it in their paths (torch/distributed/elastic/rendezvous/etcd_rendezvous.py).
+_RDZV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_RDZV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
-    resource: Literal["cpu", "memory"]
-    """What the Workers use: ``cpu`` or ``memory`` (of the whole pod)."""
-    utilization: int | None = Field(default=None, ge=1, le=2**31 - 1)
-    """Target average use in percent of each pod's request (``averageUtilization``); the
-    requests are the job's ``resources``."""
-    average: CpuQuantity | None = None
-    """Target average use per pod as a quantity (``averageValue``: ``"3"`` CPUs, ``"12Gi"``);
-    instead of ``utilization``."""
 
-    @model_validator(mode="after")
-    def _one_target(self) -> ResourceMetric:
-        # k8s.io/kubernetes pkg/apis/autoscaling/validation/validation.go validateMetricTarget:
-        # Utilization needs averageUtilization > 0, AverageValue a positive averageValue.
-        if (self.utilization is None) == (self.average is None):
-            raise ValueError(
-                f"{self.resource} metric: give exactly one target, utilization=<percent of the "
-                "request> or average=<quantity per pod>"
-            )
-        if self.average is not None and not parse_quantity(self.average):
-            raise ValueError(
-                f"{self.resource} metric: average {self.average!r} must be a positive quantity "
-                "(the autoscaler refuses 0)"
-            )
-        return self
+def _rdzv_value(v: str) -> str:
+    bad = [why for bad, why in _RDZV_VALUE_BREAKS if bad(v)]
+    if bad:
+        raise ValueError(f"{v!r} is not a rendezvous setting's value: {'; '.join(bad)}; e.g. '900'")
+    return v
 
-    def spec(self) -> dict[str, Any]:
-        """The ``MetricSpec`` the operator copies into its HorizontalPodAutoscaler."""
-        target: dict[str, Any] = (
-            {"type": "Utilization", "averageUtilization": self.utilization}
-            if self.utilization is not None
-            else {"type": "AverageValue", "averageValue": self.average}
+
+_RDZV_VALUE_BREAKS = (
+    (lambda v: not v.strip(), "it is empty (torchrun refuses an option without a value)"),
+    (lambda v: "," in v, "',' ends it (the operator joins the settings with ',')"),
+    (lambda v: "$" in v, "'$' is the kubelet's ($(VAR) and $$ are expanded in env values)"),
+    (lambda v: v != v.strip(), "torchrun strips the spaces at its ends"),
+    (lambda v: not v.isprintable(), "it holds a control character"),
+    (lambda v: len(v) > 1024, "it is longer than 1024 characters"),
+)
+
+RdzvId = Annotated[
+    str,
+    AfterValidator(
+        must_match(
+            _RDZV_NAME,
+            "{v!r} is not a rendezvous id: 1-128 letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit (torchrun's etcd rendezvous puts it in its key paths), e.g. "
+            "'imagenet-run-7'",
         )
-        return {"type": "Resource", "resource": {"name": self.resource, "target": target}}
+    ),
+    pattern_schema(_RDZV_NAME),
+]
+RdzvKey = Annotated[
+    str,
+    AfterValidator(
+        must_match(
+            _RDZV_KEY,
+            "{v!r} is not a rendezvous setting: a name of letters, digits and '_' such as "
+            "'join_timeout' (torchrun reads '<key>=<value>' pairs split on ',' and '=')",
+        )
+    ),
+    pattern_schema(_RDZV_KEY),
+]
+RdzvValue = Annotated[
+    str,
+    AfterValidator(_rdzv_value),
+    WithJsonSchema({"type": "string", "pattern": "^[^,$\\s]([^,$]*[^,$\\s])?$", "maxLength": 1024}),
+]
 
 
 class Elastic(TrainkitModel):
@@ -71,7 +88,7 @@ class Elastic(TrainkitModel):
     max_restarts: int = Field(default=3, ge=0, le=1000)
     """How often torchrun restarts the worker group (a node left or joined, a process
     failed) before the job fails. Every scaling step of the autoscaler is one."""
-    metrics: list[ResourceMetric] = Field(default=[], max_length=8)
+    metrics: list[AnyMetric] = Field(default=[], max_length=8)
     """What the autoscaler scales the Workers by (``elasticPolicy.metrics``), e.g.
     ``[ResourceMetric(resource="cpu", utilization=80)]``; the largest count any metric asks
     for wins. Empty: no autoscaler, the job keeps ``nodes`` Workers."""
@@ -84,6 +101,14 @@ class Elastic(TrainkitModel):
     rdzv_port: PortNumber | None = None
     """The rendezvous server's port (``rdzvPort``), e.g. ``2379`` for etcd; only with
     ``rdzv_host`` (on the first Worker the port is ``master_port``)."""
+    rdzv_id: RdzvId | None = None
+    """The rendezvous's run id (``rdzvId``, torchrun's ``--rdzv-id``), e.g.
+    ``"imagenet-run-7"``; default torchrun's ``none``. Workers meet only Workers with the same
+    id at the same server, so jobs sharing an etcd (``rdzv_host``) need ids of their own."""
+    rdzv_conf: dict[RdzvKey, RdzvValue] = Field(default={}, max_length=16)
+    """Settings of the rendezvous backend (``rdzvConf``, torchrun's ``--rdzv-conf``), e.g.
+    ``{"join_timeout": "900", "last_call_timeout": "60"}`` for c10d, or etcd's
+    ``{"protocol": "https", "cacert": "/etc/etcd/ca.crt"}``."""
 
     @model_validator(mode="after")
     def _rendezvous(self) -> Elastic:
@@ -94,6 +119,16 @@ class Elastic(TrainkitModel):
                 f"rdzv_backend {self.rdzv_backend!r} needs rdzv_host: without it the operator "
                 "points torchrun at the first Worker, where no etcd runs; give the etcd "
                 "server's rdzv_host and rdzv_port, or use rdzv_backend='c10d'"
+            )
+        if "is_host" in self.rdzv_conf:
+            # elastic.go gives every Worker the same PET_RDZV_CONF, and torchrun's c10d
+            # backend hosts the store on each Worker told is_host=true, on none told false
+            # (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py
+            # _create_tcp_store); without it the Worker whose name is the endpoint's hosts it.
+            raise ValueError(
+                "rdzv_conf sets is_host, which every Worker gets alike: true makes each Worker "
+                "start its own c10d store, false makes none start it, and the rendezvous never "
+                "completes; drop it (the Worker named in the endpoint hosts the store)"
             )
         if (self.rdzv_host is None) != (self.rdzv_port is None):
             raise ValueError(

@@ -35,7 +35,8 @@ def elastic_policy(job: PyTorchJob, elastic: Elastic) -> dict[str, Any]:
     """``spec.elasticPolicy``: Workers only, the rendezvous and, with metrics, the autoscaler.
 
     pkg/controller.v1/pytorch/elastic.go turns it into PET_NNODES ``min:max``, PET_RDZV_*
-    and PET_MAX_RESTARTS; hpa.go creates a HorizontalPodAutoscaler named after the job
+    (rdzvId PET_RDZV_ID, rdzvConf one PET_RDZV_CONF ``k=v,k=v`` in the list's order) and
+    PET_MAX_RESTARTS; hpa.go creates a HorizontalPodAutoscaler named after the job
     (minReplicas, maxReplicas, metrics) only when metrics are given, and it scales
     ``pytorchReplicaSpecs.Worker.replicas`` through the CRD's scale subresource. Argo CD
     leaves that field alone on such a job (render/argocd.py IGNORE_DIFFERENCES).
@@ -49,6 +50,10 @@ def elastic_policy(job: PyTorchJob, elastic: Elastic) -> dict[str, Any]:
     if elastic.rdzv_host is not None:
         policy["rdzvHost"] = elastic.rdzv_host
         policy["rdzvPort"] = elastic.rdzv_port
+    if elastic.rdzv_id is not None:
+        policy["rdzvId"] = elastic.rdzv_id
+    if elastic.rdzv_conf:
+        policy["rdzvConf"] = [{"key": k, "value": v} for k, v in elastic.rdzv_conf.items()]
     policy["maxRestarts"] = elastic.max_restarts
     if elastic.metrics:
         policy["metrics"] = [m.spec() for m in elastic.metrics]

@@ -88,7 +88,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         "none",
     ),
     # KubeRay's light-weight submitter (its own image), CPU workers only.
-    ("RayJob tokenize-ray", "gpu-east"): (
+    ("RayJob tokenize-ray-r1", "gpu-east"): (
         3,
         [("Head", 1, True, BLANK), ("cpu", 2, True, BLANK), ("Submitter", 1, False, BLANK)],
         "none",

@@ -169,7 +169,7 @@ def test_the_examples_carry_them_and_pass_the_crds(synthesized, cli) -> None:  #
     assert pt["metadata"]["labels"]["example.com/cost-center"] == "vision"
     assert pt["metadata"]["annotations"]["example.com/owner"] == "vision-ml@example.com"
     ray = yaml.safe_load(
-        (out / "clusters/gpu-east/llm-training/rayjob-tokenize-ray.yaml").read_text()
+        (out / "clusters/gpu-east/llm-training/rayjob-tokenize-ray-r1.yaml").read_text()
     )
     assert ray["metadata"]["labels"]["example.com/pipeline"] == "tokenize"
     run = cli("check")

@@ -1,11 +1,13 @@
 """Tokenizing a corpus on a small CPU Ray cluster (KubeRay RayJob), submitted by KubeRay's
 light-weight submitter: a Go binary in a pod of 256 MiB instead of a Ray image's Python. The
-head's Service gets a fixed name, inside the cluster, for the team's dashboard bookmarks."""
+head's Service gets a fixed name and an internal load balancer (reachable from the company's
+network, not the internet) for the team's dashboard bookmarks."""
 
 from trainkit import HeadService, RayJob, Resources, Role, RuntimeEnv, WorkerGroup
 
 job = RayJob(
     name="tokenize-ray",
+    run=1,  # the head Service became a load balancer: KubeRay creates it once
     image="registry.example.com/ml/ray:2.60.0-py311-cu124",
     command=["python", "-m", "data.tokenize", "--shards", "64"],
     head=Resources(cpu=4, memory="16Gi"),
@@ -18,7 +20,11 @@ job = RayJob(
         resources=Resources(cpu=1, memory="256Mi"),
     ),
     submitter_backoff_limit=1,  # it resumes a submitted job rather than submitting it again
-    head_service=HeadService(name="tokenize-dashboard"),  # ClusterIP: port-forward to it
+    head_service=HeadService(
+        name="tokenize-dashboard",
+        type="LoadBalancer",  # granted in jobs/platform/teams.py, as is the annotation
+        annotations={"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"},
+    ),
     queue="llm",
     clusters=["gpu-east"],
     labels={"example.com/pipeline": "tokenize"},  # KubeRay copies it to the RayCluster

@@ -28,4 +28,9 @@ llm = Team(
     # rdma-dra: the HCAs as Dynamic Resource Allocation claims
     network_profiles=["rdma", "ib-multus", "rdma-dra"],
     workload_priority_classes=["deadline"],  # on h100-south (Kueue): jobs may jump the queue
+    # A Ray head's dashboard on an internal load balancer only (it runs any job sent to it)
+    ray_head_service_types=["LoadBalancer"],
+    ray_head_service_annotations={
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": ["internal"],
+    },
 )

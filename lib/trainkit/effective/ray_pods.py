@@ -145,11 +145,18 @@ def _head_service(cluster: Mapping[str, Any], job_service: str | None) -> list[s
             "reachable inside the cluster; its dashboard runs any job submitted to it"
         ]
     where = "on every node's address" if kind == "NodePort" else "at the load balancer's address"
-    return [
+    notes = [
         f"the head's {svc}{also} is a {kind} one: its ports ({carries}) are reachable {where}, "
         "and its dashboard runs any job submitted to it as this job (Team grant "
         "ray_head_service_types)"
     ]
+    annotations = (head.get("headService") or {}).get("metadata", {}).get("annotations") or {}
+    if annotations:
+        pairs = ", ".join(f"{k}={v}" for k, v in annotations.items())
+        notes.append(
+            f"the head's {svc}{also} is annotated {pairs} (Team grant ray_head_service_annotations)"
+        )
+    return notes
 
 
 def _cluster_pods(

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from .base import TrainkitModel
 from .env import Key
 from .fields import (
+    AnnotationValue,
     ClusterRef,
     CpuQuantity,
     DNS1123Label,
@@ -358,6 +359,12 @@ class Team(TrainkitModel):
     """Names of a job's own ``ports`` that may ride on an exposed (``NodePort`` or
     ``LoadBalancer``) head Service: KubeRay puts every port of the head's container on it
     (common/service.go getServicePorts), so each is reachable as far as the Service is."""
+    ray_head_service_annotations: dict[LabelKey, list[AnnotationValue]] = {}
+    """Annotations the team's exposed head Services may carry (``HeadService(annotations=
+    ...)``), by key, each with the values allowed: ``{"service.beta.kubernetes.io/
+    aws-load-balancer-scheme": ["internal"]}``; ``"*"`` allows any value of that key. The
+    cloud's load balancer controller reads them, and some decide who reaches the head (an
+    internet-facing scheme, source ranges), so none is allowed unless listed."""
     seccomp_profiles: list[Profile] = []
     """Seccomp profiles besides ``"RuntimeDefault"`` the team's jobs may give
     (``security_context``, ``container_security_context``): ``"Unconfined"`` lifts the

@@ -21,11 +21,20 @@ from ..injected_env import refused_env_reason
 from ..kube.expansion import references
 from ..kube.quantities import parse_quantity
 from .base import TrainkitModel
-from .fields import DNS1035Name, DNS1123Label, EnvName, EnvValue, LabelKey, LabelValue
+from .fields import (
+    AnnotationValue,
+    DNS1035Name,
+    DNS1123Label,
+    EnvName,
+    EnvValue,
+    LabelKey,
+    LabelValue,
+)
 from .job import Resources, repeated
 from .lifecycle import Hook
 from .operator_job import PodJob, Role
 from .pip_requirements import requirement_problem
+from .pod_metadata import own_keys_refused
 from .volumes import AnyVolume, check_group_volumes, check_volumes, check_workspace
 from .working_dir import Exclude, is_remote, remote_problem
 
@@ -379,6 +388,27 @@ class HeadService(TrainkitModel):
     """``ClusterIP``: reachable inside the cluster (``kubectl port-forward`` for the
     dashboard); ``NodePort``: on a port of every node; ``LoadBalancer``: at an address of the
     cloud's load balancer. A RayJob's own ``<job>-head-svc`` gets the same type."""
+    annotations: dict[LabelKey, AnnotationValue] = {}
+    """Annotations of a ``NodePort`` or ``LoadBalancer`` Service, for what provisions its
+    address, e.g. ``{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}``;
+    a RayJob's own ``<job>-head-svc`` gets them too. Each key and value needs the Team's
+    grant (``Team.ray_head_service_annotations``): they choose who can reach the head."""
+
+    @field_validator("annotations")
+    @classmethod
+    def _not_trainkits(cls, meta: dict[str, str]) -> dict[str, str]:
+        return own_keys_refused(meta)
+
+    @model_validator(mode="after")
+    def _annotations_need_an_address(self) -> HeadService:
+        if self.annotations and not self.exposed:
+            raise ValueError(
+                "annotations shape the address of a NodePort or LoadBalancer head Service "
+                "(the cloud's load balancer controller reads them), but type is 'ClusterIP'; "
+                "drop annotations, or give type='LoadBalancer' or 'NodePort' where the team "
+                "is granted it"
+            )
+        return self
 
     @property
     def exposed(self) -> bool:

@@ -167,10 +167,18 @@ def ray_cluster_spec(pj: PlannedJob, job: RayJob | RayCluster) -> dict[str, Any]
     service = job.head_service
     if service is not None and service.exposed:
         head["serviceType"] = service.type
-    if service is not None and service.name is not None:
+    if service is not None and (service.name is not None or service.annotations):
         # KubeRay keeps only a headService's name, labels, annotations, type and extra
-        # ports, setting the selector, namespace and Ray's ports itself.
-        head["headService"] = {"metadata": {"name": service.name}}
+        # ports, setting the selector, namespace and Ray's ports itself (common/service.go
+        # BuildServiceForHeadPod; without a name, <cluster>-head-svc). A RayJob's own
+        # <job>-head-svc is built from it too (common/job.go BuildHeadServiceForRayJob), which
+        # headServiceAnnotations would not reach.
+        meta: dict[str, Any] = {}
+        if service.name is not None:
+            meta["name"] = service.name
+        if service.annotations:
+            meta["annotations"] = dict(service.annotations)
+        head["headService"] = {"metadata": meta}
     head["template"] = template(HEAD_CONTAINER, job.head, volumes=job.head_volumes)
     cluster["headGroupSpec"] = head
     groups = []

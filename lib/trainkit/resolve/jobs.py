@@ -388,8 +388,9 @@ def _check_autoscaling(
 def _check_head_service(
     d: Definition, job: RayJob | RayCluster, team: Declared[Team]
 ) -> list[Problem]:
-    """A head Service beyond the cluster's network needs ``Team.ray_head_service_types``, and
-    each of the job's own ports on it ``Team.ray_head_service_ports``.
+    """A head Service beyond the cluster's network needs ``Team.ray_head_service_types``,
+    each of its annotations ``Team.ray_head_service_annotations``, and each of the job's own
+    ports on it ``Team.ray_head_service_ports``.
 
     KubeRay v1.7.0 common/service.go BuildServiceForHeadPod: the Service takes the type of
     ``serviceType`` and every port of the head's container (getServicePorts: Ray's dashboard,
@@ -412,7 +413,33 @@ def _check_head_service(
                 "head_service.type",
             )
         ]
+    # service.go BuildServiceForHeadPod keeps a headService's own annotations, and
+    # common/job.go BuildHeadServiceForRayJob builds a RayJob's <job>-head-svc from the same
+    # headService, so both Services carry them.
     out = []
+    for key, value in sorted(service.annotations.items()):
+        allowed = grants.ray_head_service_annotations.get(key)
+        if allowed is not None and ("*" in allowed or value in allowed):
+            continue
+        if allowed is None:
+            why = (
+                f"allows keys {known(sorted(grants.ray_head_service_annotations))}"
+                if grants.ray_head_service_annotations
+                else "allows none"
+            )
+        else:
+            why = f"allows {known(allowed)} for it"
+        out.append(
+            problem(
+                d,
+                f"annotation {key}={value!r} on the {service.type} head Service is read by the "
+                "cloud's load balancer controller and may change who reaches the head (whose "
+                f"dashboard runs any job submitted to it); team {grants.name!r} is not granted "
+                f"it (Team.ray_head_service_annotations in {team.file} {why}): drop it, or ask "
+                "the platform team to grant it",
+                f"head_service.annotations.{key}",
+            )
+        )
     for name in job.ports:
         if name not in grants.ray_head_service_ports:
             out.append(

@@ -18,16 +18,24 @@ from hypothesis import strategies as st
 from conftest import Workspace
 from test_elastic import BASE, ELASTIC_JOB, planned
 from trainkit import (
+    Capacity,
+    Cluster,
     DefinitionError,
     Elastic,
     ExternalMetric,
     ObjectMetric,
     PodsMetric,
     PyTorchJob,
+    Queue,
     ResourceMetric,
+    Team,
 )
 from trainkit.effective.operator_pods import effective_pytorchjob
+from trainkit.errors import Problem
+from trainkit.load import Definition
 from trainkit.render.training_operator import render_pytorchjob
+from trainkit.resolve import PlannedJob, build_plan
+from trainkit.resolve.rendezvous import check_rendezvous
 
 PODS = PodsMetric(metric="samples_per_second", selector={"stage": "train"}, average="400")
 OBJECT = ObjectMetric(
@@ -299,3 +307,98 @@ def test_any_metric_lets_the_autoscaler_widen_to_max_nodes_and_is_counted(
         "Worker" in run.out
     ), run.out
     assert "(c10d, settings join_timeout=900)" in run.out
+
+
+# --- one rendezvous per server and run id (resolve/rendezvous.py) ------------------------------
+
+
+def _at(host: str, run_id: str | None = None, name: str = "e") -> PyTorchJob:
+    elastic = Elastic(
+        min_nodes=1, rdzv_backend="etcd", rdzv_host=host, rdzv_port=2379, rdzv_id=run_id
+    )
+    return job(name=name, nodes=2, elastic=elastic)
+
+
+def _placed(
+    job: PyTorchJob, team: str, cluster: str = "east", d: Definition | None = None
+) -> PlannedJob:
+    d = d or Definition(obj=job, file=f"jobs/{team}/{job.name}.py", team=team, line=3)
+    c = Cluster(name=cluster, server=f"https://{cluster}.example.com", gpus_per_node=8)
+    return PlannedJob(job, d, c, team, "research", image=str(job.image))
+
+
+def _clashes(*placed: PlannedJob) -> list[str]:
+    problems: list[Problem] = []
+    check_rendezvous(list(placed), problems)
+    return [f"{p.field}: {p.message}" for p in problems]
+
+
+def test_two_teams_jobs_at_one_etcd_under_one_run_id_are_refused() -> None:
+    (said,) = _clashes(
+        _placed(_at("etcd.infra", "shared"), "vision"),
+        _placed(_at("etcd.infra", "shared", name="f"), "llm"),
+    )
+    assert said == (
+        "elastic.rdzv_id: rdzv_host etcd.infra:2379 with rdzv_id 'shared' is the rendezvous of "
+        "PyTorchJob 'e' (jobs/vision/e.py:3) of team 'vision' too: their Workers would join one "
+        "worker group; give this job an rdzv_id no other job uses at that server (e.g. its own "
+        "name and run)"
+    )
+
+
+def test_without_rdzv_id_both_jobs_take_torchruns_default_and_meet() -> None:
+    (said,) = _clashes(
+        _placed(_at("etcd.infra.svc.cluster.local"), "vision"),
+        _placed(_at("etcd.infra", name="f"), "vision"),
+    )
+    assert "with no rdzv_id (torchrun's default id 'none') is the rendezvous of" in said
+
+
+def test_a_job_on_two_clusters_meets_itself_only_at_a_server_outside_both() -> None:
+    external = _at("etcd.example.com", "run-1")
+    d = Definition(obj=external, file="jobs/vision/e.py", team="vision", line=3)
+    (said,) = _clashes(_placed(external, "vision", d=d), _placed(external, "vision", "west", d))
+    assert said == (
+        "elastic.rdzv_host: rdzv_host etcd.example.com:2379 is one server for clusters 'east' "
+        "and 'west', where the job runs twice: both copies' Workers would join one worker "
+        "group; give an rdzv_host inside each cluster (a Service name), or place the job on one "
+        "cluster"
+    )
+    in_cluster = _at("etcd.infra", "run-1")
+    d = Definition(obj=in_cluster, file="jobs/vision/e.py", team="vision", line=3)
+    assert (
+        _clashes(_placed(in_cluster, "vision", d=d), _placed(in_cluster, "vision", "west", d)) == []
+    )
+
+
+def test_distinct_ids_servers_or_namespaces_do_not_meet() -> None:
+    assert (
+        _clashes(
+            _placed(_at("etcd.infra", "a"), "vision"),
+            _placed(_at("etcd.infra", "b", name="f"), "llm"),
+            # A Service's short name resolves in each job's own namespace: two etcds.
+            _placed(_at("etcd", "same", name="g"), "vision"),
+            _placed(_at("etcd", "same", name="h"), "llm"),
+            # On the first Worker (no rdzv_host) every job has its own store.
+            _placed(job(name="i", nodes=2, elastic=Elastic(min_nodes=1)), "vision"),
+            _placed(job(name="k", nodes=2, elastic=Elastic(min_nodes=1)), "vision"),
+        )
+        == []
+    )
+
+
+def test_the_plan_refuses_the_clash_across_teams() -> None:
+    c = Cluster(name="east", server="https://east.example.com", gpus_per_node=8)
+    p = "jobs/platform/p.py"
+    defs = [
+        Definition(c, p, "platform"),
+        Definition(Queue(name="q", capability=Capacity(gpu=64)), p, "platform"),
+        Definition(Team(name="vision", queues=["q"]), p, "platform"),
+        Definition(Team(name="llm", queues=["q"]), p, "platform"),
+        Definition(_at("etcd.infra", "x"), "jobs/vision/a.py", "vision"),
+        Definition(_at("etcd.infra", "x", name="b"), "jobs/llm/b.py", "llm"),
+    ]
+    with pytest.raises(DefinitionError) as e:
+        build_plan(defs)
+    (problem,) = e.value.problems
+    assert (problem.file, problem.field) == ("jobs/llm/b.py", "elastic.rdzv_id")

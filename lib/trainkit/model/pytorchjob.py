@@ -103,8 +103,8 @@ class Elastic(TrainkitModel):
     ``rdzv_host`` (on the first Worker the port is ``master_port``)."""
     rdzv_id: RdzvId | None = None
     """The rendezvous's run id (``rdzvId``, torchrun's ``--rdzv-id``), e.g.
-    ``"imagenet-run-7"``; default torchrun's ``none``. Workers meet only Workers with the same
-    id at the same server, so jobs sharing an etcd (``rdzv_host``) need ids of their own."""
+    ``"imagenet-run-7"``; default torchrun's ``none``. Workers meet every Worker with the same
+    id at the same server, so two jobs at one ``rdzv_host`` with one id are refused."""
     rdzv_conf: dict[RdzvKey, RdzvValue] = Field(default={}, max_length=16)
     """Settings of the rendezvous backend (``rdzvConf``, torchrun's ``--rdzv-conf``), e.g.
     ``{"join_timeout": "900", "last_call_timeout": "60"}`` for c10d, or etcd's

@@ -33,6 +33,7 @@ from .jobs import PlannedJob, check_head_services, check_ray_clusters, check_uni
 from .network import check_profiles
 from .problems import problem
 from .references import check_kueue, check_queues, check_teams, on_cluster, queue_path
+from .rendezvous import check_rendezvous
 from .runtimes import PlannedRuntime, collect_runtimes
 
 __all__ = [
@@ -142,6 +143,7 @@ def build_plan(defs: Sequence[Definition]) -> Plan:
     ]  # fmt: skip
     check_unique(placed, problems)
     check_head_services(placed, problems)
+    check_rendezvous(placed, problems)
     placed = check_ray_clusters(placed, problems)
     if problems:
         # A job on several clusters can hit the same cluster-independent problem on each.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,22 @@ if os.environ.get("TRAINKIT_CRDS") and not Path(os.environ["TRAINKIT_CRDS"]).is_
 # test races the clock, so neither limit applies; every other health check stays on.
 settings.register_profile("trainkit", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("trainkit")
+
+
+_DONT_WRITE_BYTECODE = sys.dont_write_bytecode
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest keeps each test module's assert-rewritten code in ``__pycache__``, but not when
+    bytecode may not be written (``PYTHONDONTWRITEBYTECODE``, set in CI): then every worker
+    rewrote every test module again, about 4 CPU-s each run. It may be written while the
+    test modules are collected (as ``make test`` compiles ``lib``); the tests themselves, and
+    every process they start, run with the setting as it was."""
+    sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    sys.dont_write_bytecode = _DONT_WRITE_BYTECODE
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,8 +1,11 @@
 """How the suite itself runs: nothing in it races the clock (conftest's Hypothesis profile),
-and the parallel workers start with their share of the long tests (conftest's ordering)."""
+the parallel workers start with their share of the long tests (conftest's ordering), and
+tests run with the bytecode setting the suite was started with (conftest lifts it only while
+the test modules are collected)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,3 +54,9 @@ def test_each_xdist_worker_starts_with_its_share_of_the_long_tests(
     pytest_collection_modifyitems(items)
     assert [i.name for i in items[:5]] == ["t3", "t10", "t11", "t40", "t41"]
     assert [i.name for i in items[5:]] == short
+
+
+def test_tests_run_with_the_bytecode_setting_they_were_started_with() -> None:
+    # conftest lets pytest cache the assert-rewritten test modules during collection; after
+    # it, what a test (or a process it starts) writes follows -B / PYTHONDONTWRITEBYTECODE.
+    assert sys.dont_write_bytecode == bool(sys.flags.dont_write_bytecode)

@@ -32,7 +32,8 @@ def add(sub: Any) -> None:
         "machine with mpi-operator's env (needs Open MPI's mpirun). A RayJob gets a Ray "
         "cluster of this machine, a head and each worker group's nodes with KubeRay's env, "
         "and its entrypoint runs against it (needs ray: pip install 'trainkit-gitops[ray]'); there "
-        "--nodes caps each group's workers and --procs-per-node each node's Ray CPUs. "
+        "--nodes caps each group's workers and --procs-per-node each node's Ray CPUs; "
+        "--ray-address runs it on a Ray cluster already running on this machine instead. "
         "An XGBoostJob or JAXJob runs one process per simulated pod with the operator's env "
         "(needs xgboost or jax: pip install 'trainkit-gitops[xgboost]' or "
         "'trainkit-gitops[jax]'). "
@@ -68,6 +69,13 @@ def add(sub: Any) -> None:
         default=300.0,
         help="seconds before every process is stopped (default: 300)",
     )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="a RayJob: run the entrypoint on the Ray cluster already running here (the "
+        "address `ray start --head` prints, e.g. 127.0.0.1:6379) instead of starting one of "
+        "the job's pods; faster, but the nodes are that cluster's, and it keeps running",
+    )
     add_loading(p)
     p.set_defaults(func=run)
 
@@ -85,5 +93,6 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         out=sys.stdout,
         load_options=load_options(args),
+        ray_address=args.ray_address,
     )
     return 0

@@ -44,8 +44,10 @@ def rehearse_file(
     timeout: float = 300.0,
     out: TextIO | None = None,
     load_options: LoadOptions | None = None,
+    ray_address: str | None = None,
 ) -> RehearsalReport:
-    """Load the definition file ``path`` and rehearse its job (``job_name`` if several).
+    """Load the definition file ``path`` and rehearse its job (``job_name`` if several);
+    a RayJob on the running Ray cluster at ``ray_address`` if given (see ``rehearse``).
 
     ``jobs_dir`` (default: the ``jobs`` directory holding ``path``) is where the
     platform is looked up, in its ``platform/``; a planning problem (an unknown
@@ -84,8 +86,9 @@ def rehearse_file(
             f"rehearsing its pods on its first cluster, {target.cluster}",
         )
     return rehearse(
-        target, file=d.file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout, out=out
-    )
+        target, file=d.file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout,
+        out=out, ray_address=ray_address,
+    )  # fmt: skip
 
 
 def choose_job(loaded: list[Definition], job_name: str | None, file: str) -> Definition:

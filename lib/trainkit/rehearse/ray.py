@@ -11,7 +11,9 @@ A rehearsal builds that cluster here (a node per pod, fewer and smaller, no GPUs
 change is listed) and runs the entrypoint on it with the env the head's container and Ray's
 job supervisor give it: ``ray_cluster.py`` does both in one process tree, ``ray_run.py``
 follows it and stops every process it started when the entrypoint ends, fails, times out or
-is interrupted. The plan is pure data; trainkit never imports ray (``pip install -e
+is interrupted. With ``--ray-address`` the entrypoint runs on a Ray cluster the user already
+started on this machine instead (``ray start --head``), with the same env, and no cluster is
+started or stopped. The plan is pure data; trainkit never imports ray (``pip install -e
 '.[ray]'`` installs it for the interpreter running trainkit).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -48,6 +51,9 @@ from .stopping import say
 from .workspace import ReadOnly, prepare_workspace
 
 __all__ = ["RayNode", "RayPlan", "plan_ray_rehearsal", "rehearse_ray", "require_ray"]
+
+_CONNECT_SECONDS = 10.0
+"""How long a connection to ``--ray-address`` may take to be accepted."""
 
 # Inherited names that would point the rehearsal's Ray at another cluster or session; the
 # pods get theirs from KubeRay, the entrypoint from Ray's job supervisor.
@@ -87,10 +93,18 @@ def plan_ray_rehearsal(
     file: str,
     read_only: ReadOnly,
     working_dir: Path | None = None,
+    address: str | None = None,
 ) -> RayPlan:
     """The nodes, the entrypoint and the list of changes; ``--nodes`` caps the nodes of each
     worker group, ``--procs-per-node`` the CPUs of each node (Ray runs that many one-CPU
-    tasks at once on it)."""
+    tasks at once on it). With ``address`` (``--ray-address``, whose port is ``gcs_port``)
+    no node is planned: the entrypoint joins the running cluster there."""
+    if address is not None:
+        return _plan_on_address(
+            t, address, workspace=workspace, log_dir=log_dir, temp_dir=temp_dir,
+            gcs_port=gcs_port, dashboard_port=dashboard_port, inherited=inherited,
+            python=python, file=file, read_only=read_only, working_dir=working_dir,
+        )  # fmt: skip
     changes = [
         f"Ray cluster: each pod is a node of one Ray cluster on this machine "
         f"(ray.cluster_utils.Cluster, this interpreter's Ray {_version('ray')}; the pods run "
@@ -130,6 +144,91 @@ def plan_ray_rehearsal(
         "PYTHONUNBUFFERED=1, the runtime_env in RAY_JOB_CONFIG_JSON_ENV_VAR, which ray.init() "
         "applies to every task and actor of the job), not through `ray job submit`"
     )
+    cluster_env = {
+        "RAY_TMPDIR": str(temp_dir),
+        # Ray's single-machine mode (its default on macOS): 127.0.0.1 stays 127.0.0.1
+        # (ray/_private/services.py resolve_ip_for_localhost), so nothing listens on the
+        # network and two rehearsals never meet.
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        # Each raylet starts a worker per CPU when the first driver connects
+        # (prestart_worker_first_driver, src/ray/common/ray_config_def.h), each importing
+        # ray; here a worker starts when a task or actor needs one.
+        "RAY_prestart_worker_first_driver": "0",
+    }
+    return _with_entrypoint(
+        t, tuple(planned), planned[0].env, cluster_env, changes, workspace=workspace,
+        log_dir=log_dir, temp_dir=temp_dir, gcs_port=gcs_port, dashboard_port=dashboard_port,
+        inherited=inherited, python=python, file=file, read_only=read_only,
+        working_dir=working_dir, address=None,
+    )  # fmt: skip
+
+
+def _plan_on_address(
+    t: RayJobTarget,
+    address: str,
+    *,
+    workspace: Path,
+    log_dir: Path,
+    temp_dir: Path,
+    gcs_port: int,
+    dashboard_port: int,
+    inherited: Mapping[str, str],
+    python: str,
+    file: str,
+    read_only: ReadOnly,
+    working_dir: Path | None,
+) -> RayPlan:
+    """The entrypoint alone, on the running Ray cluster at ``address``: the head's env as
+    KubeRay sets it, RAY_ADDRESS pointing there."""
+    head = next(g for g in t.groups if g.head)
+    pod = t.node_pod(head.name, 0)
+    env = t.ray_env(head.name, pod, gcs_port, ray_start_command(True, head.cpus, head.memory_bytes))
+    env["RAY_ADDRESS"] = address
+    changes = [
+        f"Ray cluster: the one running at {address} (--ray-address), not a cluster of the "
+        "job's pods: its nodes, their CPUs, GPUs, memory and labels are that cluster's (no "
+        "KubeRay node groups), the env KubeRay and the job give the pods reaches the "
+        "entrypoint but not that cluster's workers, and a task starts in that cluster's "
+        "directory unless the runtime_env has a working_dir; when the entrypoint ends, Ray "
+        "stops the job's tasks and actors (a detached actor stays); the cluster keeps running",
+        *_volume_changes(t),
+        f"RAY_ADDRESS {t.operator_env.get('RAY_ADDRESS')} → {address} and RAY_PORT "
+        f"{t.operator_env.get('RAY_PORT')} → {gcs_port} (--ray-address); RAY_CLUSTER_NAME "
+        f"{t.ray_cluster} and RAY_CLOUD_INSTANCE_ID: stand-ins for the names KubeRay generates",
+        "entrypoint: run on this machine with the env of the head's container and the env "
+        "Ray's job supervisor gives it (RAY_ADDRESS, PYTHONUNBUFFERED=1, the runtime_env in "
+        "RAY_JOB_CONFIG_JSON_ENV_VAR, which ray.init() applies to every task and actor of the "
+        "job), not through `ray job submit`",
+    ]
+    return _with_entrypoint(
+        t, (), env, {}, changes, workspace=workspace, log_dir=log_dir, temp_dir=temp_dir,
+        gcs_port=gcs_port, dashboard_port=dashboard_port, inherited=inherited, python=python,
+        file=file, read_only=read_only, working_dir=working_dir, address=address,
+    )  # fmt: skip
+
+
+def _with_entrypoint(
+    t: RayJobTarget,
+    nodes: tuple[RayNode, ...],
+    head_env: Mapping[str, str],
+    cluster_env: Mapping[str, str],
+    changes: list[str],
+    *,
+    workspace: Path,
+    log_dir: Path,
+    temp_dir: Path,
+    gcs_port: int,
+    dashboard_port: int,
+    inherited: Mapping[str, str],
+    python: str,
+    file: str,
+    read_only: ReadOnly,
+    working_dir: Path | None,
+    address: str | None,
+) -> RayPlan:
+    """The entrypoint's argv and env (the head container's ``head_env``, what Ray's job
+    supervisor adds) and the changes of every rehearsal of a RayJob."""
     if t.runtime_pip:
         changes.append(
             f"runtime_env pip {', '.join(t.runtime_pip)}: not installed (Ray installs them on "
@@ -159,19 +258,7 @@ def plan_ray_rehearsal(
     rest = {k: v for k, v in inherited.items() if k not in own}
     base = shell_env(rest, t, python, changes)
     base.update(user_env(t, workspace, changes, rest))
-    base |= {
-        "CUDA_VISIBLE_DEVICES": "",
-        "RAY_TMPDIR": str(temp_dir),
-        # Ray's single-machine mode (its default on macOS): 127.0.0.1 stays 127.0.0.1
-        # (ray/_private/services.py resolve_ip_for_localhost), so nothing listens on the
-        # network and two rehearsals never meet.
-        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-        "RAY_USAGE_STATS_ENABLED": "0",
-        # Each raylet starts a worker per CPU when the first driver connects
-        # (prestart_worker_first_driver, src/ray/common/ray_config_def.h), each importing
-        # ray; here a worker starts when a task or actor needs one.
-        "RAY_prestart_worker_first_driver": "0",
-    }
+    base |= {"CUDA_VISIBLE_DEVICES": "", **cluster_env}
     # dashboard/modules/job/job_supervisor.py _get_driver_env_vars: the supervisor's env (the
     # head container's and the runtime_env's env_vars) with the job config, RAY_ADDRESS and
     # unbuffered output; pip is left out, as it is not installed here.
@@ -182,13 +269,13 @@ def plan_ray_rehearsal(
         # Ray 2.60.0 _private/worker.py init: a local working_dir in the job config is
         # uploaded by the driver (upload_working_dir_if_needed) and every worker starts in it.
         runtime_env["working_dir"] = str(working_dir)
-    env = {**base, **planned[0].env, **t.runtime_env_vars}
+    env = {**base, **head_env, **t.runtime_env_vars}
     env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": runtime_env, "metadata": {}})
     env["PYTHONUNBUFFERED"] = "1"
     files = [workspace / name for name in t.files]
     return RayPlan(
         target=t,
-        nodes=tuple(planned),
+        nodes=nodes,
         gcs_port=gcs_port,
         dashboard_port=dashboard_port,
         temp_dir=temp_dir,
@@ -200,6 +287,7 @@ def plan_ray_rehearsal(
         wrapper=read_only.wrapper(files, python),
         changes=tuple(changes),
         cwd=working_dir,
+        address=address,
     )
 
 
@@ -211,13 +299,19 @@ def rehearse_ray(
     procs_per_node: int | None,
     timeout: float,
     out: TextIO,
+    ray_address: str | None = None,
 ) -> RehearsalReport:
-    """Run ``target``'s entrypoint on a local Ray cluster of its pods (see ``rehearse``)."""
+    """Run ``target``'s entrypoint on a local Ray cluster of its pods (see ``rehearse``), or
+    on the running Ray cluster at ``ray_address`` (HOST:PORT of its GCS, with a node on this
+    machine), which is neither started nor stopped."""
     require_ray(file, target.describe())
     if timeout <= 0:
         raise RehearsalError(
             [Problem(file=file, obj=target.describe(), message="--timeout must be positive")]
         )
+    gcs = None
+    if ray_address is not None:
+        gcs = _reachable(file, target, ray_address, nodes, procs_per_node)
     if target.working_dir_uri is not None:
         raise RehearsalError(
             [
@@ -237,25 +331,31 @@ def rehearse_ray(
         tempfile.TemporaryDirectory(
             prefix=f"trainkit-rehearse-{target.name}-", ignore_cleanup_errors=True
         ) as tmp,
-        _ray_temp_dir() as ray_tmp,
+        _ray_temp_dir(needed=gcs is None) as ray_tmp,
     ):
         workspace = Path(tmp) / "workspace"
         read_only = prepare_workspace(workspace, target.files, python)
         working_dir = _write_working_dir(Path(tmp) / "working_dir", target.working_dir)
         plan = plan_ray_rehearsal(
             target, workspace=workspace, log_dir=Path(tmp) / "logs", temp_dir=ray_tmp,
-            gcs_port=free_port(), dashboard_port=free_port(), nodes=nodes,
-            procs_per_node=procs_per_node, inherited=dict(os.environ), python=python,
-            file=file, read_only=read_only, working_dir=working_dir,
+            gcs_port=free_port() if gcs is None else gcs[1], dashboard_port=free_port(),
+            nodes=nodes, procs_per_node=procs_per_node, inherited=dict(os.environ),
+            python=python, file=file, read_only=read_only, working_dir=working_dir,
+            address=ray_address,
         )  # fmt: skip
         _header(plan, file, out)
         start = time.monotonic()
         RayRun(plan, out, file).run(timeout)
         seconds = time.monotonic() - start
+    cluster = (
+        f"a Ray cluster of {len(plan.nodes)} node(s)"
+        if ray_address is None
+        else f"the Ray cluster at {ray_address}"
+    )
     say(
         out,
-        f"succeeded: the entrypoint exited with code 0 on a Ray cluster of {len(plan.nodes)} "
-        f"node(s) in {seconds:.1f} s; KubeRay would mark the RayJob SUCCEEDED",
+        f"succeeded: the entrypoint exited with code 0 on {cluster} in {seconds:.1f} s; KubeRay "
+        "would mark the RayJob SUCCEEDED",
     )
     return RehearsalReport(
         job=target.name,
@@ -268,6 +368,51 @@ def rehearse_ray(
         kind=target.kind,
         cluster=target.cluster,
     )
+
+
+def _reachable(
+    file: str, t: RayJobTarget, address: str, nodes: int | None, procs_per_node: int | None
+) -> tuple[str, int]:
+    """``--ray-address``'s host and port, once something listens there; RehearsalError
+    otherwise, and when the rehearsal would size a cluster it does not start."""
+
+    def refuse(message: str) -> RehearsalError:
+        return RehearsalError([Problem(file=file, obj=t.describe(), message=message)])
+
+    how = (
+        "give the address `ray start --head` prints, HOST:PORT of the head's GCS (for "
+        "example 127.0.0.1:6379)"
+    )
+    sized = [flag for flag, v in (("--nodes", nodes), ("--procs-per-node", procs_per_node)) if v]
+    if sized:
+        raise refuse(
+            f"{' and '.join(sized)} size the Ray cluster a rehearsal starts; with --ray-address "
+            "the entrypoint runs on the cluster already there: leave "
+            f"{'them' if len(sized) > 1 else 'it'} out"
+        )
+    if "://" in address:
+        raise refuse(
+            f"--ray-address {address!r}: a URL (Ray Client's ray://, the dashboard's http://) "
+            f"is not where a driver connects; {how}"
+        )
+    host, _, port = address.rpartition(":")
+    if (
+        not host
+        or not port.isdigit()
+        or not 0 < int(port) < 65536
+        or any(c.isspace() for c in host)
+    ):
+        raise refuse(f"--ray-address {address!r} is not HOST:PORT; {how}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_SECONDS):
+            pass
+    except OSError as e:
+        raise refuse(
+            f"--ray-address {address}: nothing answers there ({e.strerror or e}); start a Ray "
+            "cluster on this machine with `ray start --head` and pass the address it prints, or "
+            "leave --ray-address out to rehearse on a Ray cluster of the job's pods"
+        ) from None
+    return host, int(port)
 
 
 def _write_working_dir(directory: Path, files: Mapping[str, str]) -> Path | None:
@@ -333,6 +478,11 @@ def _resource_changes(t: RayJobTarget) -> list[str]:
     if t.extra_resources:
         listed = ", ".join(f"{k} {v}" for k, v in t.extra_resources.items())
         out.append(f"resources {listed} per node are not allocated (no devices here)")
+    return out + _volume_changes(t)
+
+
+def _volume_changes(t: RayJobTarget) -> list[str]:
+    out = []
     for c in t.claims:
         here = "exists" if Path(c.path).exists() else "does not exist"
         out.append(
@@ -357,10 +507,14 @@ def _installed(requirement: str) -> str:
 
 
 @contextmanager
-def _ray_temp_dir() -> Iterator[Path]:
+def _ray_temp_dir(*, needed: bool = True) -> Iterator[Path]:
     """A directory of this rehearsal's for Ray's session files (Ray's default, /tmp/ray, is
     shared by every Ray on the machine). Short: Ray's sockets live 70 characters below it,
-    and a socket's path holds at most 107 (ray/_private/utils.py validate_socket_filepath)."""
+    and a socket's path holds at most 107 (ray/_private/utils.py validate_socket_filepath).
+    Not ``needed`` (no cluster is started), a path that is never created."""
+    if not needed:
+        yield Path(os.devnull)
+        return
     # Where Ray would put /tmp/ray (ray/_common/utils.py get_default_system_temp_dir).
     base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
     if len(base) > 24 or not os.path.isdir(base):
@@ -375,15 +529,19 @@ def _ray_temp_dir() -> Iterator[Path]:
 def _header(plan: RayPlan, file: str, out: TextIO) -> None:
     t = plan.target
     cpus = sum(n.cpus for n in plan.nodes)
-    say(
-        out,
-        f"{t.describe()} ({file}): a Ray cluster of {len(plan.nodes)} node(s) on CPU, "
-        f"{cpus} CPU(s) in all, and the entrypoint on its head",
-    )
+    if plan.address is None:
+        say(
+            out,
+            f"{t.describe()} ({file}): a Ray cluster of {len(plan.nodes)} node(s) on CPU, "
+            f"{cpus} CPU(s) in all, and the entrypoint on its head",
+        )
+    else:
+        say(out, f"{t.describe()} ({file}): the entrypoint {plan.where}")
     say(out, f"pods of cluster {t.cluster!r}: image {t.image}")
     say(out, "changed for the rehearsal:")
     for change in plan.changes:
         say(out, f"  - {change}")
     for i, node in enumerate(plan.nodes):
         say(out, f"node {i} ({node.pod}): {node.start}")
-    say(out, f"entrypoint on the head ({plan.nodes[0].pod}): {plan.command_line}")
+    where = "on this machine" if plan.address is not None else f"on the head ({plan.nodes[0].pod})"
+    say(out, f"entrypoint {where}: {plan.command_line}")

@@ -5,7 +5,8 @@ the worker nodes of a Ray cluster on this machine with ``ray.cluster_utils.Clust
 Ray process it starts is its own, and ``shutdown()`` stops only those, where ``ray stop``
 would stop every Ray process of the machine), runs the entrypoint once every node is up as
 KubeRay's submitter has it run on the head, writes its exit code to SPEC's ``result`` file,
-and shuts the cluster down. SIGTERM stops the entrypoint (SIGTERM, then SIGKILL, as Ray's
+and shuts the cluster down. With no nodes in SPEC (``--ray-address``) it starts no cluster and
+runs the entrypoint against the running one at SPEC's ``address``. SIGTERM stops the entrypoint (SIGTERM, then SIGKILL, as Ray's
 job supervisor stops a job), then the cluster.
 
 On Linux this process is the child subreaper of everything below it: a Ray process orphaned
@@ -62,15 +63,20 @@ def main(spec_path: str) -> int:
     entry: subprocess.Popen[bytes] | None = None
     cluster: Any = None
     try:
-        from ray.cluster_utils import Cluster
+        if spec["nodes"]:
+            from ray.cluster_utils import Cluster
 
-        cluster = Cluster(shutdown_at_exit=True)  # at exit, also after an exception
-        for node in spec["nodes"]:
-            _add_node(cluster, node, spec)
-            # Each Ray node installs a SIGTERM handler of its own, which stops that node only.
-            signal.signal(signal.SIGTERM, _raise_stop)
-        cluster.wait_for_nodes(timeout=spec["start_timeout"])
-        _say(f"Ray cluster up: {len(spec['nodes'])} node(s); starting the entrypoint on the head")
+            cluster = Cluster(shutdown_at_exit=True)  # at exit, also after an exception
+            for node in spec["nodes"]:
+                _add_node(cluster, node, spec)
+                # Each Ray node installs a SIGTERM handler of its own, which stops that node only.
+                signal.signal(signal.SIGTERM, _raise_stop)
+            cluster.wait_for_nodes(timeout=spec["start_timeout"])
+            _say(
+                f"Ray cluster up: {len(spec['nodes'])} node(s); starting the entrypoint on the head"
+            )
+        else:
+            _say(f"starting the entrypoint on the Ray cluster at {spec['address']}")
         with open(spec["entrypoint_log"], "wb") as log:
             entry = subprocess.Popen(
                 spec["argv"],
@@ -83,9 +89,12 @@ def main(spec_path: str) -> int:
             )
         code = entry.wait()
         Path(spec["result"]).write_text(json.dumps({"entrypoint": code}), encoding="utf-8")
-        _say(f"the entrypoint exited with code {code}; shutting the Ray cluster down")
+        _say(
+            f"the entrypoint exited with code {code}"
+            + ("; shutting the Ray cluster down" if cluster is not None else "")
+        )
     except _Stop as e:
-        _say(f"{e}: stopping the entrypoint and the Ray cluster")
+        _say(f"{e}: stopping the entrypoint" + (" and the Ray cluster" if spec["nodes"] else ""))
     finally:
         # Nothing may interrupt the shutdown; the rehearsal SIGKILLs what takes too long.
         for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):

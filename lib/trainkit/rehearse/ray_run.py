@@ -104,10 +104,20 @@ class RayPlan:
     changes: tuple[str, ...]
     cwd: Path | None = None
     """Where the entrypoint starts: the runtime_env's working directory, else the workspace."""
+    address: str | None = None
+    """The running Ray cluster the entrypoint joins (``--ray-address``); ``nodes`` is then
+    empty: the rehearsal starts no Ray cluster."""
 
     @property
     def command_line(self) -> str:
         return shlex.join(self.argv)
+
+    @property
+    def where(self) -> str:
+        """Where the entrypoint runs, for messages."""
+        if self.address is not None:
+            return f"on the Ray cluster at {self.address} (--ray-address)"
+        return f"on the head (pod {self.nodes[0].pod})"
 
 
 class RayRun:
@@ -165,6 +175,7 @@ class RayRun:
             "cwd": str(p.cwd or p.workspace),
             "entrypoint_log": str(self.entry_log),
             "result": str(self.result),
+            "address": p.address,
             "parent": os.getpid(),
         }  # fmt: skip
         spec_file = p.log_dir / "spec.json"
@@ -251,11 +262,8 @@ class RayRun:
             self._scan()
             if self.proc is not None and self.proc.poll() is None:
                 self._pump()
-                say(
-                    self.out,
-                    "stopping the entrypoint and the Ray cluster (SIGKILL after "
-                    f"{SHUTDOWN_SECONDS:g} s)",
-                )
+                what = "the entrypoint" + ("" if self.plan.address else " and the Ray cluster")
+                say(self.out, f"stopping {what} (SIGKILL after {SHUTDOWN_SECONDS:g} s)")
                 self.proc.send_signal(signal.SIGTERM)
             self._settle(SHUTDOWN_SECONDS)
         except KeyboardInterrupt:  # a second Ctrl-C: stop hard, then let it through
@@ -300,10 +308,7 @@ class RayRun:
             if code < 0
             else f"exited with code {code}"
         )
-        lines = [
-            f"the entrypoint {how} on the head (pod {self.plan.nodes[0].pod}); KubeRay would "
-            "mark the RayJob FAILED"
-        ]
+        lines = [f"the entrypoint {how} {self.plan.where}; KubeRay would mark the RayJob FAILED"]
         lines += self._tail("the entrypoint", _ENTRY)
         tail = list(self.tails[_ENTRY])
         lines += [f"hint: {h}" for h in cpu_hints(tail)]

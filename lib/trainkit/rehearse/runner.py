@@ -113,6 +113,7 @@ def rehearse(
     procs_per_node: int | None = None,
     timeout: float = 300.0,
     out: TextIO | None = None,
+    ray_address: str | None = None,
 ) -> RehearsalReport:
     """Run ``target``'s pods on this machine as ``nodes`` by ``procs_per_node`` processes.
 
@@ -125,7 +126,8 @@ def rehearse(
     also on KeyboardInterrupt.
 
     A RayJob runs its entrypoint on a local Ray cluster of its pods instead (``ray.py``):
-    ``nodes`` caps the nodes of each worker group, ``procs_per_node`` the CPUs of each node.
+    ``nodes`` caps the nodes of each worker group, ``procs_per_node`` the CPUs of each node;
+    with ``ray_address`` (HOST:PORT) it runs on that running Ray cluster, started by the user.
     """
     out = sys.stdout if out is None else out
     file = file or target.file
@@ -133,7 +135,19 @@ def rehearse(
         from .ray import rehearse_ray  # imports this module
 
         return rehearse_ray(
-            target, file=file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout, out=out
+            target, file=file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout,
+            out=out, ray_address=ray_address,
+        )  # fmt: skip
+    if ray_address is not None:
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=target.describe(),
+                    message=f"--ray-address is for a RayJob; {target.describe()} is rehearsed "
+                    "without Ray: leave it out",
+                )
+            ]
         )
     require_framework(target.kind, file, target.describe())
     if timeout <= 0:

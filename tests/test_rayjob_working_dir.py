@@ -13,7 +13,7 @@ import io
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -30,6 +30,11 @@ from trainkit.load.working_dir_files import MAX_BYTES, MAX_FILES, WorkingDirErro
 from trainkit.model.working_dir import excluded
 from trainkit.render.kuberay import WORKING_DIR_MOUNT
 from trainkit.synth.layout import _cluster_objects, check_cluster_truth, render_groups
+
+if TYPE_CHECKING:  # imported by pytest as a plugin, first: its asserts are rewritten
+    from ray_fixtures import SharedRay
+
+pytest_plugins = ["ray_fixtures"]  # one shared Ray cluster for the whole session
 
 KUBERAY = {"operators": ["kuberay"]}
 ARCHIVE = "s3://ml-code/eval/suite-v3.zip"
@@ -367,12 +372,16 @@ def test_explain_shows_the_working_dir(cli: Any) -> None:
 
 
 @pytest.mark.long
-def test_the_example_rehearses_in_its_working_dir_on_a_local_ray_cluster(
-    ws: Workspace, cli: Any
+def test_the_example_rehearses_in_its_working_dir_on_a_running_ray_cluster(
+    ws: Workspace, cli: Any, shared_ray: SharedRay
 ) -> None:
-    """The driver starts in the directory and ray.init() uploads it, so a task on a worker
-    node imports the suite and reads its prompts from its own copy."""
-    run = cli("rehearse", "jobs/llm/eval_suite_ray.py", "--nodes", "1", "--timeout", "240")
+    """The driver starts in the directory and ray.init() uploads it, so a task, in a worker
+    the cluster started before the job, imports the suite and reads its prompts from its own
+    copy (on the session's Ray cluster: this tests the working_dir, not the cluster)."""
+    run = cli(
+        "rehearse", "jobs/llm/eval_suite_ray.py", "--timeout", "240",
+        "--ray-address", shared_ray.address,
+    )  # fmt: skip
     assert run.code == 0, run.out + run.err
     assert "[rehearse]   - runtime_env working_dir → " in run.out, run.out
     assert "(5 file(s), written from its ConfigMap): the entrypoint starts in it" in run.out

@@ -4,6 +4,11 @@ the entrypoint on its head. ray is an extra that `make setup` installs: these te
 Every test that starts a cluster keeps it small (a head and at most two workers, of one or
 two CPUs each), so each runs in seconds; none asserts how long anything took. Each rehearsal
 has its own Ray directory and free ports, so two copies of the suite run side by side.
+
+The tests of the cluster itself (its shape, its start and stop, Ctrl-C) rehearse on a Ray
+cluster of the job's pods; those of what happens to an entrypoint run with ``--ray-address``
+on one Ray cluster shared by the test session (``shared_ray``, ``ray_fixtures.py``), as a
+user rehearses on a Ray cluster already running on a laptop.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -54,6 +60,11 @@ from trainkit.rehearse import ray as rehearse_ray
 from trainkit.rehearse.procs import descendants, process_table
 from trainkit.rehearse.ray import plan_ray_rehearsal
 from trainkit.rehearse.ray_target import RayJobTarget
+
+if TYPE_CHECKING:  # imported by pytest as a plugin, first: its asserts are rewritten
+    from ray_fixtures import SharedRay
+
+pytest_plugins = ["ray_fixtures"]  # one shared Ray cluster for the whole session
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "jobs/llm/lr_sweep_ray.py"
@@ -120,6 +131,12 @@ def _example(args: list[str] = SMALL) -> RayJobTarget:
     target = targets_for(d, platform)[0]
     assert isinstance(target, RayJobTarget)
     return target
+
+
+# HANG, whose task says when it runs (its output reaches the driver through Ray's log monitor).
+HANG_IN_TASK = HANG.replace(
+    "def forever():\n", "def forever():\n    print('task running', flush=True)\n"
+)
 
 
 def _job(script: str, **kw: Any) -> RayJobTarget:
@@ -452,19 +469,156 @@ def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.long
-def test_a_hung_entrypoint_is_stopped_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hung_entrypoint_is_stopped_at_the_timeout(
+    monkeypatch: pytest.MonkeyPatch, shared_ray: SharedRay
+) -> None:
+    """On a running Ray cluster: the entrypoint is stopped, and Ray then stops the job's task
+    (its driver is gone), while the cluster keeps running."""
     out = io.StringIO()
-    clock = ClockFrozenUntil(lambda: "[entrypoint] waiting" in out.getvalue(), timeout=5)
+    clock = ClockFrozenUntil(lambda: "task running" in out.getvalue(), timeout=5)
     monkeypatch.setattr(
         ray_run, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
     )
     with _watch() as watch, pytest.raises(RehearsalError) as e:
-        rehearse(_job(HANG), timeout=5, out=out)
+        rehearse(_job(HANG_IN_TASK), timeout=5, out=out, ray_address=shared_ray.address)
     message = str(e.value)
     assert (
         "RayJob 'rj': timed out after 5 s (--timeout) with the entrypoint still running; every "
         "process of the rehearsal was stopped\n"
         "last lines before the timeout:\n"
     ) in message
-    assert "  | [entrypoint] waiting" in message
-    assert watch.survivors(out.getvalue()) == []
+    assert re.search(r"\| \[entrypoint\] \S*\(forever pid=\d+\)\S* task running", message)
+    text = out.getvalue()
+    assert "[rehearse] stopping the entrypoint (SIGKILL after 60 s)\n" in text
+    assert watch.left == []
+    # The task's worker ends once Ray sees its driver gone; the head's processes stay.
+    _until(lambda: not _tasks(shared_ray, "ray::forever"), "the job's task still runs")
+    assert shared_ray.alive()
+
+
+def _tasks(ray: SharedRay, title: str) -> list[int]:
+    """The cluster's workers running ``title`` (Ray renames a worker for its task)."""
+    return [pid for pid in ray.processes() if _cmdline(pid).startswith(title)]
+
+
+def _until(done: Callable[[], bool], what: str, bound: float = 120.0) -> None:
+    """Wait for ``done`` (Ray acts on its own time); ``bound`` only ends a hung test."""
+    end = time.monotonic() + bound
+    while not done():
+        assert time.monotonic() < end, what
+        time.sleep(0.1)
+
+
+# -- --ray-address: a Ray cluster the user started ------------------------------------------
+
+
+@pytest.mark.long
+def test_an_entrypoint_runs_on_the_ray_cluster_at_the_address(
+    shared_ray: SharedRay, tmp_path: Path
+) -> None:
+    """Its exit code, its output and the runtime_env reach the user, from a job of its own
+    on the running cluster, which no rehearsal stops."""
+    target = _job(
+        PROBE, env={"JOB_ENV": "job"}, runtime_env=RuntimeEnv(env_vars={"FROM_RUNTIME_ENV": "yes"})
+    )
+    out = io.StringIO()
+    with _watch() as watch, pytest.raises(RehearsalError) as e:
+        rehearse(target, timeout=240, out=out, ray_address=shared_ray.address)
+    text = out.getvalue()
+    assert (
+        f"[rehearse] RayJob 'rj' (jobs/team/rj.py): the entrypoint on the Ray cluster at "
+        f"{shared_ray.address} (--ray-address)\n"
+    ) in text
+    assert (
+        f"Ray cluster: the one running at {shared_ray.address} (--ray-address), not a cluster "
+        "of the job's pods: "
+    ) in text
+    assert f"[ray] starting the entrypoint on the Ray cluster at {shared_ray.address}\n" in text
+    assert (
+        "jobs/team/rj.py: RayJob 'rj': the entrypoint exited with code 3 on the Ray cluster at "
+        f"{shared_ray.address} (--ray-address); KubeRay would mark the RayJob FAILED\n"
+    ) in str(e.value)
+    assert "  | giving up" in str(e.value)
+    # The cluster's own node (no KubeRay groups) and CPUs; the runtime_env reaches the task,
+    # the job's env only the entrypoint (the cluster's workers were started before it).
+    assert "[entrypoint] node groups ['?'] CPUs 2 GPUs 0\n" in text
+    assert "[entrypoint] task sees runtime_env yes job env None " in text
+    assert "[entrypoint] driver sees runtime_env yes\n" in text
+    assert watch.left == []
+    assert shared_ray.alive()
+
+
+def _refused(tmp_path: Path, address: str, **kw: Any) -> str:
+    with pytest.raises(RehearsalError) as e:
+        rehearse(_job("pass\n"), timeout=60, out=io.StringIO(), ray_address=address, **kw)
+    (problem,) = e.value.problems
+    return str(problem)
+
+
+def test_an_address_where_nothing_listens_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    # A bound port that does not listen refuses every connection, for as long as it is bound.
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        with _watch() as watch:
+            message = _refused(tmp_path, f"127.0.0.1:{port}")
+    assert message == (
+        f"jobs/team/rj.py: RayJob 'rj': --ray-address 127.0.0.1:{port}: nothing answers there "
+        "(Connection refused); start a Ray cluster on this machine with `ray start --head` and "
+        "pass the address it prints, or leave --ray-address out to rehearse on a Ray cluster "
+        "of the job's pods"
+    )
+    assert watch.left == []
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("6379", "is not HOST:PORT"),
+        ("localhost:", "is not HOST:PORT"),
+        ("localhost:http", "is not HOST:PORT"),
+        ("localhost:70000", "is not HOST:PORT"),
+        ("ray://localhost:10001", "a URL (Ray Client's ray://, the dashboard's http://) is not "
+         "where a driver connects"),
+    ],
+)  # fmt: skip
+def test_an_address_that_is_not_host_and_port_is_refused(
+    tmp_path: Path, address: str, why: str
+) -> None:
+    assert _refused(tmp_path, address) == (
+        f"jobs/team/rj.py: RayJob 'rj': --ray-address {address!r}"
+        f"{': ' if why.startswith('a URL') else ' '}{why}; give the address `ray start --head` "
+        "prints, HOST:PORT of the head's GCS (for example 127.0.0.1:6379)"
+    )
+
+
+def test_the_size_of_a_cluster_it_does_not_start_is_refused(tmp_path: Path) -> None:
+    assert _refused(tmp_path, "127.0.0.1:6379", nodes=1, procs_per_node=2) == (
+        "jobs/team/rj.py: RayJob 'rj': --nodes and --procs-per-node size the Ray cluster a "
+        "rehearsal starts; with --ray-address the entrypoint runs on the cluster already "
+        "there: leave them out"
+    )
+    assert _refused(tmp_path, "127.0.0.1:6379", nodes=1).endswith(": leave it out")
+
+
+def test_a_ray_address_is_for_a_rayjob(cli: Callable[..., Run]) -> None:
+    run = cli("rehearse", "jobs/vision/resnet50_ddp.py", "--ray-address", "127.0.0.1:6379")
+    assert run.code == 1
+    assert (
+        "jobs/vision/resnet50_ddp.py: PyTorchJob 'resnet50-ddp': --ray-address is for a RayJob; "
+        "PyTorchJob 'resnet50-ddp' is rehearsed without Ray: leave it out"
+    ) in run.err, run.err
+
+
+def test_the_plan_on_an_address_starts_no_node_and_says_so(tmp_path: Path) -> None:
+    plan = _plan(_example(), tmp_path, address="10.0.0.5:6379", gcs_port=6379)
+    assert plan.nodes == () and plan.address == "10.0.0.5:6379"
+    assert plan.env["RAY_ADDRESS"] == "10.0.0.5:6379" and plan.env["RAY_PORT"] == "6379"
+    assert plan.env["RAY_NODE_TYPE_NAME"] == "headgroup"  # the head container's env
+    assert "RAY_TMPDIR" not in plan.env  # the cluster's own directory is Ray's to find
+    changes = "\n".join(plan.changes)
+    assert "its nodes, their CPUs, GPUs, memory and labels are that cluster's" in changes
+    assert "RAY_ADDRESS 127.0.0.1:6379 → 10.0.0.5:6379 and RAY_PORT 6379 → 6379" in changes
+    assert "num-cpus" not in changes and "object store" not in changes

@@ -7,7 +7,7 @@ has its own Ray directory and free ports, so two copies of the suite run side by
 
 The tests of the cluster itself (its shape, its start and stop, Ctrl-C) rehearse on a Ray
 cluster of the job's pods; those of what happens to an entrypoint run with ``--ray-address``
-on one Ray cluster shared by the test session (``shared_ray``, ``ray_fixtures.py``), as a
+on one Ray cluster shared by the test run (``shared_ray``, ``ray_fixtures.py``), as a
 user rehearses on a Ray cluster already running on a laptop.
 """
 
@@ -541,7 +541,7 @@ def test_an_entrypoint_runs_on_the_ray_cluster_at_the_address(
     assert "  | giving up" in str(e.value)
     # The cluster's own node (no KubeRay groups) and CPUs; the runtime_env reaches the task,
     # the job's env only the entrypoint (the cluster's workers were started before it).
-    assert "[entrypoint] node groups ['?'] CPUs 2 GPUs 0\n" in text
+    assert "[entrypoint] node groups ['?'] CPUs 4 GPUs 0\n" in text
     assert "[entrypoint] task sees runtime_env yes job env None " in text
     assert "[entrypoint] driver sees runtime_env yes\n" in text
     assert watch.left == []

@@ -5,9 +5,9 @@ the worker nodes of a Ray cluster on this machine with ``ray.cluster_utils.Clust
 Ray process it starts is its own, and ``shutdown()`` stops only those, where ``ray stop``
 would stop every Ray process of the machine), runs the entrypoint once every node is up as
 KubeRay's submitter has it run on the head, writes its exit code to SPEC's ``result`` file,
-and shuts the cluster down. With no nodes in SPEC (``--ray-address``) it starts no cluster and
-runs the entrypoint against the running one at SPEC's ``address``. SIGTERM stops the entrypoint (SIGTERM, then SIGKILL, as Ray's
-job supervisor stops a job), then the cluster.
+and shuts the cluster down; with no nodes in SPEC (``--ray-address``) it starts no cluster and
+runs the entrypoint on the running one at SPEC's ``address``. SIGTERM stops the entrypoint
+(SIGTERM, then SIGKILL, as Ray's job supervisor stops a job), then the cluster.
 
 On Linux this process is the child subreaper of everything below it: a Ray process orphaned
 while the cluster goes down is reparented here, not to init, and is killed before this

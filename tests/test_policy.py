@@ -412,8 +412,8 @@ VIOLATIONS = {
             ),
             (
                 RUNTIMES,
-                "import ClusterTrainingRuntime,",
-                "import ClusterTrainingRuntime, Toleration,",
+                "from trainkit import (",
+                "from trainkit import (Toleration,",
             ),
         ],
         [
@@ -766,7 +766,7 @@ def test_a_trainjobs_node_selector_and_tolerations_ride_its_runtime_patch(ws, cl
         '    network="rdma",',
         '    network="rdma",\n    tolerations=[Toleration(key="rdma", operator="Exists")],',
     )
-    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import Toleration,")
+    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (Toleration,")
     edit(
         ws,
         "jobs/platform/clusters.py",
@@ -908,7 +908,7 @@ def test_env_from_needs_every_key_granted_and_allowed(ws, cli, grant, says):
 
 
 def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, cli, crds):
-    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (SecretEnv,")
     edit(
         ws, RUNTIMES, "    mpi=RuntimeMPI(",
         '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
@@ -955,7 +955,7 @@ def test_a_trainjob_takes_no_env_from_of_its_own(ws, cli):
 
 
 def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws, cli):
-    edit(ws, RUNTIMES, "from trainkit import", "from trainkit import ConfigMapEnv,")
+    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (ConfigMapEnv,")
     edit(
         ws, RUNTIMES, '    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},',
         '    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},\n'

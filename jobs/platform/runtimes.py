@@ -1,6 +1,13 @@
 """Kubeflow Trainer runtimes (seed 003): what TrainJobs start from."""
 
-from trainkit import ClusterTrainingRuntime, InitContainer, Resources, RuntimeMPI, TrainingRuntime
+from trainkit import (
+    ClusterTrainingRuntime,
+    InitContainer,
+    Probe,
+    Resources,
+    RuntimeMPI,
+    TrainingRuntime,
+)
 
 # One name, two builds: a TrainJob naming "torch-2-5" gets the CUDA
 # image on NVIDIA clusters and the ROCm image on the AMD cluster.
@@ -36,6 +43,12 @@ llm_fsdp = TrainingRuntime(
     # The training program serves its metrics on port "metrics"; a native sidecar pushes them
     # to the platform's gateway and stops with it (no GPU; counted in every job's gang).
     ports={"metrics": 9090},
+    # A trainer whose metrics stop answering for five minutes is hung (a stuck collective):
+    # the kubelet restarts its container in place (JobSet v0.12.0 defaults the pods'
+    # restartPolicy to OnFailure, pkg/webhooks/jobset_webhook.go Default).
+    liveness_probe=Probe(
+        http_get="/metrics", port="metrics", initial_delay=600, period=60, failure_threshold=5
+    ),
     init_containers=[
         InitContainer(
             name="metrics-push",

@@ -144,7 +144,7 @@ P = "jobs/platform/p.py"
 
 def _param(case: Case) -> Any:
     reason = (
-        f"needs {case.needs}: issue 28"
+        f"needs {case.needs}, which trainkit does not support yet"
         if case.needs
         else f"trainkit refuses on purpose: {case.refused}"
         if case.refused

@@ -13,7 +13,7 @@ import yaml
 from trainkit.errors import SetupError
 from trainkit.upstream import fetch_crds, load_pins, pins_for_kinds
 from trainkit.validate import crd_needs, load_crds
-from trainkit.validate.crd_files import parse_crd_file
+from validate_fixtures import shared_crd_facts
 
 # What the bare workspace (conftest) generates: PyTorchJobs and Queues on its clusters,
 # Applications and AppProjects where Argo CD runs.
@@ -42,16 +42,15 @@ def needed_files(crds: Path) -> list[Path]:
 def test_every_pin_is_the_local_copy_of_its_upstream_file_and_lists_the_versions_it_serves(
     crds: Path,
 ) -> None:
-    """One parse of every pinned file (most of the time this takes) for all facts of a pin."""
+    """The shared CRD files, read once per session (validate_fixtures), for all facts of a pin."""
     pins = load_pins()
     assert len(pins) == len({p.path for p in pins}) >= 20
+    files = shared_crd_facts()
     for pin in pins:
-        data = (crds / pin.path).read_bytes()
+        data, (doc,) = files[crds / pin.path]
         assert hashlib.sha256(data).hexdigest() == pin.sha256, pin.path
-        (doc,) = parse_crd_file(crds / pin.path, data)
-        assert (doc["spec"]["group"], doc["spec"]["kind"]) == (pin.group, pin.kind), pin.path
-        served = tuple(v["name"] for v in doc["spec"]["versions"] if v.get("served"))
-        assert pin.served == served, pin.path
+        assert (doc.group, doc.kind) == (pin.group, pin.kind), pin.path
+        assert pin.served == tuple(name for name, served in doc.versions if served), pin.path
         assert pin.url.startswith("https://raw.githubusercontent.com/"), pin.url
         assert pin.url.endswith("/" + pin.path.split("/")[-1]), pin.url
         assert pin.version in pin.url or len(pin.url.split("/")[5]) == 40, pin.url  # tag or commit

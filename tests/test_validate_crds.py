@@ -12,13 +12,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conftest import crds_dir as shared_crds
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
 from trainkit.validate.crd_files import may_define
-from validate_fixtures import shared_crd_set, validate_doc
+from validate_fixtures import shared_crd_facts, shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
 
@@ -28,27 +27,17 @@ def crds() -> CrdSet:
     return shared_crd_set()
 
 
-def _crd_documents() -> list[tuple[Path, dict[str, object]]]:
-    found = []
-    for path in sorted(shared_crds().rglob("*.y*ml")):
-        with path.open("rb") as fh:
-            for doc in yaml.load_all(fh, Loader=yaml.CSafeLoader):
-                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    found.append((path, doc))
-    return found
-
-
 @pytest.mark.long
 def test_every_crd_file_loads_and_every_served_version_is_indexed(crds: CrdSet) -> None:
-    documents = _crd_documents()
-    assert len({path for path, _ in documents}) >= 20
-    for path, doc in documents:
-        spec = doc["spec"]
-        assert isinstance(spec, dict)
-        for version in spec["versions"]:
-            if version.get("served", True):
-                key = (spec["group"], version["name"], spec["names"]["kind"])
-                assert key in crds.kinds(), f"{path}: {key} not indexed"
+    files = shared_crd_facts()
+    indexed = crds.kinds()
+    assert len({path for path, (_, docs) in files.items() if docs}) >= 20
+    for path, (_, docs) in files.items():
+        for doc in docs:
+            for version, served in doc.versions:
+                if served:
+                    key = (doc.group, version, doc.kind)
+                    assert key in indexed, f"{path}: {key} not indexed"
 
 
 def test_every_schema_compiles_and_every_shared_cel_rule_is_supported(crds: CrdSet) -> None:

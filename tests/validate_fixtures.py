@@ -8,10 +8,13 @@ write the developer's CRD cache (the cache has its own tests).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import celpy
+import yaml
 
 from conftest import crds_dir
 from trainkit.errors import Problem
@@ -25,7 +28,7 @@ from trainkit.validate import (
 )
 from trainkit.validate.findings import format_path
 
-__all__ = ["shared_crd_set", "validate_doc"]
+__all__ = ["CrdFacts", "shared_crd_facts", "shared_crd_set", "validate_doc"]
 
 
 @cache
@@ -35,6 +38,64 @@ def shared_crd_set() -> CrdSet:
     # creates an Environment; raise it now, so no property test sees it change mid-example.
     celpy.Environment()
     return load_crds(crds_dir(), no_cache=True)
+
+
+@dataclass(frozen=True)
+class CrdFacts:
+    """What one CRD document says of itself, read by the tests, not by trainkit's loader."""
+
+    group: object
+    kind: object
+    versions: tuple[tuple[object, object], ...]
+    """(name, served) of each ``spec.versions`` entry; served is True when not given."""
+
+
+@cache
+def shared_crd_facts() -> dict[Path, tuple[bytes, tuple[CrdFacts, ...]]]:
+    """Each shared CRD file: its bytes and the CRD documents it holds, read once per session.
+
+    The oracle the validate and pin tests hold trainkit's CRD loading to: libyaml composes
+    each document (C), and only ``spec.group``, ``spec.names.kind`` and each version's
+    ``name``/``served`` are constructed — the schemas (nearly all of the 13 MB) never become
+    Python data. Independent of ``trainkit.validate.documents`` (no Builder, no pruning).
+    """
+    found = {}
+    for path in sorted(crds_dir().rglob("*.y*ml")):
+        data = path.read_bytes()
+        docs = (_facts(n) for n in yaml.compose_all(data, Loader=yaml.CSafeLoader))
+        found[path] = (data, tuple(d for d in docs if d is not None))
+    return found
+
+
+_CONSTRUCT = yaml.constructor.SafeConstructor()
+
+
+def _field(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def _data(node: yaml.Node | None) -> object:
+    return None if node is None else _CONSTRUCT.construct_document(node)
+
+
+def _facts(doc: yaml.Node | None) -> CrdFacts | None:
+    if _data(_field(doc, "kind")) != "CustomResourceDefinition":
+        return None
+    spec = _field(doc, "spec")
+    versions = _field(spec, "versions")
+    assert isinstance(versions, yaml.SequenceNode)
+    return CrdFacts(
+        group=_data(_field(spec, "group")),
+        kind=_data(_field(_field(spec, "names"), "kind")),
+        versions=tuple(
+            (_data(_field(v, "name")), _data(_field(v, "served")) if _field(v, "served") else True)
+            for v in versions.value
+        ),
+    )
 
 
 def validate_doc(

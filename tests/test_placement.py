@@ -149,7 +149,9 @@ def test_a_trainjobs_node_rules_keep_its_runtimes(ws, cli, crds):
         ws.root / "jobs/llm/llama_sft_trainjob.py",
         ws.root / "jobs/platform/runtimes.py",
     )
-    text = runtimes.read_text().replace("from trainkit import", "from trainkit import NodeLabel,")
+    text = runtimes.read_text().replace(
+        "from trainkit import (", "from trainkit import (NodeLabel,"
+    )
     runtimes.write_text(
         text.replace(
             '    network="rdma",',

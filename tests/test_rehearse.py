@@ -566,7 +566,7 @@ def test_examples_rehearse_the_pods_of_their_first_cluster(monkeypatch: pytest.M
     assert report.runtime == "ClusterTrainingRuntime 'torch-2-5' of cluster 'gpu-east'"
     assert (
         "[rehearse] runtime: ClusterTrainingRuntime 'torch-2-5' of cluster 'gpu-east' "
-        "(jobs/platform/runtimes.py:7)"
+        "(jobs/platform/runtimes.py:14)"
     ) in text
     assert "node 1 (resnet50-r1-node-0-1): " in text
     changes = "\n".join(report.changes)

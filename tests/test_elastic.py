@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import Workspace
+from conftest import Run, Workspace
 from trainkit import (
     Cluster,
     DefinitionError,
@@ -379,17 +379,23 @@ def test_an_autoscaled_job_synthesizes_checks_and_explains(bare: Workspace, bare
     assert "autoscaled: starts with 4 Workers" in run.out
 
 
-def test_the_queue_must_hold_every_worker_the_autoscaler_may_start(
-    bare: Workspace, bare_cli
-) -> None:  # type: ignore[no-untyped-def]
-    # research holds 16 GPUs: the gang (1 × 2) fits, 9 Workers × 2 do not.
-    bare.write("jobs/vision/stretch.py", SCALED_JOB.replace("MAX", "9"))
-    run = bare_cli("synth")
+def nine_workers_over_the_queue(bare: Workspace, bare_cli, scaled_job: str) -> Run:  # type: ignore[no-untyped-def]
+    """``scaled_job`` with max_nodes 9, refused: research holds 16 GPUs, so the gang (1 × 2)
+    fits and 9 Workers × 2 do not."""
+    bare.write("jobs/vision/stretch.py", scaled_job.replace("MAX", "9"))
+    run: Run = bare_cli("synth")
     assert run.code == 1
     assert (
         "PyTorchJob 'stretch': elastic: at its most, 9 Workers, the job needs 18 nvidia.com/gpu "
         "on cluster 'east', but queue 'research' can hold at most 16 nvidia.com/gpu"
     ) in run.err
+    return run
+
+
+def test_the_queue_must_hold_every_worker_the_autoscaler_may_start(
+    bare: Workspace, bare_cli
+) -> None:  # type: ignore[no-untyped-def]
+    run = nine_workers_over_the_queue(bare, bare_cli, SCALED_JOB)
     assert "lower elastic.max_nodes, or use another queue" in run.err
     assert "Traceback" not in run.err
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import Workspace
-from test_elastic import BASE, ELASTIC_JOB, planned
+from test_elastic import BASE, ELASTIC_JOB, nine_workers_over_the_queue, planned
 from trainkit import (
     Capacity,
     Cluster,
@@ -283,14 +283,8 @@ def test_any_metric_lets_the_autoscaler_widen_to_max_nodes_and_is_counted(
     bare: Workspace, bare_cli, crds
 ) -> None:  # type: ignore[no-untyped-def]
     # What a metric widens is the Worker count: the queue, caps and plan count max_nodes
-    # whatever the metric (research holds 16 GPUs: 9 Workers × 2 do not fit).
-    bare.write("jobs/vision/stretch.py", SCALED_JOB.replace("MAX", "9"))
-    run = bare_cli("synth")
-    assert run.code == 1
-    assert (
-        "PyTorchJob 'stretch': elastic: at its most, 9 Workers, the job needs 18 nvidia.com/gpu "
-        "on cluster 'east', but queue 'research' can hold at most 16 nvidia.com/gpu"
-    ) in run.err
+    # whatever the metric.
+    nine_workers_over_the_queue(bare, bare_cli, SCALED_JOB)
     # Within the queue, it synthesizes through the loader (the metrics keep their type),
     # passes the pinned CRD, and explain names each metric.
     bare.write("jobs/vision/stretch.py", SCALED_JOB.replace("MAX", "6"))

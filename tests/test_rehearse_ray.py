@@ -58,7 +58,7 @@ from trainkit.rehearse import (
 )
 from trainkit.rehearse import ray as rehearse_ray
 from trainkit.rehearse.procs import descendants, process_table
-from trainkit.rehearse.ray import plan_ray_rehearsal
+from trainkit.rehearse.ray import RayPlace, plan_ray_rehearsal
 from trainkit.rehearse.ray_target import RayJobTarget
 
 if TYPE_CHECKING:  # imported by pytest as a plugin, first: its asserts are rewritten
@@ -236,14 +236,23 @@ def _watch() -> Iterator[_Watch]:
             _subreaper(False)
 
 
-def _plan(target: RayJobTarget, tmp_path: Path, **kw: Any) -> rehearse_ray.RayPlan:
+def _plan(
+    target: RayJobTarget,
+    tmp_path: Path,
+    nodes: int | None = None,
+    procs_per_node: int | None = None,
+    address: str | None = None,
+    **kw: Any,
+) -> rehearse_ray.RayPlan:
     args: dict[str, Any] = {
         "workspace": tmp_path / "ws", "log_dir": tmp_path / "logs", "temp_dir": tmp_path / "ray",
-        "gcs_port": 4321, "dashboard_port": 4322, "nodes": None, "procs_per_node": None,
-        "inherited": {"PATH": os.environ["PATH"]}, "python": "python3",
-        "file": "jobs/llm/lr_sweep_ray.py", "read_only": ReadOnly(),
+        "gcs_port": 4321, "dashboard_port": 4322, "inherited": {"PATH": os.environ["PATH"]},
+        "python": "python3", "file": "jobs/llm/lr_sweep_ray.py", "read_only": ReadOnly(),
     }  # fmt: skip
-    return plan_ray_rehearsal(target, **(args | kw))
+    place = RayPlace(**(args | kw))
+    return plan_ray_rehearsal(
+        target, place, nodes=nodes, procs_per_node=procs_per_node, address=address
+    )
 
 
 # -- the plan, without processes ---------------------------------------------------------------

@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -50,7 +51,7 @@ from .ray_target import RayGroup, RayJobTarget
 from .stopping import say
 from .workspace import ReadOnly, prepare_workspace
 
-__all__ = ["RayNode", "RayPlan", "plan_ray_rehearsal", "rehearse_ray", "require_ray"]
+__all__ = ["RayNode", "RayPlace", "RayPlan", "plan_ray_rehearsal", "rehearse_ray", "require_ray"]
 
 _CONNECT_SECONDS = 10.0
 """How long a connection to ``--ray-address`` may take to be accepted."""
@@ -78,21 +79,29 @@ def require_ray(file: str = "trainkit", obj: str = "") -> None:
         raise SetupError("rehearse needs Linux or macOS (it runs each node in its own session)")
 
 
+@dataclass(frozen=True)
+class RayPlace:
+    """Where a RayJob is rehearsed on this machine: its directories, Ray's ports, the
+    interpreter, the shell it inherits and the definition file it names in messages."""
+
+    workspace: Path
+    log_dir: Path
+    temp_dir: Path
+    gcs_port: int
+    dashboard_port: int
+    inherited: Mapping[str, str]
+    python: str
+    file: str
+    read_only: ReadOnly
+    working_dir: Path | None = None
+
+
 def plan_ray_rehearsal(
     t: RayJobTarget,
+    place: RayPlace,
     *,
-    workspace: Path,
-    log_dir: Path,
-    temp_dir: Path,
-    gcs_port: int,
-    dashboard_port: int,
     nodes: int | None,
     procs_per_node: int | None,
-    inherited: Mapping[str, str],
-    python: str,
-    file: str,
-    read_only: ReadOnly,
-    working_dir: Path | None = None,
     address: str | None = None,
 ) -> RayPlan:
     """The nodes, the entrypoint and the list of changes; ``--nodes`` caps the nodes of each
@@ -100,11 +109,8 @@ def plan_ray_rehearsal(
     tasks at once on it). With ``address`` (``--ray-address``, whose port is ``gcs_port``)
     no node is planned: the entrypoint joins the running cluster there."""
     if address is not None:
-        return _plan_on_address(
-            t, address, workspace=workspace, log_dir=log_dir, temp_dir=temp_dir,
-            gcs_port=gcs_port, dashboard_port=dashboard_port, inherited=inherited,
-            python=python, file=file, read_only=read_only, working_dir=working_dir,
-        )  # fmt: skip
+        return _plan_on_address(t, address, place)
+    file, gcs_port, temp_dir = place.file, place.gcs_port, place.temp_dir
     changes = [
         f"Ray cluster: each pod is a node of one Ray cluster on this machine "
         f"(ray.cluster_utils.Cluster, this interpreter's Ray {_version('ray')}; the pods run "
@@ -156,33 +162,15 @@ def plan_ray_rehearsal(
         # ray; here a worker starts when a task or actor needs one.
         "RAY_prestart_worker_first_driver": "0",
     }
-    return _with_entrypoint(
-        t, tuple(planned), planned[0].env, cluster_env, changes, workspace=workspace,
-        log_dir=log_dir, temp_dir=temp_dir, gcs_port=gcs_port, dashboard_port=dashboard_port,
-        inherited=inherited, python=python, file=file, read_only=read_only,
-        working_dir=working_dir, address=None,
-    )  # fmt: skip
+    return _with_entrypoint(t, place, tuple(planned), planned[0].env, cluster_env, changes, None)
 
 
-def _plan_on_address(
-    t: RayJobTarget,
-    address: str,
-    *,
-    workspace: Path,
-    log_dir: Path,
-    temp_dir: Path,
-    gcs_port: int,
-    dashboard_port: int,
-    inherited: Mapping[str, str],
-    python: str,
-    file: str,
-    read_only: ReadOnly,
-    working_dir: Path | None,
-) -> RayPlan:
+def _plan_on_address(t: RayJobTarget, address: str, place: RayPlace) -> RayPlan:
     """The entrypoint alone, on the running Ray cluster at ``address``: the head's env as
     KubeRay sets it, RAY_ADDRESS pointing there."""
     head = next(g for g in t.groups if g.head)
     pod = t.node_pod(head.name, 0)
+    gcs_port = place.gcs_port
     env = t.ray_env(head.name, pod, gcs_port, ray_start_command(True, head.cpus, head.memory_bytes))
     env["RAY_ADDRESS"] = address
     changes = [
@@ -201,34 +189,22 @@ def _plan_on_address(
         "RAY_JOB_CONFIG_JSON_ENV_VAR, which ray.init() applies to every task and actor of the "
         "job), not through `ray job submit`",
     ]
-    return _with_entrypoint(
-        t, (), env, {}, changes, workspace=workspace, log_dir=log_dir, temp_dir=temp_dir,
-        gcs_port=gcs_port, dashboard_port=dashboard_port, inherited=inherited, python=python,
-        file=file, read_only=read_only, working_dir=working_dir, address=address,
-    )  # fmt: skip
+    return _with_entrypoint(t, place, (), env, {}, changes, address)
 
 
 def _with_entrypoint(
     t: RayJobTarget,
+    place: RayPlace,
     nodes: tuple[RayNode, ...],
     head_env: Mapping[str, str],
     cluster_env: Mapping[str, str],
     changes: list[str],
-    *,
-    workspace: Path,
-    log_dir: Path,
-    temp_dir: Path,
-    gcs_port: int,
-    dashboard_port: int,
-    inherited: Mapping[str, str],
-    python: str,
-    file: str,
-    read_only: ReadOnly,
-    working_dir: Path | None,
     address: str | None,
 ) -> RayPlan:
     """The entrypoint's argv and env (the head container's ``head_env``, what Ray's job
     supervisor adds) and the changes of every rehearsal of a RayJob."""
+    workspace, working_dir, python = place.workspace, place.working_dir, place.python
+    inherited, read_only = place.inherited, place.read_only
     if t.runtime_pip:
         changes.append(
             f"runtime_env pip {', '.join(t.runtime_pip)}: not installed (Ray installs them on "
@@ -276,12 +252,12 @@ def _with_entrypoint(
     return RayPlan(
         target=t,
         nodes=nodes,
-        gcs_port=gcs_port,
-        dashboard_port=dashboard_port,
-        temp_dir=temp_dir,
+        gcs_port=place.gcs_port,
+        dashboard_port=place.dashboard_port,
+        temp_dir=place.temp_dir,
         workspace=workspace,
-        log_dir=log_dir,
-        argv=python_argv(t, workspace, python, file, working_dir),
+        log_dir=place.log_dir,
+        argv=python_argv(t, workspace, python, place.file, working_dir),
         env=env,
         cluster_env=base,
         wrapper=read_only.wrapper(files, python),
@@ -336,13 +312,15 @@ def rehearse_ray(
         workspace = Path(tmp) / "workspace"
         read_only = prepare_workspace(workspace, target.files, python)
         working_dir = _write_working_dir(Path(tmp) / "working_dir", target.working_dir)
-        plan = plan_ray_rehearsal(
-            target, workspace=workspace, log_dir=Path(tmp) / "logs", temp_dir=ray_tmp,
+        place = RayPlace(
+            workspace=workspace, log_dir=Path(tmp) / "logs", temp_dir=ray_tmp,
             gcs_port=free_port() if gcs is None else gcs[1], dashboard_port=free_port(),
-            nodes=nodes, procs_per_node=procs_per_node, inherited=dict(os.environ),
-            python=python, file=file, read_only=read_only, working_dir=working_dir,
-            address=ray_address,
+            inherited=dict(os.environ), python=python, file=file, read_only=read_only,
+            working_dir=working_dir,
         )  # fmt: skip
+        plan = plan_ray_rehearsal(
+            target, place, nodes=nodes, procs_per_node=procs_per_node, address=ray_address
+        )
         _header(plan, file, out)
         start = time.monotonic()
         RayRun(plan, out, file).run(timeout)

@@ -15,9 +15,11 @@ from trainkit import (
     ResourceFlavor,
     Team,
 )
+from trainkit.errors import Problem
 from trainkit.load import Definition
+from trainkit.policy import check_policy
 from trainkit.resolve import build_plan
-from trainkit.synth import effective_jobs, render_groups
+from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 
 
@@ -85,3 +87,10 @@ def rendered_one(defs: list[Definition]) -> tuple[dict[str, dict[str, Any]], Any
     bodies = {r.body["kind"]: r.body for r in _cluster_objects(cp) if r.body["kind"] != "ConfigMap"}
     (ej,) = effective_jobs(render_groups(plan))
     return bodies, ej
+
+
+def policy_problems(defs: list[Definition]) -> list[Problem]:
+    """What the policy finds in the plan of ``defs`` (which must plan without errors)."""
+    plan = build_plan(defs)
+    groups = render_groups(plan)
+    return check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))

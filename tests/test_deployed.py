@@ -107,14 +107,7 @@ def test_many_files_take_two_git_processes(repo: Path, monkeypatch: pytest.Monke
     names = [f"clusters/east/vision/job-{i}.yaml" for i in range(40)]
     commit(repo, {f"generated/{n}": f"n: {i}\n" for i, n in enumerate(names)})
     baseline = baseline_from_git(repo, repo / "generated", "main")
-    calls: list[list[str]] = []
-    real_run: Callable[..., Any] = subprocess.run
-
-    def counting_run(args: list[str], **kwargs: Any) -> Any:
-        calls.append(args)
-        return real_run(args, **kwargs)
-
-    monkeypatch.setattr(subprocess, "run", counting_run)
+    calls = _counting(monkeypatch)
     found = baseline.read_many(names)
     assert found == {n: f"n: {i}\n".encode() for i, n in enumerate(names)}
     assert [c[3] for c in calls] == ["--literal-pathspecs", "cat-file"]

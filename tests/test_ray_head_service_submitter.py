@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kind_fixtures import planned, render
+from kind_fixtures import planned, policy_problems, render
 from trainkit import (
     Capacity,
     Cluster,
@@ -42,10 +42,8 @@ from trainkit.effective import effective_job
 from trainkit.errors import DefinitionError
 from trainkit.explain import format_text
 from trainkit.load import Definition
-from trainkit.policy import check_policy
 from trainkit.render.kuberay import entrypoint, submitter_args
 from trainkit.resolve import build_plan
-from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -121,9 +119,7 @@ def policy(job: Any, *platform: Any, **cluster: Any) -> list[str]:
         *(Definition(o, P, "platform") for o in platform),
         Definition(job, "jobs/t/j.py", "t"),
     ]
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     return [f"{p.field}: {p.message}" for p in found]
 
 

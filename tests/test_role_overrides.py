@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kind_fixtures import planned, render
+from kind_fixtures import planned, policy_problems, render
 from trainkit import (
     Capacity,
     Cluster,
@@ -396,9 +396,7 @@ def _policy(job: Any, *platform: Any, **cluster: Any) -> list[str]:
         *(Definition(o, P, "platform") for o in platform),
         Definition(job, "jobs/t/j.py", "t", files={"train.py": "x"}),
     ]
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     return [f"{p.field}: {p.message}" for p in found]
 
 

@@ -18,6 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kind_fixtures import policy_problems
 from trainkit import (
     Capacity,
     Cluster,
@@ -320,9 +321,7 @@ def test_the_view_image_must_come_from_an_allowed_registry() -> None:
         Definition(Policy(registries=["registry.example.com/"]), P, "platform"),
         job_def(trainjob()),
     ]
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     messages = [p.message for p in found]
     assert any(
         "image 'ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy' is not from an allowed "
@@ -452,9 +451,7 @@ def test_a_trainjob_s_view_image_is_per_cluster_and_checked_like_its_image() -> 
     defs[-1] = job_def(
         trainjob(image=VIEW.replace("flux-view", "app"), flux_view_image="docker.io/x/v:1")
     )
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     assert [(p.field, "'docker.io/x/v:1' is not from" in p.message) for p in found] == [
         ("flux_view_image", True)
     ]
@@ -475,9 +472,7 @@ def test_the_default_view_image_must_be_allowed_where_the_runtime_names_none() -
         Definition(Policy(registries=["registry.example.com/"]), P, "platform"),
         job_def(trainjob()),
     ]
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     (p,) = [p for p in found if p.field == "flux.view_image"]
     assert f"image {DEFAULT_VIEW!r} is not from an allowed registry" in p.message
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from example_edits import edit
-from kind_fixtures import kueue_queue, rendered_one
+from kind_fixtures import kueue_queue, policy_problems, rendered_one
 from trainkit import (
     Capacity,
     Cluster,
@@ -43,9 +43,7 @@ from trainkit import (
 )
 from trainkit.errors import DefinitionError
 from trainkit.load import Definition
-from trainkit.policy import check_policy
 from trainkit.resolve import build_plan
-from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -105,12 +103,6 @@ def problems_of(defs: list[Any]) -> list[Any]:
     with pytest.raises(DefinitionError) as e:
         build_plan(defs)
     return list(e.value.problems)
-
-
-def policy_problems(defs: list[Any]) -> list[Any]:
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    return check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
 
 
 def test_the_node_pods_run_them_and_the_initializer_steps_do_not() -> None:

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kind_fixtures import planned, render
+from kind_fixtures import planned, policy_problems, render
 from trainkit import (
     Capacity,
     Cluster,
@@ -41,12 +41,10 @@ from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 from trainkit.injected_env.jax_env import jaxjob_env
 from trainkit.injected_env.xgboost_env import xgboostjob_env
 from trainkit.load import Definition
-from trainkit.policy import check_policy
 from trainkit.rehearse import rehearse
 from trainkit.rehearse.definitions import targets_for
 from trainkit.rehearse.launch import plan_rehearsal
 from trainkit.resolve import build_plan
-from trainkit.synth import effective_jobs, render_groups, rendered_runtimes
 from trainkit.synth.layout import _cluster_objects
 from trainkit.validate import validate_text
 from validate_fixtures import shared_crd_set
@@ -374,9 +372,7 @@ def test_a_gang_larger_than_its_queue_is_refused() -> None:
         Definition(Team(name="t", queues=["q"]), "p.py", "platform"),
         Definition(jax(nodes=3), "jobs/t/j.py", "t", files={"train.py": "x"}),
     ]
-    plan = build_plan(defs)
-    groups = render_groups(plan)
-    found = check_policy(plan, effective_jobs(groups), rendered_runtimes(groups))
+    found = policy_problems(defs)
     assert [p.message for p in found] == [
         "the gang of 3 pods needs 12 nvidia.com/gpu on cluster 'c', but queue 'q' can hold at "
         "most 8 nvidia.com/gpu (Queue.capability in p.py): Volcano would never admit it and the "

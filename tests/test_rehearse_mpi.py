@@ -5,8 +5,10 @@ the package index, the `mpi` extra, installed beside the interpreter without roo
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import random
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -16,8 +18,9 @@ import pytest
 
 from trainkit import Cluster, MPIJob, RehearsalError, Resources, Script, SetupError, Team
 from trainkit.load import Definition
-from trainkit.rehearse import ReadOnly, buildlocks, mpi, ports, rehearse, targets_for
+from trainkit.rehearse import ReadOnly, buildlocks, mpi, ports, rehearse, runner, targets_for
 from trainkit.rehearse.buildlocks import BuildLocks, uses_deepspeed
+from trainkit.rehearse.launch import NodeLaunch, RehearsalPlan
 from trainkit.rehearse.mpi import plan_mpi_rehearsal
 from trainkit.rehearse.ports import free_port
 from trainkit.rehearse.target import MPIJobTarget
@@ -200,6 +203,11 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
     # starts it: deepspeed → mpirun → ranks that find each other through mpi4py.
     target = _deepspeed_example()
     out = io.StringIO()
+    # Where the runner watches for left-over build locks: the ranks must take theirs there.
+    watched = [
+        root / op for root in buildlocks.extension_roots(os.environ) for op in BuildLocks({}).ops
+    ]
+    before = {d: _mtime(d) for d in watched}
     # DeepSpeed's default rendezvous port is taken (as by a second rehearsal or a torchrun):
     # the rehearsal's own MASTER_PORT, which the script passes on, keeps them apart.
     with socket.socket() as busy:
@@ -219,6 +227,12 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
     text = out.getvalue()
     assert "step 2/2 loss " in text
     assert "done: 2 ranks, ZeRO stage 2" in text
+    # Each rank took and dropped torch's build lock in a watched directory as it loaded the op.
+    assert any(_mtime(d) not in (None, before[d]) for d in watched), watched
+
+
+def _mtime(directory: Path) -> int | None:
+    return directory.stat().st_mtime_ns if directory.is_dir() else None
 
 
 def _deepspeed_example() -> MPIJobTarget:
@@ -235,23 +249,40 @@ def _deepspeed_example() -> MPIJobTarget:
     return target
 
 
-@pytest.mark.long
 def test_a_build_lock_left_by_a_killed_build_fails_the_rehearsal_instead_of_hanging_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     # A DeepSpeed build killed midway leaves torch's lock file, and every later rank waits for
     # it to go, silently and forever, right after "Setting accelerator to CPU" (a full suite
-    # hung 240 s so, on a lock a killed build had left in ~/.cache/torch_extensions).
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    lock = tmp_path / "ext" / "deepspeed_shm_comm" / "lock"
+    # hung 240 s so, on a lock a killed build had left in ~/.cache/torch_extensions). The rank
+    # here waits as DeepSpeed's does, without DeepSpeed's imports; the runner's clock moves only
+    # once the rank waits, one second a poll, so the quiet period passes without real seconds.
+    # The DeepSpeed example below runs the real launcher and ranks with the locks watched.
+    ext = tmp_path / "ext"
+    lock = ext / "deepspeed_shm_comm" / "lock"
     lock.parent.mkdir(parents=True)
     lock.touch()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    # Only the launch's env names the extensions dir: the runner watches what its ranks get.
+    env = {"PATH": os.environ["PATH"], "TORCH_EXTENSIONS_DIR": str(ext)}
+    waiter = (sys.executable, str(FIXTURES / "build_lock_waiter.py"))
+    launch = NodeLaunch(0, waiter, env, False, tmp_path / "logs" / "launcher")
+    plan = RehearsalPlan(_target(launch="deepspeed"), 1, 1, workspace, 0, (launch,), ())
+    ticks = itertools.count()
+    run = runner._Run(
+        plan, io.StringIO(), "jobs/team/mpi.py", clock=lambda: next(ticks) if run.recent else 0.0
+    )
     with pytest.raises(RehearsalError) as e:
-        rehearse(_deepspeed_example(), nodes=2, procs_per_node=1, timeout=120, out=io.StringIO())
+        run.run(timeout=100)
     message = str(e.value)
     assert f"the ranks wait on {lock}: torch's lock for building DeepSpeed's " in message
     assert "deepspeed_shm_comm op, and no process has built there for 10 s" in message
     assert f"delete it (rm {lock})" in message
+    assert list(run.recent) == [f"[node0] waiting for {lock}"]
+    # Stopped once the quiet period passed, long before the deadline (100).
+    assert next(ticks) <= buildlocks.STALE_SECONDS + 3, "kept waiting"
+    assert run.procs[0].returncode == -signal.SIGTERM  # the waiting rank was stopped
     assert lock.exists()  # not this rehearsal's: another user's build may still want it
 
 

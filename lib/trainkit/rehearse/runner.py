@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -238,8 +239,17 @@ class _Failed:
 
 
 class _Run:
-    def __init__(self, plan: RehearsalPlan, out: TextIO, file: str) -> None:
+    def __init__(
+        self,
+        plan: RehearsalPlan,
+        out: TextIO,
+        file: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.plan = plan
+        self.clock = clock
+        """What the deadline, the failure grace and the build locks' quiet period are counted
+        in (stopping the processes waits in real seconds)."""
         self.out = out
         self.file = file
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -269,7 +279,7 @@ class _Run:
     # -- running ---------------------------------------------------------------
 
     def run(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         timed_out = run_stopping(
             self._start, lambda: self._wait(deadline), self._stop, self._problem, self.out
         )
@@ -329,7 +339,7 @@ class _Run:
         last_scan = 0.0
         while True:
             got = self._pump()
-            now = time.monotonic()
+            now = self.clock()
             if now - last_scan >= SCAN_SECONDS:
                 self._scan()
                 last_scan = now

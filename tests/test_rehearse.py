@@ -59,6 +59,7 @@ from trainkit.rehearse import (
     targets_for,
 )
 from trainkit.rehearse.output import cpu_hints, parse_torchrun_failures
+from trainkit.rehearse.procs import Proc, process_table
 from trainkit.render.kubeflow_trainer import render_trainjob
 
 REPO = Path(__file__).resolve().parents[1]
@@ -952,3 +953,26 @@ Root Cause (first observed failure):
     (cuda,) = cpu_hints(["AssertionError: Torch not compiled with CUDA enabled"])
     assert "torch.cuda.is_available()" in cuda
     assert cpu_hints(["ValueError: something else"]) == []
+
+
+def test_the_process_table_reads_parent_group_and_exit_whatever_a_process_is_named() -> None:
+    # /proc/<pid>/stat is "pid (comm) state ppid pgrp ...", and comm may hold spaces and
+    # parentheses (a process names itself: prctl PR_SET_NAME).
+    name = "a) (b c"
+    code = (
+        f"import ctypes, sys; ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0); "
+        "print(flush=True); sys.stdin.read()"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdout.readline()  # named now
+        assert Path(f"/proc/{child.pid}/comm").read_text(encoding="utf-8") == name + "\n"
+        assert process_table()[child.pid] == Proc(os.getpid(), child.pid, zombie=False)
+        child.stdin.close()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not collected yet
+        assert process_table()[child.pid] == Proc(os.getpid(), child.pid, zombie=True)

@@ -67,10 +67,10 @@ def _working_dirs() -> dict[int, str] | None:
     if not (_PROC / "self" / "cwd").exists():
         return None
     found = {}
-    for entry in _PROC.iterdir():
-        if entry.name.isdigit():
+    for name in os.listdir(_PROC):  # os, not pathlib: read at every scan of a rehearsal
+        if name.isdigit():
             with contextlib.suppress(OSError):  # gone meanwhile, or another user's
-                found[int(entry.name)] = os.readlink(entry / "cwd")
+                found[int(name)] = os.readlink(f"{_PROC}/{name}/cwd")
     return found
 
 

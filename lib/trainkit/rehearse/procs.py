@@ -37,19 +37,22 @@ def process_table() -> dict[int, Proc]:
 
 
 def _from_proc() -> dict[int, Proc]:
+    # Read with os and bytes, not pathlib: the runner reads the table four times a second while
+    # a rehearsal runs, each time one file per process of the machine.
     table = {}
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
             continue
         try:
-            raw = (entry / "stat").read_text()
+            with open(f"{_PROC}/{name}/stat", "rb") as fh:
+                raw = fh.read()
         except OSError:  # exited meanwhile
             continue
         # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-        fields = raw[raw.rfind(")") + 2 :].split()
+        fields = raw[raw.rfind(b")") + 2 :].split()
         if len(fields) < 3:
             continue
-        table[int(entry.name)] = Proc(int(fields[1]), int(fields[2]), fields[0] in "ZX")
+        table[int(name)] = Proc(int(fields[1]), int(fields[2]), fields[0] in (b"Z", b"X"))
     return table
 
 

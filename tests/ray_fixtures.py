@@ -3,11 +3,11 @@ and stop of its cluster: they run with ``--ray-address`` on it, as a user rehear
 Ray cluster of a laptop (``ray start --head``).
 
 A pytest plugin (``pytest_plugins = ["ray_fixtures"]`` in the test modules that use it), so
-its session fixture is one for the test session, started when a test first asks for it: once
-per xdist worker at most. It is a head of two CPUs started as a user starts one (on this
-machine's address; 127.0.0.1 reaches it), with a directory and ports of its own (two suites
-run side by side), stopped at the end of the session with every
-process it started. A rehearsal on it is a Ray job of its own (its entrypoint is the job's
+its session fixture is one for the test run, started when a test first asks for it (the xdist
+workers share it; the last to end stops it). It is a head of four CPUs started as a user
+starts one (on this machine's address; 127.0.0.1 reaches it), with a directory and ports of
+its own (two suites run side by side), without the autoscaler (nothing to scale) and starting
+a worker only for a task that needs one, stopped at the end with every process it started. A rehearsal on it is a Ray job of its own (its entrypoint is the job's
 driver, in an anonymous namespace), so no test sees another's tasks or actors.
 """
 
@@ -139,7 +139,9 @@ def _start() -> SharedRay:
     env |= {
         "RAY_TMPDIR": str(directory),
         "RAY_USAGE_STATS_ENABLED": "0",
+        # As a rehearsal starts its own (trainkit/rehearse/ray.py): a worker per task.
         "RAY_prestart_worker_first_driver": "0",
+        "RAY_worker_maximum_startup_concurrency": "1",
     }
     argv = [
         str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
@@ -148,7 +150,7 @@ def _start() -> SharedRay:
         "--include-dashboard=false", f"--dashboard-port={free_port()}",
         # Ray's fixed defaults (52365, 10002-19999) would meet another suite's cluster.
         "--dashboard-agent-listen-port=0", "--min-worker-port=0", "--max-worker-port=0",
-        "--disable-usage-stats",
+        "--disable-usage-stats", "--no-monitor",  # nothing to autoscale
     ]  # fmt: skip
     log = directory / "start.log"
     # Started by a process that exits at once: the cluster is no worker's descendant, so

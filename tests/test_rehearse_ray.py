@@ -106,6 +106,39 @@ print("giving up", flush=True)
 sys.exit(3)
 """
 
+# PROBE, which also lists the processes of the cluster below the rehearsal's driver (its
+# parent): Ray's autoscaler, and the workers (a worker is "ray::" and its task, the two
+# agents of each node aside).
+PROBE_CLUSTER = PROBE.replace(
+    'print("giving up", flush=True)\n',
+    """\
+def below(root):
+    children = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(bytes(1), b" ").decode()
+        except OSError:  # ended
+            continue
+        children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append((name, cmd))
+    found, todo = [], [str(root)]
+    while todo:
+        for pid, cmd in children.get(int(todo.pop()), []):
+            found.append(cmd)
+            todo.append(pid)
+    return found
+
+cluster = below(os.getppid())
+agents = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
+print("autoscaler", any("autoscaler/_private/monitor.py" in c for c in cluster),
+      "workers", sum(c.startswith("ray::") and not c.startswith(agents) for c in cluster))
+print("giving up", flush=True)
+""",
+)
+assert PROBE_CLUSTER != PROBE
+
 # An entrypoint that never ends by itself, once a task of it runs on the cluster.
 HANG = """\
 import time
@@ -278,10 +311,20 @@ def test_the_plan_scales_the_cluster_down_and_lists_every_change(tmp_path: Path)
         "them): RAY_ADDRESS",
         "not inherited from this shell: RANK (KubeRay does not set it on the cluster",
         f"its files in {tmp_path / 'ray'} (RAY_TMPDIR, removed afterwards)",
-        "no idle workers started ahead of the tasks (RAY_prestart_worker_first_driver=0)",
+        "no idle workers started ahead of the tasks (RAY_prestart_worker_first_driver=0), "
+        "each node starting one worker at a time (RAY_worker_maximum_startup_concurrency=1), "
+        "no autoscaler process (the nodes are the ones listed here)",
     ):
         assert line in changes
     assert plan.cluster_env["RAY_prestart_worker_first_driver"] == "0"  # the raylets read it
+    assert plan.cluster_env["RAY_worker_maximum_startup_concurrency"] == "1"
+    # Without --procs-per-node, each node's CPUs are capped for one machine, and it says how
+    # to rehearse the full size.
+    default = "\n".join(_plan(_example(), tmp_path, nodes=1).changes)
+    assert (
+        "head: num-cpus 8 → 2 (rehearsal default on one CPU machine; pass --procs-per-node 8 to "
+        "rehearse the full size)"
+    ) in default
     # The entrypoint: the spec's, python and /workspace mapped here, with the head's env and
     # what Ray's job supervisor adds.
     assert plan.argv == ("python3", str(tmp_path / "ws" / "lr_sweep.py"), *SMALL)
@@ -380,57 +423,77 @@ def test_the_watch_finds_an_orphan_the_block_left_running() -> None:
 
 
 @pytest.mark.long
-def test_the_example_sweeps_on_a_local_ray_cluster_and_leaves_nothing_behind(
-    ws: Workspace, cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+def test_the_example_sweeps_through_the_cli(
+    ws: Workspace, cli: Callable[..., Run], shared_ray: SharedRay
 ) -> None:
-    """The example through the CLI, as a user runs it (one Ray cluster for the whole file's
-    example coverage: each costs seconds to start)."""
+    """The example through the CLI, as a user runs it, on the test run's Ray cluster: this
+    tests the example and the command; the start and stop of a cluster of the job's pods
+    (the same for an entrypoint that succeeds or fails) are the failing entrypoint's test."""
     source = ws.jobs / "llm" / "lr_sweep_ray.py"
     text = source.read_text(encoding="utf-8")
     short = text.replace('args=["--trials", "16", "--steps", "300"]', f"args={SMALL!r}")
     assert short != text
     source.write_text(short, encoding="utf-8")
+    address = shared_ray.address
     with _watch() as watch:
-        run = cli("rehearse", "jobs/llm/lr_sweep_ray.py", "--nodes", "1", "--timeout", "240")
+        run = cli("rehearse", "jobs/llm/lr_sweep_ray.py", "--ray-address", address)
     assert run.code == 0, run.out + run.err
     assert (
-        "[rehearse] RayJob 'lr-sweep-ray' (jobs/llm/lr_sweep_ray.py): a Ray cluster of 2 node(s) "
-        "on CPU, 4 CPU(s) in all, and the entrypoint on its head\n"
+        "[rehearse] RayJob 'lr-sweep-ray' (jobs/llm/lr_sweep_ray.py): the entrypoint on the Ray "
+        f"cluster at {address} (--ray-address)\n"
         "[rehearse] pods of cluster 'gpu-east': image "
         "registry.example.com/ml/ray:2.60.0-py311-cu124\n"
         "[rehearse] changed for the rehearsal:\n"
     ) in run.out
     for line in (
-        "[rehearse]   - worker group 'gpu': nodes 2 → 1 (--nodes 1)\n",
-        "[rehearse]   - head: num-cpus 8 → 2 (rehearsal default on one CPU machine; pass "
-        "--procs-per-node 8 to rehearse the full size)\n",
-        "[rehearse]   - resources.gpu → 0 (worker group 'gpu' 8): every node gets num-gpus 0 "
-        "and an empty CUDA_VISIBLE_DEVICES",
-        "[rehearse] node 1 (lr-sweep-ray-r2-local-gpu-worker-0): ray start --num-cpus=2 ",
-        "[rehearse] entrypoint on the head (lr-sweep-ray-r2-local-head): ",
+        f"[rehearse] entrypoint on this machine: {sys.executable} /",
         " of 2 trials\n",
-        "[ray] Ray cluster up: 2 node(s); starting the entrypoint on the head",
+        f"[ray] starting the entrypoint on the Ray cluster at {address}\n",
         "[entrypoint] best: lr ",
         "KubeRay would mark the RayJob SUCCEEDED",
-        f"{sys.executable} /",
         "/workspace/lr_sweep.py --trials 2 --steps 5",
     ):
-        assert line in run.out
-    assert watch.survivors(run.out) == []
+        assert line in run.out, run.out
+    assert watch.left == []
+    assert shared_ray.alive()
+    # --nodes and --procs-per-node reach the rehearsal (which refuses them on an address).
+    run = cli(
+        "rehearse", "jobs/llm/lr_sweep_ray.py", "--ray-address", address, "--nodes", "1",
+        "--procs-per-node", "2",
+    )  # fmt: skip
+    assert run.code == 1
+    assert "--nodes and --procs-per-node size the Ray cluster a rehearsal starts" in run.err
 
 
 @pytest.mark.long
 def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -> None:
+    """On a Ray cluster of the job's pods: its start, what it gives the entrypoint and its
+    tasks, and its stop (the same when the entrypoint succeeds)."""
     target = _job(
-        PROBE,
+        PROBE_CLUSTER,
         env={"JOB_ENV": "job"},
         runtime_env=RuntimeEnv(env_vars={"FROM_RUNTIME_ENV": "yes"}),
-        workers=[WorkerGroup(name="cpu", nodes=3, resources=Resources(cpu=1, memory="2Gi"))],
+        # Two CPUs a node: Ray's default would start two workers for the task.
+        head=Resources(cpu=2, memory="2Gi"),
+        workers=[WorkerGroup(name="cpu", nodes=3, resources=Resources(cpu=2, memory="2Gi"))],
     )
     out = io.StringIO()
     with _watch() as watch, pytest.raises(RehearsalError) as e:
         rehearse(target, nodes=1, timeout=240, out=out)
     text = out.getvalue()
+    assert (
+        "[rehearse] RayJob 'rj' (jobs/team/rj.py): a Ray cluster of 2 node(s) on CPU, 4 CPU(s) "
+        "in all, and the entrypoint on its head\n"
+    ) in text
+    for line in (
+        "[rehearse]   - worker group 'cpu': nodes 3 → 1 (--nodes 1)\n",
+        "[rehearse] node 1 (rj-local-cpu-worker-0): ray start --num-cpus=2 ",
+        "[rehearse] entrypoint on the head (rj-local-head): ",
+        "[ray] Ray cluster up: 2 node(s); starting the entrypoint on the head\n",
+    ):
+        assert line in text, text
+    # No autoscaler, and a worker for the one task only (Ray's default starts more).
+    assert "[entrypoint] autoscaler False workers 1\n" in text
     message = str(e.value)
     assert (
         "jobs/team/rj.py: RayJob 'rj': the entrypoint exited with code 3 on the head (pod "
@@ -440,7 +503,7 @@ def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -
     assert "  | giving up" in message
     # KubeRay's group labels, no GPUs; the runtime_env reaches the tasks as Ray's job
     # supervisor passes it, and the job's env every node.
-    assert "[entrypoint] node groups ['cpu', 'headgroup'] CPUs 2 GPUs 0" in text
+    assert "[entrypoint] node groups ['cpu', 'headgroup'] CPUs 4 GPUs 0" in text
     # The script is read-only for the tasks too (a read-only mount for the whole cluster
     # when running as root), unless this machine refuses read-only mounts to root.
     writable = prepare_workspace(tmp_path, {"t.py": ""}, sys.executable).protection is (

@@ -117,7 +117,9 @@ def plan_ray_rehearsal(
         f"their image's), listening on 127.0.0.1 only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), "
         f"its files in {temp_dir} (RAY_TMPDIR, removed afterwards), no usage stats "
         "(RAY_USAGE_STATS_ENABLED=0), no idle workers started ahead of the tasks "
-        "(RAY_prestart_worker_first_driver=0)"
+        "(RAY_prestart_worker_first_driver=0), each node starting one worker at a time "
+        "(RAY_worker_maximum_startup_concurrency=1), no autoscaler process (the nodes are "
+        "the ones listed here)"
     ]
     node_cap = _cap(file, t, nodes, "--nodes", DEFAULT_MAX_NODES)
     cpu_cap = _cap(file, t, procs_per_node, "--procs-per-node", DEFAULT_MAX_PROCS)
@@ -161,6 +163,14 @@ def plan_ray_rehearsal(
         # (prestart_worker_first_driver, src/ray/common/ray_config_def.h), each importing
         # ray; here a worker starts when a task or actor needs one.
         "RAY_prestart_worker_first_driver": "0",
+        # A raylet starts as many workers at once as the machine has cores (at most the
+        # node's CPUs: ray/_private/services.py start_raylet, maximum_startup_concurrency),
+        # and starts more than a task asks for: with Ray 2.60, one one-CPU task on a node of
+        # two CPUs got two workers. The rehearsal's nodes share one machine; one at a time
+        # (worker_maximum_startup_concurrency, src/ray/common/ray_config_def.h, which
+        # overrides the raylet's --maximum_startup_concurrency, src/ray/raylet/main.cc)
+        # starts a worker per task or actor that needs one.
+        "RAY_worker_maximum_startup_concurrency": "1",
     }
     return _with_entrypoint(t, place, tuple(planned), planned[0].env, cluster_env, changes, None)
 

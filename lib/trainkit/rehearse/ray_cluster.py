@@ -128,6 +128,9 @@ def _add_node(cluster: Any, node: dict[str, Any], spec: dict[str, Any]) -> None:
             "temp_dir": spec["temp_dir"],
             "gcs_server_port": spec["gcs_port"],
             "include_dashboard": False,
+            # No autoscaler (ray/autoscaler/_private/monitor.py, started by the head unless
+            # no_monitor: ray/_private/node.py start_head_processes): the nodes are fixed.
+            "no_monitor": True,
             "dashboard_port": spec["dashboard_port"],
             # Ray's default 52365 would collide with another rehearsal's head; 0 binds any.
             "dashboard_agent_listen_port": 0,

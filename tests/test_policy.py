@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from example_edits import edit
+from example_refusals import refusals
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -450,7 +451,35 @@ VIOLATIONS = {
 }
 
 
+def _assert_says(err: str, expected: list[str]) -> None:
+    # Lines are the corpus's business (tests/test_bad_inputs.py finds them by anchor);
+    # here: the file, object, field and message of each rule.
+    reported = re.sub(r"^(error: [^:]+):\d+: ", r"\1:L: ", err, flags=re.M)
+    for line in expected:
+        assert "error: " + re.sub(r"^([^:]+):\d+: ", r"\1:L: ", line) in reported, err
+
+
 @pytest.mark.parametrize("case", sorted(VIOLATIONS))
+def test_violation_is_refused_naming_the_rule(ws, case):
+    edits, expected = VIOLATIONS[case]
+    for rel, old, new in edits:
+        edit(ws, rel, old, new)
+    _assert_says(refusals(ws), expected)
+
+
+# One violation of each step that can refuse (the load, the plan, the policy of a job, of a
+# runtime and of a team's jobs together) through both commands: they run the steps
+# ``refusals`` runs, print every problem as it does, exit 1 and write nothing.
+END_TO_END = [
+    "privileged is no field of a job",
+    "unknown network profile",
+    "job over the per-job GPU cap",
+    "runtime image from another registry",
+    "team over its GPU cap on a cluster",
+]
+
+
+@pytest.mark.parametrize("case", END_TO_END)
 @pytest.mark.parametrize("command", ["synth", "check"])
 def test_violation_fails_naming_the_rule_and_leaves_generated_untouched(
     synthesized, cli, case, command
@@ -463,11 +492,9 @@ def test_violation_fails_naming_the_rule_and_leaves_generated_untouched(
     run = cli(command)
     assert run.code == 1, run.out
     assert "Traceback" not in run.err
-    # Lines are the corpus's business (tests/test_bad_inputs.py finds them by anchor);
-    # here: the file, object, field and message of each rule.
-    reported = re.sub(r"^(error: [^:]+):\d+: ", r"\1:L: ", run.err, flags=re.M)
-    for line in expected:
-        assert "error: " + re.sub(r"^([^:]+):\d+: ", r"\1:L: ", line) in reported, run.err
+    _assert_says(run.err, expected)
+    errors = "\n".join(line for line in run.err.splitlines() if line.startswith("error: "))
+    assert errors == refusals(ws)
     assert ws.snapshot() == before
 
 
@@ -630,8 +657,8 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
         '    host_network=True,\n    clusters=["a800-north"],',
     )
     # DeepSpeed's mpirun must then be told the nodes' interface (it would pick eth0).
-    run = cli("synth")
-    assert run.code == 1 and "btl_tcp_if_include" in run.err, run.err
+    err = refusals(ws)
+    assert "btl_tcp_if_include" in err, err
     edit(
         ws,
         "jobs/llm/llama_pretrain_deepspeed.py",
@@ -896,15 +923,14 @@ def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
     ],
     ids=["not-granted", "reserved-key", "clash-with-env"],
 )
-def test_env_from_needs_every_key_granted_and_allowed(ws, cli, grant, says):
+def test_env_from_needs_every_key_granted_and_allowed(ws, grant, says):
     edit(ws, TEAMS, "    max_gpus=96,", f"{grant}    max_gpus=96,")
     edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
     edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     lines = (ws.root / DEEPSPEED).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
-    assert f"{DEEPSPEED}:{line}: MPIJob 'llama-pretrain-deepspeed': env_from[0]: {says}" in run.err
+    assert f"{DEEPSPEED}:{line}: MPIJob 'llama-pretrain-deepspeed': env_from[0]: {says}" in err
 
 
 def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, cli, crds):
@@ -914,15 +940,14 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
         '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
     )  # fmt: skip
     # The Secret is read in each TrainJob's namespace, whose keys its team controls.
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "runtime=" in text)
     assert (
         f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': runtime: runtime 'deepspeed-0-19' "
         "takes sources whole (env_from) from the job's namespace: team 'llm' may not read "
         f"Secret 'wandb'; Team.secrets in {TEAMS} allows none; ask the platform team to add it"
-    ) in run.err
+    ) in err
     edit(
         ws, TEAMS, "    max_gpus=96,", '    secrets={"wandb": ["WANDB_API_KEY"]},\n    max_gpus=96,'
     )
@@ -939,22 +964,21 @@ def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(
     assert cli("check", "--crds", str(crds)).code == 0
 
 
-def test_a_trainjob_takes_no_env_from_of_its_own(ws, cli):
+def test_a_trainjob_takes_no_env_from_of_its_own(ws):
     edit(ws, DS_TRAINJOB, "from trainkit import", "from trainkit import SecretEnv,")
     edit(
         ws, DS_TRAINJOB, "    clusters=", '    env_from=[SecretEnv(secret="wandb")],\n    clusters='
     )
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
     assert (
         f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': env_from: a TrainJob cannot carry "
         "this (Trainer v2.3's runtime patches have no such field); set it on the runtime"
-    ) in run.err
+    ) in err
 
 
-def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws, cli):
+def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws):
     edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (ConfigMapEnv,")
     edit(
         ws, RUNTIMES, '    env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},',
@@ -965,15 +989,14 @@ def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws, cli):
         ws, TEAMS, "    max_gpus=96,",
         '    config_maps={"tuning": ["CUDA_VISIBLE_DEVICES"]},\n    max_gpus=96,',
     )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     lines = (ws.root / RUNTIMES).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
     assert (
         f"{RUNTIMES}:{line}: TrainingRuntime 'fsdp-a800': env_from[0]: ConfigMap 'tuning' holds "
         f"key 'CUDA_VISIBLE_DEVICES' (Team.config_maps in {TEAMS}), which env_from would make a "
         "variable that may not be set"
-    ) in run.err
+    ) in err
 
 
 def test_volcanos_own_default_queue_is_the_platforms_to_grant(ws, cli, crds):

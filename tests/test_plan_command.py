@@ -32,19 +32,23 @@ UPDATE_GOLDEN = bool(os.environ.get("TRAINKIT_UPDATE_GOLDEN")) and not os.enviro
 Cli = Callable[..., Run]
 
 
-@pytest.fixture(autouse=True)
-def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """git as on a fresh machine: no user config, no repository above tmp_path."""
+def _hermetic(monkeypatch: pytest.MonkeyPatch, ceiling: Path) -> None:
+    """git as on a fresh machine: no user config, no repository above ``ceiling``."""
     for name in list(os.environ):
         if name.startswith("GIT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(ceiling))
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
         monkeypatch.setenv(f"GIT_{who}_DATE", "2025-01-01T00:00:00Z")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _hermetic(monkeypatch, tmp_path)
 
 
 def git(root: Path, *args: str) -> str:
@@ -56,11 +60,37 @@ def git(root: Path, *args: str) -> str:
 def deploy(ws: Workspace, cli: Cli) -> None:
     """Synthesize, commit, and make that commit what Argo CD deploys (origin/main)."""
     assert cli("synth", "--against", "disk").code == 0
-    if not (ws.root / ".git").exists():
-        git(ws.root, "init", "-q", "-b", "main")
-    git(ws.root, "add", "-A")
-    git(ws.root, "commit", "-q", "-m", "deployed")
-    git(ws.root, "update-ref", "refs/remotes/origin/main", "HEAD")
+    _commit(ws.root)
+
+
+def _commit(root: Path) -> None:
+    if not (root / ".git").exists():
+        git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "deployed")
+    git(root, "update-ref", "refs/remotes/origin/main", "HEAD")
+
+
+@pytest.fixture(scope="session")
+def _examples_deployed(tmp_path_factory: pytest.TempPathFactory, _examples_generated: Path) -> Path:
+    """A repository of the examples whose generated/ (the session's synth of them) is
+    committed as origin/main: ``deploy`` of the examples, once per session."""
+    root = tmp_path_factory.mktemp("deployed")
+    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(_examples_generated, root / "generated", symlinks=True)
+    with pytest.MonkeyPatch.context() as mp:
+        _hermetic(mp, root.parent)
+        _commit(root)
+    return root
+
+
+@pytest.fixture
+def deployed(ws: Workspace, _examples_deployed: Path) -> Workspace:
+    """``ws`` after ``deploy``: the session's deployed examples, copied (each test edits its
+    own)."""
+    for name in (".git", "generated"):
+        shutil.copytree(_examples_deployed / name, ws.root / name, symlinks=True)
+    return ws
 
 
 def plan(cli: Cli, *args: str) -> dict[str, Any]:
@@ -476,8 +506,7 @@ def _normalized(text: str) -> str:
     return re.sub(r"origin/main \([0-9a-f]{12}\)", "origin/main (…)", text)
 
 
-def test_the_examples_against_their_own_commit_are_no_change(ws: Workspace, cli: Cli) -> None:
-    deploy(ws, cli)
+def test_the_examples_against_their_own_commit_are_no_change(deployed: Workspace, cli: Cli) -> None:
     doc = plan(cli)
     assert [c["changes"] for c in doc["clusters"]] == [[], [], [], []]
     assert doc["argocd"] == []
@@ -513,9 +542,8 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
     assert gone == {k: v for k, v in new.items() if k in gone}
 
 
-def test_the_markdown_of_the_examples_is_the_golden_file(ws: Workspace, cli: Cli) -> None:
-    deploy(ws, cli)
-    _examples_change(ws)
+def test_the_markdown_of_the_examples_is_the_golden_file(deployed: Workspace, cli: Cli) -> None:
+    _examples_change(deployed)
     run = cli("plan", "--format", "markdown")
     assert run.code == 0, run.err
     golden = GOLDEN / "examples.md"
@@ -529,13 +557,12 @@ def test_the_markdown_of_the_examples_is_the_golden_file(ws: Workspace, cli: Cli
     )
 
 
-def test_the_readme_shows_the_plan_of_the_examples(ws: Workspace, cli: Cli) -> None:
+def test_the_readme_shows_the_plan_of_the_examples(deployed: Workspace, cli: Cli) -> None:
     from doc_blocks import of_kind
 
     (block,) = of_kind("plan")
     command, expected = block.body.split("\n", 1)
-    deploy(ws, cli)
-    _examples_change(ws)
+    _examples_change(deployed)
     run = cli(*command.removeprefix("$ trainkit ").split())
     assert run.code == 0, run.err
     assert _normalized(run.out) == expected
@@ -556,14 +583,13 @@ def test_a_plan_too_long_for_a_comment_drops_details_then_rows(ws: Workspace) ->
 
 
 def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
-    ws: Workspace, cli: Cli
+    deployed: Workspace, cli: Cli
 ) -> None:
     """On h100-south the RayJob's new run is admitted by ClusterQueue llm beside the TrainJob
     wiki-sft: the plan adds the pods' requests (head, workers, submitter; the TrainJob's node
     and its dataset step; the long-lived RayCluster eval-pool, queued itself) and shows the
     queue's nominal quota."""
-    deploy(ws, cli)
-    edit(ws.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
+    edit(deployed.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]

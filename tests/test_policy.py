@@ -581,8 +581,8 @@ def _docs(path):
     return list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
 
 
-def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
-    assert cli("synth").code == 0
+def test_rdma_profile_renders_capability_and_resource_on_every_node(synthesized, cli):
+    ws = synthesized
     base = ws.out / "clusters/a800-north/llm-training"
     (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for replica in ("Master", "Worker"):
@@ -603,8 +603,8 @@ def test_rdma_profile_renders_capability_and_resource_on_every_node(ws, cli):
     assert "NCCL_IB_DISABLE" not in yaml.safe_dump(trainjob)
 
 
-def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws, cli):
-    assert cli("synth").code == 0
+def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(synthesized, cli):
+    ws = synthesized
     base = ws.out / "clusters/a800-north/llm-training"
     (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for replica in ("Master", "Worker"):
@@ -630,8 +630,8 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(ws
         assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == source
 
 
-def test_jobs_without_a_profile_get_nothing_extra(ws, cli):
-    assert cli("synth").code == 0
+def test_jobs_without_a_profile_get_nothing_extra(synthesized, cli):
+    ws = synthesized
     for path in ws.out.rglob("*.yaml"):
         fabric = (
             "llama-finetune-fsdp",

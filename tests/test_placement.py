@@ -144,38 +144,31 @@ def test_placement_rules_the_api_server_refuses_are_refused(build, says):
         build()
 
 
-def test_a_trainjobs_node_rules_keep_its_runtimes(ws, cli, crds):
-    sft, runtimes = (
-        ws.root / "jobs/llm/llama_sft_trainjob.py",
-        ws.root / "jobs/platform/runtimes.py",
-    )
-    text = runtimes.read_text().replace(
-        "from trainkit import (", "from trainkit import (NodeLabel,"
-    )
+def test_a_trainjobs_node_rules_keep_its_runtimes(tw, bare_cli, crds):
+    runtimes, tj = tw.root / "jobs/platform/runtimes.py", tw.root / "jobs/vision/tj.py"
+    text = runtimes.read_text().replace("from trainkit import ", "from trainkit import NodeLabel, ")
     runtimes.write_text(
         text.replace(
-            '    network="rdma",',
-            '    network="rdma",\n    node_affinity=[NodeLabel(key="ib", operator="Exists")],',
+            '    shm_size="8Gi",',
+            '    shm_size="8Gi",\n    node_affinity=[NodeLabel(key="ib", operator="Exists")],',
         )
     )
-    text = sft.read_text().replace("from trainkit import", "from trainkit import NodeLabel,")
-    sft.write_text(
+    text = tj.read_text().replace("from trainkit import ", "from trainkit import NodeLabel, ")
+    tj.write_text(
         text.replace(
-            '    runtime="fsdp-a800",',
-            '    runtime="fsdp-a800",\n    node_affinity=[NodeLabel(key="gpu.product", values=["A800"])],',
+            '    runtime="torch",',
+            '    runtime="torch",\n    node_affinity=[NodeLabel(key="gpu.product", values=["A800"])],',
         )
     )
-    run = cli("synth")
+    run = bare_cli("synth")
     assert run.code == 0, run.err
-    base = ws.out / "clusters/a800-north/platform/llm-training"
-    runtime = yaml.safe_load((base / "trainingruntime-fsdp-a800.yaml").read_text())
+    runtime = yaml.safe_load((tw.out / "clusters/east/platform/runtimes/torch.yaml").read_text())
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     terms = rjob["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     assert terms["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
         {"matchExpressions": [{"key": "ib", "operator": "Exists"}]}
     ]
-    jobs = ws.out / "clusters/a800-north/llm-training"
-    trainjob = yaml.safe_load((jobs / "trainjob-llama-sft-r1.yaml").read_text())
+    trainjob = yaml.safe_load((tw.out / "clusters/east/vision/trainjob-tj-r1.yaml").read_text())
     (patch,) = trainjob["spec"]["runtimePatches"]
     (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     node = node_job["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
@@ -188,22 +181,22 @@ def test_a_trainjobs_node_rules_keep_its_runtimes(ws, cli, crds):
             ]
         }
     ]
-    run = cli("check", "--crds", str(crds))
+    run = bare_cli("check", "--crds", str(crds))
     assert run.code == 0, run.err
 
 
-def test_a_trainjob_packs_its_nodes_through_the_patch_and_cannot_spread(ws, cli, crds):
-    sft = ws.root / "jobs/llm/llama_sft_trainjob.py"
-    text = sft.read_text().replace("from trainkit import", "from trainkit import Topology,")
-    sft.write_text(
+def test_a_trainjob_packs_its_nodes_through_the_patch_and_cannot_spread(tw, bare_cli, crds):
+    tj = tw.root / "jobs/vision/tj.py"
+    text = tj.read_text().replace("from trainkit import ", "from trainkit import Topology, ")
+    tj.write_text(
         text.replace(
-            '    runtime="fsdp-a800",',
-            '    runtime="fsdp-a800",\n    topology=Topology(key="rack", layout="pack"),',
+            '    runtime="torch",',
+            '    runtime="torch",\n    topology=Topology(key="rack", layout="pack"),',
         )
     )
-    run = cli("synth")
+    run = bare_cli("synth")
     assert run.code == 0, run.err
-    path = ws.out / "clusters/a800-north/llm-training/trainjob-llama-sft-r1.yaml"
+    path = tw.out / "clusters/east/vision/trainjob-tj-r1.yaml"
     (patch,) = yaml.safe_load(path.read_text())["spec"]["runtimePatches"]
     (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = node_job["template"]["spec"]["template"]
@@ -213,6 +206,6 @@ def test_a_trainjob_packs_its_nodes_through_the_patch_and_cannot_spread(ws, cli,
     # The selector is the labels the same patch gives the job's pods.
     assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == pod["metadata"]["labels"]
     assert "nodeAffinity" not in pod["spec"]["affinity"]  # the runtime's stays as it is
-    assert cli("check", "--crds", str(crds)).code == 0
+    assert bare_cli("check", "--crds", str(crds)).code == 0
     with pytest.raises(DefinitionError, match="a TrainJob cannot spread its nodes"):
         TrainJob(name="t", runtime="r", topology=Topology(key="rack", layout="spread"))

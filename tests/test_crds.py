@@ -453,3 +453,56 @@ sha256 = "00"
     assert "$TRAINKIT_CRDS_MIRROR) or validate against your clusters' CRDs (kubectl get crd " in (
         problem.message
     )
+
+
+# --- which file serves a kind: a pinned file's pin says it ---------------------------------
+
+
+def test_crds_fetch_names_the_file_serving_each_kind_without_reading_a_pinned_one(
+    bare, bare_cli, crds, monkeypatch
+):
+    """The files it just verified are trainkit's pinned upstream files (SHA-256), whose pins
+    list what each serves: the report reads none of them, and names what reading them does."""
+    import trainkit.validate.crds as crd_set
+
+    read: list[Path] = []
+    parse = crd_set.parse_crd_file
+    monkeypatch.setattr(
+        crd_set, "parse_crd_file", lambda path, data: read.append(path) or parse(path, data)
+    )
+    run = bare_cli("crds", "--fetch", "crds", "--mirror", str(crds), "--format", "json")
+    assert run.code == 0, run.err
+    assert read == []
+    monkeypatch.setattr(crd_set, "parse_crd_file", parse)
+    fetched = load_crds(bare.root / "crds", no_cache=True)
+    served = {}
+    for need in json.loads(run.out)["needs"]:
+        crd = fetched.lookup((need["group"], need["version"], need["kind"]))
+        assert crd is not None
+        served[need["kind"]] = crd.source.relative_to(bare.root / "crds").as_posix()
+    assert {n["kind"]: n["found"] for n in json.loads(run.out)["needs"]} == served
+
+
+def test_a_file_beside_the_pinned_ones_that_may_serve_a_kind_is_read(bare_cli, crds, tmp_path):
+    """Another file naming the kind is read as check reads it: the first in path order serves
+    it, and another schema for it beside the pinned one is refused."""
+    for pin in pins_for_kinds(load_pins(), BARE_KEYS):
+        (tmp_path / "crds" / pin.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(crds / pin.path, tmp_path / "crds" / pin.path)
+    queue = crds / "volcano/scheduling.volcano.sh_queues.yaml"
+    copy = tmp_path / "crds/a/queues.yaml"  # sorts first
+    copy.parent.mkdir()
+    copy.write_bytes(queue.read_bytes() + b"# the same CRD, another file\n")
+    run = bare_cli("crds", "--crds", str(tmp_path / "crds"), "--format", "json")
+    assert run.code == 0, run.err
+    found = {n["kind"]: n["found"] for n in json.loads(run.out)["needs"]}
+    assert found["Queue"] == "a/queues.yaml"
+    doc = yaml.load(queue.read_bytes(), Loader=yaml.CSafeLoader)
+    for version in doc["spec"]["versions"]:
+        version["schema"] = {
+            "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        }
+    copy.write_text(yaml.dump(doc, Dumper=yaml.CSafeDumper))
+    run = bare_cli("crds", "--crds", str(tmp_path / "crds"))
+    assert run.code == 1
+    assert "scheduling.volcano.sh/v1beta1 Queue is defined here with another schema" in run.err

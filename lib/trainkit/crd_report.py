@@ -60,7 +60,8 @@ def crd_report(
         source = fetch
     else:
         source = crds_dir(None, base=started_in)
-    crds = load_crds(source) if source is not None else None
+    # Which file serves each kind, not its schema: a pinned upstream file is not read.
+    crds = load_crds(source, pinned=_pinned_kinds(pins)) if source is not None else None
     rows = [(n, _found(n, crds, source), pinned[n.key]) for n in needs]
     if json_output:
         print(_json(rows, source))
@@ -81,15 +82,15 @@ def crd_report(
 
 
 def _found(need: NeededCrd, crds: CrdSet | None, source: Path | None) -> str | None:
-    crd = crds.lookup(need.key) if crds is not None else None
-    if crd is None or source is None:
+    found = crds.source_of(need.key) if crds is not None else None
+    if found is None or source is None:
         return None
-    if crd.source == source:
-        return crd.source.name
+    if found == source:
+        return found.name
     try:
-        return crd.source.relative_to(source).as_posix()
+        return found.relative_to(source).as_posix()
     except ValueError:
-        return str(crd.source)
+        return str(found)
 
 
 def _where(need: NeededCrd) -> str:
@@ -189,3 +190,12 @@ def pinned_checksums() -> frozenset[str]:
     """SHA-256 of every upstream CRD file trainkit pins (what ``crds --fetch`` writes): such a
     file inside the work tree is the upstream one, whoever put it there."""
     return frozenset(p.sha256 for p in load_pins())
+
+
+def _pinned_kinds(pins: list[Pin]) -> dict[str, set[tuple[str, str, str]]]:
+    """SHA-256 of each pinned upstream CRD file → the (group, version, kind) it serves (the
+    pins' ``served`` lists are checked against the files: tests/test_crds.py)."""
+    kinds: dict[str, set[tuple[str, str, str]]] = {}
+    for p in pins:
+        kinds.setdefault(p.sha256, set()).update((p.group, v, p.kind) for v in p.served)
+    return kinds

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainkit.cache_dir import cache_dir, cache_enabled
+from trainkit.cache_dir import cache_dir, cache_enabled, file_digest
 from trainkit.errors import Problem, SetupError
 from trainkit.validate.cel import MISSING, RuleBook
 from trainkit.validate.crd_cache import CrdCache, Kind
@@ -59,6 +59,8 @@ class _CrdFile:
     kinds: set[Kind] | None = None
     versions: list[CrdVersion] | None = None
     stale_index: bool = field(default=False)
+    pinned: bool = field(default=False)
+    """Its bytes are a pinned upstream file's (SHA-256): ``kinds`` are the pin's."""
 
 
 class CrdSet:
@@ -96,6 +98,29 @@ class CrdSet:
                 book = RuleBook(f"{crd.kind} ({crd.group}/{crd.version})", self.unsupported_rules)
                 _compile_all_rules(crd.schema, "", book)
         return self.unsupported_rules
+
+    def source_of(self, key: Kind) -> Path | None:
+        """The file serving ``key``, as ``lookup(key).source`` says, without reading a pinned
+        file: when the one file that may serve ``key`` is a pinned upstream file (``pinned``
+        of ``load_crds``), its pin says what it serves. Any other file that may serve it, or
+        two that do, are read as ``lookup`` reads them (the first wins, conflicts raise)."""
+        if key not in self._resolved:
+            group, _, kind = key
+            serving: list[_CrdFile] = []
+            for f in self._files:
+                if f.pinned and f.kinds is not None:
+                    if key in f.kinds:
+                        serving.append(f)
+                elif f.kinds is not None or f.versions is not None:
+                    if key in (f.kinds or ()):
+                        break
+                elif self._may_define(f, group, kind):
+                    break
+            else:
+                if len(serving) <= 1:
+                    return serving[0].path if serving else None
+        crd = self.lookup(key)
+        return crd.source if crd is not None else None
 
     def lookup(self, key: Kind) -> CrdVersion | None:
         """The CRD version serving ``key``, reading only the files that may define it."""
@@ -310,14 +335,23 @@ class TreeCrds:
         return out
 
 
-def load_crds(path: Path, *, no_cache: bool = False, tree: TreeCrds | None = None) -> CrdSet:
+def load_crds(
+    path: Path,
+    *,
+    no_cache: bool = False,
+    tree: TreeCrds | None = None,
+    pinned: Mapping[str, Collection[Kind]] | None = None,
+) -> CrdSet:
     """Index the CRD files at ``path`` (one file, or ``*.yaml``/``*.yml`` below a directory).
 
     A file may hold CRD documents or a ``v1 List`` of them (``kubectl get crd -o
     yaml``); files are parsed on first use. Parsed CRDs are cached by content
     outside the work tree (``trainkit.cache_dir``) unless ``no_cache`` is set or
     ``$CI`` is non-empty. With ``tree``, a file inside the repository's work tree that the
-    platform does not list by checksum is an error.
+    platform does not list by checksum is an error. ``pinned`` maps the SHA-256 of trainkit's
+    pinned upstream files to the kinds each serves (``crds.toml``, checked against the
+    files): a file with those bytes is known to serve them without being read
+    (``CrdSet.source_of``).
     """
     if path.is_file():
         paths = [path]
@@ -342,6 +376,10 @@ def load_crds(path: Path, *, no_cache: bool = False, tree: TreeCrds | None = Non
                 f.sha = None
             kinds = cache.kinds(f.sha) if f.sha is not None else None
             f.kinds = set(kinds) if kinds is not None else None
+        if pinned:
+            f.sha = f.sha or file_digest(str(file))
+            if f.sha is not None and f.sha in pinned:
+                f.kinds, f.pinned = set(pinned[f.sha]), True
         any_crd = any_crd or bool(f.kinds) or (f.kinds is None and _mentions_crd(file))
         files.append(f)
     if cache is not None:

@@ -27,6 +27,7 @@ good pull request and red, with the error annotated on the job's line, on a bad 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -390,6 +391,9 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     comment = (plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "resnet50-ddp-r2" in comment and "nodes 2→4" in comment, comment
     assert (plan.artifacts / "trainkit-plan/pr-number").read_text() == "7\n"  # type: ignore[operator]
+    data = json.loads((plan.artifacts / "trainkit-plan/plan.json").read_text())  # type: ignore[operator]
+    rows = [r for c in data["clusters"] for r in c["changes"]]
+    assert rows and {(r["action"], r["name"]) for r in rows} == {("new-run", "resnet50-ddp-r2")}
 
     red = ci("trainkit.yml", "bad")
     assert not red.green
@@ -406,6 +410,7 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     assert not red_plan.green
     comment = (red_plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "No plan: the definitions have errors" in comment and "too_big.py" in comment
+    assert not (red_plan.artifacts / "trainkit-plan/plan.json").exists()  # type: ignore[operator]
     assert red_plan.steps[-1].ran and red_plan.steps[-1].ok  # the artifact, always()
 
 

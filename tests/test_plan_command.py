@@ -382,6 +382,36 @@ def test_a_definition_error_is_synths_error(bare: Workspace, bare_cli: Cli) -> N
     assert planned.out == ""
 
 
+def test_one_plan_writes_the_comment_and_its_json(bare: Workspace, bare_cli: Cli) -> None:
+    """--json-file: the markdown on stdout and the json of the same plan in the file, from one
+    run (the workflow's comment and artifact); nothing written when the plan fails."""
+    deploy(bare, bare_cli)
+    edit(bare.jobs / "vision/ddp.py", "nodes=2,", "run=2,\n    nodes=3,")
+    both = bare_cli("plan", "--format", "markdown", "--json-file", "plan.json")
+    assert both.code == 0, both.err
+    doc = json.loads((bare.root / "plan.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    (row,) = cluster(doc, "east")["changes"]
+    assert (row["action"], row["name"]) == ("new-run", "ddp-r2")
+    assert both.out == markdown(doc)
+    (bare.root / "plan.json").unlink()
+    edit(bare.jobs / "vision/ddp.py", "gpu=4", "gpu=12")
+    failed = bare_cli("plan", "--format", "markdown", "--json-file", "plan.json")
+    assert failed.code == 1 and failed.out == ""
+    assert not (bare.root / "plan.json").exists()
+
+
+def test_a_json_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    from trainkit.cli.cmd_plan import _write
+    from trainkit.errors import SetupError
+
+    with pytest.raises(SetupError) as err:
+        _write(tmp_path / "no/such/dir/plan.json", "{}")
+    (problem,) = err.value.problems
+    assert problem.file == str(tmp_path / "no/such/dir/plan.json")
+    assert problem.message == "cannot write the plan: No such file or directory"
+
+
 # --- no baseline ----------------------------------------------------------------------------
 
 

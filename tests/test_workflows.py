@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import release_build
 from trainkit import __version__
 from trainkit.scaffold import scaffold, trainkit_install
 
@@ -84,39 +85,26 @@ def test_zizmor_does_report_an_unpinned_action(tmp_path: Path) -> None:
 
 
 @pytest.mark.long
-def test_the_release_workflow_builds_checks_and_publishes_without_a_token(tmp_path: Path) -> None:
-    """Its build job's `run:` steps, in order, on a copy of the sources; publish is trusted."""
+def test_the_release_workflow_builds_checks_and_publishes_without_a_token(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Its build job's `run:` steps, in order, on a copy of the sources (release_build.py, the
+    build tests/test_init_workflows.py installs); publish is trusted."""
     import yaml
 
-    workflow = yaml.safe_load((REPO / ".github/workflows/release.yml").read_text())
-    build, publish = workflow["jobs"]["build"], workflow["jobs"]["publish"]
+    workflow = yaml.safe_load(release_build.WORKFLOW.read_text())
+    publish = workflow["jobs"]["publish"]
     assert publish["permissions"] == {"id-token": "write"} and publish["needs"] == "build"
     assert publish["if"] == "startsWith(github.ref, 'refs/tags/v')"
     assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
     assert "with" not in publish["steps"][-1]  # no password: trusted publishing
-    src = tmp_path / "src"
-    files = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            (src / name).write_bytes((REPO / name).read_bytes())
-    runs = [s["run"] for s in build["steps"] if "run" in s and "if" not in s]
+    runs = release_build.build_steps()
     assert runs[1:] == ["python -m build", "python -m twine check --strict dist/*"]
-    env = {
-        "PATH": f"{BIN}:/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-    }
-    for run in runs[1:]:  # build and twine are dev dependencies here
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", run.replace("python ", f"{BIN}/python ", 1)],
-            cwd=src, capture_output=True, text=True, check=False, env=env,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{run}: {done.stdout}{done.stderr}"
-    dist = sorted(p.name for p in (src / "dist").iterdir())
+    built = release_build.release_build(tmp_path_factory)
+    for step in built.steps:
+        assert step.returncode == 0, f"{step.run}: {step.output}"
+    assert [s.run for s in built.steps] == runs[1:]
+    dist = sorted(p.name for p in built.dist.iterdir())
     assert dist == [
         f"trainkit_gitops-{__version__}-py3-none-any.whl",
         f"trainkit_gitops-{__version__}.tar.gz",

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ import yaml
 
 from conftest import REPO, Run, Workspace
 from trainkit import DefinitionError
-from trainkit.load import LoadOptions, load_jobs, sandbox
+from trainkit.load import LoadOptions, load_jobs, sandbox, server
 from trainkit.scaffold import scaffold_files
 
 UNCONFINED = LoadOptions(sandbox=False)
@@ -196,10 +197,23 @@ def test_definitions_see_jobs_and_the_interpreter_and_nothing_else(
     assert "JOBS-DATA" in found  # what the definition may read, it reads
 
 
-def test_no_secret_in_any_process_a_definition_can_see(bare: Workspace) -> None:
+@pytest.fixture
+def fresh_origin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The next load starts the origin of definition processes anew, from this process as it
+    is then (its environment included); it is ended after the test."""
+    monkeypatch.setattr(server, "_ORIGIN", None)
+    yield
+    if server._ORIGIN is not None:
+        server._ORIGIN.close()
+
+
+def test_no_secret_in_any_process_a_definition_can_see(
+    bare: Workspace, monkeypatch: pytest.MonkeyPatch, fresh_origin: None
+) -> None:
     """The long-lived origin and every process below it start without the caller's
     environment, and a fresh /proc shows only the definitions' own processes."""
     token = f"tk-token-{uuid.uuid4().hex}"
+    monkeypatch.setenv("GITHUB_TOKEN", token)  # the caller's: this process, as trainkit
     bare.write(
         "jobs/vision/snoop.py",
         textwrap.dedent(
@@ -221,13 +235,7 @@ def test_no_secret_in_any_process_a_definition_can_see(bare: Workspace) -> None:
             """
         ),
     )
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainkit", "synth", "--against", "disk"],
-        cwd=bare.root, env={**env, "GITHUB_TOKEN": token}, capture_output=True, text=True,
-        check=False,
-    )  # fmt: skip
-    (line,) = [x for x in proc.stderr.splitlines() if "LEAKS" in x]
+    (line,) = [x for x in problems(bare) if "LEAKS" in x]
     # Only the definitions' own processes, none holding the token: no host process.
     assert line.endswith("LEAKS [] OTHERS []"), line
 

@@ -25,6 +25,7 @@ import yaml
 from trainkit.errors import DefinitionError
 from trainkit.render.argocd import RESOURCES_FINALIZER, retired_application_name
 from trainkit.synth import synthesize
+from trainkit.validate import kustomize_build
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTERS = ("a800-north", "gpu-east", "h100-south", "rocm-west")
@@ -131,12 +132,10 @@ def synth(root: Path) -> Any:
 
 
 def kustomize(path: Path) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is required for these tests (it carries kustomize); install it")
-    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    """What Argo CD applies for ``path``: its kustomize build (the one ``check`` runs)."""
+    text, problems = kustomize_build(path)
+    assert not problems, problems
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def applications(argocd: Path) -> dict[str, dict[str, Any]]:
@@ -149,31 +148,37 @@ def applications(argocd: Path) -> dict[str, dict[str, Any]]:
     return apps
 
 
-def tracked(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str, str], str]:
+def synced(root: Path, apps: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """What each syncing Application applies (the root's own directory aside), built once
+    for both ``tracked`` and ``bodies``."""
+    return {
+        name: kustomize(root / app["spec"]["source"]["path"])
+        for name, app in apps.items()
+        if "automated" in app["spec"].get("syncPolicy", {})
+        and app["spec"]["source"]["path"] != "generated/argocd"
+    }
+
+
+def tracked(
+    apps: dict[str, dict[str, Any]], built: dict[str, list[dict[str, Any]]]
+) -> dict[tuple[str, str, str, str], str]:
     """What each syncing Application applies: object identity → the Application (its
     tracking annotation, once it has synced)."""
     out: dict[tuple[str, str, str, str], str] = {}
-    for name, app in apps.items():
-        if (
-            "automated" not in app["spec"].get("syncPolicy", {})
-            or app["spec"]["source"]["path"] == "generated/argocd"
-        ):
-            continue
-        for d in kustomize(root / app["spec"]["source"]["path"]):
-            key = (str(app["spec"]["destination"].get("server") or app["spec"]["destination"]["name"]),
+    for name, docs in built.items():
+        destination = apps[name]["spec"]["destination"]
+        for d in docs:
+            key = (str(destination.get("server") or destination["name"]),
                    d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # fmt: skip
             assert key not in out, f"{key} synced by {out.get(key)} and {name}"
             out[key] = name
     return out
 
 
-def bodies(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str], str]:
+def bodies(built: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str, str], str]:
     found = {}
-    for app in apps.values():
-        path = app["spec"]["source"]["path"]
-        if path == "generated/argocd" or "automated" not in app["spec"].get("syncPolicy", {}):
-            continue
-        for d in kustomize(root / path):
+    for docs in built.values():
+        for d in docs:
             key = (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
             found[key] = json.dumps(d, sort_keys=True)
     return found
@@ -183,8 +188,9 @@ def bodies(root: Path, apps: dict[str, dict[str, Any]]) -> dict[tuple[str, str, 
 def test_the_switch_keeps_every_job(repo: Path) -> None:
     before = applications(repo / "generated/argocd")
     assert sorted(before) == sorted(["trainkit", *(retired_application_name(c) for c in CLUSTERS)])
-    old_tracked = tracked(repo, before)
-    old_bodies = bodies(repo, before)
+    old_built = synced(repo, before)
+    old_tracked = tracked(before, old_built)
+    old_bodies = bodies(old_built)
     jobs = [k for k in old_tracked if k[1] in ("PyTorchJob", "TrainJob", "MPIJob", "RayJob",
                                                "TFJob", "PaddleJob")]  # fmt: skip
     assert len(jobs) > 10
@@ -209,11 +215,12 @@ def test_the_switch_keeps_every_job(repo: Path) -> None:
         assert RESOURCES_FINALIZER not in old["metadata"].get("finalizers", [])
         assert "automated" not in old["spec"]["syncPolicy"]
         assert "Delete=false" in old["spec"]["syncPolicy"]["syncOptions"]
-    new_tracked = tracked(repo, step1)
+    step1_built = synced(repo, step1)
+    new_tracked = tracked(step1, step1_built)
     # The new Applications apply exactly the objects the old ones synced, unchanged: each
     # apply only moves the tracking annotation; no job is deleted, created or changed.
     assert set(new_tracked) == set(old_tracked)
-    assert bodies(repo, step1) == old_bodies
+    assert bodies(step1_built) == old_bodies
     for key in jobs:
         assert new_tracked[key] != old_tracked[key]
         assert new_tracked[key].startswith("trainkit-") and "platform" not in new_tracked[key]
@@ -233,6 +240,6 @@ def test_the_switch_keeps_every_job(repo: Path) -> None:
     for name in pruned:
         deployed = step1[name]  # what the root prunes: the live object applied in step 1
         assert RESOURCES_FINALIZER not in deployed["metadata"].get("finalizers", [])
-    assert tracked(repo, step3) == new_tracked
+    assert tracked(step3, synced(repo, step3)) == new_tracked
     commit(repo, "step 3")
     assert not synth(repo).changes.any

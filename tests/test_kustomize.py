@@ -1,7 +1,6 @@
 """Every cluster directory builds with kubectl kustomize, and overlays work on the CRD kinds."""
 
 import os
-import subprocess
 
 import pytest
 import yaml
@@ -9,20 +8,27 @@ import yaml
 from trainkit.health import health_checks
 from trainkit.synth import synthesize
 from trainkit.validate.argo_decode import decode_build
-from trainkit.validate.build import find_kubectl
+from trainkit.validate.build import start_build
 
 CLUSTER_SCOPED = {"Namespace", "Queue", "ClusterTrainingRuntime"}
 
 
+def build_bytes(path) -> bytes:
+    """``kubectl kustomize PATH`` with trainkit's kubectl (the kustomize Argo CD bundles), as
+    ``check`` runs it: a build of the same inputs earlier in the test run is not run again
+    (build_cache.py)."""
+    build = start_build(path)
+    try:
+        out, problems = build.output()
+    finally:
+        build.stop()
+    assert not problems, problems
+    return out
+
+
 def kustomize(path) -> list[dict]:
-    """The objects Argo CD applies from the build: trainkit's kubectl (the kustomize Argo CD
-    bundles), its output decoded as Argo CD decodes it."""
-    kubectl = find_kubectl()
-    if kubectl is None:
-        pytest.fail("kubectl is required for these tests (it carries kustomize); install it")
-    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True)
-    assert out.returncode == 0, out.stderr.decode()
-    return [d.body for d in decode_build(out.stdout)]
+    """The objects Argo CD applies from the build, its output decoded as Argo CD decodes it."""
+    return [d.body for d in decode_build(build_bytes(path))]
 
 
 @pytest.fixture
@@ -78,12 +84,6 @@ def test_every_application_directory_builds_alone(generated):
         if app.name != "platform":
             assert {d["metadata"]["namespace"] for d in docs} == {"vision"}
             assert {d["kind"] for d in docs} == {"ConfigMap", "PyTorchJob"}
-
-
-def build_bytes(path) -> bytes:
-    out = subprocess.run([find_kubectl(), "kustomize", str(path)], capture_output=True)
-    assert out.returncode == 0, out.stderr.decode()
-    return out.stdout
 
 
 def test_an_application_builds_the_same_bytes_without_the_component(synthesized):

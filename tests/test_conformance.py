@@ -48,15 +48,16 @@ def crdset():
     return shared_crd_set()
 
 
-def test_examples_validate_against_the_upstream_crds(crdset, tmp_path):
-    out = synthesize(REPO / "jobs", tmp_path / "generated", use_cache=False)
+def test_examples_validate_against_the_upstream_crds(crdset, synthesized):
+    # The examples' generated/ as synth writes it (the session's, conftest).
     # As `trainkit check` judges them: with what the examples' network profiles grant (the
     # ib-multus profile mounts the nodes' /dev/infiniband).
     plan = build_plan(load_jobs(REPO / "jobs", REPO).definitions)
     allowance = PodAllowance.from_profiles(plan.network_profiles)
-    problems = validate_paths([tmp_path / "generated"], crdset, root=tmp_path, allowance=allowance)
+    problems = validate_paths([synthesized.out], crdset, root=synthesized.root, allowance=allowance)
     assert problems == []
-    kinds = {yaml.safe_load(d)["kind"] for d in out.files.values() if b"\nkind: " in d}
+    files = [p.read_bytes() for p in synthesized.out.rglob("*.yaml")]
+    kinds = {yaml.safe_load(d)["kind"] for d in files if b"\nkind: " in d}
     assert {"PyTorchJob", "Queue", "Application", "AppProject"} <= kinds
 
 

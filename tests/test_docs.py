@@ -259,10 +259,9 @@ def test_rehearse_example_runs(monkeypatch, capsys):
     assert "[rehearse] succeeded: 2 node(s) × 1 process(es)" in out
 
 
-def test_in_place_change_example_is_what_synth_prints(tmp_path, monkeypatch, capsys):
-    shutil.copytree(REPO / "jobs", tmp_path / "jobs")
-    monkeypatch.chdir(tmp_path)
-    assert main(["synth"]) == 0
+def test_in_place_change_example_is_what_synth_prints(synthesized, monkeypatch, capsys):
+    root = synthesized.root  # the examples as synth leaves them (the session's, conftest)
+    monkeypatch.chdir(root)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
     for args in (
         ["init", "-q", "-b", "main"],
@@ -272,7 +271,7 @@ def test_in_place_change_example_is_what_synth_prints(tmp_path, monkeypatch, cap
     ):
         subprocess.run(["git", *args], env=env, check=True, capture_output=True)
     capsys.readouterr()
-    job = tmp_path / "jobs/vision/resnet50_trainjob.py"
+    job = root / "jobs/vision/resnet50_trainjob.py"
     job.write_text(job.read_text().replace('"10"', '"20"'))
     assert main(["synth"]) == 1
     err = capsys.readouterr().err

@@ -1,7 +1,10 @@
 """The three ways Linux refuses the definitions' sandbox, reproduced in this process only.
 
 ``python tests/denials.py MODE [trainkit ARGS…]`` applies one refusal to itself, then runs
-``trainkit ARGS`` in the same process (its children inherit the refusal):
+``trainkit ARGS`` in the same process (its children inherit the refusal);
+``python tests/denials.py MODE --origin FD OWNER`` runs, refused, the origin of definition
+processes that trainkit starts as ``python -c "from trainkit.load.server import main; main()"
+FD OWNER`` (every definition's process is its descendant, and enters the sandbox):
 
 - ``seccomp``: a seccomp filter answers ``unshare`` with EPERM, as a container runtime's
   default profile does (Docker's refuses user namespaces to unprivileged containers).
@@ -97,6 +100,12 @@ DENIALS = {
 def main() -> int:
     mode, *args = sys.argv[1:]
     DENIALS[mode]()
+    if args[:1] == ["--origin"]:
+        from trainkit.load.server import main as origin
+
+        sys.argv = [sys.argv[0], *args[1:]]
+        origin()
+        return 0
     from trainkit.cli import main as trainkit
 
     return trainkit(args)

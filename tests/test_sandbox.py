@@ -3,6 +3,9 @@
 Each test plays one attack a hostile team member tried (issue 23), or one way the OS
 refuses the sandbox. The refusals are reproduced in a process the test starts
 (``denials.py``): a seccomp filter, a user namespace whose limit is 0, a refused mount.
+Mostly that process is the origin of the definition processes (``denied_origin``), where
+the sandbox is entered, and trainkit runs in the test's own process; where what trainkit's
+process has imported is the point, it is a whole ``trainkit`` run (``denied``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -49,6 +53,38 @@ def denied(mode: str, root: Path, *args: str, **env: str) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
+@pytest.fixture
+def fresh_origin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The next load starts the origin of definition processes anew, from this process as it
+    is then (its environment included); it is ended after the test."""
+    monkeypatch.setattr(server, "_ORIGIN", None)
+    yield
+    if server._ORIGIN is not None:
+        server._ORIGIN.close()
+
+
+ORIGIN = ["-c", "from trainkit.load.server import main; main()"]
+
+
+@pytest.fixture
+def denied_origin(monkeypatch: pytest.MonkeyPatch, fresh_origin: None) -> Callable[[str], None]:
+    """``denied_origin(MODE)``: the next load starts its origin of definition processes as
+    trainkit does (its environment, its socket), but in ``denials.py``, where the OS refuses
+    the sandbox in ``MODE`` to it and to every process it forks (the sandbox is entered
+    there, never in trainkit's own process)."""
+    real = subprocess.Popen
+
+    def refuse(mode: str) -> None:
+        def popen(args: Any, *rest: Any, **kwargs: Any) -> Any:
+            if list(args[1:3]) == ORIGIN:
+                args = [args[0], str(DENIALS), mode, "--origin", *args[3:]]
+            return real(args, *rest, **kwargs)
+
+        monkeypatch.setattr(subprocess, "Popen", popen)
+
+    return refuse
+
+
 REFUSALS = {
     # mode: (the cause trainkit names, the fix it gives)
     "seccomp": (
@@ -71,13 +107,20 @@ REFUSALS = {
 @pytest.mark.parametrize("required_by", ["flag", "CI"])
 @pytest.mark.parametrize("mode", sorted(REFUSALS))
 def test_a_refused_sandbox_is_an_error_where_it_is_required(
-    bare: Workspace, mode: str, required_by: str
+    bare: Workspace,
+    bare_cli: Callable[..., Run],
+    denied_origin: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    required_by: str,
 ) -> None:
     bare.write("jobs/vision/ran.py", "raise RuntimeError('THE DEFINITION RAN')\n")
+    denied_origin(mode)
     if required_by == "flag":
-        got = denied(mode, bare.root, "synth", "--against", "disk", "--require-sandbox")
+        got = bare_cli("synth", "--against", "disk", "--require-sandbox")
     else:
-        got = denied(mode, bare.root, "synth", "--against", "disk", CI="true")
+        monkeypatch.setenv("CI", "true")
+        got = bare_cli("synth", "--against", "disk")
     cause, fix = REFUSALS[mode]
     assert got.code == 1, got
     (line,) = [x for x in got.err.splitlines() if x.startswith("error: ")]
@@ -90,8 +133,11 @@ def test_a_refused_sandbox_is_an_error_where_it_is_required(
     assert not bare.out.exists()
 
 
-def test_on_a_laptop_an_unconfined_run_says_why_and_how_to_confine(bare: Workspace) -> None:
-    got = denied("mount", bare.root, "synth", "--against", "disk")
+def test_on_a_laptop_an_unconfined_run_says_why_and_how_to_confine(
+    bare_cli: Callable[..., Run], denied_origin: Callable[[str], None]
+) -> None:
+    denied_origin("mount")
+    got = bare_cli("synth", "--against", "disk")
     assert got.code == 0, got
     cause, fix = REFUSALS["mount"]
     (note,) = [x for x in got.err.splitlines() if x.startswith("note: ")]
@@ -195,16 +241,6 @@ def test_definitions_see_jobs_and_the_interpreter_and_nothing_else(
     assert "root:" not in found  # /etc/passwd
     assert found.count("FileNotFoundError") == len(paths)
     assert "JOBS-DATA" in found  # what the definition may read, it reads
-
-
-@pytest.fixture
-def fresh_origin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The next load starts the origin of definition processes anew, from this process as it
-    is then (its environment included); it is ended after the test."""
-    monkeypatch.setattr(server, "_ORIGIN", None)
-    yield
-    if server._ORIGIN is not None:
-        server._ORIGIN.close()
 
 
 def test_no_secret_in_any_process_a_definition_can_see(

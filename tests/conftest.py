@@ -9,11 +9,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 import build_cache
+from trainkit.cache_dir import read_json, repo_cache_dir, write_json
 from trainkit.cli import main
 from trainkit.validate import kustomize_build
 from trainkit.validate.tree import build_directories
@@ -150,17 +152,98 @@ class Workspace:
         return path
 
     def snapshot(self) -> dict[str, bytes]:
-        return {
-            p.relative_to(self.out).as_posix(): p.read_bytes()
-            for p in sorted(self.out.rglob("*"))
-            if p.is_file()
-        }
+        """Every file under generated/ → its bytes."""
+        return _tree_bytes(self.out)
+
+
+def _tree_bytes(top: Path) -> dict[str, bytes]:
+    """Each file under ``top`` (as ``Path.is_file`` sees them: a link to a file too; no
+    directory behind a link) by its relative path → its bytes. One ``open`` per file and
+    no ``stat`` or path object of its own (tests read generated/ before and after a
+    command: half the cost of ``rglob`` and ``read_bytes``)."""
+    found: dict[str, bytes] = {}
+
+    def walk(directory: str, prefix: str) -> None:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.is_file():
+                    with open(entry.path, "rb") as f:
+                        found[prefix + entry.name] = f.read()
+
+    if top.is_dir():
+        walk(str(top), "")
+    return dict(sorted(found.items()))
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(tmp_path: Path, _examples_caches: RepoCaches) -> Workspace:
+    """A copy of the example jobs/, with the repository caches a developer's machine holds
+    after an earlier ``trainkit synth`` of it (``RepoCaches``)."""
     shutil.copytree(REPO / "jobs", tmp_path / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    _examples_caches.seed(tmp_path)
     return Workspace(tmp_path)
+
+
+@dataclass(frozen=True)
+class RepoCaches:
+    """The definition and YAML caches (``load.cache``, ``serialize.YamlCache``) that the
+    session's synth of the examples left in its repository's cache directory.
+
+    ``seed`` puts them into another copy's cache directory, as an earlier synth of that
+    copy would have: the payload of each definition file whose inputs are unchanged is
+    not run again, and an object rendered before is not serialized by cdk8s again. A
+    cache is never trusted: each entry is checked against the copy's own files (a test's
+    edit is a miss), each payload is rebuilt through the models, each YAML text checked
+    (see those modules). Commands run cold where caches are off (CI, ``--no-cache``).
+    """
+
+    home: Path
+    """The session's cache directory (``TRAINKIT_CACHE_DIR``)."""
+    root: str
+    """The real path of the repository that synth ran in."""
+    definitions: dict[str, Any]
+    yaml: bytes
+
+    @classmethod
+    def of(cls, home: Path, root: Path) -> RepoCaches:
+        directory = cache_dir_of(home, root)
+        definitions = read_json(directory / "definitions.json")
+        assert definitions is not None, f"synth left no definitions.json in {directory}"
+        yaml = (directory / "yaml.json").read_bytes()
+        return cls(home, os.path.realpath(root), definitions, yaml)
+
+    def seed(self, root: Path) -> None:
+        """The caches, as if synth had run in ``root``: a definition's imports are keyed by
+        their real path, which names the repository (``load.cache.DefinitionCache.store``)."""
+        mine, theirs = os.path.realpath(root) + os.sep, self.root + os.sep
+        entries = {
+            rel: {
+                **entry,
+                "deps": {
+                    mine + path.removeprefix(theirs) if path.startswith(theirs) else path: sha
+                    for path, sha in entry["deps"].items()
+                },
+            }
+            for rel, entry in self.definitions["entries"].items()
+        }
+        directory = cache_dir_of(self.home, root)
+        directory.mkdir(parents=True)
+        write_json(directory / "definitions.json", {**self.definitions, "entries": entries})
+        (directory / "yaml.json").write_bytes(self.yaml)
+
+
+def cache_dir_of(home: Path, root: Path) -> Path:
+    """``repo_cache_dir(root)`` under the cache directory ``home``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINKIT_CACHE_DIR", str(home))
+        return repo_cache_dir(root)
+
+
+@pytest.fixture(scope="session")
+def _examples_caches(_examples_generated: Path, _session_cache: Path) -> RepoCaches:
+    return RepoCaches.of(_session_cache, _examples_generated.parent)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """A corpus of broken inputs, each run through the real CLI in a copy of the examples.
 
 Every case starts from a successful ``trainkit synth`` of the example jobs/ (made once
-per session and copied, see ``conftest.synthesized``), breaks one
+per session and copied, see ``conftest.synthesized``; generated/ is linked, see
+``linked``), breaks one
 thing (an edit of a real example file, a new file, or a hand-edited copy of a generated
 manifest), runs one command and asserts:
 
@@ -17,12 +18,16 @@ manifest), runs one command and asserts:
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import Workspace
 
 RESNET = "jobs/vision/resnet50_ddp.py"
 RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
@@ -1355,10 +1360,42 @@ def rendered_crds(crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def edit(root: Path, rel: str, old: str, new: str) -> None:
+    """Replace the file (a new one in its place, never written in place: see ``linked``)."""
     path = root / rel
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{old!r} not once in {rel}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    edited = path.with_name(f".{path.name}.edited")
+    edited.write_text(text.replace(old, new, 1), encoding="utf-8")
+    os.replace(edited, path)
+
+
+def _link(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links
+        shutil.copy2(source, target)
+
+
+@pytest.fixture(scope="module")
+def examples_generated(_examples_generated: Path) -> dict[str, bytes]:
+    return Workspace(_examples_generated.parent).snapshot()
+
+
+@pytest.fixture
+def linked(
+    ws: Workspace, _examples_generated: Path, examples_generated: dict[str, bytes]
+) -> Iterator[Workspace]:
+    """``conftest.synthesized``, with generated/ hard-linked to the session's instead of
+    copied: on a slow file system, creating its files cost more than anything else in a
+    case. A linked file written in place would change the session's: trainkit never
+    does (it builds a new tree, ``write._build``), a case's ``edit`` replaces the file,
+    a case's new file is new. The session's tree is compared after each case: a case
+    that changed it fails."""
+    shutil.copytree(_examples_generated, ws.out, symlinks=True, copy_function=_link)
+    yield ws
+    assert Workspace(_examples_generated.parent).snapshot() == examples_generated, (
+        "the session's generated/ changed: a file linked into this case's was written in place"
+    )
 
 
 def test_the_corpus_is_large_and_its_ids_unique():
@@ -1368,8 +1405,8 @@ def test_the_corpus_is_large_and_its_ids_unique():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
-def test_bad_input_is_reported_and_generated_is_untouched(synthesized, cli, rendered_crds, case):
-    ws = synthesized
+def test_bad_input_is_reported_and_generated_is_untouched(linked, cli, rendered_crds, case):
+    ws = linked
     if case.copy:
         source, dest = case.copy
         (ws.root / dest).parent.mkdir(parents=True, exist_ok=True)

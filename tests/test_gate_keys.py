@@ -43,9 +43,14 @@ def test_the_key_process_answers_what_the_decoder_gives() -> None:
     assert helper.keys(BUILD) is None  # stopped: the caller decodes
 
 
-def _check(ws: Workspace, monkeypatch: pytest.MonkeyPatch, cores: int) -> list[str]:
-    """validate_tree as ``check`` runs it, with ``cores`` (one: no key process)."""
+def _check(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, cores: int, smallest: int = 0
+) -> list[str]:
+    """validate_tree as ``check`` runs it, with ``cores`` (one: no key process), starting the
+    key process for builds reading at least ``smallest`` bytes (the examples read fewer than
+    ``KEY_PROCESS_BYTES``)."""
     monkeypatch.setattr(tree, "_cores", lambda: cores)
+    monkeypatch.setattr(tree, "KEY_PROCESS_BYTES", smallest)
     out = synthesize(ws.jobs, ws.out, root=ws.root, check=True, use_cache=False)
     planned = planned_objects(out.objects, out.files, out.kept)
     written = {p: data for p, data in out.files.items() if p not in out.kept}
@@ -90,3 +95,21 @@ def test_a_build_that_differs_is_told_as_without_the_key_process(
     with_keys = _check(synthesized, monkeypatch, cores=2)
     assert any("kustomize build" in p or "did not render" in p for p in with_keys), with_keys
     assert with_keys == _check(synthesized, monkeypatch, cores=1)
+
+
+def test_a_small_tree_is_decoded_in_the_checks_own_process(
+    synthesized: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Starting the helper costs more than decoding the examples' builds (KEY_PROCESS_BYTES).
+    started: list[bool] = []
+
+    def counted() -> object:
+        started.append(True)
+        raise OSError("no helper here")  # the check then decodes every build itself
+
+    monkeypatch.setattr(tree, "KeyProcess", counted)
+    assert tree.KEY_PROCESS_BYTES > 1 << 20
+    assert _check(synthesized, monkeypatch, cores=2, smallest=tree.KEY_PROCESS_BYTES) == []
+    assert started == []
+    assert _check(synthesized, monkeypatch, cores=2) == []
+    assert started == [True]  # the test can fail: with a big enough tree, it starts

@@ -6,7 +6,9 @@ the check needs nothing but the digest of each object's ``canonical_json``
 (``files.validated_key``, what the set of validated objects holds). Decoding is the larger part
 of the check's own work after the synth and needs nothing the synth makes, so it runs here,
 in a process of its own, as each build ends: on the other core, while the check's process
-runs the synth and validates the rendered objects. Same decoder, same bytes: whatever does
+runs the synth and validates the rendered objects (only for a tree of at least
+``tree.KEY_PROCESS_BYTES``: below that, starting it costs more than decoding in the check's
+own process). Same decoder, same bytes: whatever does
 not match (a build Argo CD cannot decode, an object nobody validated, a difference) is
 decoded again in the check's own process, for its messages.
 

@@ -35,7 +35,16 @@ from trainkit.validate.documents import InputLimitError, load_all
 from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
-__all__ = ["TreeBuilds", "build_directories", "validate_tree"]
+__all__ = ["KEY_PROCESS_BYTES", "TreeBuilds", "build_directories", "validate_tree"]
+
+KEY_PROCESS_BYTES = 2 << 20
+"""The fewest bytes of build inputs (what ``_inputs`` reads for the builds to run) for which
+``TreeBuilds`` starts the key process. Starting it costs about 0.15 CPU-s (a Python that
+imports the decoder), more than decoding a small tree in the check's own process (the
+examples: 10 builds, 0.4 MiB, 0.04 CPU-s; the whole check used 0.1 CPU-s less without it).
+A tree this large or larger decodes for about a third of a second or more, which the helper
+then takes off the check's critical path. Same decoder, same verdicts either way (see
+``build_keys``)."""
 
 
 def validate_tree(
@@ -106,9 +115,10 @@ class TreeBuilds:
     and its builds killed, before any is read). ``reuse`` maps a build's directory
     (relative to ``out_dir``) to the inputs digest of its passing build last time: a build
     with those inputs again is not run. ``probe`` also asks kubectl which kustomize it
-    bundles. With ``keys`` (and more than one core), a second process decodes each build as
-    it ends (``build_keys``): ``results`` then gives the digest of each of its objects.
-    ``stop`` kills what still runs; call it in every case.
+    bundles. With ``keys`` (and more than one core, and builds reading at least
+    ``KEY_PROCESS_BYTES``), a second process decodes each build as it ends (``build_keys``):
+    ``results`` then gives the digest of each of its objects. ``stop`` kills what still
+    runs; call it in every case.
     """
 
     def __init__(
@@ -121,13 +131,15 @@ class TreeBuilds:
     ) -> None:
         self.out_dir = out_dir
         self.directories = build_directories(out_dir)
-        self.inputs = {b: _inputs_digest(b) for b in self.directories}
+        read = {b: _inputs(b) for b in self.directories}
+        self.inputs = {b: digest for b, (digest, _) in read.items()}
         last = reuse or {}
         self._todo = [
             b
             for b in self.directories
             if last.get(b.relative_to(out_dir).as_posix()) != self.inputs[b]
         ]
+        keys = keys and sum(read[b][1] for b in self._todo) >= KEY_PROCESS_BYTES
         self._builds: list[Build | OSError | None] = [None] * len(self._todo)
         self._ended = [threading.Event() for _ in self._todo]
         self._keys: list[list[str] | None] = [None] * len(self._todo)
@@ -386,6 +398,11 @@ def _read_kustomization(path: Path) -> object:
 def _inputs_digest(directory: Path) -> str:
     """SHA-256 of every file below ``directory`` and below the components its kustomization
     lists (paths and bytes): more than the build reads, never less."""
+    return _inputs(directory)[0]
+
+
+def _inputs(directory: Path) -> tuple[str, int]:
+    """``_inputs_digest`` of ``directory``, and how many bytes it read."""
     roots = [directory]
     try:
         doc = _read_kustomization(directory / "kustomization.yaml")
@@ -394,11 +411,14 @@ def _inputs_digest(directory: Path) -> str:
     if isinstance(doc, dict) and isinstance(doc.get("components"), list):
         roots += [directory / c for c in doc["components"] if isinstance(c, str)]
     h = hashlib.sha256()
+    size = 0
     for root in roots:
         for path in sorted(p for p in root.resolve().rglob("*") if p.is_file()):
+            data = path.read_bytes()
+            size += len(data)
             h.update(path.as_posix().encode("utf-8", "surrogateescape") + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
+            h.update(hashlib.sha256(data).digest())
+    return h.hexdigest(), size
 
 
 def _cores() -> int:

@@ -9,7 +9,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trainkit import serialize
 from trainkit.serialize import YamlCache, _key, reads_as_non_string, to_yaml
+
+
+@pytest.fixture(autouse=True)
+def _nothing_checked_yet(monkeypatch):
+    """Each test starts with no text remembered by the process (``serialize._CHECKED``), so
+    what it shows of the cache file and of cdk8s does not depend on the tests before it."""
+    monkeypatch.setattr(serialize, "_CHECKED", {})
+    monkeypatch.setattr(serialize, "_checked_size", [0])
+
 
 TRICKY = [
     "print('x')\n",
@@ -60,8 +70,6 @@ def test_any_text_round_trips(texts):
 
 
 def test_groups_keep_their_order_and_cache_hits_skip_cdk8s(tmp_path, monkeypatch):
-    from trainkit import serialize
-
     cache = YamlCache(tmp_path / "c.json")
     groups = [("a", [configmap("x", "1\n")]), ("b", [configmap("y", "2\n"), configmap("z", "3\n")])]
     first = to_yaml(groups, cache)
@@ -71,7 +79,41 @@ def test_groups_keep_their_order_and_cache_hits_skip_cdk8s(tmp_path, monkeypatch
         ["y", "z"],
     ]
     monkeypatch.setattr(serialize, "_synth", lambda groups: (_ for _ in ()).throw(AssertionError))
+    serialize._CHECKED.clear()  # from the file, not from what this process remembers
     assert to_yaml(groups, YamlCache(tmp_path / "c.json")) == first
+
+
+def test_a_process_reuses_the_texts_it_checked_where_caches_are_on(tmp_path, monkeypatch):
+    """A second synth in one process (tests, ``plan``) sends nothing to cdk8s and checks
+    nothing again: the texts are those its own checks passed. With caches off (CI,
+    ``--no-cache``: ``YamlCache(None)``) every object goes to cdk8s and is checked."""
+    bodies = [pod(["10", "0o755", "="]), configmap("x", "yes\n"), pod(["1"])]
+    first = to_yaml([("c", bodies)], YamlCache(tmp_path / "a.json"))
+    assert len(serialize._CHECKED) == 3
+    sent: list[str] = []
+    real = serialize._synth
+    monkeypatch.setattr(serialize, "_synth", lambda objects: sent.extend(objects) or real(objects))
+
+    def unchecked(*_: object) -> bool:
+        raise AssertionError("checked again")
+
+    for name in ("_safe", "_read_back"):
+        monkeypatch.setattr(serialize, name, unchecked)
+    again = YamlCache(tmp_path / "b.json")  # another repository: its file is empty
+    assert to_yaml([("c", bodies)], again) == first
+    assert sent == []
+    again.save()  # the repository's own file holds every text it used
+    assert to_yaml([("c", bodies)], YamlCache(tmp_path / "b.json")) == first
+    with pytest.raises(AssertionError, match="checked again"):
+        to_yaml([("c", bodies)], YamlCache(None))  # the test can fail: caches off, it does
+
+
+def test_the_remembered_texts_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(serialize, "_CHECKED_LIMIT", 400)
+    for i in range(6):
+        to_yaml([("c", [configmap(f"cm{i}", "x" * 50)])], YamlCache(tmp_path / "c.json"))
+        assert serialize._checked_size[0] == sum(map(len, serialize._CHECKED.values())) <= 400
+    assert 0 < len(serialize._CHECKED) < 6
 
 
 # Plain scalars some reader resolves, grouped by the reader that does (checked against go-yaml
@@ -139,8 +181,6 @@ def test_a_cache_written_before_this_quoting_is_not_trusted(tmp_path):
 def test_a_cached_text_is_checked_like_cdk8s_output(tmp_path, monkeypatch):
     """An entry of the current format whose text leaves a resolvable string plain (as cdk8s
     may), or that reads back as another object, is a miss: the object goes to cdk8s again."""
-    from trainkit import serialize
-
     plain, garbled = pod(["=", "0o755"]), pod(["10", "x"])
     entries = {
         _key(plain): "kind: Pod\nspec:\n  args:\n  - =\n  - 0o755\n",
@@ -166,8 +206,6 @@ def test_a_corrupt_cache_file_is_a_miss(tmp_path):
 
 @given(st.one_of(st.text(max_size=8), st.sampled_from([s for ss in RESOLVED.values() for s in ss])))
 def test_every_resolvable_string_starts_with_a_character_the_fast_check_looks_at(text):
-    from trainkit import serialize
-
     if reads_as_non_string(text):
         assert text[:1] in serialize._FIRST
 
@@ -220,8 +258,6 @@ def _emit(value, indent, choose, plain):
 def test_the_fast_check_never_passes_a_resolvable_string_left_plain(body, data):
     """``_safe`` may send a safe text to be read back, but never passes an unsafe one,
     whatever integers, booleans and look-alikes stand around the plain string."""
-    from trainkit import serialize
-
     plain: list[str] = []
     text = "\n".join(_emit(body, 0, lambda: data.draw(st.booleans()), plain)) + "\n"
     if serialize._safe(body, text, serialize._json(body)):
@@ -259,7 +295,7 @@ def test_the_tarfile_fallback_unpacks_what_the_tar_binary_does(
 def test_cdk8s_is_asked_in_bounded_chunks_for_the_same_texts(monkeypatch):
     """node is sent at most ``_CHUNK`` objects per request (its memory grew faster than
     what one request held), and the texts are those of one request holding them all."""
-    from trainkit import cdk8s_node, serialize
+    from trainkit import cdk8s_node
 
     objects = [json.dumps(configmap(f"cm{i}", t)) for i, t in enumerate(TRICKY * 3)]
     whole = serialize._synth(objects)

@@ -11,6 +11,11 @@ format, so an unchanged object never goes to node again and one changed job cost
 its own objects only. It lives in the repository's cache directory (see
 ``cache_dir`` for the rules every cache follows), and a cached text is checked like
 cdk8s's own before it is used; one that fails the check is a miss.
+
+Where that cache is used, a process also remembers the text of every object it wrote or
+checked (``_CHECKED``): the next synth in the same process (tests, a synth that runs its
+pipeline again, ``plan``) takes it without node and without checking it again, since it
+holds nothing but what this process's own checks passed.
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ class YamlCache:
     def empty(self) -> bool:
         return not self._old and not self._used
 
+    @property
+    def stored(self) -> bool:
+        """Whether this cache has a file (caches are on): only then are ``_CHECKED`` texts used."""
+        return self.path is not None
+
     def lookup(self, key: str) -> str | None:
         """The text stored under ``key``, unchecked (``to_yaml`` checks it)."""
         return self._used.get(key) or self._old.get(key)
@@ -75,6 +85,24 @@ class YamlCache:
 
 
 _cdk8s = Cdk8s()
+
+_CHECKED: dict[str, str] = {}
+"""The checked text of each object this process wrote or read back from the cache, by
+``_key``: the same key always gives the same text (cdk8s is deterministic, and so is the
+libyaml fallback), and only texts that passed ``_readable``'s check are here."""
+_CHECKED_LIMIT = 64 << 20
+"""Characters ``_CHECKED`` may hold; past it, it starts again empty (1,000 jobs: 9 M)."""
+_checked_size = [0]
+
+
+def _remember(key: str, text: str) -> None:
+    if key in _CHECKED:
+        return
+    if _checked_size[0] + len(text) > _CHECKED_LIMIT:
+        _CHECKED.clear()
+        _checked_size[0] = 0
+    _CHECKED[key] = text
+    _checked_size[0] += len(text)
 
 
 def prewarm(objects: int = 1 << 30, *, background: bool = False) -> None:
@@ -102,14 +130,22 @@ def to_yaml(
     """YAML text of every body, grouped like the input."""
     out: list[list[str]] = []
     missing: list[tuple[int, int, str, str]] = []  # group, index, JSON, key
+    remember = cache.stored
     for g, (_, bodies) in enumerate(groups):
         row: list[str] = []
         for i, body in enumerate(bodies):
             raw = _json(body)
             key = _digest(raw)
+            text = _CHECKED.get(key) if remember else None
+            if text is not None:
+                cache.keep(key, text)
+                row.append(text)
+                continue
             text = cache.lookup(key)
             if text is not None and (_safe(body, text, raw) or _read_back(body, text)):
                 cache.keep(key, text)
+                if remember:
+                    _remember(key, text)
                 row.append(text)
             else:
                 missing.append((g, i, raw, key))
@@ -121,6 +157,8 @@ def to_yaml(
             body = groups[g][1][i]
             text = _readable(body, text, raw)
             cache.keep(key, text)
+            if remember:
+                _remember(key, text)
             out[g][i] = text
     return out
 

@@ -449,6 +449,36 @@ def test_builds_are_read_in_order_with_their_output(tmp_path: Path) -> None:
     ]  # c passed last time with these inputs: not run again
 
 
+def test_kubectl_is_asked_its_kustomize_only_once_the_builds_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check refused before it reads its builds (a stale tree, a policy error) never needed
+    ``kubectl version``: the probe starts with ``results``, once."""
+    from trainkit.validate import tree
+
+    asked: list[str] = []
+
+    class Probe(tree.VersionProbe):
+        def __init__(self, kubectl: str) -> None:
+            asked.append(kubectl)
+            super().__init__(kubectl)
+
+    monkeypatch.setattr(tree, "VersionProbe", Probe)
+    out = tmp_path / "out"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "kustomization.yaml").write_text("resources: []\n")
+    refused = tree.TreeBuilds(out, probe=True)
+    refused.stop()
+    assert asked == []
+    builds = tree.TreeBuilds(out, probe=True)
+    try:
+        assert [problems for _, _, problems, _ in builds.results()] == [[]]
+        assert builds.probe is not None and builds.probe.warning("out/") is None
+    finally:
+        builds.stop()
+    assert len(asked) == 1
+
+
 def builds_digest(directory: Path) -> str:
     from trainkit.validate.tree import _inputs_digest
 

@@ -115,7 +115,8 @@ class TreeBuilds:
     and its builds killed, before any is read). ``reuse`` maps a build's directory
     (relative to ``out_dir``) to the inputs digest of its passing build last time: a build
     with those inputs again is not run. ``probe`` also asks kubectl which kustomize it
-    bundles. With ``keys`` (and more than one core, and builds reading at least
+    bundles, once ``results`` is first called (a check refused before it reads its builds
+    never needed the answer). With ``keys`` (and more than one core, and builds reading at least
     ``KEY_PROCESS_BYTES``), a second process decodes each build as it ends (``build_keys``):
     ``results`` then gives the digest of each of its objects. ``stop`` kills what still
     runs; call it in every case.
@@ -150,6 +151,7 @@ class TreeBuilds:
         self._stopped = False
         self._lock = threading.Lock()
         self.probe: VersionProbe | None = None
+        self._probe = probe
         self._workers: list[threading.Thread] = []
         self._missing: SetupError | None = None
         self._crash: BaseException | None = None
@@ -160,7 +162,6 @@ class TreeBuilds:
         except SetupError as err:  # said when the builds are read (after a stale tree's error)
             self._missing = err
             return
-        self.probe = VersionProbe(self._kubectl) if probe else None
         for _ in range(min(_cores(), len(self._todo))):
             worker = threading.Thread(target=self._work, daemon=True)
             worker.start()
@@ -233,6 +234,9 @@ class TreeBuilds:
         output (None without one, or when the output did not decode there)."""
         if self._missing is not None:
             raise self._missing
+        with self._lock:
+            if self._probe and self.probe is None and self._todo and not self._stopped:
+                self.probe = VersionProbe(self._kubectl)
         for i, directory in enumerate(self._todo):
             self._ended[i].wait()
             if self._crash is not None:

@@ -113,3 +113,17 @@ def test_a_small_tree_is_decoded_in_the_checks_own_process(
     assert started == []
     assert _check(synthesized, monkeypatch, cores=2) == []
     assert started == [True]  # the test can fail: with a big enough tree, it starts
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_key_process_that_fails_to_start_in_any_way_leaves_the_check_to_decode(
+    synthesized: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, only an OSError was told: any other error (a bug) left ``results`` waiting
+    for the key thread forever."""
+
+    def broken() -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tree, "KeyProcess", broken)
+    assert _check(synthesized, monkeypatch, cores=2) == []

@@ -207,9 +207,11 @@ class TreeBuilds:
         """Send each build, as it ends, to the key process; the only reader of a build's
         output until its keys are set (then ``results`` reads it)."""
         assert self._keyed is not None
-        with contextlib.suppress(OSError):  # without it the check decodes every build itself
-            self._key_process = KeyProcess()
         try:
+            # Inside the try: whatever starting it raises, ``results`` is told (the events
+            # below), never left waiting.
+            with contextlib.suppress(OSError):  # without it the check decodes every build
+                self._key_process = KeyProcess()
             for _ in self._todo:
                 i = self._ended_order.get()
                 if i is None:

@@ -9,6 +9,9 @@ utils.py _parse_rendezvous_config)."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -219,10 +222,25 @@ _VALUE = st.text(
 ) | st.from_regex(r"[a-z0-9/]+( [a-z0-9/=]+)*", fullmatch=True)
 
 
+def _torchrun_rendezvous_utils() -> ModuleType:
+    """torch's own torch/distributed/elastic/rendezvous/utils.py, loaded by its file: it imports
+    only the standard library, and importing it through the ``torch`` package costs 1.5
+    CPU-s (all of torch) for one pure function."""
+    torch = importlib.util.find_spec("torch")
+    assert torch is not None and torch.origin is not None
+    path = Path(torch.origin).parent / "distributed" / "elastic" / "rendezvous" / "utils.py"
+    spec = importlib.util.spec_from_file_location("_torchrun_rendezvous_utils", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_parse_rendezvous_config = _torchrun_rendezvous_utils()._parse_rendezvous_config
+
+
 @given(conf=st.dictionaries(_KEY, _VALUE, max_size=6))
 def test_torchrun_reads_back_every_setting_trainkit_accepts(conf: dict[str, str]) -> None:
-    from torch.distributed.elastic.rendezvous.utils import _parse_rendezvous_config
-
     elastic = Elastic(min_nodes=1, rdzv_conf=conf)
     pj = planned(job(nodes=1, elastic=elastic))
     body = render_pytorchjob(pj)

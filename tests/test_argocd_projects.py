@@ -22,7 +22,6 @@ from argocd_rules import (
     resource_permitted,
 )
 from trainkit.render.argocd import retired_application_name
-from trainkit.synth import synthesize
 from trainkit.synth.parts import PART_OBJECTS
 
 # Scopes as the clusters' API servers report them (the CRDs' spec.scope).
@@ -55,17 +54,21 @@ def resolved(app: dict[str, Any]) -> Cluster:
     return Cluster("https://" + dest["name"] + ".internal:6443", dest["name"])
 
 
-@pytest.fixture
-def tree(ws: Any) -> tuple[Path, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    synthesize(ws.jobs, ws.out)
+@pytest.fixture(scope="module")
+def tree(
+    _examples_generated: Path,
+) -> tuple[Path, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The examples' generated/ (the session's synth, only read here) and its Applications
+    and AppProjects by name."""
+    out = _examples_generated
     apps, projects = {}, {}
-    for path in sorted((ws.out / "argocd").glob("*.yaml")):
+    for path in sorted((out / "argocd").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         if doc.get("kind") == "Application":
             apps[doc["metadata"]["name"]] = doc
         elif doc.get("kind") == "AppProject":
             projects[doc["metadata"]["name"]] = doc
-    return ws.out, apps, projects
+    return out, apps, projects
 
 
 def obj(kind: str, name: str, namespace: str | None = None, api: str = "v1") -> dict[str, Any]:

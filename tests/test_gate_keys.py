@@ -65,16 +65,24 @@ def _check(
     return [f"{p.file}:{p.line}: {p.obj} {p.field} {p.message}" for p in problems]
 
 
+@pytest.fixture
+def small(bare: Workspace) -> Workspace:
+    """A small repository as ``trainkit synth`` leaves it: builds of three clusters' platform
+    and a team on two of them (the example tree proves nothing more here)."""
+    synthesize(bare.jobs, bare.out, root=bare.root)
+    return bare
+
+
 def test_a_build_that_matches_is_not_decoded_again(
-    synthesized: Workspace, monkeypatch: pytest.MonkeyPatch
+    small: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def refuse(_data: bytes) -> object:
         raise AssertionError("decoded in the check's own process")
 
     monkeypatch.setattr(tree, "decode_build", refuse)
-    assert _check(synthesized, monkeypatch, cores=2) == []
+    assert _check(small, monkeypatch, cores=2) == []
     with pytest.raises(AssertionError, match="own process"):
-        _check(synthesized, monkeypatch, cores=1)  # the test can fail: without it, it is
+        _check(small, monkeypatch, cores=1)  # the test can fail: without it, it is
 
 
 @pytest.mark.parametrize(
@@ -87,14 +95,14 @@ def test_a_build_that_matches_is_not_decoded_again(
     ],
 )
 def test_a_build_that_differs_is_told_as_without_the_key_process(
-    synthesized: Workspace, monkeypatch: pytest.MonkeyPatch, extra: str
+    small: Workspace, monkeypatch: pytest.MonkeyPatch, extra: str
 ) -> None:
-    cluster = synthesized.out / "clusters/gpu-east"
+    cluster = small.out / "clusters/east"
     victim = sorted((cluster / "vision").glob("pytorchjob-*.yaml"))[0]
     victim.write_text(victim.read_text() + "---\n" + extra)
-    with_keys = _check(synthesized, monkeypatch, cores=2)
+    with_keys = _check(small, monkeypatch, cores=2)
     assert any("kustomize build" in p or "did not render" in p for p in with_keys), with_keys
-    assert with_keys == _check(synthesized, monkeypatch, cores=1)
+    assert with_keys == _check(small, monkeypatch, cores=1)
 
 
 def test_a_small_tree_is_decoded_in_the_checks_own_process(

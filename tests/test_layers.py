@@ -7,6 +7,7 @@ validate and rehearse read from the pipeline, never the other way round.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -102,11 +103,22 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+@functools.cache
+def _import_statements(source: str) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """Every import statement of a module's text, anywhere in it; parsed once per text for
+    the tests here (each reads all of lib/)."""
+    return tuple(
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    )
+
+
 def imported_rooms(path: Path) -> set[str]:
     rel = path.relative_to(LIB)
     package = list(rel.parts[:-1])
     rooms = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_statements(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.ImportFrom):
             if node.level == 0:
                 parts = (node.module or "").split(".")
@@ -119,7 +131,7 @@ def imported_rooms(path: Path) -> set[str]:
                 rooms.add(target[0])
             else:
                 rooms.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
+        else:
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == "trainkit" and len(parts) > 1:
@@ -174,7 +186,7 @@ def module_imports(path: Path, modules: set[str]) -> set[str]:
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_statements(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -186,7 +198,7 @@ def module_imports(path: Path, modules: set[str]) -> set[str]:
                     found.add(f"{target}.{alias.name}")
                 elif target in modules:
                     found.add(target)
-        elif isinstance(node, ast.Import):
+        else:
             found.update(alias.name for alias in node.names if alias.name in modules)
     found.discard(name)
     return found

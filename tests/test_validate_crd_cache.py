@@ -175,3 +175,13 @@ def test_an_unwritable_cache_costs_speed_not_results(
     crds, cache = env
     cache.write_text("a file where the directory should be")
     assert verdict(crds) == EXPECTED
+
+
+def test_entries_are_compact_json_of_what_they_hold(env: tuple[Path, Path]) -> None:
+    # Written as one string (the C encoder): the same bytes json.dump wrote, key order and
+    # separators included, so entries written before the change read as before.
+    crds, cache = env
+    verdict(crds)
+    for name in entries(cache):
+        raw = (cache / f"crds-v{crd_cache.FORMAT}" / name).read_text(encoding="utf-8")
+        assert raw == json.dumps(json.loads(raw), separators=(",", ":")), name

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 
 from example_edits import edit, generated_docs
+from example_refusals import refusals
 from trainkit import DefinitionError, InitContainer, PyTorchJob, Resources
 from trainkit.effective.podsets import pod_requests
 from trainkit.kube.pods import pod_specs
@@ -119,12 +120,11 @@ def test_the_gang_and_the_queue_count_what_volcano_places(ws, cli) -> None:
         "command=['x'], sidecar=True, resources=__import__('trainkit').Resources(cpu=100, "
         "memory='1Gi'))],",
     )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     assert (
         "PyTorchJob 'resnet50-ddp': queue: the gang of 2 pods needs 264 cpu on cluster "
         "'gpu-east', but queue 'vision' can hold at most 256 cpu"
-    ) in run.err, run.err
+    ) in err, err
     edit(ws, RESNET, "cpu=100", "cpu=10")
     run = cli("synth")
     assert run.code == 0, run.err
@@ -134,7 +134,7 @@ def test_the_gang_and_the_queue_count_what_volcano_places(ws, cli) -> None:
     assert job["podgroup"]["requests"]["cpu"] == "64"
 
 
-def test_a_classic_sidecar_from_a_platform_patch_is_refused(ws, cli) -> None:
+def test_a_classic_sidecar_from_a_platform_patch_is_refused(ws) -> None:
     (ws.root / "jobs/platform/patches.py").write_text(
         "from trainkit import PatchOp, PlatformPatch\n"
         "sidecar = PlatformPatch(name='log-shipper', object_kind='PyTorchJob', object_name='resnet50-ddp', ops=[\n"
@@ -142,44 +142,41 @@ def test_a_classic_sidecar_from_a_platform_patch_is_refused(ws, cli) -> None:
         "            value={'name': 'shipper', 'image': 'registry.example.com/ml/x:1'})])\n",
         encoding="utf-8",
     )
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     assert (
         "the Worker pods run container 'shipper' beside the job's: a second container keeps "
         "each pod Running after training ends, so the job never completes and keeps its GPUs; "
         "make it a native sidecar, InitContainer(sidecar=True)"
-    ) in run.err, run.err
-    assert "PlatformPatch 'log-shipper'" in run.err, run.err
+    ) in err, err
+    assert "PlatformPatch 'log-shipper'" in err, err
 
 
-def test_a_burstable_init_container_needs_the_policy(ws, cli) -> None:
+def test_a_burstable_init_container_needs_the_policy(ws) -> None:
     edit(
         ws, RESNET, 'queue="vision",',
         "queue='vision', init_containers=[__import__('trainkit').InitContainer(name='fetch', "
         "command=['x'], resources=__import__('trainkit').Resources(cpu=2, cpu_request=1, "
         "memory='1Gi'))],",
     )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     assert (
         "PyTorchJob 'resnet50-ddp': init_containers[0].resources.cpu_request: a cpu request "
         "below the limit makes the pods Burstable"
-    ) in run.err, run.err
+    ) in err, err
 
 
-def test_an_unlisted_registry_is_refused_for_an_init_container(ws, cli) -> None:
+def test_an_unlisted_registry_is_refused_for_an_init_container(ws) -> None:
     edit(
         ws, RESNET, 'queue="vision",',
         "queue='vision', init_containers=[__import__('trainkit').InitContainer(name='fetch', "
         "image='docker.io/evil/miner:1', command=['x'], "
         "resources=__import__('trainkit').Resources(cpu=1, memory='1Gi'))],",
     )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 1
-    assert "docker.io/evil/miner:1" in run.err, run.err
+    err = refusals(ws)
+    assert "docker.io/evil/miner:1" in err, err
 
 
-def test_paddle_operator_cannot_carry_a_sidecar_or_an_apparmor_profile(ws, cli) -> None:
+def test_paddle_operator_cannot_carry_a_sidecar_or_an_apparmor_profile(ws) -> None:
     edit(ws, WIDE_DEEP, 'mounts=["scratch"],', 'mounts=["scratch"], sidecar=True,')
     edit(
         ws,
@@ -187,17 +184,16 @@ def test_paddle_operator_cannot_carry_a_sidecar_or_an_apparmor_profile(ws, cli) 
         'seccomp="RuntimeDefault",',
         'seccomp="RuntimeDefault", app_armor="RuntimeDefault",',
     )
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     assert (
         "PaddleJob 'wide-deep-ps': init_containers[0]: on cluster 'rocm-west' (paddle-operator): "
         "paddle-operator's CRD has no init container restartPolicy, so the API server would "
         "drop sidecar=True and the pod would wait for it forever"
-    ) in run.err, run.err
+    ) in err, err
     assert (
         "PaddleJob 'wide-deep-ps': security_context.app_armor: on cluster 'rocm-west' "
         "(paddle-operator): paddle-operator's CRD has no appArmorProfile"
-    ) in run.err, run.err
+    ) in err, err
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from example_edits import edit, generated_docs
+from example_refusals import refusals
 from trainkit import (
     EmptyDir,
     JAXJob,
@@ -129,29 +130,26 @@ def test_a_trainjob_has_no_field_its_runtime_patch_cannot_carry(field) -> None:
     assert field in str(err.value)
 
 
-def test_the_grace_period_is_capped_by_the_policy(ws, cli) -> None:
+def test_the_grace_period_is_capped_by_the_policy(ws) -> None:
     # A pod keeps its GPUs until it has stopped: a long grace period holds them past preemption.
     add_fields(ws, RESNET, "termination_grace_period=900,")
-    run = cli("synth")
-    assert run.code == 1
+    err = refusals(ws)
     assert (
         "PyTorchJob 'resnet50-ddp': termination_grace_period: the Master pods may take 900 s to "
         "stop after SIGTERM, holding their GPUs while a preempting job waits; "
         f"Policy.max_termination_grace_period in {POLICY} allows at most 300 s: checkpoint "
         "sooner, or ask the platform team"
-    ) in run.err, run.err
+    ) in err, err
     edit(
         ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, max_termination_grace_period=900,"
     )
-    run = cli("synth")
-    assert run.code == 0, run.err
+    assert refusals(ws) == ""
 
 
-def test_a_runtime_s_grace_period_reaches_its_trainjobs_and_is_capped(ws, cli) -> None:
+def test_a_runtime_s_grace_period_reaches_its_trainjobs_and_is_capped(ws) -> None:
     add_fields(ws, SFT, "termination_grace_period=301,")
-    run = cli("synth")
-    assert run.code == 1
-    assert "TrainJob 'llama-sft': termination_grace_period: the node pods may take 301 s" in run.err
+    err = refusals(ws)
+    assert "TrainJob 'llama-sft': termination_grace_period: the node pods may take 301 s" in err
 
 
 # --- mounts under /workspace --------------------------------------------------------------
@@ -494,19 +492,18 @@ CLUSTERS = "jobs/platform/clusters.py"
          "no node of cluster 'gpu-east' has label 'rack'"),
     ],
 )  # fmt: skip
-def test_a_node_rule_on_a_label_the_cluster_lacks_is_refused(ws, cli, fields, field, says):
+def test_a_node_rule_on_a_label_the_cluster_lacks_is_refused(ws, fields, field, says):
     add_fields(ws, RESNET, fields)
     edit(
         ws, RESNET, "from trainkit import", "from trainkit import NodeLabel, PodAffinity, Topology,"
     )
-    run = cli("synth")
-    assert run.code == 1
-    assert f"PyTorchJob 'resnet50-ddp': {field}: {says}" in run.err, run.err
+    err = refusals(ws)
+    assert f"PyTorchJob 'resnet50-ddp': {field}: {says}" in err, err
     # Only where the cluster lists labels: rocm-west lists none, so nothing is said of it.
-    assert "cluster 'rocm-west'" not in run.err
+    assert "cluster 'rocm-west'" not in err
 
 
-def test_listed_labels_any_value_and_the_kubelet_s_own_pass(ws, cli) -> None:
+def test_listed_labels_any_value_and_the_kubelet_s_own_pass(ws) -> None:
     add_fields(
         ws, RESNET,
         'node_selector={"kubernetes.io/arch": "amd64"}, node_affinity=[NodeLabel('
@@ -514,5 +511,4 @@ def test_listed_labels_any_value_and_the_kubelet_s_own_pass(ws, cli) -> None:
         'key="nvidia.com/gpu.product", operator="NotIn", values=["T4"])],',
     )  # fmt: skip
     edit(ws, RESNET, "from trainkit import", "from trainkit import NodeLabel,")
-    run = cli("synth")
-    assert run.code == 0, run.err
+    assert refusals(ws) == ""

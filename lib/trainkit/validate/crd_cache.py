@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from trainkit.cache_dir import write_json
 
 __all__ = ["FORMAT", "CrdCache", "Kind"]
 
@@ -107,18 +107,5 @@ class CrdCache:
         return data
 
     def _write(self, name: str, data: dict[str, Any]) -> None:
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
-            try:
-                # One string (json.dumps) takes the C encoder; json.dump to a file never does,
-                # and its pure-Python encoder cost ~10x the CPU on a CRD's schemas.
-                text = json.dumps(data, separators=(",", ":"))
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                os.replace(tmp, self.directory / name)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError:
-            pass  # a read-only or full cache directory costs speed, never a result
+        # Atomic, and a read-only or full cache directory costs speed, never a result.
+        write_json(self.directory / name, data)

@@ -480,9 +480,9 @@ def test_kubectl_is_asked_its_kustomize_only_once_the_builds_are_read(
 
 
 def builds_digest(directory: Path) -> str:
-    from trainkit.validate.tree import _inputs_digest
+    from trainkit.validate.tree import _inputs
 
-    return _inputs_digest(directory)
+    return _inputs(directory)[0]
 
 
 def test_builds_run_with_fewer_collections_unless_the_environment_says(

@@ -401,14 +401,10 @@ def _read_kustomization(path: Path) -> object:
     return docs[0] if docs else None
 
 
-def _inputs_digest(directory: Path) -> str:
-    """SHA-256 of every file below ``directory`` and below the components its kustomization
-    lists (paths and bytes): more than the build reads, never less."""
-    return _inputs(directory)[0]
-
-
 def _inputs(directory: Path) -> tuple[str, int]:
-    """``_inputs_digest`` of ``directory``, and how many bytes it read."""
+    """SHA-256 of every file below ``directory`` and below the components its kustomization
+    lists (paths and bytes): more than the build reads, never less; and how many bytes it
+    read."""
     roots = [directory]
     try:
         doc = _read_kustomization(directory / "kustomization.yaml")

@@ -157,6 +157,16 @@ print("waiting", flush=True)
 ray.get(ref)
 """
 
+# An entrypoint that never ends by itself and leaves Ray alone: stopping it is the rehearsal's
+# (SIGTERM to its process group), whatever it runs; a task's worker is stopped with its node
+# (the failing entrypoint's test leaves none behind).
+WAIT = """\
+import time
+
+print("waiting", flush=True)
+time.sleep(10**6)
+"""
+
 
 def _example(args: list[str] = SMALL) -> RayJobTarget:
     """The example RayJob on its first cluster, with ``args`` (a short sweep)."""
@@ -521,6 +531,9 @@ def test_a_failing_entrypoint_reports_its_exit_code_and_output(tmp_path: Path) -
 
 @pytest.mark.long
 def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the entrypoint runs on the head of the rehearsal's cluster (an entrypoint without
+    Ray: an import of ray and a worker for its task cost 2 CPU-s and change nothing of how
+    the rehearsal stops it and the cluster)."""
     real_pump = ray_run.RayRun._pump
     interrupted: list[bool] = []
 
@@ -534,7 +547,7 @@ def test_ctrl_c_stops_the_entrypoint_and_the_cluster(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(ray_run.RayRun, "_pump", pump)
     out = io.StringIO()
     with _watch() as watch, pytest.raises(KeyboardInterrupt):
-        rehearse(_job(HANG), timeout=240, out=out)
+        rehearse(_job(WAIT), timeout=240, out=out)
     text = out.getvalue()
     assert "[rehearse] stopping the entrypoint and the Ray cluster (SIGKILL after 60 s)" in text
     assert "[ray] SIGTERM: stopping the entrypoint and the Ray cluster" in text

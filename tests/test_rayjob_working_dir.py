@@ -377,7 +377,14 @@ def test_the_example_rehearses_in_its_working_dir_on_a_running_ray_cluster(
 ) -> None:
     """The driver starts in the directory and ray.init() uploads it, so a task, in a worker
     the cluster started before the job, imports the suite and reads its prompts from its own
-    copy (on the session's Ray cluster: this tests the working_dir, not the cluster)."""
+    copy (on the session's Ray cluster: this tests the working_dir, not the cluster). One of
+    its two tasks: each runs in a worker of its own (about 1 CPU-s), and reads its prompts the
+    same way."""
+    source = ws.jobs / "llm" / "eval_suite_ray.py"
+    text = source.read_text(encoding="utf-8")
+    one = text.replace('args=["--tasks", "arith,arith_hard"]', 'args=["--tasks", "arith_hard"]')
+    assert one != text
+    source.write_text(one, encoding="utf-8")
     run = cli(
         "rehearse", "jobs/llm/eval_suite_ray.py", "--timeout", "240",
         "--ray-address", shared_ray.address,
@@ -385,7 +392,6 @@ def test_the_example_rehearses_in_its_working_dir_on_a_running_ray_cluster(
     assert run.code == 0, run.out + run.err
     assert "[rehearse]   - runtime_env working_dir → " in run.out, run.out
     assert "(5 file(s), written from its ConfigMap): the entrypoint starts in it" in run.out
-    assert "[entrypoint] eval arith: 1.000\n" in run.out, run.out
     assert "[entrypoint] eval arith_hard: 0.750\n" in run.out, run.out
     assert "KubeRay would mark the RayJob SUCCEEDED" in run.out
 

@@ -2,13 +2,15 @@
 and stop of its cluster: they run with ``--ray-address`` on it, as a user rehearses on the
 Ray cluster of a laptop (``ray start --head``).
 
-A pytest plugin (``pytest_plugins = ["ray_fixtures"]`` in the test modules that use it), so
-its session fixture is one for the test run, started when a test first asks for it (the xdist
-workers share it; the last to end stops it). It is a head of four CPUs started as a user
-starts one (on this machine's address; 127.0.0.1 reaches it), with a directory and ports of
-its own (two suites run side by side), without the autoscaler (nothing to scale) and starting
-a worker only for a task that needs one, stopped at the end with every process it started. A rehearsal on it is a Ray job of its own (its entrypoint is the job's
-driver, in an anonymous namespace), so no test sees another's tasks or actors.
+A pytest plugin (``pytest_plugins = ["ray_fixtures"]`` in the test modules that use it):
+one cluster for the test run, started when a test first asks for it (the xdist workers share
+it) and stopped once the last test that uses it has ended (an idle cluster costs about 2 % of
+a core), or else when the last worker using it ends. It is a head of four CPUs started as a
+user starts one (on this machine's address; 127.0.0.1 reaches it), with a directory and
+ports of its own (two suites run side by side), without the autoscaler (nothing to scale) and
+starting a worker only for a task that needs one, stopped with every process it started. A
+rehearsal on it is a Ray job of its own (its entrypoint is the job's driver, in an anonymous
+namespace), so no test sees another's tasks or actors.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,63 +75,97 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+@pytest.fixture
+def shared_ray(_shared_ray_users: _Users) -> Iterator[SharedRay]:
+    """The test run's Ray cluster, running (started by the first test that asks for it)."""
+    ray = _shared_ray_users.join()
+    yield ray
+    _shared_ray_users.used()
+
+
 @pytest.fixture(scope="session")
-def shared_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRay]:
+def _shared_ray_users(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_Users]:
     base = tmp_path_factory.getbasetemp()
     # xdist gives each worker a directory below the run's root (popen-gwN).
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    state = root / "shared-ray.json"
-    me = os.getpid()
-    with _locked(root / "shared-ray.lock"):
-        known = json.loads(state.read_text()) if state.exists() else None
-        ray = (
-            SharedRay(known["address"], Path(known["directory"]), known["starter"])
-            if known
-            else None
-        )
-        if ray is None or not ray.alive():
-            if ray is not None:  # a cluster whose head went down: what is left of it goes too
-                _stop(ray)
-            ray, users = _start(), []
-        else:
-            users = _running(known["users"])
-        _write(state, ray, [*users, me])
-    try:
-        yield ray
-    finally:
-        with _locked(root / "shared-ray.lock"):
-            users = [u for u in _running(json.loads(state.read_text())["users"]) if u != me]
-            if users:
-                _write(state, ray, users)
-            else:
-                _stop(ray)
-                state.unlink()
+    # Every worker collects every test of the run, and knows how many use the cluster.
+    uses = sum("shared_ray" in item.fixturenames for item in request.session.items)
+    users = _Users(root / "shared-ray.json", root / "shared-ray.lock", uses)
+    yield users
+    users.leave()
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+@dataclass(frozen=True)
+class _Users:
+    """The cluster's record, shared by the xdist workers: the cluster, the workers using it,
+    and how many of the run's tests that use it have ended. The last of them stops it (the
+    run's first tests are its long ones, these among them: it would idle for the rest of the
+    run); a worker that ends (a test failed with -x, or one crashed its worker) and leaves
+    no other worker using it stops it too."""
+
+    state: Path
+    lock: Path
+    uses: int
+    """The tests of the run that use the cluster."""
+
+    def join(self) -> SharedRay:
+        with self._locked() as record:
+            ray = _cluster(record)
+            if ray is None or not ray.alive():
+                if ray is not None:  # a cluster whose head went down: what is left of it goes
+                    _stop(ray)
+                ray = _start()
+            record["cluster"] = asdict(ray) | {"directory": str(ray.directory)}
+            record["users"] = sorted({*_running(record["users"]), os.getpid()})
+        return ray
+
+    def used(self) -> None:
+        with self._locked() as record:
+            record["used"] += 1
+            if record["used"] >= self.uses:
+                self._stop(record)
+
+    def leave(self) -> None:
+        with self._locked() as record:
+            record["users"] = [u for u in _running(record["users"]) if u != os.getpid()]
+            if not record["users"]:
+                self._stop(record)
+
+    @staticmethod
+    def _stop(record: dict[str, Any]) -> None:
+        ray = _cluster(record)
+        if ray is not None:
+            _stop(ray)
+        record["cluster"] = None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        """The record, written back at the end of the block, under the lock."""
+        with self.lock.open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                record: dict[str, Any] = (
+                    json.loads(self.state.read_text())
+                    if self.state.exists()
+                    else {"cluster": None, "users": [], "used": 0}
+                )
+                yield record
+                self.state.write_text(json.dumps(record))
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _cluster(record: dict[str, Any]) -> SharedRay | None:
+    known = record["cluster"]
+    return None if known is None else SharedRay(**(known | {"directory": Path(known["directory"])}))
 
 
 def _running(pids: list[int]) -> list[int]:
     """The workers among ``pids`` still running (one that crashed never leaves)."""
     table = process_table()
     return [pid for pid in pids if pid in table and not table[pid].zombie]
-
-
-def _write(state: Path, ray: SharedRay, users: list[int]) -> None:
-    record = {
-        "address": ray.address,
-        "directory": str(ray.directory),
-        "starter": ray.starter,
-        "users": users,
-    }
-    state.write_text(json.dumps(record))
 
 
 def _start() -> SharedRay:

@@ -411,6 +411,55 @@ def test_trainkit_does_not_import_ray() -> None:
     assert done.stdout.strip() == "False"
 
 
+def test_the_shared_cluster_stops_once_the_last_test_using_it_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``shared_ray``'s bookkeeping (``ray_fixtures``), with stand-ins for the cluster: one
+    start for the run's tests, a stop once the last of them (in any xdist worker) ended, and
+    one when the last worker using it ends before that (-x, a crash)."""
+    import ray_fixtures
+
+    started: list[SharedRay] = []
+    stopped: list[SharedRay] = []
+
+    def start() -> SharedRay:
+        started.append(ray_fixtures.SharedRay(f"127.0.0.1:{len(started)}", tmp_path, 1))
+        return started[-1]
+
+    monkeypatch.setattr(ray_fixtures, "_start", start)
+    monkeypatch.setattr(ray_fixtures, "_stop", stopped.append)
+    monkeypatch.setattr(ray_fixtures.SharedRay, "alive", lambda self: self not in stopped)
+    state, lock = tmp_path / "shared-ray.json", tmp_path / "shared-ray.lock"
+
+    def worker(uses: int) -> ray_fixtures._Users:
+        return ray_fixtures._Users(state, lock, uses)
+
+    mine, other = worker(3), worker(3)
+    first = mine.join()
+    mine.used()
+    assert other.join() == first and started == [first] and stopped == []
+    other.used()
+    assert stopped == []
+    assert mine.join() == first
+    mine.used()
+    assert stopped == [first]  # the third of three
+    mine.leave()
+    assert stopped == [first]
+    # A worker ends before the run's tests that use the cluster did: the other still uses it.
+    state.unlink()
+    mine, other = worker(5), worker(5)
+    second = mine.join()
+    record = json.loads(state.read_text())
+    state.write_text(json.dumps(record | {"users": [*record["users"], os.getppid()]}))
+    mine.used()
+    mine.leave()
+    assert stopped == [first]
+    state.write_text(json.dumps(json.loads(state.read_text()) | {"users": [os.getpid()]}))
+    other.leave()  # the last worker using it
+    assert stopped == [first, second]
+    assert json.loads(state.read_text()) == {"cluster": None, "users": [], "used": 1}
+
+
 def test_the_watch_finds_an_orphan_the_block_left_running() -> None:
     """What the rehearsal tests below rely on to find survivors: a process whose parent
     exits (here sh, which leaves its sleep behind) is still found below the test."""

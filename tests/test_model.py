@@ -1,6 +1,11 @@
 import contextlib
+import typing
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import create_model
 
 from trainkit import (
     Capacity,
@@ -14,6 +19,9 @@ from trainkit import (
     Volume,
 )
 from trainkit.errors import TrainkitError
+from trainkit.model import TrainkitModel
+from trainkit.model.env import EnvRef, EnvSource
+from trainkit.model.volumes import AnyVolume
 from trainkit.render.training_operator import nproc_per_node
 
 RES = Resources(cpu=8, memory="32Gi", gpu=4)
@@ -236,3 +244,64 @@ def test_jedi_completes_the_fields_of_a_job() -> None:
     assert "_defined_at" not in names and "data" not in names
     completions = [c.name for c in jedi.Script(source + "scr").complete(2, 14)]
     assert "script=" in completions
+
+
+_OWN_FIELD_UNIONS: dict[str, tuple[Any, list[dict[str, object]]]] = {
+    # Each union → one valid dict per member.
+    "volumes": (
+        AnyVolume,
+        [
+            {"claim": "data", "path": "/data", "read_only": True},
+            {"name": "s", "path": "/s", "size": "1Gi", "memory": True},
+            {"name": "k", "secret": "k", "path": "/k", "items": {"a": "b"}},
+            {"name": "c", "config_map": "c", "path": "/c", "optional": True},
+            {"name": "t", "path": "/t", "audience": "vault", "expiration_seconds": 1800},
+            {"name": "d", "driver": "csi.example.com", "path": "/d", "fs_type": "ext4"},
+            {"name": "h", "host_path": "/mnt/x", "path": "/h"},
+        ],
+    ),
+    "env_refs": (
+        EnvRef,
+        [
+            {"secret": "s", "key": "k", "optional": True},
+            {"config_map": "c", "key": "k"},
+            {"path": "metadata.name"},
+            {"resource": "limits.cpu", "divisor": "1m"},
+        ],
+    ),
+    "env_from": (EnvSource, [{"secret": "s"}, {"config_map": "c"}]),
+}
+_SHORTCUT = {
+    name: create_model("Shortcut", __base__=TrainkitModel, items=(list[union], []))
+    for name, (union, _) in _OWN_FIELD_UNIONS.items()
+}
+_ALONE = {  # the union without by_own_field
+    name: create_model("Alone", __base__=TrainkitModel, items=(list[typing.get_args(union)[0]], []))
+    for name, (union, _) in _OWN_FIELD_UNIONS.items()
+}
+_VALUES = ["/data", "x", "1Gi", True, 3, {"a": "b"}, "", "/dev/shm", "../up", None, "limits.cpu"]
+
+
+@given(data=st.data())
+def test_a_member_of_a_union_given_as_a_dict_is_what_the_union_alone_makes_of_it(data) -> None:
+    """A dict (as definitions' objects come back from their processes) holding the field only
+    one member of the union requires is built as that member (``by_own_field``), not tried
+    against each in turn: the same object, and for a bad dict the same problems, as the
+    union of the members alone gives."""
+    name = data.draw(st.sampled_from(sorted(_OWN_FIELD_UNIONS)))
+    members = _OWN_FIELD_UNIONS[name][1]
+    keys = sorted({key for member in members for key in member} | {"bogus"})
+    base = data.draw(st.sampled_from(members))
+    drop = data.draw(st.sets(st.sampled_from(keys), max_size=2))
+    add = data.draw(st.dictionaries(st.sampled_from(keys), st.sampled_from(_VALUES), max_size=2))
+    value = {**{k: v for k, v in base.items() if k not in drop}, **add}
+    assert _built(_SHORTCUT[name], value) == _built(_ALONE[name], value)
+
+
+def _built(model: type[TrainkitModel], value: dict[str, object]) -> object:
+    """Each item's kind and fields, or the problems' fields and messages."""
+    try:
+        items = model(items=[value]).items  # type: ignore[attr-defined]
+    except DefinitionError as e:
+        return [(p.field, p.message) for p in e.problems]
+    return [(type(v), v.model_dump()) for v in items]

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-import typing
 
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
 
 from example_edits import edit, generated_docs
 from example_refusals import refusals
@@ -28,8 +25,6 @@ from trainkit import (
     Volume,
 )
 from trainkit.kube.pods import pod_specs
-from trainkit.model import TrainkitModel
-from trainkit.model.volumes import AnyVolume
 
 TEAMS = "jobs/platform/teams.py"
 CLUSTERS = "jobs/platform/clusters.py"
@@ -463,50 +458,3 @@ def test_ray_head_and_group_volumes_need_the_grants_and_show_on_their_pods(ws, c
     head, worker = paths["Head"], paths["gpu"]
     assert "/etc/train" in head and not {"/etc/gcs", "/mnt/store"} & head
     assert {"/etc/gcs", "/mnt/store"} <= worker and "/etc/train" not in worker
-
-
-class _Union(TrainkitModel):
-    """Volumes through pydantic's union of the kinds alone (no shortcut)."""
-
-    volumes: list[typing.get_args(AnyVolume)[0]] = []  # type: ignore[valid-type]
-
-
-class _Volumes(TrainkitModel):
-    volumes: list[AnyVolume] = []
-
-
-_ONE_OF_EACH = [
-    {"claim": "data", "path": "/data", "read_only": True},
-    {"name": "s", "path": "/s", "size": "1Gi", "memory": True},
-    {"name": "k", "secret": "k", "path": "/k", "items": {"a": "b"}},
-    {"name": "c", "config_map": "c", "path": "/c", "optional": True},
-    {"name": "t", "path": "/t", "audience": "vault", "expiration_seconds": 1800},
-    {"name": "d", "driver": "csi.example.com", "path": "/d", "fs_type": "ext4"},
-    {"name": "h", "host_path": "/mnt/x", "path": "/h"},
-]
-_KEYS = sorted({key for volume in _ONE_OF_EACH for key in volume} | {"sub_path", "bogus"})
-_VALUES = ["/data", "x", "1Gi", True, 3, {"a": "b"}, "", "/dev/shm", "../up", None]
-
-
-@given(
-    base=st.sampled_from(_ONE_OF_EACH),
-    drop=st.sets(st.sampled_from(_KEYS), max_size=2),
-    add=st.dictionaries(st.sampled_from(_KEYS), st.sampled_from(_VALUES), max_size=2),
-)
-def test_a_volume_given_as_a_dict_is_what_the_union_of_the_kinds_makes_of_it(
-    base: dict[str, object], drop: set[str], add: dict[str, object]
-) -> None:
-    """A dict (as definitions' objects come back from their processes) is built as the one
-    kind whose own field it holds, not tried against each kind: the same object, and for a
-    bad one the same problems, as the union of the kinds gives."""
-    value = {**{k: v for k, v in base.items() if k not in drop}, **add}
-    assert _built(_Volumes, value) == _built(_Union, value)
-
-
-def _built(model: type[TrainkitModel], value: dict[str, object]) -> object:
-    """Each volume's kind and fields, or the problems' fields and messages."""
-    try:
-        volumes = model(volumes=[value]).volumes  # type: ignore[call-arg]
-    except DefinitionError as e:
-        return [(p.field, p.message) for p in e.problems]
-    return [(type(v), v.model_dump()) for v in volumes]

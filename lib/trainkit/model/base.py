@@ -12,13 +12,14 @@ import inspect
 import operator
 import sys
 import types
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
 from .messages import ModelError
 
-__all__ = ["BUILT", "ModelError", "TrainkitModel"]
+__all__ = ["BUILT", "ModelError", "TrainkitModel", "by_own_field"]
 
 BUILT: list[TrainkitModel] | None = None
 """While a definition file runs, every object it builds (so the loader can tell
@@ -133,3 +134,30 @@ class TrainkitModel(BaseModel):
         """``Kind 'name'`` as used in error messages."""
         name = getattr(self, "name", None)
         return f"{type(self).__name__} {name!r}" if name else type(self).__name__
+
+
+def by_own_field(kinds: Mapping[str, type[TrainkitModel]]) -> BeforeValidator:
+    """For a union of models each of which requires a field that no other one has (``kinds``:
+    that field → the model): a dict holding exactly one of those fields (as every
+    definition's objects come back from its process, ``load.rebuild``) is built as that
+    model, not tried against each one in turn.
+
+    pydantic tries every member, and each member that does not fit refuses the dict with a
+    ``ModelError`` whose message pydantic formats at once (closest field names and all):
+    most of the time a job with volumes took to build. No other member can fit (each
+    requires its own field and forbids the others'), so the object is the one the union
+    makes. A dict with none or several of the fields, or that its model refuses, goes to
+    the union as it is: what is wrong is said member by member, as before.
+    """
+
+    def one_kind(value: Any) -> Any:
+        if isinstance(value, dict):
+            found = [kind for field, kind in kinds.items() if field in value]
+            if len(found) == 1:
+                try:
+                    return found[0](**value)
+                except ModelError:
+                    pass
+        return value
+
+    return BeforeValidator(one_kind)

@@ -23,7 +23,7 @@ from pydantic import (
 
 from ..injected_env import refused_env_reason
 from ..kube.names import configmap_key_problem, qualified_name_problem
-from .base import TrainkitModel
+from .base import TrainkitModel, by_own_field
 from .fields import ObjectName
 
 __all__ = [
@@ -177,7 +177,17 @@ class ResourceField(TrainkitModel):
         return f"the container's {self.resource}{unit}"
 
 
-EnvRef = SecretKey | ConfigMapKey | PodField | ResourceField
+EnvRef = Annotated[
+    SecretKey | ConfigMapKey | PodField | ResourceField,
+    by_own_field(
+        {
+            "secret": SecretKey,
+            "config_map": ConfigMapKey,
+            "path": PodField,
+            "resource": ResourceField,
+        }
+    ),
+]
 
 
 class SecretEnv(TrainkitModel):
@@ -201,7 +211,9 @@ class ConfigMapEnv(TrainkitModel):
         return f"ConfigMap {self.config_map!r}"
 
 
-EnvSource = SecretEnv | ConfigMapEnv
+EnvSource = Annotated[
+    SecretEnv | ConfigMapEnv, by_own_field({"secret": SecretEnv, "config_map": ConfigMapEnv})
+]
 
 
 def source_key_refused(key: str, kind: str) -> str | None:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     Field,
     WithJsonSchema,
     field_validator,
@@ -23,7 +22,7 @@ from pydantic import (
 )
 
 from ..kube.paths import under
-from .base import ModelError, TrainkitModel
+from .base import TrainkitModel, by_own_field
 from .env import Key
 from .fields import DNS1123Label, MemoryQuantity, ObjectName, Path
 from .job import GENERATED_VOLUMES, WORKSPACE, Script, Volume, repeated
@@ -192,42 +191,19 @@ class HostPath(_Mount):
         return v
 
 
-_KIND_KEY: dict[str, type[TrainkitModel]] = {
-    "claim": Volume,
-    "size": EmptyDir,
-    "secret": SecretVolume,
-    "config_map": ConfigMapVolume,
-    "audience": ServiceAccountToken,
-    "driver": CsiVolume,
-    "host_path": HostPath,
-}
-"""The field each kind of volume requires and no other kind has."""
-
-
-def _one_kind(value: Any) -> Any:
-    """A volume given as a dict (as every definition's objects come back from its process,
-    ``load.rebuild``) built as the one kind whose own field it holds.
-
-    pydantic would try every kind, and each kind that does not fit refuses the dict with a
-    ``ModelError`` whose message it reads at once: six for every volume, most of the time
-    it took to build a job with volumes. No other kind can fit (each requires its own field
-    and forbids the others'), so the result is what the union gives. A dict that is not
-    exactly one kind's, or that its kind refuses, goes to the union as it is: what is wrong
-    is said as before, member by member.
-    """
-    if isinstance(value, dict):
-        kinds = [kind for key, kind in _KIND_KEY.items() if key in value]
-        if len(kinds) == 1:
-            try:
-                return kinds[0](**value)
-            except ModelError:
-                pass
-    return value
-
-
 AnyVolume = Annotated[
     Volume | EmptyDir | SecretVolume | ConfigMapVolume | ServiceAccountToken | CsiVolume | HostPath,
-    BeforeValidator(_one_kind),
+    by_own_field(
+        {
+            "claim": Volume,
+            "size": EmptyDir,
+            "secret": SecretVolume,
+            "config_map": ConfigMapVolume,
+            "audience": ServiceAccountToken,
+            "driver": CsiVolume,
+            "host_path": HostPath,
+        }
+    ),
 ]
 """Every kind of volume a job may mount."""
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import create_model
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
 from trainkit import (
     Capacity,
@@ -21,6 +22,7 @@ from trainkit import (
 from trainkit.errors import TrainkitError
 from trainkit.model import TrainkitModel
 from trainkit.model.env import EnvRef, EnvSource
+from trainkit.model.field_docs import field_docstrings
 from trainkit.model.volumes import AnyVolume
 from trainkit.render.training_operator import nproc_per_node
 
@@ -305,3 +307,44 @@ def _built(model: type[TrainkitModel], value: dict[str, object]) -> object:
     except DefinitionError as e:
         return [(p.field, p.message) for p in e.problems]
     return [(type(v), v.model_dump()) for v in items]
+
+
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+def test_each_fields_description_is_the_docstring_under_it_as_pydantic_reads_it() -> None:
+    """The descriptions (schemas/, help) are read from one parse of each module
+    (``field_docs``), not by pydantic's ``use_attribute_docstrings``: the same docstrings."""
+    import trainkit.model  # noqa: F401  (every model)
+
+    models = [c for c in _subclasses(TrainkitModel) if c.__module__.startswith("trainkit.")]
+    assert len(models) > 50
+    for model in models:
+        assert field_docstrings(model) == extract_docstrings_from_cls(model, use_inspect=True), (
+            model
+        )
+        own = {name for name in model.__annotations__ if name in model.model_fields}
+        for name in own:
+            assert model.model_fields[name].description == field_docstrings(model).get(name)
+
+
+def test_a_model_defined_in_a_function_or_twice_gets_its_field_docstrings() -> None:
+    class Local(TrainkitModel):
+        size: int = 0
+        """How big."""
+
+    if Local.model_fields:
+
+        class Twice(TrainkitModel):
+            a: int = 0
+            """First."""
+
+    else:
+
+        class Twice(TrainkitModel):  # type: ignore[no-redef]
+            b: int = 0
+            """Second."""
+
+    assert Local.model_fields["size"].description == "How big."
+    assert Twice.model_fields["a"].description == "First."

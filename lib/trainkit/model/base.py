@@ -1,6 +1,6 @@
 """The base every user-facing model shares: frozen, strict about unknown fields.
 
-Field docstrings are the descriptions in ``schemas/`` (``use_attribute_docstrings``).
+Field docstrings are the descriptions in ``schemas/`` (``field_docs``).
 A model that fails validation raises ``ModelError`` carrying the kind and the
 object's name, so the loader can say *which* object in a file is wrong.
 """
@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origi
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
+from .field_docs import field_docstrings
 from .messages import ModelError
 
 __all__ = ["BUILT", "ModelError", "TrainkitModel", "by_own_field"]
@@ -76,7 +77,8 @@ class TrainkitModel(BaseModel):
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
-        use_attribute_docstrings=True,
+        # The docstring under each field is its description: read in
+        # __pydantic_init_subclass__ (field_docs), not by use_attribute_docstrings.
         validate_default=True,
         str_strip_whitespace=False,
         json_schema_extra=_schema_description,
@@ -104,6 +106,12 @@ class TrainkitModel(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        # What use_attribute_docstrings does, from one parse of each module (field_docs):
+        # before the deferred build, which puts the descriptions in the schemas.
+        docs = field_docstrings(cls)
+        for name, field in cls.__pydantic_fields__.items():
+            if field.description is None and name in docs:
+                field.description = docs[name]
         # help(PyTorchJob) and editors' hovers show the fields with their descriptions.
         # The JSON Schema keeps the plain description (see _schema_description).
         cls._plain_doc = inspect.cleandoc(cls.__doc__ or "")

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 import build_cache
 from trainkit.cache_dir import read_json, repo_cache_dir, write_json
@@ -28,13 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 if os.environ.get("TRAINKIT_CRDS") and not Path(os.environ["TRAINKIT_CRDS"]).is_absolute():
     os.environ["TRAINKIT_CRDS"] = str((REPO / os.environ["TRAINKIT_CRDS"]).resolve())
 
-# Hypothesis times each example (200 ms deadline) and its data generation: on a loaded
-# machine a slow example fails as "Unreliable test timings" though the property holds. No
-# test races the clock, so neither limit applies; every other health check stays on.
-settings.register_profile("trainkit", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("trainkit")
-
-
 _DONT_WRITE_BYTECODE = sys.dont_write_bytecode
 
 
@@ -43,8 +35,21 @@ def pytest_configure(config: pytest.Config) -> None:
     bytecode may not be written (``PYTHONDONTWRITEBYTECODE``, set in CI): then every worker
     rewrote every test module again, about 4 CPU-s each run. It may be written while the
     test modules are collected (as ``make test`` compiles ``lib``); the tests themselves, and
-    every process they start, run with the setting as it was."""
+    every process they start, run with the setting as it was.
+
+    The same holds for hypothesis: pytest rewrites every module of a plugin's distribution,
+    so hypothesis is imported here, not at the top of this file (before this hook), where
+    each process rewrote its 75 modules again, about 1 CPU-s."""
     sys.dont_write_bytecode = False
+    from hypothesis import HealthCheck, settings
+
+    # Hypothesis times each example (200 ms deadline) and its data generation: on a loaded
+    # machine a slow example fails as "Unreliable test timings" though the property holds.
+    # No test races the clock, so neither limit applies; every other health check stays on.
+    settings.register_profile(
+        "trainkit", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("trainkit")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

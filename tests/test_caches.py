@@ -23,6 +23,7 @@ from trainkit import synth as synth_mod
 from trainkit.cache_dir import cache_dir, cache_enabled, repo_cache_dir, tracked_by_git
 from trainkit.load import LoadOptions, load_jobs, server
 from trainkit.resolve import build_plan
+from trainkit.runcache import source_files
 from trainkit.serialize import _key
 from trainkit.synth import render_groups, synthesize
 
@@ -443,3 +444,40 @@ def test_only_files_rendered_otherwise_than_last_time_are_compared_with_git(
     with pytest.raises(DefinitionError, match="would change in place"):
         synthesize(tw.jobs, tw.out)
     assert sorted(set(asked)) == ["clusters/east/vision/trainjob-tj-r1.yaml"]
+
+
+def _walked(package: Path) -> list[tuple[str, int, int]]:
+    """The stamp's list of source files as ``os.walk`` and ``os.path.relpath`` give it."""
+    files = []
+    for top, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith((".py", ".lua")):
+                st = os.stat(os.path.join(top, name))
+                files.append((os.path.relpath(os.path.join(top, name), package), st.st_size, st.st_mtime_ns))  # fmt: skip
+    return files
+
+
+def test_the_code_stamp_lists_every_source_file_as_os_walk_finds_it(tmp_path: Path) -> None:
+    """Every run stamps trainkit's sources (runcache.source_files, strings only): the same
+    files, in the same order, with the same sizes and times as os.walk gives them, so a
+    change of any of them (and nothing else) is a new stamp."""
+    import trainkit
+
+    package = Path(trainkit.__file__).parent
+    assert source_files(str(package)) == _walked(package)
+    for rel in ("a.py", "b/c.lua", "b/z.py", "b/d/e.py", "ba/f.py", "x.txt", "__pycache__/g.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    (tmp_path / "b" / "y.py").symlink_to(tmp_path / "a.py")
+    (tmp_path / "link").symlink_to(tmp_path / "b", target_is_directory=True)
+    got = source_files(str(tmp_path))
+    assert [rel for rel, _, _ in got] == [
+        "a.py",
+        "b/c.lua",
+        "b/y.py",
+        "b/z.py",
+        "b/d/e.py",
+        "ba/f.py",
+    ]
+    assert got == _walked(tmp_path)

@@ -54,6 +54,7 @@ __all__ = [
     "check_inputs",
     "code_stamp",
     "jobs_tree",
+    "source_files",
     "synth_options",
 ]
 
@@ -315,23 +316,37 @@ def code_stamp() -> str:
     installed versions of the libraries that shape the output."""
     from trainkit import __version__
 
-    package = Path(__file__).parent
-    files: list[tuple[str, int, int]] = []
-    for top, dirs, names in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in sorted(names):
-            if name.endswith((".py", ".lua")):
-                st = os.stat(os.path.join(top, name))
-                rel = os.path.relpath(os.path.join(top, name), package)
-                files.append((rel, st.st_size, st.st_mtime_ns))
     return _digest(
         {
             "trainkit": __version__,
-            "source": files,
+            "source": source_files(os.path.dirname(os.path.abspath(__file__))),
             "python": sys.version,
             "libraries": _library_versions(),
         }
     )
+
+
+def source_files(directory: str, prefix: str = "") -> list[tuple[str, int, int]]:
+    """Each ``.py`` and ``.lua`` file below ``directory`` (``__pycache__`` skipped): its path
+    relative to it, size and mtime; a directory's files (by name) before its subdirectories
+    (by name), as ``os.walk`` gives them. Strings, not pathlib or ``os.path.relpath``: every
+    command stamps trainkit's couple of hundred files."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return []
+    files: list[tuple[str, int, int]] = []
+    subdirectories = []
+    for entry in entries:
+        if entry.is_dir():
+            if entry.name not in _SKIP_DIRS and not entry.is_symlink():
+                subdirectories.append(entry)
+        elif entry.name.endswith((".py", ".lua")):
+            st = entry.stat()
+            files.append((prefix + entry.name, st.st_size, st.st_mtime_ns))
+    for entry in subdirectories:
+        files += source_files(entry.path, f"{prefix}{entry.name}/")
+    return files
 
 
 def _library_versions() -> dict[str, list[str]]:

@@ -69,7 +69,7 @@ def prepare_workspace(workspace: Path, files: Mapping[str, str], python: str) ->
     if not sys.platform.startswith("linux"):
         return ReadOnly(Protection.NONE, "read-only mounts need Linux")
     probe = subprocess.run(
-        [python, str(MOUNT_HELPER), *map(str, paths), "--", python, "-c", ""],
+        [python, str(MOUNT_HELPER), *map(str, paths), "--"],  # no command: the mounts only
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -63,6 +63,7 @@ from trainkit.rehearse import (
 )
 from trainkit.rehearse.output import cpu_hints, parse_torchrun_failures
 from trainkit.rehearse.procs import Proc, process_table
+from trainkit.rehearse.stopping import QUIET_SCAN_SECONDS, SCAN_SECONDS, ScanPace
 from trainkit.render.kubeflow_trainer import render_trainjob
 
 REPO = Path(__file__).resolve().parents[1]
@@ -962,6 +963,20 @@ Root Cause (first observed failure):
     (cuda,) = cpu_hints(["AssertionError: Torch not compiled with CUDA enabled"])
     assert "torch.cuda.is_available()" in cuda
     assert cpu_hints(["ValueError: something else"]) == []
+
+
+def test_the_processes_are_listed_less_often_only_while_none_starts_or_ends() -> None:
+    pace = ScanPace()
+    assert not pace.due(SCAN_SECONDS / 2) and pace.due(SCAN_SECONDS)
+    now, gaps = SCAN_SECONDS, []
+    for found in ({1, 2}, {1, 2}, {1, 2}, {1, 2}, {1, 2}, {1, 2, 3}, {1, 3}, {1, 3}):
+        pace.listed(now, found)
+        gap = next(g / 100 for g in range(1, 1000) if pace.due(now + g / 100))
+        gaps.append(gap)
+        now += gap
+    q, s = QUIET_SCAN_SECONDS, SCAN_SECONDS
+    # A process starts (3) or ends (2): listed again at the fast pace, whatever came before.
+    assert gaps == [s, 2 * s, 4 * s, q, q, s, s, 2 * s], gaps
 
 
 def test_the_process_table_reads_parent_group_and_exit_whatever_a_process_is_named() -> None:

@@ -37,8 +37,8 @@ from .ray_target import RayJobTarget
 from .stopping import (
     KILLED_WAIT_SECONDS,
     POLL_SECONDS,
-    SCAN_SECONDS,
     TAIL_LINES,
+    ScanPace,
     run_stopping,
     say,
 )
@@ -336,13 +336,13 @@ class _Run:
     def _wait(self, deadline: float) -> bool:
         """Until every node ended, a failure's grace passed, or the deadline (→ True)."""
         first_failure: float | None = None
-        last_scan = 0.0
+        pace = ScanPace()
         while True:
             got = self._pump()
             now = self.clock()
-            if now - last_scan >= SCAN_SECONDS:
+            if pace.due(now):
                 self._scan()
-                last_scan = now
+                pace.listed(now, self.own)
                 if self.build_locks is not None:
                     self.stale_lock = self.build_locks.check(now, self.own)
                     for build in self.build_locks.builds:

@@ -18,17 +18,44 @@ from ..errors import Problem, RehearsalError
 __all__ = [
     "KILLED_WAIT_SECONDS",
     "POLL_SECONDS",
+    "QUIET_SCAN_SECONDS",
     "SCAN_SECONDS",
     "TAIL_LINES",
+    "ScanPace",
     "run_stopping",
     "say",
 ]
 
 POLL_SECONDS = 0.05
 SCAN_SECONDS = 0.25
+"""How often the processes below a rehearsal are listed while some start or end."""
+QUIET_SCAN_SECONDS = 1.0
+"""How often at least while none starts or ends (``ScanPace``)."""
 KILLED_WAIT_SECONDS = 30.0
 """How long SIGKILLed processes may take to be gone (each is gone once scheduled)."""
 TAIL_LINES = 15
+
+
+class ScanPace:
+    """When to list the processes below a rehearsal again (each list reads every process of
+    the machine): every SCAN_SECONDS while processes start or end, so a process group is learnt
+    before its parent can end and leave it behind; after each list that found the same
+    processes, half as often, down to once in QUIET_SCAN_SECONDS, as while ranks train."""
+
+    def __init__(self) -> None:
+        self.every = SCAN_SECONDS
+        self.last = 0.0
+        self._found: set[int] | None = None
+
+    def due(self, now: float) -> bool:
+        return now - self.last >= self.every
+
+    def listed(self, now: float, found: set[int]) -> None:
+        """The processes the list at ``now`` found."""
+        same = found == self._found
+        self.every = min(2 * self.every, QUIET_SCAN_SECONDS) if same else SCAN_SECONDS
+        self._found = found
+        self.last = now
 
 
 def say(out: TextIO, line: str) -> None:

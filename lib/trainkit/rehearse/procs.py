@@ -43,7 +43,7 @@ def process_table() -> dict[int, Proc]:
 
 def _from_proc() -> dict[int, Proc]:
     # Read with os.open/os.read and bytes, not pathlib or open(): the runner reads the table
-    # four times a second while a rehearsal runs, each time one file per process of the
+    # up to four times a second while a rehearsal runs, each time one file per process of the
     # machine, and a buffered file object per read costs a third of the scan.
     table = {}
     for name in os.listdir(_PROC_DIR):

@@ -3,9 +3,10 @@
 Each test plays one attack a hostile team member tried (issue 23), or one way the OS
 refuses the sandbox. The refusals are reproduced in a process the test starts
 (``denials.py``): a seccomp filter, a user namespace whose limit is 0, a refused mount.
-Mostly that process is the origin of the definition processes (``denied_origin``), where
-the sandbox is entered, and trainkit runs in the test's own process; where what trainkit's
-process has imported is the point, it is a whole ``trainkit`` run (``denied``).
+Mostly that process is the origin of the definition processes (``denied_origin``, one per
+refusal for the module), where the sandbox is entered, and trainkit runs in the test's own
+process; where what trainkit's process has imported is the point, it is a whole
+``trainkit`` run (``denied``).
 """
 
 from __future__ import annotations
@@ -66,21 +67,42 @@ def fresh_origin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 ORIGIN = ["-c", "from trainkit.load.server import main; main()"]
 
 
+@pytest.fixture(scope="module")
+def _denied_origins() -> Iterator[dict[str, server._Origin]]:
+    """The origin refused in each mode, started on first use and shared by this module's
+    tests (starting one costs about a CPU-second): each load forks its own server from it,
+    where the sandbox is entered, and the refusal (a seccomp filter, a user namespace)
+    holds the origin for its whole life, so every test meets it as the first did."""
+    origins: dict[str, server._Origin] = {}
+    yield origins
+    for origin in origins.values():
+        origin.close()
+
+
 @pytest.fixture
-def denied_origin(monkeypatch: pytest.MonkeyPatch, fresh_origin: None) -> Callable[[str], None]:
-    """``denied_origin(MODE)``: the next load starts its origin of definition processes as
-    trainkit does (its environment, its socket), but in ``denials.py``, where the OS refuses
-    the sandbox in ``MODE`` to it and to every process it forks (the sandbox is entered
-    there, never in trainkit's own process)."""
+def denied_origin(
+    monkeypatch: pytest.MonkeyPatch, _denied_origins: dict[str, server._Origin]
+) -> Callable[[str], None]:
+    """``denied_origin(MODE)``: the next load forks its server from an origin of definition
+    processes started as trainkit starts it (its environment, its socket), but in
+    ``denials.py``, where the OS refuses the sandbox in ``MODE`` to it and to every process
+    it forks (the sandbox is entered there, never in trainkit's own process)."""
     real = subprocess.Popen
 
-    def refuse(mode: str) -> None:
-        def popen(args: Any, *rest: Any, **kwargs: Any) -> Any:
+    def popen(mode: str) -> Callable[..., Any]:
+        def start(args: Any, *rest: Any, **kwargs: Any) -> Any:
             if list(args[1:3]) == ORIGIN:
                 args = [args[0], str(DENIALS), mode, "--origin", *args[3:]]
             return real(args, *rest, **kwargs)
 
-        monkeypatch.setattr(subprocess, "Popen", popen)
+        return start
+
+    def refuse(mode: str) -> None:
+        if mode not in _denied_origins:
+            with monkeypatch.context() as m:
+                m.setattr(subprocess, "Popen", popen(mode))
+                _denied_origins[mode] = server._Origin()
+        monkeypatch.setattr(server, "_ORIGIN", _denied_origins[mode])
 
     return refuse
 

@@ -8,6 +8,7 @@ import re
 import pytest
 import yaml
 
+from conftest import Workspace
 from example_edits import edit
 from example_refusals import refusals
 from trainkit import (
@@ -22,7 +23,7 @@ from trainkit import (
 from trainkit.load import load_jobs
 from trainkit.model.rules import image_allowed
 from trainkit.resolve import build_plan
-from trainkit.validate import PodAllowance, load_crds, validate_tree
+from trainkit.validate import PodAllowance, load_crds, validate_paths
 
 POLICY = "jobs/platform/policy.py"
 RESNET = "jobs/vision/resnet50_ddp.py"
@@ -649,7 +650,7 @@ def test_jobs_without_a_profile_get_nothing_extra(synthesized, cli):
             assert word not in text, f"{word} in {path}"
 
 
-def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
+def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds, _examples_generated):
     edit(
         ws,
         POLICY,
@@ -677,8 +678,14 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     assert rjob["template"]["spec"]["template"]["spec"]["hostNetwork"] is True
 
+    # Every file the edit changed is on the profile's cluster: the other clusters' files are
+    # the examples' own, which every check of the examples validates.
+    examples, now = Workspace(_examples_generated.parent).snapshot(), ws.snapshot()
+    changed = {p for p in examples.keys() | now.keys() if examples.get(p) != now.get(p)}
+    assert changed and all(p.startswith("clusters/a800-north/") for p in changed), changed
+    north = [ws.out / "clusters/a800-north"]
     crd_set = load_crds(crds)
-    problems, _ = validate_tree(ws.out, crd_set, root=ws.root)
+    problems = validate_paths(north, crd_set, root=ws.root)
     # Without the platform's profiles the default allowance has no host network (nor the
     # device the ib-multus profile of jobs/platform/fabrics.py mounts).
     assert {p.field.rsplit(".", 1)[-1] for p in problems} == {"hostNetwork", "hostPath"}
@@ -689,8 +696,7 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds):
     )
     plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
     allowance = PodAllowance.from_profiles(plan.network_profiles)
-    problems, _ = validate_tree(ws.out, crd_set, root=ws.root, allowance=allowance)
-    assert problems == []
+    assert validate_paths(north, crd_set, root=ws.root, allowance=allowance) == []
 
 
 def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):

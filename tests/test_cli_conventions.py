@@ -233,7 +233,12 @@ def test_user_facing_text_names_user_commands_not_a_checkouts() -> None:
     lib = Path(__file__).resolve().parents[1] / "lib" / "trainkit"
     found = []
     for path in sorted(lib.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        # Such a string spells out "setup" or "install" in the source (however its parts
+        # are joined): only the modules that do are parsed, a fifth of them.
+        if "setup" not in text and "install" not in text:
+            continue
+        tree = ast.parse(text)
         docstrings = {
             id(node.body[0].value)
             for node in ast.walk(tree)

@@ -537,13 +537,17 @@ def _normalized(text: str) -> str:
 
 
 def test_the_examples_against_their_own_commit_are_no_change(deployed: Workspace, cli: Cli) -> None:
-    doc = plan(cli)
+    # The text and, in the file, the JSON of the same plan: one run of the examples.
+    run = cli("plan", "--json-file", "plan.json")
+    assert run.code == 0, run.err
+    doc = json.loads((deployed.root / "plan.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     assert [c["changes"] for c in doc["clusters"]] == [[], [], [], []]
     assert doc["argocd"] == []
     # The examples are at step 1 of the move to one Application per team: deployed, it
     # waits for Argo CD (step 2) before step 3.
     assert [step.split(":")[0] for step in doc["migration"]] == ["1 (done)", "2 (now)", "3 (next)"]
-    out = cli("plan").out
+    out = run.out
     assert out.split("\n\nMoving to one Application per team")[0].endswith(
         "a800-north: no change\n\ngpu-east: no change\n\n"
         "h100-south: no change\n\nrocm-west: no change"

@@ -48,10 +48,11 @@ def _check(
 ) -> list[str]:
     """validate_tree as ``check`` runs it, with ``cores`` (one: no key process), starting the
     key process for builds reading at least ``smallest`` bytes (the examples read fewer than
-    ``KEY_PROCESS_BYTES``)."""
+    ``KEY_PROCESS_BYTES``). The synth uses the repository's caches (``ws``'s, or those of the
+    last synth here) as ``check`` does: the builds are the point, not running definitions."""
     monkeypatch.setattr(tree, "_cores", lambda: cores)
     monkeypatch.setattr(tree, "KEY_PROCESS_BYTES", smallest)
-    out = synthesize(ws.jobs, ws.out, root=ws.root, check=True, use_cache=False)
+    out = synthesize(ws.jobs, ws.out, root=ws.root, check=True)
     planned = planned_objects(out.objects, out.files, out.kept)
     written = {p: data for p, data in out.files.items() if p not in out.kept}
     allowance = PodAllowance.from_profiles(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -257,6 +259,36 @@ def synthesized(ws: Workspace, _examples_generated: Path) -> Workspace:
     breaks its own copy)."""
     shutil.copytree(_examples_generated, ws.out, symlinks=True)
     return ws
+
+
+@pytest.fixture(scope="module")
+def module_ws(tmp_path_factory: pytest.TempPathFactory, _examples_caches: RepoCaches) -> Workspace:
+    """``ws`` shared by the tests of one module: a module whose tests each read their own
+    field from one edited tree edits, synthesizes and checks it once (in a module fixture
+    of its own, with ``module_cli``), and its tests only read it."""
+    root = tmp_path_factory.mktemp("module-ws")
+    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    _examples_caches.seed(root)
+    return Workspace(root)
+
+
+@pytest.fixture(scope="module")
+def module_cli(module_ws: Workspace, _session_cache: Path) -> Callable[..., Run]:
+    """``cli`` for ``module_ws``: ``trainkit ARGS`` inside it, as a test's commands run (no CI,
+    the session's caches), exit code and output captured."""
+
+    def run(*args: str) -> Run:
+        out, err = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.delenv("CI", raising=False)
+            mp.delenv("RUNNER_TEMP", raising=False)
+            mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+            mp.chdir(module_ws.root)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(list(args))
+        return Run(code, out.getvalue(), err.getvalue())
+
+    return run
 
 
 def _runner(

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from example_edits import edit, generated_docs
+from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import (
     EmptyDir,
     JAXJob,
@@ -56,18 +57,55 @@ def add_fields(ws, rel: str, fields: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds) -> None:
+ELASTIC = "jobs/vision/resnet50_elastic.py"  # a PyTorchJob with a script, beside RESNET
+LIVE = 'liveness_probe=Probe(http_get="/healthz", port="status", period=20),'
+AFFINITY = (
+    'pod_labels={"example.com/shard": "a"}, pod_affinity=['
+    'PodAffinity(labels={"example.com/shard": "a"}, anti=True), '
+    'PodAffinity(labels={"example.com/shard": "a"}, topology_key="topology.kubernetes.io/zone", '
+    "weight=20)],"
+)
+
+
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """The fields of this module's end-to-end tests, each on one job of every kind (the
+    grace period also on a TrainJob, the mount beside the script on ELASTIC), synthesized
+    once: each test reads its own."""
+    ws = module_ws
     for rel, _ in KINDS.values():
-        add_fields(ws, rel, FIELDS)
+        add_fields(ws, rel, FIELDS)  # test_every_kind_with_pods_renders_them_…
+        add_fields(ws, rel, 'ports={"status": 8081},')  # test_ports_…, and the probes' port
+        # test_probes_…
+        add_fields(ws, rel, 'startup_probe=Probe(exec=["test", "-f", "/tmp/up"], '
+                   "failure_threshold=30), " + LIVE)  # fmt: skip
+        add_fields(ws, rel, AFFINITY)  # test_pod_affinity_…
+        edit(ws, rel, "from trainkit import", "from trainkit import PodAffinity, Probe,")
+    edit(
+        ws,
+        KINDS["RayJob"][0],
+        "startup_probe=",
+        "readiness_probe=Probe(tcp_socket=True, port=8081), startup_probe=",
+    )
     add_fields(ws, SFT, "termination_grace_period=90,")
-    run = cli("synth")
-    assert run.code == 0, run.err
+    # test_a_mount_beside_the_script_…
+    edit(
+        ws,
+        ELASTIC,
+        "    shm_size=",
+        '    volumes=[Volume(claim="ckpt", path="/workspace/ckpt")],\n    shm_size=',
+    )
+    edit(ws, ELASTIC, "from trainkit import", "from trainkit import Volume,")
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_every_kind_with_pods_renders_them_and_explain_shows_them(tree, crds) -> None:
     aliases = [
         {"ip": "10.0.0.5", "hostnames": ["minio.lab.internal", "minio"]},
         {"ip": "fd00::5", "hostnames": ["v6.lab.internal"]},
     ]
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             checked = 0
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path:
@@ -77,11 +115,11 @@ def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds)
                 assert spec["containers"][0]["workingDir"] == "/mnt/code", (kind, path)
                 checked += 1
             assert checked, kind
-    (trainjob,) = generated_docs(ws, "trainjob-llama-sft-r1.yaml")
+    (trainjob,) = tree.docs("trainjob-llama-sft-r1.yaml")
     (patch,) = trainjob["spec"]["runtimePatches"]
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]
     assert pod["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert run.code == 0, run.err
     assert (
         "    workdir    /mnt/code\n"
@@ -89,10 +127,10 @@ def test_every_kind_with_pods_renders_them_and_explain_shows_them(ws, cli, crds)
         "    /etc/hosts 10.0.0.5 minio.lab.internal minio\n"
         "    /etc/hosts fd00::5 v6.lab.internal\n"
     ) in run.out, run.out
-    run = cli("explain", "llama-sft", "--format", "json")
+    run = tree.run("explain", "llama-sft", "--format", "json")
     (explained,) = json.loads(run.out)["jobs"]
     assert explained["pods"][0]["termination_grace_period"] == 90
-    run = cli("check", "--crds", str(crds))
+    run = tree.run("check", "--crds", str(crds))
     assert run.code == 0, run.err
 
 
@@ -155,25 +193,17 @@ def test_a_runtime_s_grace_period_reaches_its_trainjobs_and_is_capped(ws) -> Non
 # --- mounts under /workspace --------------------------------------------------------------
 
 
-def test_a_mount_beside_the_script_and_anywhere_in_a_command_job_s_workspace(ws, cli, crds):
-    edit(
-        ws,
-        RESNET,
-        "    shm_size=",
-        '    volumes=[Volume(claim="ckpt", path="/workspace/ckpt")],\n    shm_size=',
-    )
-    edit(ws, RESNET, "from trainkit import", "from trainkit import Volume,")
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
-    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+def test_a_mount_beside_the_script_and_anywhere_in_a_command_job_s_workspace(tree, crds):
+    (job,) = tree.docs("pytorchjob-resnet50-elastic-r1.yaml")
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     assert c["workingDir"] == "/workspace"
     assert [m["mountPath"] for m in c["volumeMounts"]] == [
         "/workspace/train_resnet.py",
         "/dev/shm",
         "/workspace/ckpt",
     ]
-    assert cli("check", "--crds", str(crds)).code == 0
+    run = tree.run("check", "--crds", str(crds))
+    assert run.code == 0, run.err
     # A job running its own command ships nothing there: /workspace itself is the job's.
     job = PyTorchJob(
         name="x", image="i", command=["python", "/workspace/train.py"], resources=RES,
@@ -215,13 +245,9 @@ def test_a_trainjob_keeps_trainer_s_initializer_directories(path) -> None:
 # --- container ports ----------------------------------------------------------------------
 
 
-def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(ws, cli, crds):
-    for rel, _ in KINDS.values():
-        add_fields(ws, rel, 'ports={"status": 8081},')
-    run = cli("synth")
-    assert run.code == 0, run.err
+def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(tree, crds):
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
                     continue  # neither runs the job's program
@@ -229,12 +255,12 @@ def test_ports_follow_the_operator_s_on_every_kind_and_explain_lists_them(ws, cl
                 assert ports[-1] == {"containerPort": 8081, "name": "status", "protocol": "TCP"}, (
                     kind
                 )
-    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
+    (job, *_) = tree.docs(KINDS["PyTorchJob"][1])
     (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
     assert [p["name"] for p in c["ports"]] == ["pytorchjob-port", "status"]
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert "    ports      pytorchjob-port 23456, status 8081\n" in run.out, run.out
-    assert cli("check", "--crds", str(crds)).code == 0
+    assert tree.run("check", "--crds", str(crds)).code == 0
 
 
 def test_on_the_host_network_a_port_is_the_node_s_too() -> None:
@@ -303,28 +329,14 @@ def test_the_operator_port_table_matches_the_renderers() -> None:
 
 # --- probes -------------------------------------------------------------------------------
 
-LIVE = 'liveness_probe=Probe(http_get="/healthz", port="status", period=20),'
 
-
-def test_probes_reach_the_job_s_container_on_every_kind_and_explain_shows_them(ws, cli, crds):
-    for rel, _ in KINDS.values():
-        add_fields(ws, rel, 'ports={"status": 8081}, startup_probe=Probe(exec=["test", "-f", '
-                   '"/tmp/up"], failure_threshold=30), ' + LIVE)  # fmt: skip
-        edit(ws, rel, "from trainkit import", "from trainkit import Probe,")
-    edit(
-        ws,
-        KINDS["RayJob"][0],
-        "startup_probe=",
-        "readiness_probe=Probe(tcp_socket=True, port=8081), startup_probe=",
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
+def test_probes_reach_the_job_s_container_on_every_kind_and_explain_shows_them(tree, crds):
     live = {
         "httpGet": {"path": "/healthz", "port": "status"}, "initialDelaySeconds": 0,
         "periodSeconds": 20, "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1,
     }  # fmt: skip
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path or (kind, path[-3]) == ("MPIJob", "Launcher"):
                     assert "livenessProbe" not in spec["containers"][0], (kind, path)
@@ -333,12 +345,12 @@ def test_probes_reach_the_job_s_container_on_every_kind_and_explain_shows_them(w
                 assert c["livenessProbe"] == live, (kind, path)
                 assert c["startupProbe"]["exec"] == {"command": ["test", "-f", "/tmp/up"]}
                 assert ("readinessProbe" in c) == (kind == "RayJob"), (kind, path)
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert (
         "    liveness   GET :status/healthz every 20 s from 0 s, failing after 3 misses\n"
         "    startup    runs test -f /tmp/up every 10 s from 0 s, failing after 30 misses\n"
     ) in run.out, run.out
-    assert cli("check", "--crds", str(crds)).code == 0
+    assert tree.run("check", "--crds", str(crds)).code == 0
 
 
 @pytest.mark.parametrize(
@@ -389,23 +401,11 @@ def test_each_bad_probe_is_refused(fields, says) -> None:
 
 # --- pod affinity -------------------------------------------------------------------------
 
-AFFINITY = (
-    'pod_labels={"example.com/shard": "a"}, pod_affinity=['
-    'PodAffinity(labels={"example.com/shard": "a"}, anti=True), '
-    'PodAffinity(labels={"example.com/shard": "a"}, topology_key="topology.kubernetes.io/zone", '
-    "weight=20)],"
-)
 
-
-def test_pod_affinity_on_every_kind_and_explain_shows_it(ws, cli, crds) -> None:
-    for rel, _ in KINDS.values():
-        add_fields(ws, rel, AFFINITY)
-        edit(ws, rel, "from trainkit import", "from trainkit import PodAffinity,")
-    run = cli("synth")
-    assert run.code == 0, run.err
+def test_pod_affinity_on_every_kind_and_explain_shows_it(tree, crds) -> None:
     term = {"labelSelector": {"matchLabels": {"example.com/shard": "a"}}}
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             for path, spec in pod_specs(doc):
                 if "submitterPodTemplate" in path:
                     continue
@@ -417,14 +417,14 @@ def test_pod_affinity_on_every_kind_and_explain_shows_it(ws, cli, crds) -> None:
                     "podAffinityTerm": {**term, "topologyKey": "topology.kubernetes.io/zone"},
                     "weight": 20,
                 }
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert (
         "    placed     near pods with example.com/shard=a, per topology.kubernetes.io/zone "
         "(preferred, weight 20)\n"
         "    placed     away from pods with example.com/shard=a, per kubernetes.io/hostname "
         "(required)\n"
     ) in run.out, run.out
-    assert cli("check", "--crds", str(crds)).code == 0
+    assert tree.run("check", "--crds", str(crds)).code == 0
 
 
 def test_host_network_mpi_keeps_its_one_host_per_node_beside_the_job_s_terms() -> None:

@@ -12,6 +12,7 @@ import yaml
 
 from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import HostDevice, NetworkProfile
 from trainkit.kube.pods import pod_specs
 from trainkit.validate.findings import Finding
@@ -96,20 +97,38 @@ def _template_of(doc: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
 def _docs(ws, name: str) -> list[dict[str, Any]]:
     paths = sorted(ws.out.rglob(name))
     assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
+    return [yaml.load(p.read_bytes(), Loader=yaml.CSafeLoader) for p in paths]
 
 
-def test_every_kind_gets_the_fabric_on_the_pods_that_run_its_code(ws, cli, crds) -> None:
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """The fabric profile on one job of every kind and on the FSDP runtime (the fabric and
+    launcher tests); FSDP asks for huge pages and, granted the efa profile, for an extended
+    resource (the tests of each): synthesized once, each test reads its own."""
+    ws = module_ws
     declare_fabric(ws)
     for rel, _ in KINDS.values():
         use_profile(ws, rel, "fab")
     # A TrainJob's pods get the profile of its runtime.
     edit(ws, RUNTIMES, 'network="rdma",', 'network="fab",')
-    run = cli("synth")
-    assert run.code == 0, run.err
+    text = (ws.root / POLICY).read_text(encoding="utf-8")
+    (ws.root / POLICY).write_text(text + EFA, encoding="utf-8")
+    edit(ws, TEAMS, '"rdma-dra", "fab"]', '"rdma-dra", "fab", "efa"]')
+    # The job's own profile (rdma) lists rdma/hca: the job's count replaces it.
+    edit(
+        ws,
+        FSDP,
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
+        'resources=Resources(cpu=64, memory="512Gi", gpu=8, '
+        'extended={"vpc.amazonaws.com/efa": 2}, hugepages={"2Mi": "1Gi"}),',
+    )
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_every_kind_gets_the_fabric_on_the_pods_that_run_its_code(tree, crds) -> None:
     kinds = {**KINDS, "TrainingRuntime": (RUNTIMES, "trainingruntime-fsdp-a800.yaml")}
     for kind, (_, name) in kinds.items():
-        for doc in _docs(ws, name):
+        for doc in tree.docs(name):
             checked = 0
             for path, spec in pod_specs(doc):
                 meta = _template_of(doc, path).get("metadata") or {}
@@ -128,7 +147,7 @@ def test_every_kind_gets_the_fabric_on_the_pods_that_run_its_code(ws, cli, crds)
                 assert [m for m in mounts if m in DEVICE_MOUNTS] == DEVICE_MOUNTS, (kind, path)
                 checked += 1
             assert checked, kind
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert run.code == 0, run.err
     assert (
         "  network profile fab: the host IPC namespace; Multus networks ib-a, fabric/ib-b@net2; "
@@ -137,7 +156,7 @@ def test_every_kind_gets_the_fabric_on_the_pods_that_run_its_code(ws, cli, crds)
     assert "    host       the node's IPC" in run.out
     assert "    volume     /dev/nvidia-fs0 ← the node's device /dev/nvidia-fs0" in run.out
     # CRD conformance and the gate's pod security: what the profile declares is allowed.
-    run = cli("check", "--crds", str(crds))
+    run = tree.run("check", "--crds", str(crds))
     assert run.code == 0, run.out + run.err
 
 
@@ -289,11 +308,8 @@ def test_the_gate_allows_host_ipc_and_devices_only_as_a_profile_declares_them() 
         assert "mounts a directory of the node (hostPath)" in message
 
 
-def test_the_launcher_of_a_job_that_is_no_host_gets_no_fabric(ws, cli) -> None:
-    declare_fabric(ws)
-    use_profile(ws, DEEPSPEED, "fab")
-    assert cli("synth").code == 0
-    (doc,) = _docs(ws, "mpijob-llama-pretrain-deepspeed-r6.yaml")
+def test_the_launcher_of_a_job_that_is_no_host_gets_no_fabric(tree) -> None:
+    (doc,) = tree.docs("mpijob-llama-pretrain-deepspeed-r6.yaml")
     launcher = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
     assert "annotations" not in launcher["metadata"]
     assert "hostIPC" not in launcher["spec"]
@@ -401,30 +417,19 @@ def _grant_efa(ws) -> None:
     )
 
 
-def _containers(ws, name: str) -> list[dict[str, Any]]:
-    return [c for doc in _docs(ws, name) for _, spec in pod_specs(doc) for c in spec["containers"]]
+def _containers(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for doc in docs for _, spec in pod_specs(doc) for c in spec["containers"]]
 
 
-def test_a_job_asks_for_granted_extended_resources_and_they_are_rendered(ws, cli) -> None:
-    _grant_efa(ws)
-    # The job's own profile (rdma) lists rdma/hca: the job's count replaces it.
-    edit(
-        ws,
-        FSDP,
-        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
-        'resources=Resources(cpu=64, memory="512Gi", gpu=8, '
-        'extended={"vpc.amazonaws.com/efa": 2}),',
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    containers = _containers(ws, "pytorchjob-llama-finetune-fsdp-r*.yaml")
+def test_a_job_asks_for_granted_extended_resources_and_they_are_rendered(tree) -> None:
+    containers = _containers(tree.docs("pytorchjob-llama-finetune-fsdp-r*.yaml"))
     assert len(containers) == 2  # Master and Worker
     for container in containers:
         res = container["resources"]
         assert res["limits"]["vpc.amazonaws.com/efa"] == "2"
         assert res["requests"]["vpc.amazonaws.com/efa"] == "2"
         assert res["limits"]["rdma/hca"] == res["requests"]["rdma/hca"] == "1"
-    run = cli("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
+    run = tree.run("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
     assert run.code == 0, run.err
     assert "vpc.amazonaws.com/efa" in run.out, run.out
 
@@ -539,25 +544,17 @@ def test_bad_extended_resources_are_refused(extended: dict[str, int], message: s
 
 
 # Huge pages a job asks for (Resources.hugepages).
-def test_hugepages_are_rendered_counted_and_explained(ws, cli, crds) -> None:
-    edit(
-        ws,
-        FSDP,
-        'resources=Resources(cpu=64, memory="512Gi", gpu=8),',
-        'resources=Resources(cpu=64, memory="512Gi", gpu=8, hugepages={"2Mi": "1Gi"}),',
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    containers = _containers(ws, "pytorchjob-llama-finetune-fsdp-r*.yaml")
+def test_hugepages_are_rendered_counted_and_explained(tree, crds) -> None:
+    containers = _containers(tree.docs("pytorchjob-llama-finetune-fsdp-r*.yaml"))
     assert len(containers) == 2  # Master and Worker
     for container in containers:
         res = container["resources"]
         assert res["limits"]["hugepages-2Mi"] == res["requests"]["hugepages-2Mi"] == "1Gi"
         assert res["requests"]["memory"] == "512Gi"
-    run = cli("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
+    run = tree.run("explain", "llama-finetune-fsdp", "--cluster", "a800-north")
     assert run.code == 0, run.err
     assert "hugepages-2Mi" in run.out, run.out
-    run = cli("check", "--crds", str(crds))
+    run = tree.run("check", "--crds", str(crds))
     assert run.code == 0, run.out + run.err
 
 

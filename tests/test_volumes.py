@@ -12,6 +12,7 @@ import yaml
 
 from example_edits import edit, generated_docs
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import (
     ConfigMapVolume,
     CsiVolume,
@@ -31,6 +32,7 @@ CLUSTERS = "jobs/platform/clusters.py"
 RESNET = "jobs/vision/resnet50_ddp.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 DS_TRAINJOB = "jobs/llm/llama_pretrain_deepspeed_trainjob.py"
+ELASTIC = "jobs/vision/resnet50_elastic.py"  # a PyTorchJob of vision, beside RESNET
 RES = Resources(cpu=1, memory="1Gi")
 
 VOLUMES = (
@@ -114,14 +116,27 @@ def grant_everything(ws) -> None:
     (ws.root / CLUSTERS).write_text(text, encoding="utf-8")
 
 
-def test_every_kind_mounts_them_on_the_pods_that_run_its_code(ws, cli) -> None:
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """The volumes on one job of every kind, granted (the every-kind test), and a host path
+    on ELASTIC, granted to its team (the host path test): synthesized once, each test reads
+    its own."""
+    ws = module_ws
     for rel, _ in KINDS.values():
         add_fields(ws, rel, VOLUMES)
     grant_everything(ws)
-    run = cli("synth")
-    assert run.code == 0, run.err
+    edit(
+        ws, ELASTIC, 'queue="vision",',
+        "queue='vision', volumes=[__import__('trainkit').HostPath(name='nvme', "
+        "host_path='/mnt/nvme/cache', path='/cache')],",
+    )  # fmt: skip
+    edit(ws, TEAMS, "vision = Team(", 'vision = Team(host_paths=["/mnt/nvme"], ')
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_every_kind_mounts_them_on_the_pods_that_run_its_code(tree, crds) -> None:
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             checked = 0
             for path, spec in pod_specs(doc):
                 if (kind, path[-3]) == ("MPIJob", "Launcher") or "submitterPodTemplate" in path:
@@ -134,7 +149,7 @@ def test_every_kind_mounts_them_on_the_pods_that_run_its_code(ws, cli) -> None:
                 assert [m for m in mounts if m in MOUNTS] == MOUNTS, (kind, path)
                 checked += 1
             assert checked, kind
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
     assert run.code == 0, run.err
     (job,) = json.loads(run.out)["jobs"]
     sources = {v["path"]: v["source"] for v in job["pods"][0]["volumes"]}
@@ -149,7 +164,8 @@ def test_every_kind_mounts_them_on_the_pods_that_run_its_code(ws, cli) -> None:
         "/var/run/secrets/vault": "ServiceAccount token for 'vault' (token)",
         "/mnt/store": "CSI driver secrets-store.csi.k8s.io",
     }
-    assert cli("check").code == 0
+    run = tree.run("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
 
 
 def test_secret_and_configmap_keys_need_the_teams_grant(ws) -> None:
@@ -345,7 +361,7 @@ def test_ephemeral_storage_is_requested_and_counted_against_the_queue(ws, cli) -
     assert queue["spec"]["capability"]["ephemeral-storage"] == "1Ti"
 
 
-def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws, cli, crds):
+def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws, tree, crds):
     edit(
         ws, RESNET, 'queue="vision",',
         "queue='vision', volumes=[__import__('trainkit').HostPath(name='nvme', "
@@ -366,9 +382,9 @@ def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws
     )
     assert "may not mount the node's /mnt/nvme/cache; Team.host_paths" in refusals(ws)
     edit(ws, TEAMS, '"/mnt/nvme/cache2"', '"/mnt/nvme"')
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job, *_) = generated_docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    assert refusals(ws) == ""
+    # The same volume, granted the same way, synthesized (on ELASTIC, in the module's tree).
+    (job,) = tree.docs("pytorchjob-resnet50-elastic-r1.yaml")
     spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert {"name": "nvme", "hostPath": {"path": "/mnt/nvme/cache", "type": "Directory"}} in spec[
         "volumes"
@@ -377,8 +393,10 @@ def test_a_host_path_needs_the_teams_grant_and_check_allows_only_granted_ones(ws
         "volumeMounts"
     ]
     # The gate grants what the platform's Teams grant, and nothing else.
-    assert cli("check", "--crds", str(crds)).code == 0
-    run = cli("validate", "--format", "json", "--crds", str(crds), str(ws.out / "clusters"))
+    run = tree.run("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
+    clusters = str(tree.ws.out / "clusters")
+    run = tree.run("validate", "--format", "json", "--crds", str(crds), clusters)
     assert run.code == 0, run.out
 
 

@@ -16,7 +16,8 @@ def edit(ws: Any, rel: str, old: str, new: str) -> None:
 
 
 def generated_docs(ws: Any, name: str) -> list[dict[str, Any]]:
-    """Every generated file called ``name`` (one per cluster it is on), parsed."""
+    """Every generated file called ``name`` (one per cluster it is on), parsed (by libyaml:
+    the same objects as ``yaml.safe_load``, a tenth of its CPU)."""
     paths = sorted(ws.out.rglob(name))
     assert paths, name
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths]
+    return [yaml.load(p.read_bytes(), Loader=yaml.CSafeLoader) for p in paths]

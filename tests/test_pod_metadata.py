@@ -8,6 +8,7 @@ import yaml
 
 from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import ModelError, PyTorchJob, Team
 from trainkit.model.pod_metadata import STEERING_DOMAINS, steering_domain
 
@@ -16,37 +17,43 @@ TEAMS = "jobs/platform/teams.py"
 SFT = "jobs/llm/llama_sft_trainjob.py"
 
 
-def _obj(ws, rel: str) -> dict:
-    return yaml.safe_load((ws.out / rel).read_text(encoding="utf-8"))
-
-
-def test_labels_and_annotations_reach_every_pod_of_the_job(ws, cli) -> None:
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """Pod labels and annotations on resnet50-ddp, a pod label on the llama-sft TrainJob:
+    synthesized once, each test reads its own."""
     edit(
-        ws, RESNET, 'queue="vision",',
+        module_ws, RESNET, 'queue="vision",',
         'queue="vision",\n    pod_labels={"example.com/cost-center": "vision", '
         '"app.kubernetes.io/name": "resnet"},\n'
         '    pod_annotations={"example.com/owner": "ml-infra: vision team"},',
     )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 0, run.err
-    job = _obj(ws, "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
-    for role in ("Master", "Worker"):
-        meta = job["spec"]["pytorchReplicaSpecs"][role]["template"]["metadata"]
-        assert meta["labels"]["example.com/cost-center"] == "vision"
-        assert meta["labels"]["app.kubernetes.io/name"] == "resnet"
-        assert meta["labels"]["trainkit.dev/job"] == "resnet50-ddp"  # trainkit's stay
-        assert meta["annotations"] == {"example.com/owner": "ml-infra: vision team"}
-    assert cli("check").code == 0
-
-
-def test_a_trainjob_carries_them_in_its_runtime_patch(ws, cli) -> None:
     edit(
-        ws, SFT, 'name="llama-sft",', 'name="llama-sft",\n    pod_labels={"example.com/tier": "a"},'
+        module_ws,
+        SFT,
+        'name="llama-sft",',
+        'name="llama-sft",\n    pod_labels={"example.com/tier": "a"},',
     )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (path,) = [p for p in ws.out.rglob("trainjob-llama-sft-*.yaml") if "a800" in str(p)][:1]
-    job = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return SharedTree.synthesized(module_ws, module_cli)
+
+
+def test_labels_and_annotations_reach_every_pod_of_the_job(tree, crds) -> None:
+    for job in tree.docs("pytorchjob-resnet50-ddp.yaml"):  # gpu-east and rocm-west
+        for role in ("Master", "Worker"):
+            meta = job["spec"]["pytorchReplicaSpecs"][role]["template"]["metadata"]
+            assert meta["labels"]["example.com/cost-center"] == "vision"
+            assert meta["labels"]["app.kubernetes.io/name"] == "resnet"
+            assert meta["labels"]["trainkit.dev/job"] == "resnet50-ddp"  # trainkit's stay
+            assert meta["annotations"] == {"example.com/owner": "ml-infra: vision team"}
+    run = tree.run("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
+
+
+def test_a_trainjob_carries_them_in_its_runtime_patch(tree) -> None:
+    (job,) = [
+        yaml.safe_load(p.read_text(encoding="utf-8"))
+        for p in tree.ws.out.rglob("trainjob-llama-sft-*.yaml")
+        if "a800" in str(p)
+    ]
     (patch,) = job["spec"]["runtimePatches"]
     for rj in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
         labels = rj["template"]["spec"]["template"]["metadata"]["labels"]

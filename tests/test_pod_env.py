@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from example_edits import edit, generated_docs
+from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import ConfigMapKey, MPIJob, PodField, PyTorchJob, ResourceField, Resources
 from trainkit.kube.expansion import references
 from trainkit.kube.pods import pod_specs
@@ -56,14 +57,28 @@ def line_of(ws, rel: str, needle: str) -> int:
 # --- the downward API ---------------------------------------------------------------------
 
 
-def test_pod_and_resource_fields_reach_the_job_s_container_on_every_kind(ws, cli, crds) -> None:
+OPTIONAL = '"DATA": ConfigMapKey(config_map="datasets", key="path", optional=True)'
+GRANT = 'vision = Team(name="vision", config_maps={"datasets": ["path"]},'
+
+
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """The downward API's fields on one job of every kind; resnet50-ddp also reads an optional
+    key its team is granted (the optional keys' test): synthesized once, each test reads its
+    own."""
+    ws = module_ws
     for rel, _ in KINDS.values():
         if "env_refs={" in (ws.root / rel).read_text(encoding="utf-8"):  # the XGBoost example
             edit(ws, rel, "env_refs={", REFS.removesuffix("},") + ",")
         else:
             add_fields(ws, rel, REFS)
-    run = cli("synth")
-    assert run.code == 0, run.err
+    edit(ws, RESNET, "env_refs={", "env_refs={" + OPTIONAL + ", ")
+    edit(ws, RESNET, "from trainkit import PodField", "from trainkit import ConfigMapKey, PodField")
+    edit(ws, TEAMS, 'vision = Team(name="vision",', GRANT)
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_pod_and_resource_fields_reach_the_job_s_container_on_every_kind(tree, crds) -> None:
     expected = [
         {"name": "MY_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {
@@ -72,7 +87,7 @@ def test_pod_and_resource_fields_reach_the_job_s_container_on_every_kind(ws, cli
         },
     ]
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             if kind == "TrainJob":
                 env = doc["spec"]["trainer"]["env"]
                 assert all(e in env for e in expected), env
@@ -85,15 +100,15 @@ def test_pod_and_resource_fields_reach_the_job_s_container_on_every_kind(ws, cli
                 assert all(e in env for e in expected), (kind, path, env)
                 checked += 1
             assert checked, kind
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
     assert run.code == 0, run.err
     (explained,) = json.loads(run.out)["jobs"]
     env = {e["name"]: e for e in explained["pods"][0]["env"]}
     assert env["MY_POD_IP"]["from"] == "the pod's status.podIP"
     assert env["MEM_MIB"]["from"] == "the container's limits.memory in units of 1Mi"
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert "MY_POD_IP" in run.out and "<the pod's status.podIP>  (job)" in run.out, run.out
-    run = cli("check", "--crds", str(crds))
+    run = tree.run("check", "--crds", str(crds))
     assert run.code == 0, run.err
 
 
@@ -171,31 +186,24 @@ def test_mpi_ranks_would_see_the_launcher_s_pod_fields_so_they_are_refused(ws) -
     assert "NODE in env_refs read the pod's own fields" in err
 
 
-def test_optional_keys_render_and_still_need_the_team_s_grant(ws, cli) -> None:
+def test_optional_keys_render_and_still_need_the_team_s_grant(ws, tree) -> None:
     # Optional only says the pod may start without the key: reading it is still a grant.
-    add_fields(
-        ws, RESNET,
-        'env_refs={"DATA": ConfigMapKey(config_map="datasets", key="path", optional=True)},',
-        "ConfigMapKey",
-    )  # fmt: skip
+    add_fields(ws, RESNET, "env_refs={" + OPTIONAL + "},", "ConfigMapKey")
     err = refusals(ws)
     assert (
         "env_refs.DATA: team 'vision' may not read ConfigMap 'datasets' key 'path'; "
         "Team.config_maps in jobs/platform/teams.py allows none"
     ) in err, err
-    edit(
-        ws, TEAMS, 'vision = Team(name="vision",',
-        'vision = Team(name="vision", config_maps={"datasets": ["path"]},',
-    )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job, *_) = generated_docs(ws, KINDS["PyTorchJob"][1])
+    edit(ws, TEAMS, 'vision = Team(name="vision",', GRANT)
+    assert refusals(ws) == ""
+    # Rendered and explained (in the module's tree, granted the same way).
+    (job, *_) = tree.docs(KINDS["PyTorchJob"][1])
     env = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
     assert {
         "name": "DATA",
         "valueFrom": {"configMapKeyRef": {"key": "path", "name": "datasets", "optional": True}},
     } in env
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert "<ConfigMap 'datasets' key 'path' (optional)>" in run.out, run.out
     assert ConfigMapKey(config_map="a", key="b").optional is False
 

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from example_edits import edit, generated_docs
+from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -25,6 +26,8 @@ TEAMS = "jobs/platform/teams.py"
 RESNET = "jobs/vision/resnet50_ddp.py"
 DEEPSPEED = "jobs/llm/llama_pretrain_deepspeed.py"
 DS_TRAINJOB = "jobs/llm/llama_pretrain_deepspeed_trainjob.py"
+ELASTIC = "jobs/vision/resnet50_elastic.py"  # a PyTorchJob of vision, beside RESNET
+FSDP = "jobs/llm/llama_finetune_fsdp.py"
 RES = Resources(cpu=1, memory="1Gi")
 
 POD = (
@@ -73,15 +76,41 @@ def add_fields(ws, rel: str, fields: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
+PROFILES = (
+    'security_context=__import__("trainkit").SecurityContext('
+    'seccomp="Unconfined", app_armor="localhost/ml-training"), '
+    'container_security_context=__import__("trainkit").ContainerSecurityContext('
+    'seccomp="localhost/profiles/nccl.json"),'
+)
+GRANT = (
+    'vision = Team(seccomp_profiles=["Unconfined", "localhost/profiles/nccl.json"], '
+    'app_armor_profiles=["localhost/ml-training"], name="vision",'
+)
+
+
+@pytest.fixture(scope="module")
+def tree(module_ws, module_cli) -> SharedTree:
+    """The contexts on one job of every kind (the every-pod test), dropped capabilities on
+    FSDP, whose profile adds one (the capabilities' test), and profiles its team is granted
+    on ELASTIC (the grant's test): synthesized once, each test reads its own."""
+    ws = module_ws
     for rel, _ in KINDS.values():
         add_fields(ws, rel, POD)
     # The DeepSpeed MPIJob's user is no longer root: its keys go to that user's ~/.ssh.
     edit(ws, DEEPSPEED, 'launch="deepspeed",', 'launch="deepspeed", ssh_dir="/home/mpiuser/.ssh",')
-    run = cli("synth")
-    assert run.code == 0, run.err
+    edit(
+        ws, FSDP, 'name="llama-finetune-fsdp",',
+        'name="llama-finetune-fsdp", container_security_context=__import__("trainkit")'
+        '.ContainerSecurityContext(drop_capabilities=["ALL", "NET_RAW"]),',
+    )  # fmt: skip
+    edit(ws, ELASTIC, 'queue="vision",', 'queue="vision", ' + PROFILES)
+    edit(ws, TEAMS, 'vision = Team(name="vision",', GRANT)
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_every_pod_of_every_kind_runs_as_the_job_says(tree, crds) -> None:
     for kind, (_, name) in KINDS.items():
-        for doc in generated_docs(ws, name):
+        for doc in tree.docs(name):
             pods = list(pod_specs(doc))
             assert pods, kind
             for path, spec in pods:
@@ -97,10 +126,10 @@ def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
                     (wait,) = spec["initContainers"]
                     assert wait["securityContext"] == CONTAINER_CONTEXT
     # RayJob: the head, each worker group and the submitter pod.
-    (ray, *_) = generated_docs(ws, KINDS["RayJob"][1])
+    (ray, *_) = tree.docs(KINDS["RayJob"][1])
     assert len(list(pod_specs(ray))) == 3
     # The TrainJob's contexts are in its runtime patch, merged into the runtime's by Trainer.
-    run = cli("explain", "llama-sft", "--format", "json")
+    run = tree.run("explain", "llama-sft", "--format", "json")
     assert run.code == 0, run.err
     (explained,) = json.loads(run.out)["jobs"]
     (node,) = explained["pods"]
@@ -110,7 +139,7 @@ def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
         # The runtime's network profile adds its capability after the job's dropped ones.
         "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
     }
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    run = tree.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
     assert run.code == 0, run.err
     assert (
         "    security   pod: runAsUser 1000; runAsGroup 1000; runAsNonRoot true; seccompProfile "
@@ -118,18 +147,12 @@ def test_every_pod_of_every_kind_runs_as_the_job_says(ws, cli) -> None:
         "    security   container: allowPrivilegeEscalation false; readOnlyRootFilesystem true; "
         "drop capabilities ALL\n"
     ) in run.out
-    assert cli("check").code == 0
+    run = tree.run("check", "--crds", str(crds))
+    assert run.code == 0, run.out + run.err
 
 
-def test_a_network_profiles_capabilities_follow_the_dropped_ones(ws, cli) -> None:
-    edit(
-        ws, "jobs/llm/llama_finetune_fsdp.py", 'name="llama-finetune-fsdp",',
-        'name="llama-finetune-fsdp", container_security_context=__import__("trainkit")'
-        '.ContainerSecurityContext(drop_capabilities=["ALL", "NET_RAW"]),',
-    )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job,) = generated_docs(ws, "pytorchjob-llama-finetune-fsdp-r1.yaml")
+def test_a_network_profiles_capabilities_follow_the_dropped_ones(tree) -> None:
+    (job,) = tree.docs("pytorchjob-llama-finetune-fsdp-r1.yaml")
     for role in ("Master", "Worker"):
         (c,) = job["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"]
         assert c["securityContext"] == {
@@ -198,14 +221,8 @@ def test_bad_contexts_are_refused_with_why(fields: dict, message: str) -> None:
     assert message in str(e.value), str(e.value)
 
 
-def test_profiles_besides_runtime_default_need_the_teams_grant(ws, cli) -> None:
-    edit(
-        ws, RESNET, 'queue="vision",',
-        'queue="vision", security_context=__import__("trainkit").SecurityContext('
-        'seccomp="Unconfined", app_armor="localhost/ml-training"), '
-        'container_security_context=__import__("trainkit").ContainerSecurityContext('
-        'seccomp="localhost/profiles/nccl.json"),',
-    )  # fmt: skip
+def test_profiles_besides_runtime_default_need_the_teams_grant(ws, tree) -> None:
+    edit(ws, RESNET, 'queue="vision",', 'queue="vision", ' + PROFILES)
     err = refusals(ws)
     for field, kind, profile, grant in (
         ("security_context.seccomp", "seccomp", "Unconfined", "seccomp_profiles"),
@@ -220,15 +237,10 @@ def test_profiles_besides_runtime_default_need_the_teams_grant(ws, cli) -> None:
             f"{profile!r}; Team.{grant} in {TEAMS} allows none besides 'RuntimeDefault'; use "
             "'RuntimeDefault', or ask the platform team"
         ) in err, err
-    assert not ws.out.exists()
-    edit(
-        ws, TEAMS, 'vision = Team(name="vision",',
-        'vision = Team(seccomp_profiles=["Unconfined", "localhost/profiles/nccl.json"], '
-        'app_armor_profiles=["localhost/ml-training"], name="vision",',
-    )  # fmt: skip
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job, *_) = generated_docs(ws, "pytorchjob-resnet50-ddp.yaml")
+    edit(ws, TEAMS, 'vision = Team(name="vision",', GRANT)
+    assert refusals(ws) == ""
+    # Rendered (on ELASTIC, in the module's tree, granted the same way).
+    (job,) = tree.docs("pytorchjob-resnet50-elastic-r1.yaml")
     spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert spec["securityContext"] == {
         "seccompProfile": {"type": "Unconfined"},

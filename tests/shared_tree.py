@@ -10,13 +10,22 @@ test; the fields of one module's tests must not clash (each test says which it o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from conftest import Run, Workspace
+
+
+def keep_only(ws: Workspace, rels: Iterable[str]) -> None:
+    """Remove every team's definition file but ``rels`` (and jobs/platform/): the other
+    examples would add nothing to a tree's tests but their synth and check."""
+    kept = {ws.root / rel for rel in rels}
+    for path in ws.jobs.glob("*/*.py"):
+        if path.parent.name != "platform" and path not in kept:
+            path.unlink()
 
 
 @dataclass

@@ -12,7 +12,7 @@ import yaml
 
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import HostDevice, NetworkProfile
 from trainkit.kube.pods import pod_specs
 from trainkit.validate.findings import Finding
@@ -106,6 +106,7 @@ def tree(module_ws, module_cli) -> SharedTree:
     launcher tests); FSDP asks for huge pages and, granted the efa profile, for an extended
     resource (the tests of each): synthesized once, each test reads its own."""
     ws = module_ws
+    keep_only(ws, [*(rel for rel, _ in KINDS.values()), FSDP])
     declare_fabric(ws)
     for rel, _ in KINDS.values():
         use_profile(ws, rel, "fab")
@@ -343,6 +344,9 @@ def declare_dra(ws) -> None:
 
 
 def test_dra_claims_reach_every_kind_s_pods_and_their_training_container(ws, cli, crds) -> None:
+    # The platform, one job of each kind and the TrainJob explained: the other examples
+    # would add nothing here but their synth and check.
+    keep_only(ws, [*(rel for rel, _ in KINDS.values()), "jobs/llm/llama_sft_trainjob.py"])
     declare_dra(ws)
     kinds = dict(KINDS)  # the Training Operator's PaddleJob; paddle-operator's: below
     for rel, _ in kinds.values():

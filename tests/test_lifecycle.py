@@ -8,6 +8,7 @@ import re
 import pytest
 
 from example_edits import edit, generated_docs
+from shared_tree import keep_only
 from trainkit import Hook, PyTorchJob, Resources
 from trainkit.kube.pods import pod_specs
 from trainkit.model.messages import ModelError
@@ -40,11 +41,7 @@ def add_fields(ws, rel: str, fields: str) -> None:
 def test_hooks_reach_the_job_s_container_on_every_kind_and_explain_shows_them(ws, cli, crds):
     # The platform and one job of each kind: the other examples add nothing here but their
     # synth and check.
-    kept = {ws.root / rel for rel, _ in KINDS.values()}
-    for team in ("llm", "vision"):
-        for path in (ws.jobs / team).glob("*.py"):
-            if path not in kept:
-                path.unlink()
+    keep_only(ws, [rel for rel, _ in KINDS.values()])
     for rel, _ in KINDS.values():
         add_fields(ws, rel, HOOKS)
         edit(ws, rel, "from trainkit import", "from trainkit import Hook,")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import ConfigMapKey, MPIJob, PodField, PyTorchJob, ResourceField, Resources
 from trainkit.kube.expansion import references
 from trainkit.kube.pods import pod_specs
@@ -67,6 +67,7 @@ def tree(module_ws, module_cli) -> SharedTree:
     key its team is granted (the optional keys' test): synthesized once, each test reads its
     own."""
     ws = module_ws
+    keep_only(ws, [rel for rel, _ in KINDS.values()])
     for rel, _ in KINDS.values():
         if "env_refs={" in (ws.root / rel).read_text(encoding="utf-8"):  # the XGBoost example
             edit(ws, rel, "env_refs={", REFS.removesuffix("},") + ",")

@@ -8,7 +8,7 @@ import yaml
 
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import ModelError, PyTorchJob, Team
 from trainkit.model.pod_metadata import STEERING_DOMAINS, steering_domain
 
@@ -21,6 +21,7 @@ SFT = "jobs/llm/llama_sft_trainjob.py"
 def tree(module_ws, module_cli) -> SharedTree:
     """Pod labels and annotations on resnet50-ddp, a pod label on the llama-sft TrainJob:
     synthesized once, each test reads its own."""
+    keep_only(module_ws, [RESNET, SFT])
     edit(
         module_ws, RESNET, 'queue="vision",',
         'queue="vision",\n    pod_labels={"example.com/cost-center": "vision", '

@@ -10,7 +10,7 @@ import pytest
 
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import (
     EmptyDir,
     JAXJob,
@@ -73,6 +73,7 @@ def tree(module_ws, module_cli) -> SharedTree:
     grace period also on a TrainJob, the mount beside the script on ELASTIC), synthesized
     once: each test reads its own."""
     ws = module_ws
+    keep_only(ws, [*(rel for rel, _ in KINDS.values()), SFT, ELASTIC])
     for rel, _ in KINDS.values():
         add_fields(ws, rel, FIELDS)  # test_every_kind_with_pods_renders_them_…
         add_fields(ws, rel, 'ports={"status": 8081},')  # test_ports_…, and the probes' port

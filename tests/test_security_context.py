@@ -10,7 +10,7 @@ import pytest
 
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -94,6 +94,7 @@ def tree(module_ws, module_cli) -> SharedTree:
     FSDP, whose profile adds one (the capabilities' test), and profiles its team is granted
     on ELASTIC (the grant's test): synthesized once, each test reads its own."""
     ws = module_ws
+    keep_only(ws, [*(rel for rel, _ in KINDS.values()), FSDP, ELASTIC])
     for rel, _ in KINDS.values():
         add_fields(ws, rel, POD)
     # The DeepSpeed MPIJob's user is no longer root: its keys go to that user's ~/.ssh.

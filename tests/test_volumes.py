@@ -12,7 +12,7 @@ import yaml
 
 from example_edits import edit, generated_docs
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import (
     ConfigMapVolume,
     CsiVolume,
@@ -122,6 +122,7 @@ def tree(module_ws, module_cli) -> SharedTree:
     on ELASTIC, granted to its team (the host path test): synthesized once, each test reads
     its own."""
     ws = module_ws
+    keep_only(ws, [*(rel for rel, _ in KINDS.values()), ELASTIC])
     for rel, _ in KINDS.values():
         add_fields(ws, rel, VOLUMES)
     grant_everything(ws)

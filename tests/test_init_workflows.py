@@ -21,6 +21,14 @@ named stand-in:
 - `sudo`: the AppArmor step runs only where the setting exists; its `sudo` stand-in passes
   when the setting already holds the value asked for, and fails otherwise.
 
+The four runs (each workflow on a good and on a bad pull request) share one Python
+environment: setup-python's stand-in and the pinned install step run in the first
+(`trainkit.yml` on the good pull request), and the other three start from what it installed,
+that step recorded as not run. It is the same command in both workflows (asserted), and what it
+installs does not depend on the pull request. Every other step runs in each run, on a fresh
+clone, runner temporary directory and home (so `trainkit crds --fetch` fetches again, on the bad
+tree too).
+
 `plan-comment.yml` is not run: it runs no trainkit and needs GitHub's API (`gh`), and
 tests/test_plan_workflows.py checks what it posts. The test asserts the workflows go green on a
 good pull request and red, with the error annotated on the job's line, on a bad one.
@@ -199,6 +207,8 @@ class Step:
     ran: bool
     ok: bool
     output: str
+    reused: str = ""
+    """Not run: the pinned install, whose environment the run named here set up."""
 
 
 @dataclass
@@ -206,6 +216,8 @@ class Run:
     workflow: str
     steps: list[Step] = field(default_factory=list)
     artifacts: Path | None = None
+    python: Path | None = None
+    """The ``bin/`` of the Python environment setup-python's stand-in put on PATH."""
 
     @property
     def green(self) -> bool:
@@ -217,9 +229,24 @@ class Run:
 
 
 def run_workflow(
-    machine: Machine, path: Path, origin: Path, ref: str, work: Path, pr_number: str
+    machine: Machine,
+    path: Path,
+    origin: Path,
+    ref: str,
+    work: Path,
+    pr_number: str,
+    *,
+    installed: Run | None = None,
 ) -> Run:
-    """Every step of the workflow's one job, in order, as GitHub runs them on a pull request."""
+    """Every step of the workflow's one job, in order, as GitHub runs them on a pull request.
+
+    With ``installed`` (a run whose pinned install step passed), setup-python's stand-in
+    gives that run's Python environment and the same pinned install step is not run again:
+    it is recorded as not run, and passed (``Step.reused``).
+    """
+    pin = trainkit_install(__version__).pip_command
+    if installed is not None:
+        assert installed.python is not None and installed.step(pin).ok, installed.workflow
     work.mkdir()
     if machine.prefix:
         os.chown(work, RUNNER_UID, RUNNER_UID)
@@ -256,8 +283,8 @@ def run_workflow(
         return machine.run(["git", "checkout", "-q", ref], workspace, env)
 
     def setup_python(_: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        bin_dir = machine.venv(work / "python", env)
-        env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        run.python = installed.python if installed else machine.venv(work / "python", env)
+        env["PATH"] = f"{run.python}:{env['PATH']}"
         return subprocess.CompletedProcess([], 0, "", "")
 
     def setup_node(given: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -291,6 +318,9 @@ def run_workflow(
         assert condition in (None, "always()"), f"{path.name}: no stand-in for if: {condition}"
         if failed and condition is None:
             run.steps.append(Step(name, False, False, ""))
+            continue
+        if installed is not None and step.get("run") == pin:
+            run.steps.append(Step(name, False, True, "", reused=installed.workflow))
             continue
         if "uses" in step:
             action = step["uses"].split("@")[0]
@@ -365,11 +395,14 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     git(machine, repo, env, "add", "-A")
     git(machine, repo, env, "commit", "-q", "-m", "too big")
 
-    def ci(workflow: str, ref: str) -> Run:
+    def ci(workflow: str, ref: str, installed: Run | None = None) -> Run:
+        work = machine.root / f"{workflow}-{ref}"
         return run_workflow(
-            machine, workflows / workflow, repo, ref, machine.root / f"{workflow}-{ref}", "7"
+            machine, workflows / workflow, repo, ref, work, "7", installed=installed
         )
 
+    # Every step runs here: a fresh Python environment and the pinned install into it. The
+    # other runs start from that environment (the same install step, asserted above).
     good = ci("trainkit.yml", "bigger")
     assert good.green, _report(good)
     assert [s.name for s in good.steps if not s.ran] == []
@@ -378,8 +411,9 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     # Every kind's CRD, mpi-operator's MPIJob v2beta1 among them (not the Training Operator's).
     assert any(p.name == "kubeflow.org_mpijobs.yaml" and "mpi-operator" in p.parts for p in fetched)
 
-    plan = ci("plan.yml", "bigger")
+    plan = ci("plan.yml", "bigger", installed=good)
     assert plan.green, _report(plan)
+    assert [s.reused for s in plan.steps if not s.ran] == ["trainkit.yml"]
     comment = (plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "resnet50-ddp-r2" in comment and "nodes 2→4" in comment, comment
     assert (plan.artifacts / "trainkit-plan/pr-number").read_text() == "7\n"  # type: ignore[operator]
@@ -387,7 +421,7 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     rows = [r for c in data["clusters"] for r in c["changes"]]
     assert rows and {(r["action"], r["name"]) for r in rows} == {("new-run", "resnet50-ddp-r2")}
 
-    red = ci("trainkit.yml", "bad")
+    red = ci("trainkit.yml", "bad", installed=good)
     assert not red.green
     check = red.step("generated/ is up to date and valid")
     assert check.ran and not check.ok
@@ -397,13 +431,15 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
         re.M,
     ), check.output
     assert all(s.ok for s in red.steps if s is not check), _report(red)
+    assert [s.reused for s in red.steps if not s.ran] == ["trainkit.yml"]
 
-    red_plan = ci("plan.yml", "bad")
+    red_plan = ci("plan.yml", "bad", installed=good)
     assert not red_plan.green
     comment = (red_plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "No plan: the definitions have errors" in comment and "too_big.py" in comment
     assert not (red_plan.artifacts / "trainkit-plan/plan.json").exists()  # type: ignore[operator]
     assert red_plan.steps[-1].ran and red_plan.steps[-1].ok  # the artifact, always()
+    assert [s.reused for s in red_plan.steps if not s.ran] == ["trainkit.yml"]
 
 
 def _report(run: Run) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import JOB
 from trainkit.errors import SetupError
 from trainkit.upstream import fetch_crds, load_pins, pins_for_kinds
 from trainkit.validate import crd_needs, load_crds
@@ -191,6 +192,19 @@ def test_crds_fetch_gets_what_the_tree_needs_then_check_requires_them(bare, bare
     run = bare_cli("check", "--require-crds", "--crds", "crds")
     assert run.code == 0, run.err
     assert "valid against the CRDs in crds;" in run.out
+
+
+def test_crds_fetch_passes_on_a_tree_the_policy_refuses(bare, bare_cli, crds):
+    """The workflow `trainkit init` writes fetches the CRDs before `check`, which annotates a
+    refused job on its line: the fetch must not stop at the refusal first (the bad pull request
+    of tests/test_init_workflows.py takes the fetched files from its good one)."""
+    bare.write("jobs/vision/ddp.py", JOB.replace("gpu=4", "gpu=12"))
+    run = bare_cli("crds", "--fetch", "crds", "--mirror", str(crds))
+    assert run.code == 0, run.err
+    assert "crds/: 4 pinned CRD file(s), SHA-256 verified (4 fetched from" in run.err
+    run = bare_cli("synth")
+    assert run.code == 1
+    assert "resources.gpu: 12 exceeds the 8 GPUs per node of cluster 'east'" in run.err
 
 
 @pytest.mark.parametrize("ci", [False, True], ids=["laptop", "github-actions"])

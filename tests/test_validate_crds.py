@@ -8,7 +8,10 @@ skipped validation suite would look green while checking nothing.
 
 from __future__ import annotations
 
+import gc
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,8 @@ import pytest
 from conftest import crds_dir as shared_crds
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
-from trainkit.validate.crd_files import may_define
+from trainkit.validate.crd_files import may_define, parse_crd_file
+from trainkit.validate.documents import cycle_collection_paused, iter_documents, load_all
 from validate_fixtures import shared_crd_facts, shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
@@ -172,3 +176,79 @@ def test_core_kinds_get_only_object_checks(crds: CrdSet) -> None:
 )
 def test_which_files_may_define_a_kind(text: bytes, found: bool) -> None:
     assert may_define(text, "a.io", "Widget") is found
+
+
+# --- reading without the cycle collector (documents.cycle_collection_paused) ---------------
+
+
+@pytest.fixture
+def collections() -> Iterator[list[str]]:
+    """Each cycle collection that starts while the test runs (``gc.callbacks``)."""
+    started: list[str] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(f"generation {info['generation']}")
+
+    gc.callbacks.append(count)
+    try:
+        yield started
+    finally:
+        gc.callbacks.remove(count)
+
+
+def test_a_crd_file_is_read_without_cycle_collection_which_runs_again_after(
+    collections: list[str],
+) -> None:
+    path = shared_crds() / "kuberay/ray.io_rayjobs.yaml"
+    data = path.read_bytes()
+    assert gc.isenabled()
+    gc.collect()  # allocation counts start at zero: only the reading can trigger one
+    collections.clear()
+    docs = parse_crd_file(path, data)
+    # 1.4 MB of YAML, 50,000 nodes: with the collector on, 296 collections (2 of them full);
+    # paused, at most the young generation's, due when it resumes.
+    assert collections in ([], ["generation 0"])
+    assert [(d["spec"]["group"], d["spec"]["kind"]) for d in docs] == [("ray.io", "RayJob")]
+    assert gc.isenabled()
+    with pytest.raises(SetupError, match="cannot read CRD file"):
+        parse_crd_file(path, b"kind: CustomResourceDefinition\nspec: [unclosed\n")
+    assert gc.isenabled()
+    # Where the caller paused it, reading does not start it.
+    gc.disable()
+    try:
+        parse_crd_file(path, path.read_bytes())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_caller_of_iter_documents_runs_with_the_collector_as_it_was() -> None:
+    text = "a: 1\n---\nb: [2]\n---\nc: {d: 3}\n"
+    enabled = [gc.isenabled() for _ in iter_documents(text)]
+    assert enabled == [True, True, True]
+    assert load_all(text) == [{"a": 1}, {"b": [2]}, {"c": {"d": 3}}]
+    assert gc.isenabled()
+
+
+def test_the_collector_runs_again_when_the_last_of_several_threads_is_done() -> None:
+    inside, leave = threading.Barrier(3), threading.Event()
+
+    def read() -> None:
+        with cycle_collection_paused():
+            inside.wait()
+            leave.wait()
+
+    threads = [threading.Thread(target=read, daemon=True) for _ in range(2)]
+    try:
+        with cycle_collection_paused():  # the first to pause it
+            for t in threads:
+                t.start()
+            inside.wait()  # all three paused at once
+        paused_while_threads_read = not gc.isenabled()  # the first is done
+    finally:
+        leave.set()
+        for t in threads:
+            t.join()
+    assert paused_while_threads_read
+    assert gc.isenabled()

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from trainkit.errors import Problem, SetupError
-from trainkit.validate.documents import load_all
+from trainkit.validate.documents import cycle_collection_paused, load_all
 
 __all__ = ["CrdVersion", "may_define", "parse_crd_file", "served_versions"]
 
@@ -61,21 +61,26 @@ def parse_crd_file(path: Path, data: bytes) -> list[dict[str, Any]]:
     A file holds CRD documents, or a ``v1 List`` of them: what ``kubectl get crd
     -o yaml`` prints (and ``-o json``, which YAML reads too).
     """
-    try:
-        docs = load_all(data)
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise SetupError([Problem(file=str(path), message=f"cannot read CRD file: {err}")]) from err
-    found: list[dict[str, Any]] = []
-    for doc in docs:
-        items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-        if not isinstance(items, list):
-            continue
-        found.extend(
-            prune(item)
-            for item in items
-            if isinstance(item, dict) and item.get("kind") == "CustomResourceDefinition"
-        )
-    return found
+    # Pruning copies what is kept while the whole file is alive: no cycle collection either.
+    with cycle_collection_paused():
+        try:
+            docs = load_all(data)
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            problem = Problem(file=str(path), message=f"cannot read CRD file: {err}")
+            raise SetupError([problem]) from err
+        found: list[dict[str, Any]] = []
+        for doc in docs:
+            items = (
+                doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            )
+            if not isinstance(items, list):
+                continue
+            found.extend(
+                prune(item)
+                for item in items
+                if isinstance(item, dict) and item.get("kind") == "CustomResourceDefinition"
+            )
+        return found
 
 
 def prune(doc: dict[str, Any]) -> dict[str, Any]:

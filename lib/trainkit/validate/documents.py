@@ -26,12 +26,23 @@ fast with its line instead of taking the machine down:
 
 Each document's node tree is kept next to its data so that, only when a
 document has problems, a JSON path can be mapped back to a line.
+
+Composing and building allocate a node, its two marks and a value for every
+scalar and collection (the upstream CRDs: 285,000 nodes, over a million objects),
+all alive until their document is built. Python's cycle collector, triggered by
+allocations, walked them again and again (with every object the process held
+before): more than half the CPU of reading the upstream CRDs. None of them is part
+of a reference cycle, so reading runs with the collector paused
+(``cycle_collection_paused``); reference counting frees them as before.
 """
 
 from __future__ import annotations
 
+import gc
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import yaml
@@ -46,6 +57,7 @@ __all__ = [
     "InputLimitError",
     "K8sLoader",
     "check_nesting",
+    "cycle_collection_paused",
     "iter_documents",
     "line_of",
     "load_all",
@@ -181,10 +193,15 @@ def iter_documents(text: str | bytes) -> Iterator[tuple[yaml.Node, Any]]:
     loader = K8sLoader(text)
     try:
         index = 0
-        while loader.check_node():
-            node = loader.get_node()
+        while True:
+            # Paused while one document is composed and built, never while the caller runs.
+            with cycle_collection_paused():
+                if not loader.check_node():
+                    break
+                node = loader.get_node()
+                data = None if node is None else Builder(loader, text, index, track).build(node, 1)
             if node is not None:
-                yield node, Builder(loader, text, index, track).build(node, 1)
+                yield node, data
             index += 1
     finally:
         loader.dispose()
@@ -192,7 +209,34 @@ def iter_documents(text: str | bytes) -> Iterator[tuple[yaml.Node, Any]]:
 
 def load_all(text: str | bytes) -> list[Any]:
     """The data of every document (no nodes kept), with the same limits."""
-    return [data for _, data in iter_documents(text)]
+    with cycle_collection_paused():
+        return [data for _, data in iter_documents(text)]
+
+
+_pause_lock = threading.Lock()
+_pauses = 0
+_resume = False
+
+
+@contextmanager
+def cycle_collection_paused() -> Iterator[None]:
+    """Python's cycle collector paused inside (see the module's docstring), for code that
+    allocates many objects and builds no reference cycles. Nests, and is safe to use from
+    several threads at once: the collector runs again, if it ran before, when the last user
+    is done."""
+    global _pauses, _resume
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
 
 
 class Builder:

@@ -100,14 +100,33 @@ def _kustomize_builds_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield
 
 
+_SESSION_CACHE: list[Path] = []
+
+
 @pytest.fixture(scope="session")
 def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("trainkit-cache")
+    """The test run's cache directory, one for all its xdist workers (as the kustomize builds'
+    are): a CRD file one worker parsed, the other reads back (entries are keyed by content and
+    written atomically, ``crd_cache``). A repository's caches are keyed by its path, and each
+    worker's temporary directories are its own. A test asserting what a cache holds or a cold
+    run makes its own cache directory."""
+    base = tmp_path_factory.getbasetemp()
+    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainkit-cache"
+    path.mkdir(exist_ok=True)
+    _SESSION_CACHE[:] = [path]
+    return path
+
+
+def session_cache() -> Path:
+    """``_session_cache``, for code that is not a fixture (``validate_fixtures``); every test
+    has it (``_own_cache``), and sets it up before any module-scoped fixture."""
+    assert _SESSION_CACHE, "session_cache() outside a test"
+    return _SESSION_CACHE[0]
 
 
 @pytest.fixture(autouse=True)
 def _own_cache(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
-    """Caches go to a directory of the test session, never the developer's: parsed CRDs are
+    """Caches go to a directory of the test run, never the developer's: parsed CRDs are
     shared by the tests (keyed by content), a repository's caches are its own (keyed by its
     path, a fresh temporary directory per test)."""
     monkeypatch.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))

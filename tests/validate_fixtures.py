@@ -2,8 +2,10 @@
 
 A module-level cache rather than a session fixture: a fixture imported into
 several test modules is a separate fixture in each, and would be computed
-once per module. Loaded with ``no_cache=True`` so the tests never read or
-write the developer's CRD cache (the cache has its own tests).
+once per module. The CRD set reads and writes the test run's CRD cache
+(``conftest.session_cache``, shared by the xdist workers), never the
+developer's: each upstream CRD file is parsed once per run, by whichever
+process needs it first (the cache has its own tests).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import celpy
+import pytest
 import yaml
 
-from conftest import crds_dir
+from conftest import crds_dir, session_cache
 from trainkit.errors import Problem
 from trainkit.validate import (
     BASELINE,
@@ -38,7 +41,11 @@ def shared_crd_set() -> CrdSet:
     # Schemas compile on first use, and cel-python raises the recursion limit each time it
     # creates an Environment; raise it now, so no property test sees it change mid-example.
     celpy.Environment()
-    return load_crds(crds_dir(), no_cache=True)
+    with pytest.MonkeyPatch.context() as mp:
+        # Bound now: a test that changes the cache directory later keeps its own clean.
+        mp.setenv("TRAINKIT_CACHE_DIR", str(session_cache()))
+        mp.delenv("CI", raising=False)
+        return load_crds(crds_dir())
 
 
 @dataclass(frozen=True)

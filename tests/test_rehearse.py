@@ -11,11 +11,9 @@ training run, is executed by tests/test_readme.py.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 import json
 import os
-import pkgutil
 import re
 import subprocess
 import sys
@@ -26,7 +24,6 @@ from typing import Any
 
 import pytest
 
-import trainkit.rehearse
 import trainkit.rehearse.runner as runner
 from conftest import ClockFrozenUntil
 from trainkit import (
@@ -849,14 +846,19 @@ def test_a_timeout_must_be_positive() -> None:
 
 def test_trainkit_imports_none_of_the_frameworks_it_rehearses() -> None:
     # The frameworks run only in the processes a rehearsal starts: an import costs seconds
-    # (torch 2, DeepSpeed 3). Checked in this process, which has imported trainkit, and here
-    # every module of its rehearsals and the command (no test imports a framework itself, so
-    # one found here came from trainkit), instead of in an interpreter of its own (0.9 CPU-s).
-    for module in pkgutil.walk_packages(trainkit.rehearse.__path__, "trainkit.rehearse."):
-        importlib.import_module(module.name)
-    importlib.import_module("trainkit.cli.cmd_rehearse")
-    frameworks = ["deepspeed", "jax", "mpi4py", "ray", "torch", "xgboost"]
-    assert [name for name in frameworks if name in sys.modules] == []
+    # (torch 2, DeepSpeed 3). Every module of trainkit's rehearsals and the command, imported
+    # in an interpreter of its own: a test that ran before in this process may have imported a
+    # framework itself (an in-process check failed so under xdist, with ray).
+    code = (
+        "import importlib, pkgutil, sys, trainkit.rehearse\n"
+        "for m in pkgutil.walk_packages(trainkit.rehearse.__path__, 'trainkit.rehearse.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "importlib.import_module('trainkit.cli.cmd_rehearse')\n"
+        "names = ['deepspeed', 'jax', 'mpi4py', 'ray', 'torch', 'xgboost']\n"
+        "print(' '.join(n for n in names if n in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
 
 
 MULTI = """\

@@ -405,12 +405,6 @@ def test_missing_ray_is_a_setup_error_naming_the_extra(monkeypatch: pytest.Monke
         rehearse_file(EXAMPLE, out=io.StringIO())
 
 
-def test_trainkit_does_not_import_ray() -> None:
-    code = "import sys, trainkit.rehearse.ray; print('ray' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
-
-
 def test_the_shared_cluster_stops_once_the_last_test_using_it_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

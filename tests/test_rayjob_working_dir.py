@@ -486,12 +486,9 @@ job = RayJob(
 """
 
 
-@pytest.mark.parametrize("change", ["edit", "add", "remove"])
-def test_an_incremental_synth_follows_the_working_dir_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
-) -> None:
-    from test_caches import count_runs
-    from test_synth_delta import full, outcome, write
+def delta_tree(tmp_path: Path) -> Path:
+    """Two RayJobs shipping their own working_dir, synthesized once (the record to reuse)."""
+    from test_synth_delta import outcome, write
 
     root = tmp_path / "repo"
     write(root, "jobs/platform/platform.py", DELTA_PLATFORM)
@@ -500,6 +497,17 @@ def test_an_incremental_synth_follows_the_working_dir_files(
         write(root, f"jobs/a/scripts/{name}/run.py", f"print({name!r})\n")
         write(root, f"jobs/a/scripts/{name}/lib/util.py", "X = 1\n")
     assert outcome(root, incremental=True)[0] == "ok"
+    return root
+
+
+@pytest.mark.parametrize("change", ["edit", "add", "remove"])
+def test_an_incremental_synth_follows_the_working_dir_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    from test_caches import count_runs
+    from test_synth_delta import full, outcome, write
+
+    root = delta_tree(tmp_path)
     if change == "edit":
         write(root, "jobs/a/scripts/r1/lib/util.py", "X = 2\n")
     elif change == "add":
@@ -518,6 +526,23 @@ def test_an_incremental_synth_follows_the_working_dir_files(
         # A shipped file is the job's own: only its job is planned again, nothing is run.
         assert reused > 0
         assert ran == []
+
+
+def test_a_file_added_to_a_skipped_rayjobs_working_dir_is_shipped(tmp_path: Path) -> None:
+    """r0.py changed, and r1's working_dir gained a file: the record does not know it (no
+    file's dependency yet) and no loaded job ships it (``Skipped.unexplained``), so r1.py,
+    though unchanged, is not skipped: its ConfigMap ships the file, as a full synth's does."""
+    from test_synth_delta import full, outcome, write
+
+    root = delta_tree(tmp_path)
+    write(root, "jobs/a/r0.py", DELTA_JOB.format(name="r0").replace('"run.py"', '"run.py", "-v"'))
+    write(root, "jobs/a/scripts/r1/lib/more.py", "Y = 1\n")
+    kind, files, reused = outcome(root, incremental=True)
+    assert isinstance(files, dict)
+    (cm,) = [p for p in files if "r1-workdir-" in p]
+    assert b"Y = 1" in files[cm]
+    assert (kind, files) == full(root, tmp_path / "full")
+    assert reused == 0
 
 
 def test_ray_zips_exactly_the_shipped_files_from_the_configmap_volume(tmp_path: Path) -> None:

@@ -32,10 +32,10 @@ b = Team(name="b", queues=["q"])
 """
 
 JOB = """\
-from trainkit import PyTorchJob, Resources, Script
+from trainkit import {kind}, Resources, Script
 
-job = PyTorchJob(
-    name={name!r},
+job = {kind}(
+    name={name!r},{run}
     image="registry.example.com/pytorch:2",
     script=Script.file("scripts/{script}.py"),
     args={args!r},
@@ -54,11 +54,30 @@ def write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def job(root: Path, team: str, name: str, *, args: str = "1", gpu: int = 2, file: str = "") -> None:
-    text = JOB.format(name=name, script=name, args=["--epochs", args], gpu=gpu)
+def job(
+    root: Path,
+    team: str,
+    name: str,
+    *,
+    args: str = "1",
+    gpu: int = 2,
+    file: str = "",
+    kind: str = "PyTorchJob",
+    run: int | None = None,
+    script: str = "",
+) -> None:
+    script = script or name
+    text = JOB.format(
+        kind=kind,
+        name=name,
+        run="" if run is None else f"\n    run={run},",
+        script=script,
+        args=["--epochs", args],
+        gpu=gpu,
+    )
     write(root, f"jobs/{team}/{file or name}.py", text)
-    if not (root / f"jobs/{team}/scripts/{name}.py").exists():
-        write(root, f"jobs/{team}/scripts/{name}.py", f"print({name!r})\n")
+    if not (root / f"jobs/{team}/scripts/{script}.py").exists():
+        write(root, f"jobs/{team}/scripts/{script}.py", f"print({script!r})\n")
 
 
 def make_tree(root: Path) -> None:
@@ -199,6 +218,43 @@ def test_a_cross_job_rule_broken_by_one_file_is_refused_as_by_a_full_synth(
     assert (kind, messages) == full(tree, tmp_path / "full")
     after = {p: p.read_bytes() for p in (tree / "generated").rglob("*") if p.is_file()}
     assert after == before  # nothing written
+
+
+def test_a_name_only_a_skipped_job_holds_is_refused_as_by_a_full_synth(
+    tree: Path, tmp_path: Path
+) -> None:
+    """A TFJob of another script takes PyTorchJob a2's name: it writes none of the files
+    a2.py wrote (tfjob-a2, its own ConfigMap), so the recorded names (``Skipped.taken``)
+    alone see the clash."""
+    job(tree, "a", "a2", file="a1", kind="TFJob", script="a1")
+    kind, messages, _ = outcome(tree, incremental=True)
+    assert kind == "refused" and any("own Volcano PodGroup 'a2'" in m for m in messages)  # type: ignore[attr-defined]
+    assert (kind, messages) == full(tree, tmp_path / "full")
+
+
+def shared_configmaps(files: object) -> dict[str, bytes]:
+    """The ConfigMaps of job a2's script, which every run of a2 shipping it shares."""
+    assert isinstance(files, dict)
+    return {p: data for p, data in files.items() if "/configmap-a2-script-" in p}
+
+
+def test_an_output_a_skipped_file_wrote_written_again_runs_the_full_synth(
+    tmp_path: Path,
+) -> None:
+    """Run 1 of a2 (a2.py) and a2 without a run (a1.py, now) ship one script: one ConfigMap,
+    whose header names the file of the job last in plan order (namespace, kind, object
+    name), a2-r1's. No name is shared, so the recorded output paths (``Skipped.kept``)
+    alone send this run to the full synth."""
+    root = tmp_path / "repo"
+    make_tree(root)
+    job(root, "a", "a2", run=1)
+    assert outcome(root, incremental=True)[0] == "ok"
+    job(root, "a", "a2", file="a1")
+    kind, files, reused = outcome(root, incremental=True)
+    shared = shared_configmaps(files)
+    assert len(shared) == 2 and all(b"from jobs/a/a2.py." in data for data in shared.values())
+    assert (kind, files) == full(root, tmp_path / "full")
+    assert reused == 0
 
 
 def test_an_output_file_edited_by_hand_is_not_reused(tree: Path, tmp_path: Path) -> None:

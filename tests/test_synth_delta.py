@@ -257,6 +257,22 @@ def test_an_output_a_skipped_file_wrote_written_again_runs_the_full_synth(
     assert reused == 0
 
 
+def test_an_output_a_changed_file_shared_with_a_skipped_one_is_not_reused(
+    tmp_path: Path,
+) -> None:
+    """a1.py's run 1 of a2 wrote the ConfigMap it shares with a2.py (a2-r1 sorts last);
+    with a1.py gone, the file must name a2.py, as in a full synth."""
+    root = tmp_path / "repo"
+    make_tree(root)
+    job(root, "a", "a2", run=1, file="a1")
+    assert outcome(root, incremental=True)[0] == "ok"
+    (root / "jobs/a/a1.py").unlink()
+    kind, files, _ = outcome(root, incremental=True)
+    shared = shared_configmaps(files)
+    assert len(shared) == 2 and all(b"from jobs/a/a2.py." in data for data in shared.values())
+    assert (kind, files) == full(root, tmp_path / "full")
+
+
 def test_an_output_file_edited_by_hand_is_not_reused(tree: Path, tmp_path: Path) -> None:
     edit(tree, "args", "b", 0)
     kept = tree / "generated/clusters/east/a/pytorchjob-a0.yaml"

@@ -13,7 +13,9 @@ definition file, what those two need and which output files it produced
   (every file's SHA-256);
 - every changed path under ``jobs/`` is a definition file that held only jobs, before
   and after, or a script (or a RayJob's ``working_dir`` file) only such files ship; no
-  symbolic link anywhere in ``jobs/``.
+  symbolic link anywhere in ``jobs/``;
+- no output file of a changed definition file was also an unchanged one's (see
+  ``what_to_skip``).
 
 Then the pipeline (``synth.synthesize``, the same code as a full run) loads, plans,
 renders and checks the platform and the changed files only (the platform is small and
@@ -201,11 +203,20 @@ def what_to_skip(
     try:
         existing = read.files
         kept = {path: existing[path] for f in clean.values() if f["jobs"] for path in f["outputs"]}
+        rewritten = {
+            path for rel in dirty & last.files.keys() for path in last.files[rel]["outputs"]
+        }
         taken = frozenset((c, ns, name) for f in clean.values() for c, ns, name in f["names"])
         gpus = tuple((t, c, int(n)) for f in clean.values() for t, c, n in f["gpus"])
     except (KeyError, TypeError, ValueError):
         read.close()
         return NOTHING  # a record this code did not write: the full run replaces it
+    if not rewritten.isdisjoint(kept):
+        # A file a changed definition wrote too (two runs of a job shipping one script share
+        # its ConfigMap): it names the definition that wrote it last, which may now be
+        # changed or gone. Only the full run knows which one writes it now.
+        read.close()
+        return NOTHING
     return Skipped(
         files=frozenset(prefix + rel for rel, f in clean.items() if f["jobs"]),
         kept=kept,

@@ -134,7 +134,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
     ("TrainJob bigram-jax-tj-r1", "gpu-east"): (2, [("node", 2, True, NV8)], "none"),
     # Flux: 16 tasks on each of 4 nodes, started by flux run from the first.
     ("TrainJob dedup-flux-r2", "gpu-east"): (64, [("node", 4, True, BLANK)], "none"),
-    ("XGBoostJob photo-quality-xgb-r2", "gpu-east"): (
+    ("XGBoostJob photo-quality-xgb-r3", "gpu-east"): (
         3,
         [("Master", 1, True, BLANK), ("Worker", 2, True, BLANK)],
         "21600 s, from when the operator creates the pods, once Volcano admits the gang: time "

@@ -85,7 +85,7 @@ KINDS = {
     "PyTorchJob": ("jobs/vision/resnet50_ddp.py", "pytorchjob-resnet50-ddp.yaml"),
     "TFJob": ("jobs/vision/mobilenet_ps.py", "tfjob-mobilenet-ps-r1.yaml"),
     "PaddleJob": ("jobs/vision/resnet_paddle.py", "paddlejob-resnet-paddle.yaml"),
-    "XGBoostJob": ("jobs/vision/photo_quality_xgboost.py", "xgboostjob-photo-quality-xgb-r2.yaml"),
+    "XGBoostJob": ("jobs/vision/photo_quality_xgboost.py", "xgboostjob-photo-quality-xgb-r3.yaml"),
     "JAXJob": ("jobs/llm/bigram_jax.py", "jaxjob-bigram-jax.yaml"),
     "MPIJob": (DEEPSPEED, "mpijob-llama-pretrain-deepspeed-r6.yaml"),
     "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r2.yaml"),

@@ -15,7 +15,7 @@ from trainkit import (
 
 job = XGBoostJob(
     name="photo-quality-xgb",
-    run=2,  # threads from the downward API: a deployed job is never edited in place
+    run=3,  # r3: the Workers join the tracker without XGBoost's backoff; never edited in place
     image="registry.example.com/ml/xgboost:3.2.0",
     script=Script.file("scripts/train_xgb_ranker.py"),  # the Master runs the tracker
     # --status-port: the rounds done so far, served over HTTP

@@ -4,6 +4,10 @@ The Training Operator gives every pod MASTER_ADDR and MASTER_PORT (the Master's 
 WORLD_SIZE and RANK; the job's env_refs give CPUS (the container's CPU limit) and NODE_NAME. The Master (rank 0) runs XGBoost's tracker there; every pod, the Master
 included, joins the collective through it and trains on its own shard of the rows; the
 histograms are all-reduced, so each pod ends with the same model. The Master saves it.
+
+The operator starts the pods together, in no order: a Worker often reaches MASTER_ADDR before
+the Master's tracker listens. XGBoost's own reconnect then sleeps 2 s, 4 s, ... between tries
+(and its second try fails as well), so ``join`` tries every 0.1 s itself instead.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ import argparse
 import json
 import os
 import threading
+import time
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import xgboost as xgb
 from xgboost import collective
+from xgboost.core import XGBoostError
 from xgboost.tracker import RabitTracker
 
 
@@ -63,6 +70,25 @@ def serve_status(port: int, state: dict[str, int]) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
 
+def join(ctx: dict[str, str | int], patience: float) -> None:
+    """Join the collective through the tracker in ``ctx``, one connection try at a time
+    (``dmlc_retry=1``: no sleep inside XGBoost), every 0.1 s until it listens or ``patience``
+    seconds have passed. A refused try never reaches the tracker, so it sees one connection
+    per pod."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            with warnings.catch_warnings():
+                # XGBoost warns of each refused try; the last error is raised below.
+                warnings.filterwarnings("ignore", r".*Failed to connect to", UserWarning)
+                collective.init(**ctx, dmlc_retry=1)
+            return
+        except XGBoostError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=10)
@@ -70,6 +96,9 @@ def main() -> None:
     p.add_argument("--features", type=int, default=16)
     p.add_argument("--output", default="model.ubj")
     p.add_argument("--status-port", type=int, default=0, help="0: none")
+    p.add_argument(
+        "--join-timeout", type=float, default=300, help="seconds to wait for the tracker"
+    )
     args = p.parse_args()
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -84,8 +113,13 @@ def main() -> None:
         # The Master's Service resolves to the Master pod itself: listen on every address.
         tracker = RabitTracker(host_ip="0.0.0.0", n_workers=world, port=port, sortby="task")
         tracker.start()
-    ctx = {"dmlc_tracker_uri": host, "dmlc_tracker_port": port, "dmlc_task_id": str(rank)}
-    with collective.CommunicatorContext(**ctx):
+    ctx: dict[str, str | int] = {
+        "dmlc_tracker_uri": host,
+        "dmlc_tracker_port": port,
+        "dmlc_task_id": str(rank),
+    }
+    join(ctx, args.join_timeout)
+    try:
         x, y = shard(rank, args.rows, args.features)
         booster = xgb.train(
             {
@@ -104,6 +138,8 @@ def main() -> None:
             os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
             booster.save_model(args.output)
             print(f"saved {args.output} after {booster.num_boosted_rounds()} rounds", flush=True)
+    finally:
+        collective.finalize()
     if tracker is not None:
         tracker.wait_for()
 

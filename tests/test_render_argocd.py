@@ -13,7 +13,6 @@ Application's ``kubectl kustomize`` build.
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from functools import cache
@@ -52,6 +51,7 @@ from trainkit.render.argocd import (
 from trainkit.render.cluster_scoped import render_namespace
 from trainkit.resolve import build_plan
 from trainkit.synth import render_groups, synthesize
+from trainkit.validate.documents import cycle_collection_paused
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO_URL = "https://git.example.com/ml/trainkit-deploy.git"
@@ -80,17 +80,12 @@ def argocd_crds() -> dict[str, dict[str, Any]]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     crds: dict[str, dict[str, Any]] = {}
     # 1.8 MB of YAML, no reference cycle: the cycle collector would walk every node (and the
-    # whole test process) again and again, most of the CPU (documents.cycle_collection_paused).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    # whole test process) again and again, most of the CPU.
+    with cycle_collection_paused():
         for path in sorted(directory.glob("*.yaml")):
             for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     crds[doc["spec"]["names"]["kind"]] = doc
-    finally:
-        if collecting:
-            gc.enable()
     for kind in ("Application", "AppProject"):
         if kind not in crds:
             pytest.fail(f"no {kind} CustomResourceDefinition in {directory}", pytrace=False)

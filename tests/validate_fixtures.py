@@ -10,7 +10,6 @@ process needs it first (the cache has its own tests).
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,6 +29,7 @@ from trainkit.validate import (
     describe_object,
     load_crds,
 )
+from trainkit.validate.documents import cycle_collection_paused
 from trainkit.validate.findings import format_path
 
 __all__ = ["CrdFacts", "shared_crd_facts", "shared_crd_set", "validate_doc"]
@@ -70,16 +70,11 @@ def shared_crd_facts() -> dict[Path, tuple[bytes, tuple[CrdFacts, ...]]]:
     found = {}
     # A million short-lived nodes and marks, no reference cycle: with the cycle collector on,
     # it walked them (and the whole test process) again and again, three quarters of the CPU.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with cycle_collection_paused():
         for path in sorted(crds_dir().rglob("*.y*ml")):
             data = path.read_bytes()
             docs = (_facts(n) for n in yaml.compose_all(data, Loader=yaml.CSafeLoader))
             found[path] = (data, tuple(d for d in docs if d is not None))
-    finally:
-        if collecting:
-            gc.enable()
     return found
 
 

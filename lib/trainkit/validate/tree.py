@@ -12,13 +12,11 @@ the last check with the same trainkit, CRDs and kubectl is not run again (``reus
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from trainkit.validate.argo_decode import DecodeError, canonical_json, decode_bu
 from trainkit.validate.build import Build, VersionProbe, origin_build, require_kubectl
 from trainkit.validate.build_keys import KeyProcess
 from trainkit.validate.crds import CrdSet
-from trainkit.validate.documents import InputLimitError, load_all
+from trainkit.validate.documents import InputLimitError, cycle_collection_paused, load_all
 from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 
@@ -78,32 +76,16 @@ def validate_tree(
     trainkit wrote into each file (by path relative to ``out_dir``); with ``planned``, a
     file that holds them is validated as its planned objects, without parsing it.
     """
-    with _no_cycle_collection():
+    # Decoding a build allocates about a million short-lived objects that reference counting
+    # frees; each burst made the cycle collector walk every object the synth before it left
+    # alive (at 1,000 jobs, half the CPU of validating the tree). Nothing here builds cycles
+    # that matter (decoded values are trees; a recursive alias is refused).
+    with cycle_collection_paused():
         return _validate_tree(
             out_dir, crds, root, baseline, allowance=allowance, progress=progress,
             planned=planned, notes=notes, reuse=reuse, digests=digests, builds=builds,
             written=written,
         )  # fmt: skip
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while the tree is validated.
-
-    Decoding a build allocates about a million short-lived objects (nodes, dicts) that
-    reference counting frees; each allocation burst made the collector walk every object
-    the synth before it left alive (the plan, rendered objects, file bytes): at 1,000 jobs
-    that was half the CPU time of validating the tree. Nothing here builds reference
-    cycles that matter (decoded values are trees; an alias is refused when recursive), so
-    memory stays what reference counting frees; the collector runs again afterwards.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class TreeBuilds:

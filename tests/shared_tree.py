@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from conftest import Run, Workspace
+from example_edits import generated_docs
 
 
 def keep_only(ws: Workspace, rels: Iterable[str]) -> None:
@@ -49,9 +48,7 @@ class SharedTree:
         """Every generated file called ``name`` (one per cluster it is on), parsed once (the
         tests only read them)."""
         if name not in self._docs:
-            paths = sorted(self.ws.out.rglob(name))
-            assert paths, name
-            self._docs[name] = [yaml.load(p.read_bytes(), Loader=yaml.CSafeLoader) for p in paths]
+            self._docs[name] = generated_docs(self.ws, name)
         return self._docs[name]
 
     def run(self, *args: str) -> Run:

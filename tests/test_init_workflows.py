@@ -258,12 +258,9 @@ class Run:
 
 PIN = trainkit_install(__version__).pip_command
 CRDS_FETCH = "trainkit crds --fetch"
-REUSED = {
-    PIN: "the Python environment it installed into",
-    CRDS_FETCH: "$RUNNER_TEMP/trainkit-crds, the files it fetched",
-}
-"""The steps a run may take from an earlier one's (``run_workflow``'s ``reuse``): what each
-leaves for the next steps."""
+REUSED = frozenset({PIN, CRDS_FETCH})
+"""The steps a run may take from an earlier one's (``run_workflow``'s ``reuse``): the pinned
+install leaves its Python environment, the fetch its files in $RUNNER_TEMP/trainkit-crds."""
 
 
 def run_workflow(

@@ -60,17 +60,21 @@ def release_build(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBuild:
     return ReleaseBuild(steps, where / "src/dist")
 
 
-def _build(where: Path) -> None:
-    shutil.rmtree(where, ignore_errors=True)
-    src = where / "src"
+def sources() -> list[str]:
+    """The checkout's files a build sees: tracked and new ones, not those git ignores."""
     files = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO, capture_output=True, check=True,
     ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            (src / name).write_bytes((REPO / name).read_bytes())
+    return [name for name in files if name and (REPO / name).is_file()]
+
+
+def _build(where: Path) -> None:
+    shutil.rmtree(where, ignore_errors=True)
+    src = where / "src"
+    for name in sources():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes((REPO / name).read_bytes())
     home = where / "home"
     home.mkdir()
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

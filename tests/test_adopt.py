@@ -58,8 +58,10 @@ def test_the_distribution_is_installable_under_a_free_name() -> None:
     assert not any("torch" in dep for dep in project["dependencies"])
     assert any(dep.startswith("torch") for dep in project["optional-dependencies"]["rehearse"])
     assert "## Unreleased" in (REPO / "CHANGELOG.md").read_text()
-    data = PYPROJECT["tool"]["setuptools"]["package-data"]["trainkit"]
-    assert "upstream/*.toml" in data and "scaffold/template/**/*.tmpl" in data
+    # The whole package directory, its data (upstream/*.toml, the templates) with it: what the
+    # built wheel holds is tests/test_workflows.py's.
+    wheel = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["lib/trainkit"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,11 +3,17 @@ audits, offline) and GitHub's workflow schema (vendored in check-jsonschema) fin
 
 from __future__ import annotations
 
+import email
+import re
 import subprocess
 import sys
+import tarfile
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import release_build
 from trainkit import __version__
@@ -109,3 +115,58 @@ def test_the_release_workflow_builds_checks_and_publishes_without_a_token(
         f"trainkit_gitops-{__version__}-py3-none-any.whl",
         f"trainkit_gitops-{__version__}.tar.gz",
     ]
+
+
+@pytest.mark.long
+def test_the_sdist_and_the_wheel_hold_the_package_as_checked_out_and_its_metadata(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Whatever the build backend: the wheel holds every file of lib/trainkit as checked out
+    (modules, py.typed, the health scripts, the CRD pins, the templates) and its dist-info;
+    the sdist the same files, the test modules and the project's, with PKG-INFO; both carry
+    core metadata 2.4 (what publishing tools before twine 7 read) of the pyproject."""
+    built = release_build.release_build(tmp_path_factory)
+    assert not [s.run for s in built.steps if s.returncode]
+    files = release_build.sources()
+    package = {n for n in files if n.startswith("lib/trainkit/")}
+    assert {"lib/trainkit/py.typed", "lib/trainkit/upstream/crds.toml"} <= package
+    info = f"trainkit_gitops-{__version__}.dist-info/"
+    (wheel,) = built.dist.glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        inside = {n: z.read(n) for n in z.namelist()}
+    assert {n for n in inside if not n.startswith(info)} == {n[4:] for n in package}
+    assert [n for n in package if inside[n[4:]] != (REPO / n).read_bytes()] == []
+    assert inside[f"{info}licenses/LICENSE"] == (REPO / "LICENSE").read_bytes()
+    assert (
+        "[console_scripts]\ntrainkit = trainkit.cli:main\n"
+        in inside[f"{info}entry_points.txt"].decode()
+    )
+
+    top = f"trainkit_gitops-{__version__}/"
+    (sdist,) = built.dist.glob("*.tar.gz")
+    held = {}
+    with tarfile.open(sdist) as t:
+        for member in filter(tarfile.TarInfo.isfile, t.getmembers()):
+            read = t.extractfile(member)
+            assert read is not None and member.name.startswith(top), member.name
+            held[member.name.removeprefix(top)] = read.read()
+    tests = {n for n in files if re.fullmatch(r"tests/test_\w+\.py", n)}
+    project = {"pyproject.toml", "README.md", "LICENSE", ".gitignore"}
+    assert set(held) - {"PKG-INFO"} == package | tests | project
+    assert [n for n in set(held) - {"PKG-INFO"} if held[n] != (REPO / n).read_bytes()] == []
+
+    want = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for text in (inside[f"{info}METADATA"], held["PKG-INFO"]):
+        meta = email.message_from_string(text.decode("utf-8"))
+        assert meta["Metadata-Version"] == "2.4"
+        assert (meta["Name"], meta["Version"]) == (want["name"], __version__)
+        assert meta["License-Expression"] == want["license"]
+        assert meta.get_all("License-File") == want["license-files"]
+        assert meta["Requires-Python"] == want["requires-python"]
+        needs = [Requirement(r) for r in meta.get_all("Requires-Dist") or []]
+        assert {str(r) for r in needs if r.marker is None or "extra" not in str(r.marker)} == {
+            str(Requirement(d)) for d in want["dependencies"]
+        }
+        assert set(meta.get_all("Provides-Extra") or []) == set(want["optional-dependencies"])
+        readme = (REPO / "README.md").read_text(encoding="utf-8")
+        assert str(meta.get_payload()).strip() == readme.strip()

@@ -241,10 +241,12 @@ def test_generated_paths_are_files_synth_writes():
 def test_rehearse_example_runs(monkeypatch, capsys):
     # The one real training run of the suite: torchrun on 2 nodes × 1 process, DDP on gloo
     # (test_rehearse runs 2 × 2 ranks without torch in the workers: each import costs 2 s).
+    # The page's --args '--epochs 1' shortens the job's ten epochs: the ranks' agreement on the
+    # model needs one, and every epoch more costs each rank ~0.1 CPU-s.
     (block,) = of_kind("rehearse")
     line = block.body.strip()
     monkeypatch.chdir(REPO)
-    assert main(line.split()[1:]) == 0
+    assert main(shlex.split(line)[1:]) == 0
     out = capsys.readouterr().out
     found = re.findall(
         r"^\[node(\d)/rank(\d)\] checksum=(-?\d+\.\d{6}) rank=(\d) world=(\d)$", out, re.M
@@ -252,7 +254,11 @@ def test_rehearse_example_runs(monkeypatch, capsys):
     assert sorted((int(n), int(r)) for n, r, *_ in found) == [(0, 0), (1, 1)], out
     assert all(r == rank and w == "2" for _, r, _, rank, w in found)  # prefix is the real rank
     assert len({c for _, _, c, _, _ in found}) == 1, out  # every rank has the same model
-    assert "[node0/rank0] epoch 10/10 loss=" in out
+    # The job's args, then the page's: the script's argparse takes the last --epochs.
+    assert "[node0/rank0] epoch 1/1 loss=" in out
+    assert "epoch 2/" not in out
+    assert "[rehearse]   - args: --epochs 1 appended to the pods' (--args)" in out
+    assert out.count("/train_resnet.py --epochs 10 --epochs 1\n") == 2  # each node's command
     assert "[rehearse] pods of cluster 'gpu-east': image " in out  # as the page says
     assert "[rehearse]   - procs_per_node 8 → 1 (--procs-per-node)" in out
     assert "[rehearse]   - resources.gpu 8 → 0 (CPU rehearsal" in out

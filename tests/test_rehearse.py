@@ -646,6 +646,59 @@ def test_a_command_job_gets_the_node_env_without_torchrun(tmp_path: Path) -> Non
     )
 
 
+def test_args_for_the_run_follow_the_pods_own_and_are_listed(tmp_path: Path) -> None:
+    # `trainkit rehearse --args '...'`: a shorter run of a long job, say. They come after the
+    # pods' args (argparse in the script takes an option's last value) on every node.
+    job = _job(
+        command=["python", str(FIXTURES / "env_dump.py")],
+        args=["--steps", "1000"],
+        nodes=2,
+        env={"DUMP_DIR": str(tmp_path)},
+    )
+    out = io.StringIO()
+    report = rehearse(_target(job), timeout=60, out=out, script_args=["--steps", "2", "a b"])
+    dumps = {int(p.stem[4:]): json.loads(p.read_text()) for p in tmp_path.glob("rank*.json")}
+    assert sorted(dumps) == [0, 1]
+    assert all(d["argv"] == ["--steps", "1000", "--steps", "2", "a b"] for d in dumps.values())
+    assert "args: --steps 2 'a b' appended to the pods' (--args)" in report.changes
+    assert "[rehearse]   - args: --steps 2 'a b' appended to the pods' (--args)\n" in (
+        out.getvalue()
+    )
+
+
+def test_args_for_the_run_are_split_as_a_shell_would_or_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given: dict[str, object] = {}
+    monkeypatch.setattr("trainkit.rehearse.rehearse_file", lambda path, **kw: given.update(kw))
+    assert main(["rehearse", "job.py", "--args", "--epochs 1 --name 'a b'"]) == 0
+    assert given["script_args"] == ["--epochs", "1", "--name", "a b"]
+    assert main(["rehearse", "job.py", "--args=--dry-run"]) == 0
+    assert given["script_args"] == ["--dry-run"]
+    assert main(["rehearse", "job.py"]) == 0
+    assert given["script_args"] == []
+    with pytest.raises(SystemExit) as exc:
+        main(["rehearse", "job.py", "--args", "--name 'a b"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        'trainkit rehearse: error: argument --args: "--name \'a b" is not a list of words a '
+        "shell could split (No closing quotation); quote the whole value once, e.g. "
+        "--args '--name \"a b\"'"
+    )
+
+
+def test_args_for_the_run_are_refused_for_a_rayjob() -> None:
+    # A RayJob's entrypoint is one shell command, not a script's argv: refused before any
+    # Ray process starts.
+    with pytest.raises(RehearsalError) as err:
+        rehearse_file(REPO / "jobs/llm/lr_sweep_ray.py", script_args=["--trials", "1"])
+    assert str(err.value) == (
+        "jobs/llm/lr_sweep_ray.py: RayJob 'lr-sweep-ray': --args are appended to the "
+        "command line of a job's ranks; a RayJob's entrypoint is one shell command: leave them "
+        "out (change entrypoint= to run it otherwise)"
+    )
+
+
 def test_a_failing_node_fails_the_rehearsal_and_is_named() -> None:
     code = (
         "import os, sys; print('node', os.environ['RANK']); sys.exit(int(os.environ['RANK']) * 3)"

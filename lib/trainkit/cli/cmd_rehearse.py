@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,28 @@ def add(sub: Any) -> None:
         "address `ray start --head` prints, e.g. 127.0.0.1:6379) instead of starting one of "
         "the job's pods; faster, but the nodes are that cluster's, and it keeps running",
     )
+    p.add_argument(
+        "--args",
+        metavar="'ARG ...'",
+        type=_words,
+        default=[],
+        help="arguments appended to the job's args= for this run, split as a shell would, "
+        "e.g. --args '--epochs 1' for a shorter run (argparse takes an option's last "
+        "value); one option alone needs =: --args=--dry-run. Not for a RayJob",
+    )
     add_loading(p)
     p.set_defaults(func=run)
+
+
+def _words(text: str) -> list[str]:
+    """``--args``: the words of ``text``, split as a POSIX shell splits a command line."""
+    try:
+        return shlex.split(text)
+    except ValueError as e:  # "No closing quotation", "No escaped character"
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of words a shell could split ({e}); quote the whole "
+            "value once, e.g. --args '--name \"a b\"'"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
         out=sys.stdout,
         load_options=load_options(args),
         ray_address=args.ray_address,
+        script_args=args.args,
     )
     return 0

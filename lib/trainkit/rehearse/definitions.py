@@ -45,9 +45,11 @@ def rehearse_file(
     out: TextIO | None = None,
     load_options: LoadOptions | None = None,
     ray_address: str | None = None,
+    script_args: Sequence[str] = (),
 ) -> RehearsalReport:
     """Load the definition file ``path`` and rehearse its job (``job_name`` if several);
-    a RayJob on the running Ray cluster at ``ray_address`` if given (see ``rehearse``).
+    a RayJob on the running Ray cluster at ``ray_address`` if given, with ``script_args``
+    appended to its script's arguments (see ``rehearse``).
 
     ``jobs_dir`` (default: the ``jobs`` directory holding ``path``) is where the
     platform is looked up, in its ``platform/``; a planning problem (an unknown
@@ -87,7 +89,7 @@ def rehearse_file(
         )
     return rehearse(
         target, file=d.file, nodes=nodes, procs_per_node=procs_per_node, timeout=timeout,
-        out=out, ray_address=ray_address,
+        out=out, ray_address=ray_address, script_args=script_args,
     )  # fmt: skip
 
 

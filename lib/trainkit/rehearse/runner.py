@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
@@ -115,6 +116,7 @@ def rehearse(
     timeout: float = 300.0,
     out: TextIO | None = None,
     ray_address: str | None = None,
+    script_args: Sequence[str] = (),
 ) -> RehearsalReport:
     """Run ``target``'s pods on this machine as ``nodes`` by ``procs_per_node`` processes.
 
@@ -129,9 +131,27 @@ def rehearse(
     A RayJob runs its entrypoint on a local Ray cluster of its pods instead (``ray.py``):
     ``nodes`` caps the nodes of each worker group, ``procs_per_node`` the CPUs of each node;
     with ``ray_address`` (HOST:PORT) it runs on that running Ray cluster, started by the user.
+
+    ``script_args`` are appended to the command line of the job's script (or command) after
+    the args its pods get, e.g. a shorter run of it; the list of changes says so.
     """
     out = sys.stdout if out is None else out
     file = file or target.file
+    script_args = tuple(script_args)
+    if script_args and isinstance(target, RayJobTarget):
+        raise RehearsalError(
+            [
+                Problem(
+                    file=file,
+                    obj=target.describe(),
+                    message="--args are appended to the command line of a job's "
+                    "ranks; a RayJob's entrypoint is one shell command: leave them out (change "
+                    "entrypoint= to run it otherwise)",
+                )
+            ]
+        )
+    if script_args:
+        target = replace(target, args=(*target.args, *script_args))
     if isinstance(target, RayJobTarget):
         from .ray import rehearse_ray  # imports this module
 
@@ -185,6 +205,14 @@ def rehearse(
                 python=python,
                 file=file,
                 read_only=read_only,
+            )
+        if script_args:
+            plan = replace(
+                plan,
+                changes=(
+                    *plan.changes,
+                    f"args: {shlex.join(script_args)} appended to the pods' (--args)",
+                ),
             )
         _header(plan, file, out)
         start = time.monotonic()

@@ -4,8 +4,8 @@ What a rehearsal runs (sizes, env, image, command, layout, the list of changes)
 is read from the effective pods and checked here without starting a process.
 Starting, streaming, naming failures and stopping are checked with command jobs
 whose processes never import torch. Only one test starts torchrun (2 launchers,
-workers that do not import torch); the README's 2 × 2 DDP example, a real
-training run, is executed by tests/test_readme.py.
+workers that do not import torch); the DDP example of docs/jobs.md (2 × 1 ranks,
+one epoch), a real training run, is executed by tests/test_docs.py.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from test_caches import count_runs
 from trainkit import DefinitionError
+from trainkit.cache_dir import repo_cache_dir
 from trainkit.synth import synthesize
 
 PLATFORM = """\
@@ -112,12 +113,40 @@ def full(root: Path, scratch: Path) -> tuple[str, object]:
     return kind, data
 
 
+class Base:
+    """``make_tree`` synthesized once (the record the next runs reuse), kept aside with the
+    cache directory that synth left (record, definitions, YAML), and put back at the same
+    path for each test or example: a record holds its repository's absolute paths, so each
+    starts from exactly what a full synth of the tree leaves, without running it again."""
+
+    def __init__(self, root: Path, kept: Path) -> None:
+        self.root = root
+        self.kept = kept
+        self.cache = repo_cache_dir(root)
+        make_tree(root)
+        assert outcome(root, incremental=True)[0] == "ok"
+        shutil.copytree(root, kept / "repo", symlinks=True)
+        shutil.copytree(self.cache, kept / "cache", symlinks=True)
+
+    def restore(self) -> Path:
+        for path, kept in ((self.root, "repo"), (self.cache, "cache")):
+            shutil.rmtree(path, ignore_errors=True)
+            shutil.copytree(self.kept / kept, path, symlinks=True)
+        return self.root
+
+
+@pytest.fixture(scope="module")
+def _base(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> Base:
+    top = tmp_path_factory.mktemp("synth-delta")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))  # before _own_cache sets it
+        return Base(top / "repo", top / "kept")
+
+
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    make_tree(root)
-    assert outcome(root, incremental=True)[0] == "ok"  # the record the next runs reuse
-    return root
+def tree(_base: Base) -> Path:
+    """``make_tree`` as its first synth left it (``Base``)."""
+    return _base.restore()
 
 
 def edit(root: Path, what: str, team: str, i: int) -> None:
@@ -161,12 +190,9 @@ EDITS = st.tuples(
 @example(edits=[("clash", "b", 0), ("delete", "b", 1), ("add", "a", 2)])
 @example(edits=[("platform", "a", 0), ("script", "b", 1), ("args", "a", 2)])
 def test_an_incremental_synth_agrees_with_a_full_one(
-    tmp_path: Path, edits: list[tuple[str, str, int]]
+    _base: Base, tmp_path: Path, edits: list[tuple[str, str, int]]
 ) -> None:
-    root = tmp_path / "repo"
-    shutil.rmtree(root, ignore_errors=True)
-    make_tree(root)
-    assert outcome(root, incremental=True)[0] == "ok"
+    root = _base.restore()
     for what, team, i in edits:
         edit(root, what, team, i)
         kind, data, _ = outcome(root, incremental=True)

@@ -8,19 +8,22 @@ max_gpus, no baseline, synth's errors. The markdown is checked against a golden 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from conftest import REPO, Run, Workspace
+from conftest import JOB, PLATFORM, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace
 from trainkit.cli import main
 from trainkit.plan import PlanReport, build_review, format_markdown, format_text
 
@@ -93,6 +96,80 @@ def deployed(ws: Workspace, _examples_deployed: Path) -> Workspace:
     return ws
 
 
+# What conftest's ``bare`` and ``tw`` write (``_Deployed.into`` checks it).
+BARE = {
+    "jobs/platform/platform.py": PLATFORM,
+    "jobs/vision/ddp.py": JOB,
+    "jobs/vision/scripts/train.py": "print('training')\n",
+}
+TW = {**BARE, "jobs/platform/runtimes.py": RUNTIMES, "jobs/vision/tj.py": TRAINJOB}
+
+
+@dataclass(frozen=True)
+class _Deployed:
+    """A small repository after ``deploy``, once per module: a test copies its git
+    repository and generated/ and seeds its caches (``RepoCaches``) instead of running
+    synth and git again, as ``deployed`` does for the examples."""
+
+    root: Path
+    caches: RepoCaches
+
+    def into(self, ws: Workspace) -> None:
+        def files(jobs: Path) -> dict[Path, bytes]:
+            return {
+                p.relative_to(jobs): p.read_bytes()
+                for p in jobs.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+            }
+
+        assert files(ws.jobs) == files(self.root / "jobs"), "another jobs/ than the deployed"
+        for name in (".git", "generated"):
+            shutil.copytree(self.root / name, ws.root / name, symlinks=True)
+        self.caches.seed(ws.root)
+
+
+def _deploy_once(
+    tmp_path_factory: pytest.TempPathFactory, home: Path, files: dict[str, str]
+) -> _Deployed:
+    root = tmp_path_factory.mktemp("deployed-small")
+    ws = Workspace(root)
+    for rel, content in files.items():
+        ws.write(rel, content)
+    with pytest.MonkeyPatch.context() as mp:
+        _hermetic(mp, root.parent)
+        mp.delenv("CI", raising=False)
+        mp.setenv("TRAINKIT_CACHE_DIR", str(home))
+        mp.chdir(root)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["synth", "--against", "disk"]) == 0
+        _commit(root)
+    return _Deployed(root, RepoCaches.of(home, root))
+
+
+@pytest.fixture(scope="module")
+def _bare_deployed(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> _Deployed:
+    return _deploy_once(tmp_path_factory, _session_cache, BARE)
+
+
+@pytest.fixture(scope="module")
+def _tw_deployed(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> _Deployed:
+    return _deploy_once(tmp_path_factory, _session_cache, TW)
+
+
+@pytest.fixture
+def deployed_bare(bare: Workspace, _bare_deployed: _Deployed) -> Workspace:
+    """``bare`` after ``deploy`` (a copy of the module's: ``_Deployed``)."""
+    _bare_deployed.into(bare)
+    return bare
+
+
+@pytest.fixture
+def deployed_tw(tw: Workspace, _tw_deployed: _Deployed) -> Workspace:
+    """``tw`` after ``deploy`` (a copy of the module's: ``_Deployed``)."""
+    _tw_deployed.into(tw)
+    return tw
+
+
 def plan(cli: Cli, *args: str) -> dict[str, Any]:
     """The JSON plan, checked against schemas/plan.schema.json."""
     r = cli("plan", "--format", "json", *args)
@@ -151,8 +228,8 @@ def test_schema_is_the_one_trainkit_schema_writes() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_an_added_job_is_one_row_with_its_pods(bare: Workspace, bare_cli: Cli) -> None:
-    deploy(bare, bare_cli)
     bare.write("jobs/vision/big.py", SECOND_JOB)
     doc = plan(bare_cli)
     (row,) = cluster(doc, "east")["changes"]  # its script ConfigMap is part of the job
@@ -178,8 +255,8 @@ def test_an_added_job_is_one_row_with_its_pods(bare: Workspace, bare_cli: Cli) -
     assert "west: no change\n" in text(doc)
 
 
+@pytest.mark.usefixtures("deployed_tw")
 def test_a_changed_queue_and_runtime_show_their_fields(tw: Workspace, bare_cli: Cli) -> None:
-    deploy(tw, bare_cli)
     edit(tw.root / "jobs/platform/platform.py", "Capacity(gpu=16)", "Capacity(gpu=32)")
     edit(tw.root / "jobs/platform/runtimes.py", 'image="registry.example.com/pytorch:2"',
          'image="registry.example.com/pytorch:3"')  # fmt: skip
@@ -202,8 +279,8 @@ def test_a_changed_queue_and_runtime_show_their_fields(tw: Workspace, bare_cli: 
     assert "    ~ ClusterTrainingRuntime torch: node.image\n" in text(doc)
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_removed_job_is_spelt_out(bare: Workspace, bare_cli: Cli) -> None:
-    deploy(bare, bare_cli)
     (bare.jobs / "vision/ddp.py").unlink()
     doc = plan(bare_cli)
     (row,) = cluster(doc, "east")["changes"]
@@ -221,10 +298,10 @@ def test_a_removed_job_is_spelt_out(bare: Workspace, bare_cli: Cli) -> None:
     ) in markdown(doc)
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_removed_cluster_deletes_its_application_and_keeps_namespaces(
     bare: Workspace, bare_cli: Cli
 ) -> None:
-    deploy(bare, bare_cli)
     edit(bare.jobs / "platform/platform.py",
          'west = Cluster(name="west", destination_name="west", gpu_resource="amd.com/gpu", '
          "gpus_per_node=4)\n", "")  # fmt: skip
@@ -254,10 +331,10 @@ def test_a_removed_cluster_deletes_its_application_and_keeps_namespaces(
 # --- a new run is one row ---------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_new_run_of_a_pytorchjob_is_one_row_with_its_field_diff(
     bare: Workspace, bare_cli: Cli
 ) -> None:
-    deploy(bare, bare_cli)
     edit(bare.jobs / "vision/ddp.py", "nodes=2,", "run=2,\n    nodes=4,")
     doc = plan(bare_cli)
     (row,) = cluster(doc, "east")["changes"]
@@ -273,8 +350,8 @@ def test_a_new_run_of_a_pytorchjob_is_one_row_with_its_field_diff(
     assert "| vision | new run | PyTorchJob `ddp` → `ddp-r2` | `nodes 2→4` |" in markdown(doc)
 
 
+@pytest.mark.usefixtures("deployed_tw")
 def test_a_new_run_of_a_trainjob_names_only_what_changed(tw: Workspace, bare_cli: Cli) -> None:
-    deploy(tw, bare_cli)
     edit(tw.jobs / "vision/tj.py", 'args=["--epochs", "1"],', 'run=2,\n    args=["--epochs", "2"],')
     # Another script of the same name: only the ConfigMap differs (ddp keeps the old one).
     edit(tw.jobs / "vision/tj.py", "scripts/train.py", "scripts/v2/train.py")
@@ -289,10 +366,10 @@ def test_a_new_run_of_a_trainjob_names_only_what_changed(tw: Workspace, bare_cli
     assert row["after"]["world_size"] == 4
 
 
+@pytest.mark.usefixtures("deployed_tw")
 def test_an_edit_a_deployed_job_may_not_take_fails_as_synth_does(
     tw: Workspace, bare_cli: Cli
 ) -> None:
-    deploy(tw, bare_cli)
     edit(tw.jobs / "vision/tj.py", '"--epochs", "1"', '"--epochs", "2"')
     synth, planned = bare_cli("synth"), bare_cli("plan")
     assert (synth.code, planned.code) == (1, 1)
@@ -304,8 +381,8 @@ def test_an_edit_a_deployed_job_may_not_take_fails_as_synth_does(
 # --- queues and teams: information, never a failure ----------------------------------------
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_queue_over_its_capability_is_information(bare: Workspace, bare_cli: Cli) -> None:
-    deploy(bare, bare_cli)
     bare.write("jobs/vision/big.py", SECOND_JOB)  # 12 GPUs beside ddp's 8, capability 16
     doc = plan(bare_cli)
     (research,) = cluster(doc, "east")["queues"]
@@ -360,10 +437,10 @@ def test_a_team_over_max_gpus_before_the_change_is_shown(bare: Workspace, bare_c
     assert "    vision  20 → 12 of 12 (was over)\n" in text(doc)
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_team_over_max_gpus_after_the_change_fails_as_synth_does(
     bare: Workspace, bare_cli: Cli
 ) -> None:
-    deploy(bare, bare_cli)
     edit(bare.jobs / "platform/platform.py", 'queues=["research"])',
          'queues=["research"], max_gpus=12)')  # fmt: skip
     bare.write("jobs/vision/big.py", SECOND_JOB)
@@ -382,10 +459,10 @@ def test_a_definition_error_is_synths_error(bare: Workspace, bare_cli: Cli) -> N
     assert planned.out == ""
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_one_plan_writes_the_comment_and_its_json(bare: Workspace, bare_cli: Cli) -> None:
     """--json-file: the markdown on stdout and the json of the same plan in the file, from one
     run (the workflow's comment and artifact); nothing written when the plan fails."""
-    deploy(bare, bare_cli)
     edit(bare.jobs / "vision/ddp.py", "nodes=2,", "run=2,\n    nodes=3,")
     both = bare_cli("plan", "--format", "markdown", "--json-file", "plan.json")
     assert both.code == 0, both.err
@@ -446,19 +523,19 @@ def test_before_the_first_commit_the_plan_is_against_an_empty_tree(
     assert "neither origin/main nor main exists in git" in doc["note"]
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_an_unknown_revision_is_a_note_and_an_empty_tree(bare: Workspace, bare_cli: Cli) -> None:
-    deploy(bare, bare_cli)
     doc = plan(bare_cli, "--against", "no-such-branch")
     _everything_added(doc)
     assert doc["note"].startswith("git revision 'no-such-branch' does not exist here")
     assert doc["note"].endswith("; planned against an empty tree (every object shows as added)")
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_a_shallow_clone_without_the_deployed_branch_plans_against_an_empty_tree(
     bare: Workspace, bare_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    deploy(bare, bare_cli)
     git(bare.root, "checkout", "-q", "-b", "pr")
     bare.write("jobs/vision/big.py", SECOND_JOB)
     git(bare.root, "add", "-A")
@@ -489,8 +566,8 @@ def test_against_disk_compares_with_the_files_on_disk(bare: Workspace, bare_cli:
 # --- it compares, never writes ------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("deployed_bare")
 def test_the_plan_writes_nothing(bare: Workspace, bare_cli: Cli) -> None:
-    deploy(bare, bare_cli)
     shutil.rmtree(bare.root / ".trainkit", ignore_errors=True)
     edit(bare.jobs / "vision/ddp.py", "nodes=2,", "run=2,\n    nodes=3,")
     before = bare.snapshot()
@@ -505,8 +582,8 @@ def test_the_plan_writes_nothing(bare: Workspace, bare_cli: Cli) -> None:
     ]
 
 
+@pytest.mark.usefixtures("deployed_tw")
 def test_a_job_kept_at_its_deployed_bytes_is_no_change(tw: Workspace, bare_cli: Cli) -> None:
-    deploy(tw, bare_cli)
     # What an older trainkit wrote for the same definition: same hash, other bytes.
     path = tw.out / "clusters/east/vision/trainjob-tj-r1.yaml"
     edit(path, "  labels:\n", "  labels:\n    example.com/rendered-by: trainkit-0.9\n")
@@ -554,7 +631,9 @@ def test_the_examples_against_their_own_commit_are_no_change(deployed: Workspace
     )
 
 
-def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -> None:
+def test_deployed_jobs_have_the_pods_synth_gives_them(
+    ws: Workspace, cli: Cli, _examples_deployed: Path
+) -> None:
     """The pods of a deployed job (read back from its YAML) are those of the job as rendered."""
     new = {
         (c["cluster"], r["name"]): r["after"]
@@ -562,7 +641,8 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(ws: Workspace, cli: Cli) -
         for r in c["changes"]
         if r["after"]
     }
-    deploy(ws, cli)
+    for name in (".git", "generated"):  # ``deploy``, as the session's (``deployed``)
+        shutil.copytree(_examples_deployed / name, ws.root / name, symlinks=True)
     for team in ("vision", "llm"):
         for path in (ws.jobs / team).glob("*.py"):
             path.unlink()

@@ -357,13 +357,20 @@ job = PyTorchJob(
 """
 
 
+BARE = {
+    "jobs/platform/platform.py": PLATFORM,
+    "jobs/vision/ddp.py": JOB,
+    "jobs/vision/scripts/train.py": "print('training')\n",
+}
+"""The files of ``bare``."""
+
+
 @pytest.fixture
 def bare(tmp_path: Path) -> Workspace:
     """A minimal repository: three clusters, one queue, one team, one job."""
     w = Workspace(tmp_path)
-    w.write("jobs/platform/platform.py", PLATFORM)
-    w.write("jobs/vision/ddp.py", JOB)
-    w.write("jobs/vision/scripts/train.py", "print('training')\n")
+    for rel, text in BARE.items():
+        w.write(rel, text)
     return w
 
 

@@ -1,10 +1,12 @@
 """Every cluster directory builds with kubectl kustomize, and overlays work on the CRD kinds."""
 
 import os
+import shutil
 
 import pytest
 import yaml
 
+from conftest import BARE
 from trainkit.health import health_checks
 from trainkit.synth import synthesize
 from trainkit.validate.argo_decode import decode_build
@@ -31,9 +33,27 @@ def kustomize(path) -> list[dict]:
     return [d.body for d in decode_build(build_bytes(path))]
 
 
+@pytest.fixture(scope="module")
+def _bare_generated(tmp_path_factory, _session_cache):
+    """generated/ of conftest's ``bare`` repository, synthesized once per module."""
+    root = tmp_path_factory.mktemp("bare-generated")
+    for rel, text in BARE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        # As a test's own commands run (_own_cache, _not_in_ci: set after this fixture).
+        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+        mp.delenv("CI", raising=False)
+        mp.delenv("RUNNER_TEMP", raising=False)
+        synthesize(root / "jobs", root / "generated")
+    return root
+
+
 @pytest.fixture
-def generated(bare):
-    synthesize(bare.jobs, bare.out)
+def generated(bare, _bare_generated):
+    """``bare`` as synth leaves it: the module's generated/, copied (tests add overlays
+    beside it)."""
+    shutil.copytree(_bare_generated / "generated", bare.out, symlinks=True)
     return bare
 
 

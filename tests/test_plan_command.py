@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import JOB, PLATFORM, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace
+from conftest import BARE, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace
 from trainkit.cli import main
 from trainkit.plan import PlanReport, build_review, format_markdown, format_text
 
@@ -96,12 +96,7 @@ def deployed(ws: Workspace, _examples_deployed: Path) -> Workspace:
     return ws
 
 
-# What conftest's ``bare`` and ``tw`` write (``_Deployed.into`` checks it).
-BARE = {
-    "jobs/platform/platform.py": PLATFORM,
-    "jobs/vision/ddp.py": JOB,
-    "jobs/vision/scripts/train.py": "print('training')\n",
-}
+# What conftest's ``tw`` writes (``_Deployed.into`` checks it).
 TW = {**BARE, "jobs/platform/runtimes.py": RUNTIMES, "jobs/vision/tj.py": TRAINJOB}
 
 
@@ -137,7 +132,9 @@ def _deploy_once(
         ws.write(rel, content)
     with pytest.MonkeyPatch.context() as mp:
         _hermetic(mp, root.parent)
+        # As a test's commands run (_own_cache, _not_in_ci: set after this fixture).
         mp.delenv("CI", raising=False)
+        mp.delenv("RUNNER_TEMP", raising=False)
         mp.setenv("TRAINKIT_CACHE_DIR", str(home))
         mp.chdir(root)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -139,7 +139,10 @@ class Base:
 def _base(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> Base:
     top = tmp_path_factory.mktemp("synth-delta")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))  # before _own_cache sets it
+        # As a test's own commands run (_own_cache, _not_in_ci: set after this fixture).
+        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+        mp.delenv("CI", raising=False)
+        mp.delenv("RUNNER_TEMP", raising=False)
         return Base(top / "repo", top / "kept")
 
 

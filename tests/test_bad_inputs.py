@@ -1,8 +1,7 @@
 """A corpus of broken inputs, each run through the real CLI in a copy of the examples.
 
 Every case starts from a successful ``trainkit synth`` of the example jobs/ (made once
-per session and copied, see ``conftest.synthesized``; generated/ is linked, see
-``linked``), breaks one
+per session; its generated/ is linked into the copy, see ``_broken``), breaks one
 thing (an edit of a real example file, a new file, or a hand-edited copy of a generated
 manifest), runs one command and asserts:
 
@@ -14,20 +13,29 @@ manifest), runs one command and asserts:
 - distinctive parts of the message: what is allowed, or how to fix it;
 - the number of problems, so that one mistake gives one message;
 - ``generated/`` is byte-identical afterwards: nothing was written.
+
+Cases whose problems one step of the command finds file by file share a copy and one run
+(``batches``): the breaks of a batch are in different files, and no case of a batch is
+judged by a step that another's problem would stop (``Case.stage``). Each case still
+asserts its own lines and their number; ``test_a_batch_reports_its_cases_and_nothing_else``
+asserts that the batch's report holds nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Workspace
+from conftest import REPO, RepoCaches, Run, Workspace
+from trainkit.cli import main
 
 RESNET = "jobs/vision/resnet50_ddp.py"
 RESNET_TJ = "jobs/vision/resnet50_trainjob.py"
@@ -80,6 +88,14 @@ class Case:
     is an anchor: the text of the line, found in the file as broken (the first line
     holding it), so an edit of an example moves no case.
     ``problems`` is None where the count is not the point (see the case's comment).
+
+    ``stage`` names the step that reports the problem, for a case that may share a copy and
+    a run with others of that step (``batches``): ``load`` (each definition file runs on its
+    own, and its problems stop only that file), ``plan`` and ``policy`` (every object is
+    judged, and the step's problems stop the next steps: a case of a later step would find
+    nothing), ``validate`` (each manifest file is validated on its own). Only a case whose
+    problems are all in ``file`` and whose breaks change no platform file (which every job
+    is judged against) has a ``plan`` or ``policy`` stage; None runs the case alone.
     """
 
     id: str
@@ -93,6 +109,12 @@ class Case:
     copy: tuple[str, str] | None = None
     command: tuple[str, ...] = ("synth",)
     problems: int | None = 1
+    stage: str | None = None
+
+    @property
+    def touched(self) -> set[str]:
+        """The files the case breaks or reports: a batch's cases share none."""
+        return {self.file, *(rel for rel, _, _ in self.edits), *(rel for rel, _ in self.writes)}
 
     def line_in(self, root: Path) -> int | None:
         """The line of the anchor in the broken file under ``root``."""
@@ -124,13 +146,15 @@ class Case:
 
 
 def validate(manifest: str, old: str, new: str, **kw: Any) -> Case:
-    """``trainkit validate`` of a copy of a generated manifest, edited by hand outside generated/."""
-    dest = f"edited/{Path(manifest).name}"
+    """``trainkit validate`` of a copy of a generated manifest, edited by hand outside
+    generated/ (in a directory of the case's own: the cases' copies are validated together)."""
+    dest = f"edited/{kw['id']}/{Path(manifest).name}"
     return Case(
         file=dest,
         copy=(manifest, dest),
         edits=((dest, old, new),),
         command=("validate", dest, "--crds", CRDS),
+        stage="validate",
         **kw,
     )
 
@@ -139,6 +163,7 @@ CASES = [
     # --- definitions: fields, types and bounds ---------------------------------------
     Case(
         id="field-typo-procs_per_nodes",
+        stage="load",
         edits=((RESNET, "procs_per_node=8", "procs_per_nodes=8"),),
         file=RESNET,
         line="procs_per_nodes=8,",
@@ -148,6 +173,7 @@ CASES = [
     ),
     Case(
         id="trainjob-field-typo-num_nodes",
+        stage="load",
         edits=((RESNET_TJ, "    nodes=2,", "    num_nodes=2,"),),
         file=RESNET_TJ,
         line="num_nodes=2,",
@@ -157,6 +183,7 @@ CASES = [
     ),
     Case(
         id="resources-field-typo-gpus",
+        stage="load",
         edits=((RESNET, "gpu=8)", "gpus=8)"),),
         # Resources(...) is built before the job: the line is its own, the object is it.
         file=RESNET,
@@ -167,6 +194,7 @@ CASES = [
     ),
     Case(
         id="nodes-wrong-type",
+        stage="load",
         edits=((RESNET, "    nodes=2,", '    nodes="two",'),),
         file=RESNET,
         line='nodes="two",',
@@ -176,6 +204,7 @@ CASES = [
     ),
     Case(
         id="env-value-not-a-string",
+        stage="load",
         edits=(
             (SFT, '"OUTPUT_PATH": "/mnt/output"}', '"OUTPUT_PATH": "/mnt/output", "EPOCHS": 3}'),
         ),
@@ -187,6 +216,7 @@ CASES = [
     ),
     Case(
         id="gpu-negative",
+        stage="load",
         edits=((RESNET, "gpu=8)", "gpu=-1)"),),
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256Gi", gpu=-1),',
@@ -196,6 +226,7 @@ CASES = [
     ),
     Case(
         id="cpu-negative",
+        stage="load",
         edits=((RESNET, "cpu=32,", "cpu=-32,"),),
         file=RESNET,
         line='resources=Resources(cpu=-32, memory="256Gi", gpu=8),',
@@ -205,6 +236,7 @@ CASES = [
     ),
     Case(
         id="memory-not-a-quantity",
+        stage="load",
         edits=((RESNET, 'memory="256Gi"', 'memory="256GG"'),),
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256GG", gpu=8),',
@@ -214,6 +246,7 @@ CASES = [
     ),
     Case(
         id="nodes-zero",
+        stage="load",
         edits=((RESNET, "    nodes=2,", "    nodes=0,"),),
         file=RESNET,
         line="nodes=0,",
@@ -223,6 +256,7 @@ CASES = [
     ),
     Case(
         id="procs_per_node-zero",
+        stage="load",
         edits=((RESNET, "procs_per_node=8", "procs_per_node=0"),),
         file=RESNET,
         line="procs_per_node=0,",
@@ -232,6 +266,7 @@ CASES = [
     ),
     Case(
         id="deadline-negative",
+        stage="load",
         edits=((FSDP, "deadline_seconds=7 * 24 * 3600", "deadline_seconds=-1"),),
         file=FSDP,
         line="deadline_seconds=-1,",
@@ -241,6 +276,7 @@ CASES = [
     ),
     Case(
         id="restart-policy-unknown",
+        stage="load",
         edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Sometimes"'),),
         file=FSDP,
         line='restart_policy="Sometimes",',
@@ -250,6 +286,7 @@ CASES = [
     ),
     Case(
         id="restart-policy-always",
+        stage="load",
         edits=((FSDP, 'restart_policy="ExitCode"', 'restart_policy="Always"'),),
         file=FSDP,
         line='restart_policy="Always",',
@@ -259,6 +296,7 @@ CASES = [
     ),
     Case(
         id="toleration-operator-unknown",
+        stage="load",
         edits=((FSDP, 'operator="Exists"', 'operator="Exist"'),),
         file=FSDP,
         line='tolerations=[Toleration(key="nvidia.com/gpu", operator="Exist", effect="NoSchedule")],',
@@ -268,6 +306,7 @@ CASES = [
     ),
     Case(
         id="volume-claim-invalid-name",
+        stage="load",
         edits=((FSDP, 'claim="llm-checkpoints"', 'claim="LLM_checkpoints"'),),
         file=FSDP,
         line='Volume(claim="LLM_checkpoints", path="/mnt/output"),',
@@ -277,6 +316,7 @@ CASES = [
     ),
     Case(
         id="volume-mounted-twice",
+        stage="load",
         edits=((FSDP, 'path="/mnt/output"', 'path="/mnt/data"'),),
         file=FSDP,
         line="job = PyTorchJob(",
@@ -286,6 +326,7 @@ CASES = [
     ),
     Case(
         id="trainjob-run-zero",
+        stage="load",
         edits=((RESNET_TJ, "run=1,", "run=0,"),),
         file=RESNET_TJ,
         line="run=0,",
@@ -295,6 +336,7 @@ CASES = [
     ),
     Case(
         id="queue-capacity-gpu-negative",
+        stage="load",
         edits=((TEAMS, "gpu=32)", "gpu=-32)"),),
         file=TEAMS,
         line='capability=Capacity(cpu=256, memory="2Ti", gpu=-32),',
@@ -305,6 +347,7 @@ CASES = [
     # --- definitions: reserved env --------------------------------------------------
     Case(
         id="env-PET_NNODES-on-pytorchjob",
+        stage="load",
         edits=((RESNET, "    nodes=2,", '    env={"PET_NNODES": "2"},\n    nodes=2,'),),
         file=RESNET,
         line='env={"PET_NNODES": "2"},',
@@ -317,6 +360,7 @@ CASES = [
     ),
     Case(
         id="env-MASTER_ADDR-on-pytorchjob",
+        stage="load",
         edits=(
             (
                 FSDP,
@@ -332,6 +376,7 @@ CASES = [
     ),
     Case(
         id="env-WORLD_SIZE-on-trainjob",
+        stage="load",
         edits=(
             (
                 SFT,
@@ -348,6 +393,7 @@ CASES = [
     # --- definitions: references to the platform ------------------------------------
     Case(
         id="queue-unknown",
+        stage="plan",
         edits=((RESNET, 'queue="vision"', 'queue="visoin"'),),
         file=RESNET,
         line='queue="visoin",',
@@ -359,6 +405,7 @@ CASES = [
     ),
     Case(
         id="queue-of-another-team",
+        stage="plan",
         edits=((RESNET, 'queue="vision"', 'queue="llm"'),),
         file=RESNET,
         line='queue="llm",',
@@ -368,6 +415,7 @@ CASES = [
     ),
     Case(
         id="volcano-default-queue-not-granted",
+        stage="plan",
         edits=((RESNET, 'queue="vision"', 'queue="default"'),),
         file=RESNET,
         line='queue="default",',
@@ -396,6 +444,7 @@ CASES = [
     ),
     Case(
         id="volcano-default-queue-generated",
+        stage="load",
         edits=((TEAMS, "\nvision = Team(", '\nshared = Queue(name="default")\n\nvision = Team('),),
         file=TEAMS,
         line='shared = Queue(name="default")',
@@ -410,6 +459,7 @@ CASES = [
     ),
     Case(
         id="cluster-unknown",
+        stage="plan",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "rocm-wset"]'),),
         file=RESNET,
         line='clusters=["gpu-east", "rocm-wset"],',
@@ -422,6 +472,7 @@ CASES = [
     ),
     Case(
         id="cluster-not-allowed-for-the-team",
+        stage="plan",
         edits=((RESNET, '"gpu-east", "rocm-west"]', '"gpu-east", "a800-north"]'),),
         file=RESNET,
         line='clusters=["gpu-east", "a800-north"],',
@@ -434,6 +485,7 @@ CASES = [
     ),
     Case(
         id="gpu-above-the-cluster-per-node-count",
+        stage="policy",
         edits=((RESNET, "gpu=8)", "gpu=12)"),),
         file=RESNET,
         line='resources=Resources(cpu=32, memory="256Gi", gpu=12),',
@@ -459,6 +511,7 @@ CASES = [
     ),
     Case(
         id="network-profile-unknown",
+        stage="plan",
         edits=((RESNET, "    nodes=2,", '    nodes=2,\n    network="infiniband",'),),
         file=RESNET,
         line='network="infiniband",',
@@ -472,6 +525,7 @@ CASES = [
     # --- definitions: names -----------------------------------------------------------
     Case(
         id="job-name-duplicate",
+        stage="plan",
         edits=(
             (
                 RESNET,
@@ -501,6 +555,7 @@ CASES = [
     ),
     Case(
         id="trainjob-name-too-long-for-the-pod-hostname",
+        stage="plan",
         edits=((RESNET_TJ, 'name="resnet50"', 'name="resnet50-' + "x" * 45 + '"'),),
         file=RESNET_TJ,
         line='name="resnet50-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",',
@@ -513,6 +568,7 @@ CASES = [
     ),
     Case(
         id="pytorchjob-name-too-long-for-the-service",
+        stage="load",
         edits=((RESNET, 'name="resnet50-ddp"', 'name="resnet50-ddp-' + "x" * 42 + '"'),),
         file=RESNET,
         line="job = PyTorchJob(",
@@ -526,6 +582,7 @@ CASES = [
     # --- definitions: where things live ---------------------------------------------
     Case(
         id="job-file-in-the-platform-dir",
+        stage="load",
         writes=(("jobs/platform/stray_job.py", A_JOB.format(var="stray", name="stray")),),
         file="jobs/platform/stray_job.py",
         line="stray = PyTorchJob(",
@@ -538,6 +595,7 @@ CASES = [
     ),
     Case(
         id="platform-object-in-a-team-dir",
+        stage="load",
         writes=(
             (
                 "jobs/vision/my_queue.py",
@@ -552,6 +610,7 @@ CASES = [
     ),
     Case(
         id="team-dir-not-declared",
+        stage="plan",
         writes=(("jobs/nlp/bert.py", A_JOB.format(var="bert", name="bert")),),
         file="jobs/nlp/bert.py",
         line="bert = PyTorchJob(",
@@ -578,6 +637,7 @@ CASES = [
     Case(
         # The directory gives the namespace; a job cannot choose another team's.
         id="job-namespace-field",
+        stage="load",
         edits=((RESNET, 'queue="vision",', 'queue="vision",\n    namespace="llm-training",'),),
         file=RESNET,
         line='namespace="llm-training",',
@@ -604,6 +664,7 @@ CASES = [
     # --- definitions: Python and files ------------------------------------------------
     Case(
         id="syntax-error",
+        stage="load",
         edits=((RESNET, "    nodes=2,", "    nodes=2,,"),),
         file=RESNET,
         line="nodes=2,,",
@@ -613,6 +674,7 @@ CASES = [
     ),
     Case(
         id="exception-in-a-definition-file",
+        stage="load",
         edits=((RESNET, "\njob = PyTorchJob(", '\nEPOCHS = int("ten")\n\njob = PyTorchJob('),),
         file=RESNET,
         line='EPOCHS = int("ten")',
@@ -622,6 +684,7 @@ CASES = [
     ),
     Case(
         id="script-file-missing",
+        stage="load",
         edits=((RESNET, "scripts/train_resnet.py", "scripts/train_resnt.py"),),
         file=RESNET,
         line='script=Script.file("scripts/train_resnt.py"),',
@@ -634,6 +697,7 @@ CASES = [
     ),
     Case(
         id="script-and-command-both-given",
+        stage="load",
         edits=((RESNET, "    nodes=2,", '    command=["python", "train.py"],\n    nodes=2,'),),
         file=RESNET,
         line="job = PyTorchJob(",
@@ -647,6 +711,7 @@ CASES = [
     # --- definitions: Trainer runtimes ------------------------------------------------
     Case(
         id="runtime-unknown",
+        stage="plan",
         edits=((RESNET_TJ, 'runtime="torch-2-5"', 'runtime="torch-distributd"'),),
         file=RESNET_TJ,
         line='runtime="torch-distributd",',
@@ -685,6 +750,7 @@ CASES = [
     ),
     Case(
         id="runtime-not-on-the-job-cluster",
+        stage="plan",
         edits=((SFT, 'clusters=["a800-north"]', 'clusters=["gpu-east"]'),),
         file=SFT,
         line='runtime="fsdp-a800",',
@@ -708,6 +774,7 @@ CASES = [
     # --- definitions: policy ------------------------------------------------------------
     Case(
         id="image-from-an-unlisted-registry",
+        stage="policy",
         edits=(
             (
                 RESNET,
@@ -726,6 +793,7 @@ CASES = [
     ),
     Case(
         id="gpus-over-the-per-job-cap",
+        stage="policy",
         edits=((RESNET, "    nodes=2,", "    nodes=9,"),),
         file=RESNET,
         line="nodes=9,",
@@ -757,6 +825,7 @@ CASES = [
     ),
     Case(
         id="mpijob-sets-an-open-mpi-variable",
+        stage="load",
         edits=((DEEPSPEED, '"NCCL_DEBUG": "WARN"', '"OMPI_MCA_btl": "tcp"'),),
         file=DEEPSPEED,
         line="env=",
@@ -769,6 +838,7 @@ CASES = [
     ),
     Case(
         id="mpijob-slots-do-not-divide-the-gpus",
+        stage="load",
         edits=((DEEPSPEED, "    nodes=2,", "    nodes=2,\n    procs_per_node=3,"),),
         file=DEEPSPEED,
         line="job = MPIJob(",
@@ -801,6 +871,7 @@ CASES = [
     # --- TFJob --------------------------------------------------------------------------
     Case(
         id="tfjob-sets-tf-config",
+        stage="load",
         edits=(
             (
                 MOBILENET,
@@ -817,6 +888,7 @@ CASES = [
     # --- PaddleJob ----------------------------------------------------------------------
     Case(
         id="paddlejob-ps-mode-without-servers",
+        stage="load",
         edits=((PADDLE, "    nodes=2,", '    nodes=2,\n    mode="ps",'),),
         file=PADDLE,
         line="job = PaddleJob(",
@@ -826,6 +898,7 @@ CASES = [
     ),
     Case(
         id="paddlejob-sets-the-rendezvous",
+        stage="load",
         edits=((PADDLE, "    nodes=2,", '    nodes=2,\n    env={"PADDLE_MASTER": "x:1"},'),),
         file=PADDLE,
         line="env=",
@@ -836,6 +909,7 @@ CASES = [
     # --- RayJob -------------------------------------------------------------------------
     Case(
         id="rayjob-worker-min-above-max",
+        stage="load",
         edits=((RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, min_nodes=3, max_nodes=2,'),),
         file=RAY,
         line="WorkerGroup(",
@@ -845,6 +919,7 @@ CASES = [
     ),
     Case(
         id="rayjob-autoscales-without-the-team-s-grant",
+        stage="plan",
         edits=(
             (RAY, 'name="gpu", nodes=2,', 'name="gpu", nodes=2, max_nodes=4,'),
             (RAY, 'clusters=["gpu-east", "h100-south"]', 'clusters=["gpu-east"]'),
@@ -893,6 +968,7 @@ CASES = [
     ),
     Case(
         id="rayjob-deletes-itself",
+        stage="load",
         edits=(
             (
                 RAY,
@@ -909,6 +985,7 @@ CASES = [
     ),
     Case(
         id="rayjob-worker-gpus-over-the-node",
+        stage="policy",
         edits=((RAY, 'memory="256Gi", gpu=8)', 'memory="256Gi", gpu=16)'),),
         file=RAY,
         line="workers=[",
@@ -922,6 +999,7 @@ CASES = [
     ),
     Case(
         id="rayjob-fractional-cpu",
+        stage="load",
         edits=(
             (
                 RAY,
@@ -937,6 +1015,7 @@ CASES = [
     ),
     Case(
         id="rayjob-sets-ray-address",
+        stage="load",
         edits=((RAY, '    queue="llm",', '    queue="llm",\n    env={"RAY_ADDRESS": "auto"},'),),
         file=RAY,
         line='    env={"RAY_ADDRESS"',
@@ -985,6 +1064,7 @@ CASES = [
     ),
     Case(
         id="tfjob-with-two-chiefs",
+        stage="load",
         edits=((MOBILENET, "    chief=Role(", "    chief=Role(replicas=2, "),),
         file=MOBILENET,
         line="job = TFJob(",
@@ -995,6 +1075,7 @@ CASES = [
     # --- roles with settings of their own ---------------------------------------------------
     Case(
         id="role-image-from-another-registry",
+        stage="policy",
         edits=(
             (
                 MOBILENET_ROLES,
@@ -1013,6 +1094,7 @@ CASES = [
     ),
     Case(
         id="role-sets-a-variable-the-operator-sets",
+        stage="load",
         edits=((MOBILENET_ROLES, '{"TF_NUM_INTEROP_THREADS": "8"}', '{"TF_CONFIG": "{}"}'),),
         file=MOBILENET_ROLES,
         line="job = TFJob(",
@@ -1022,6 +1104,7 @@ CASES = [
     ),
     Case(
         id="mpi-worker-resources-are-the-job-s",
+        stage="load",
         edits=(
             (
                 PI,
@@ -1037,6 +1120,7 @@ CASES = [
     ),
     Case(
         id="role-the-kind-does-not-have",
+        stage="load",
         edits=((PI, "    worker=Role(", "    workers=Role("),),
         file=PI,
         line="    workers=Role(",
@@ -1049,6 +1133,7 @@ CASES = [
     ),
     Case(
         id="gpus-over-the-per-team-cap",
+        stage="policy",
         edits=((SFT, '    runtime="fsdp-a800",', '    runtime="fsdp-a800",\n    nodes=7,'),),
         file=TEAMS,
         line="max_gpus=96,",
@@ -1360,7 +1445,7 @@ def rendered_crds(crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def edit(root: Path, rel: str, old: str, new: str) -> None:
-    """Replace the file (a new one in its place, never written in place: see ``linked``)."""
+    """Replace the file (a new one in its place, never written in place: see ``_broken``)."""
     path = root / rel
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{old!r} not once in {rel}"
@@ -1376,26 +1461,143 @@ def _link(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
+def _batches(cases: list[Case]) -> dict[str, list[Case]]:
+    """The cases by the copy they break and the run they share: those of one ``stage`` in
+    turn into the first batch none of whose files they touch; a case without one alone."""
+    batches: dict[str, list[Case]] = {}
+    for case in cases:
+        if case.stage is None:
+            batches[case.id] = [case]
+            continue
+        assert case.problems is not None, f"{case.id}: a batched case counts its problems"
+        assert case.copy is not None or case.command == ("synth",), case.id
+        k = 1
+        while (name := f"{case.stage}-{k}") in batches and any(
+            case.touched & other.touched for other in batches[name]
+        ):
+            k += 1
+        batches.setdefault(name, []).append(case)
+    return batches
+
+
+BATCHES = _batches(CASES)
+BATCH_OF = {case.id: name for name, cases in BATCHES.items() for case in cases}
+
+
+def _command(cases: list[Case]) -> tuple[str, ...]:
+    """The batch's command line: validate takes every case's file."""
+    if cases[0].stage == "validate":
+        return ("validate", *(case.file for case in cases), "--crds", CRDS)
+    (command,) = {case.command for case in cases}
+    return command
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A copy of the examples with the breaks of a batch's cases, and the command's run."""
+
+    root: Path
+    cases: list[Case]
+    run: Run
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+
+
 @pytest.fixture(scope="module")
 def examples_generated(_examples_generated: Path) -> dict[str, bytes]:
     return Workspace(_examples_generated.parent).snapshot()
 
 
-@pytest.fixture
-def linked(
-    ws: Workspace, _examples_generated: Path, examples_generated: dict[str, bytes]
-) -> Iterator[Workspace]:
-    """``conftest.synthesized``, with generated/ hard-linked to the session's instead of
-    copied: on a slow file system, creating its files cost more than anything else in a
-    case. A linked file written in place would change the session's: trainkit never
-    does (it builds a new tree, ``write._build``), a case's ``edit`` replaces the file,
-    a case's new file is new. The session's tree is compared after each case: a case
-    that changed it fails."""
-    shutil.copytree(_examples_generated, ws.out, symlinks=True, copy_function=_link)
-    yield ws
-    assert Workspace(_examples_generated.parent).snapshot() == examples_generated, (
-        "the session's generated/ changed: a file linked into this case's was written in place"
-    )
+@pytest.fixture(scope="module")
+def broken(
+    tmp_path_factory: pytest.TempPathFactory,
+    _examples_caches: RepoCaches,
+    _examples_generated: Path,
+    _session_cache: Path,
+    examples_generated: dict[str, bytes],
+    rendered_crds: Path,
+) -> Callable[[str], Broken]:
+    """The batch named NAME, broken and run once, by the first of its tests."""
+    done: dict[str, Broken] = {}
+
+    def get(name: str) -> Broken:
+        if name not in done:
+            done[name] = _broken(
+                tmp_path_factory.mktemp("broken"),
+                BATCHES[name],
+                _examples_caches,
+                _examples_generated,
+                _session_cache,
+                rendered_crds,
+            )
+            assert Workspace(_examples_generated.parent).snapshot() == examples_generated, (
+                "the session's generated/ changed: a file linked into this batch's was "
+                "written in place"
+            )
+        return done[name]
+
+    return get
+
+
+def _broken(
+    root: Path,
+    cases: list[Case],
+    caches: RepoCaches,
+    generated: Path,
+    cache_home: Path,
+    crds: Path,
+) -> Broken:
+    """``conftest.synthesized`` (a copy of the examples with the caches of their synth),
+    with generated/ hard-linked to the session's instead of copied: on a slow file system,
+    creating its files cost more than anything else in a case. A linked file written in
+    place would change the session's: trainkit never does (it builds a new tree,
+    ``write._build``), a case's ``edit`` replaces the file, a case's new file is new. The
+    session's tree is compared after each batch (``broken``): a batch that changed it fails.
+    """
+    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    caches.seed(root)
+    shutil.copytree(generated, root / "generated", symlinks=True, copy_function=_link)
+    ws = Workspace(root)
+    for case in cases:
+        if case.copy:
+            source, dest = case.copy
+            (root / dest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / source, root / dest)
+        for rel, text in case.writes:
+            ws.write(rel, text)
+        for rel, old, new in case.edits:
+            edit(root, rel, old, new)
+    # Taken after the break: cases that hand-edit generated/ expect exactly that edit.
+    before = ws.snapshot()
+    args = [arg.replace(CRDS, str(crds)) for arg in _command(cases)]
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        # As a test's commands run (conftest: ``_not_in_ci``, ``_own_cache``).
+        mp.delenv("CI", raising=False)
+        mp.delenv("RUNNER_TEMP", raising=False)
+        mp.setenv("TRAINKIT_CACHE_DIR", str(cache_home))
+        mp.chdir(root)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    return Broken(root, cases, Run(code, out.getvalue(), err.getvalue()), before, ws.snapshot())
+
+
+def _reported(case: Case, run: Run) -> tuple[str, list[str], str]:
+    """The report the case's command prints, the lines of it that are the case's (those of
+    its file), and the count line."""
+    if case.command[0] == "validate":
+        # The file on a line of its own, then its problems (indented) until the next file.
+        sections: dict[str, list[str]] = {}
+        current: list[str] = []
+        for line in run.out.splitlines():
+            if line.startswith("  "):
+                current.append(line)
+            else:
+                current = sections.setdefault(line, [])
+        problems = [line for line in sections.get(case.file, []) if not line.startswith("   ")]
+        return run.out, problems, run.err
+    errors = [line for line in run.err.splitlines() if line.startswith(f"error: {case.file}")]
+    return run.err, errors, run.err.rstrip().rsplit("\n", 1)[-1]
 
 
 def test_the_corpus_is_large_and_its_ids_unique():
@@ -1404,37 +1606,55 @@ def test_the_corpus_is_large_and_its_ids_unique():
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
-def test_bad_input_is_reported_and_generated_is_untouched(linked, cli, rendered_crds, case):
-    ws = linked
-    if case.copy:
-        source, dest = case.copy
-        (ws.root / dest).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ws.root / source, ws.root / dest)
-    for rel, text in case.writes:
-        ws.write(rel, text)
-    for rel, old, new in case.edits:
-        edit(ws.root, rel, old, new)
-    # Taken after the break: cases that hand-edit generated/ expect exactly that edit.
-    before = ws.snapshot()
+@pytest.mark.parametrize(
+    "case", [case for cases in BATCHES.values() for case in cases], ids=lambda case: case.id
+)
+def test_bad_input_is_reported_and_generated_is_untouched(broken, case):
+    _assert_reported(case, broken(BATCH_OF[case.id]))
 
-    run = cli(*(arg.replace(CRDS, str(rendered_crds)) for arg in case.command))
 
+def _assert_reported(case: Case, batch: Broken) -> None:
+    run = batch.run
     assert run.code == 1, (run.out, run.err)
     assert "Traceback" not in run.out + run.err
+    report, mine, tail = _reported(case, run)
+    noun = "problem(s)" if case.command[0] == "validate" else "error(s)"
+    alone = len(batch.cases) == 1
     if case.command[0] == "validate":
-        report, tail, noun = run.out, run.err, "problem(s)"
-        assert report.startswith(f"{case.file}\n"), report  # the file heads its problems
-    else:
-        report, noun = run.err, "error(s)"
-        tail = run.err.rstrip().rsplit("\n", 1)[-1]
-    located = case.located(ws.root)
-    lines = [line for line in report.splitlines() if line.startswith(located)]
+        # The file heads its problems (a batch's report: the files in turn).
+        assert report.startswith(f"{case.file}\n") or (not alone and f"\n{case.file}\n" in report)
+    located = case.located(batch.root)
+    lines = [line for line in mine if line.startswith(located)]
     assert lines, f"no line starts with {located!r}:\n{report}"
     for text in case.says:
         assert any(text in line for line in lines), f"{text!r} not in:\n{report}"
-    if case.problems is None:
+    if not alone:
+        # Its own lines (its file's): the batch's count is the batch's test's.
+        assert len(mine) == case.problems, report
+    elif case.problems is None:
         assert tail.startswith(f"trainkit {case.command[0]}: "), tail
     else:
         assert tail.strip() == f"trainkit {case.command[0]}: {case.problems} {noun}", report
-    assert ws.snapshot() == before
+    assert batch.after == batch.before
+
+
+@pytest.mark.parametrize("name", [name for name, cases in BATCHES.items() if len(cases) > 1])
+def test_a_batch_reports_its_cases_and_nothing_else(broken, name):
+    """The cases sharing a run report only their own problems: each line is one of theirs
+    (of a file one of them breaks) and the count is their sum."""
+    _assert_only_its_cases(broken(name))
+
+
+def _assert_only_its_cases(batch: Broken) -> None:
+    command = batch.cases[0].command[0]
+    problems = [_reported(case, batch.run)[1] for case in batch.cases]
+    if command == "validate":
+        files = [line for line in batch.run.out.splitlines() if not line.startswith("  ")]
+        assert sorted(files) == sorted(case.file for case in batch.cases), batch.run.out
+        tail, noun = batch.run.err, "problem(s)"
+    else:
+        errors = [line for line in batch.run.err.splitlines() if line.startswith("error: ")]
+        assert sorted(errors) == sorted(line for lines in problems for line in lines), batch.run.err
+        tail, noun = batch.run.err.rstrip().rsplit("\n", 1)[-1], "error(s)"
+    total = sum(case.problems or 0 for case in batch.cases)
+    assert tail.strip() == f"trainkit {command}: {total} {noun}", batch.run.err

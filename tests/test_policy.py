@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import Workspace
+from conftest import Run, Workspace
 from example_edits import edit
 from example_refusals import refusals
+from shared_tree import SharedTree
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -583,9 +586,9 @@ def _docs(path):
     return list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
 
 
-def test_rdma_profile_renders_capability_and_resource_on_every_node(synthesized, cli):
-    ws = synthesized
-    base = ws.out / "clusters/a800-north/llm-training"
+def test_rdma_profile_renders_capability_and_resource_on_every_node(_examples_generated):
+    # The session's synth of the examples, read (never written) in place.
+    base = _examples_generated / "clusters/a800-north/llm-training"
     (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for replica in ("Master", "Worker"):
         pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
@@ -605,9 +608,10 @@ def test_rdma_profile_renders_capability_and_resource_on_every_node(synthesized,
     assert "NCCL_IB_DISABLE" not in yaml.safe_dump(trainjob)
 
 
-def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(synthesized, cli):
-    ws = synthesized
-    base = ws.out / "clusters/a800-north/llm-training"
+def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(
+    _examples_generated, cli
+):
+    base = _examples_generated / "clusters/a800-north/llm-training"
     (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
     for replica in ("Master", "Worker"):
         (c,) = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]["containers"]
@@ -632,9 +636,8 @@ def test_profile_env_follows_the_containers_own_and_explain_names_the_profile(sy
         assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == source
 
 
-def test_jobs_without_a_profile_get_nothing_extra(synthesized, cli):
-    ws = synthesized
-    for path in ws.out.rglob("*.yaml"):
+def test_jobs_without_a_profile_get_nothing_extra(_examples_generated):
+    for path in _examples_generated.rglob("*.yaml"):
         fabric = (
             "llama-finetune-fsdp",
             "fsdp-a800",
@@ -700,78 +703,6 @@ def test_host_network_profile_renders_and_check_grants_it(ws, cli, crds, _exampl
     assert validate_paths(north, crd_set, root=ws.root, allowance=allowance) == []
 
 
-def test_granted_access_renders_on_the_pods_and_check_accepts_it(ws, cli, crds):
-    edit(
-        ws,
-        TEAMS,
-        'vision = Team(name="vision", queues=["vision"],',
-        'vision = Team(name="vision", service_accounts=["trainer"], image_pull_secrets=["regcred"],'
-        ' priority_classes=["batch-high"], queues=["vision"],',
-    )
-    edit(
-        ws,
-        TEAMS,
-        "    max_gpus=96,",
-        '    service_accounts=["trainer"],\n    image_pull_secrets=["regcred"],\n    max_gpus=96,',
-    )
-    edit(
-        ws,
-        RESNET,
-        "    nodes=2,",
-        '    nodes=2,\n    service_account="trainer",\n    image_pull_secrets=["regcred"],\n'
-        '    image_pull_policy="Always",\n    priority_class="batch-high",',
-    )
-    edit(
-        ws,
-        SFT,
-        '    runtime="fsdp-a800",',
-        '    runtime="fsdp-a800",\n    service_account="trainer",\n    image_pull_secrets=["regcred"],',
-    )
-    edit(
-        ws,
-        RUNTIMES,
-        '    network="rdma",',
-        '    network="rdma",\n    image_pull_policy="IfNotPresent",',
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
-    for replica in ("Master", "Worker"):
-        pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
-        assert pod["serviceAccountName"] == "trainer"
-        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
-        assert pod["priorityClassName"] == "batch-high"
-        assert pod["containers"][0]["imagePullPolicy"] == "Always"
-    assert job["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "batch-high"
-    base = ws.out / "clusters/a800-north/llm-training"
-    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
-    (patch,) = trainjob["spec"]["runtimePatches"]
-    (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
-    pod = node_job["template"]["spec"]["template"]["spec"]
-    assert (pod["serviceAccountName"], pod["imagePullSecrets"]) == (
-        "trainer",
-        [{"name": "regcred"}],
-    )
-    (runtime,) = _docs(base.parent / "platform/llm-training/trainingruntime-fsdp-a800.yaml")
-    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
-    assert node["imagePullPolicy"] == "IfNotPresent"
-    # The pods Trainer creates carry the job's patch.
-    run = cli("explain", "llama-sft", "--format", "json")
-    assert run.code == 0, run.err
-    (explained,) = json.loads(run.out)["jobs"]
-    pod = explained["pods"][0]
-    assert (pod["service_account"], pod["image_pull_secrets"]) == ("trainer", ["regcred"])
-    assert pod["image_pull_policy"] == "IfNotPresent"  # the runtime's
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east")
-    assert run.code == 0, run.err
-    assert "(pull policy Always, pull secret regcred)" in run.out
-    assert "    runs as    ServiceAccount trainer\n" in run.out
-    assert "    priority   PriorityClass batch-high\n" in run.out
-    run = cli("check", "--crds", str(crds))
-    assert run.code == 0, run.err
-
-
 def test_a_trainjobs_node_selector_and_tolerations_ride_its_runtime_patch(ws, cli, crds):
     edit(ws, SFT, "from trainkit import", "from trainkit import Toleration,")
     gpu = 'Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")'
@@ -819,49 +750,6 @@ def test_a_trainjobs_node_selector_and_tolerations_ride_its_runtime_patch(ws, cl
     assert run.code == 0, run.err
 
 
-def test_granted_secret_and_configmap_keys_become_value_from(ws, cli, crds):
-    edit(
-        ws,
-        TEAMS,
-        "    max_gpus=96,",
-        '    secrets={"hf-token": ["token"]},\n    config_maps={"datasets": ["path"]},\n'
-        "    max_gpus=96,",
-    )
-    refs = (
-        'env_refs={"HF_TOKEN": SecretKey(secret="hf-token", key="token"), '
-        '"DATA": ConfigMapKey(config_map="datasets", key="path")},'
-    )
-    edit(ws, FSDP, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
-    edit(ws, FSDP, "    nodes=4,", f"    nodes=4,\n    {refs}")
-    edit(ws, SFT, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
-    edit(ws, SFT, '    runtime="fsdp-a800",', f'    runtime="fsdp-a800",\n    {refs}')
-    run = cli("synth")
-    assert run.code == 0, run.err
-    base = ws.out / "clusters/a800-north/llm-training"
-    expected = [
-        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}},
-        {"name": "DATA", "valueFrom": {"configMapKeyRef": {"name": "datasets", "key": "path"}}},
-    ]
-    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
-    (c,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
-    assert c["env"][-3:-1] == expected  # after the job's own, before the profile's
-    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
-    assert trainjob["spec"]["trainer"]["env"][-2:] == expected
-    assert "s3cret" not in run.out
-    for name in ("llama-finetune-fsdp", "llama-sft"):
-        run = cli("explain", name, "--format", "json")
-        assert run.code == 0, run.err
-        (explained,) = json.loads(run.out)["jobs"]
-        env = {e["name"]: e for e in explained["pods"][0]["env"]}
-        assert env["HF_TOKEN"]["from"] == "Secret 'hf-token' key 'token'"
-        assert env["HF_TOKEN"]["value"] == "" and env["HF_TOKEN"]["source"] == "job"
-        assert env["DATA"]["from"] == "ConfigMap 'datasets' key 'path'"
-    run = cli("explain", "llama-sft")
-    assert "HF_TOKEN                    = <Secret 'hf-token' key 'token'>  (job)" in run.out
-    run = cli("check", "--crds", str(crds))
-    assert run.code == 0, run.err
-
-
 def test_naming_the_default_service_account_needs_no_grant(ws, cli):
     edit(ws, RESNET, "    nodes=2,", '    nodes=2,\n    service_account="default",')
     run = cli("synth")
@@ -870,48 +758,6 @@ def test_naming_the_default_service_account_needs_no_grant(ws, cli):
     assert job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
         "serviceAccountName"
     ] == ("default")
-
-
-def test_burstable_requests_where_the_policy_allows_them(ws, cli):
-    edit(ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, burstable=True,")
-    edit(
-        ws,
-        RESNET,
-        'Resources(cpu=32, memory="256Gi", gpu=8)',
-        'Resources(cpu=32, memory="256Gi", gpu=8, cpu_request=16, memory_request="200Gi")',
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
-    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
-    assert c["resources"]["limits"] == {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8"}
-    assert c["resources"]["requests"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": "8"}
-    # Volcano admits a gang on its requests.
-    run = cli("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
-    (explained,) = json.loads(run.out)["jobs"]
-    assert explained["podgroup"]["requests"]["cpu"] == "32"
-
-
-def test_a_whole_granted_secret_becomes_env_from(ws, cli, crds):
-    edit(
-        ws, TEAMS, "    max_gpus=96,", '    secrets={"wandb": ["WANDB_API_KEY"]},\n    max_gpus=96,'
-    )
-    edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
-    edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (job,) = _docs(
-        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r6.yaml"
-    )
-    for role in ("Launcher", "Worker"):
-        (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
-        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
-    # sshd starts the ranks without the worker pod's env: the launcher forwards the keys.
-    (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    assert "-x WANDB_API_KEY" in " ".join(launcher["command"])
-    run = cli("explain", "llama-pretrain-deepspeed")
-    assert "env from   every key of Secret 'wandb'  (job)" in run.out
-    assert cli("check", "--crds", str(crds)).code == 0
 
 
 @pytest.mark.parametrize(
@@ -938,37 +784,6 @@ def test_env_from_needs_every_key_granted_and_allowed(ws, grant, says):
     lines = (ws.root / DEEPSPEED).read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "env_from=" in text)
     assert f"{DEEPSPEED}:{line}: MPIJob 'llama-pretrain-deepspeed': env_from[0]: {says}" in err
-
-
-def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, cli, crds):
-    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (SecretEnv,")
-    edit(
-        ws, RUNTIMES, "    mpi=RuntimeMPI(",
-        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
-    )  # fmt: skip
-    # The Secret is read in each TrainJob's namespace, whose keys its team controls.
-    err = refusals(ws)
-    lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
-    line = next(i for i, text in enumerate(lines, 1) if "runtime=" in text)
-    assert (
-        f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': runtime: runtime 'deepspeed-0-19' "
-        "takes sources whole (env_from) from the job's namespace: team 'llm' may not read "
-        f"Secret 'wandb'; Team.secrets in {TEAMS} allows none; ask the platform team to add it"
-    ) in err
-    edit(
-        ws, TEAMS, "    max_gpus=96,", '    secrets={"wandb": ["WANDB_API_KEY"]},\n    max_gpus=96,'
-    )
-    run = cli("synth")
-    assert run.code == 0, run.err
-    (rt,) = _docs(ws.out / "clusters/gpu-east/platform/runtimes/deepspeed-0-19.yaml")
-    for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
-        (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
-        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
-    (tj,) = _docs(ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r6.yaml")
-    assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
-    run = cli("explain", "llama-pretrain-ds")
-    assert "every key of Secret 'wandb'" in run.out
-    assert cli("check", "--crds", str(crds)).code == 0
 
 
 def test_a_trainjob_takes_no_env_from_of_its_own(ws):
@@ -1006,7 +821,211 @@ def test_a_team_runtime_s_env_from_is_checked_against_its_team(ws):
     ) in err
 
 
-def test_volcanos_own_default_queue_is_the_platforms_to_grant(ws, cli, crds):
+# The grants the tests below read, in one copy of the examples (``granted``): each line says
+# whose it is. They must not clash: each test asserts its own jobs' output.
+REFS = (
+    'env_refs={"HF_TOKEN": SecretKey(secret="hf-token", key="token"), '
+    '"DATA": ConfigMapKey(config_map="datasets", key="path")},'
+)
+
+
+@pytest.fixture(scope="module")
+def granted(module_ws: Workspace, module_cli: Callable[..., Run], crds: Path) -> SharedTree:
+    """A copy of the examples whose platform grants what the tests below use, synthesized
+    once; ``check --crds`` of it runs once (``SharedTree.run``)."""
+    ws = module_ws
+    # Team vision: access (test_granted_access_...) and Volcano's own queue
+    # (test_volcanos_own_default_queue_...).
+    edit(
+        ws,
+        TEAMS,
+        'vision = Team(name="vision", queues=["vision"],',
+        'vision = Team(name="vision", service_accounts=["trainer"], image_pull_secrets=["regcred"],'
+        ' priority_classes=["batch-high"], queues=["vision", "default"],',
+    )
+    # Team llm: access (test_granted_access_...), keys (test_granted_secret_and_configmap_...),
+    # a whole Secret (test_a_whole_granted_secret_..., test_a_runtime_s_env_from_...).
+    edit(
+        ws,
+        TEAMS,
+        "    max_gpus=96,",
+        '    service_accounts=["trainer"],\n    image_pull_secrets=["regcred"],\n'
+        '    secrets={"hf-token": ["token"], "wandb": ["WANDB_API_KEY"]},\n'
+        '    config_maps={"datasets": ["path"]},\n    max_gpus=96,',
+    )
+    # test_burstable_requests_...
+    edit(ws, POLICY, "max_gpus_per_job=64,", "max_gpus_per_job=64, burstable=True,")
+    # resnet50-ddp: access (test_granted_access_...), requests (test_burstable_requests_...),
+    # Volcano's own queue (test_volcanos_own_default_queue_...).
+    edit(
+        ws,
+        RESNET,
+        "    nodes=2,",
+        '    nodes=2,\n    service_account="trainer",\n    image_pull_secrets=["regcred"],\n'
+        '    image_pull_policy="Always",\n    priority_class="batch-high",',
+    )
+    edit(
+        ws,
+        RESNET,
+        'Resources(cpu=32, memory="256Gi", gpu=8)',
+        'Resources(cpu=32, memory="256Gi", gpu=8, cpu_request=16, memory_request="200Gi")',
+    )
+    edit(ws, RESNET, 'queue="vision"', 'queue="default"')
+    # llama-sft: access (test_granted_access_...) and keys (test_granted_secret_and_configmap_...).
+    edit(ws, SFT, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
+    edit(
+        ws,
+        SFT,
+        '    runtime="fsdp-a800",',
+        '    runtime="fsdp-a800",\n    service_account="trainer",\n    image_pull_secrets=["regcred"],'
+        f"\n    {REFS}",
+    )
+    # llama-finetune-fsdp: keys (test_granted_secret_and_configmap_...).
+    edit(ws, FSDP, "from trainkit import", "from trainkit import ConfigMapKey, SecretKey,")
+    edit(ws, FSDP, "    nodes=4,", f"    nodes=4,\n    {REFS}")
+    # Runtime fsdp-a800: access (test_granted_access_...); deepspeed-0-19: a whole Secret
+    # (test_a_runtime_s_env_from_...).
+    edit(
+        ws,
+        RUNTIMES,
+        '    network="rdma",',
+        '    network="rdma",\n    image_pull_policy="IfNotPresent",',
+    )
+    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (SecretEnv,")
+    edit(
+        ws, RUNTIMES, "    mpi=RuntimeMPI(",
+        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
+    )  # fmt: skip
+    # llama-pretrain-deepspeed: a whole Secret (test_a_whole_granted_secret_...).
+    edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
+    edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
+    return SharedTree.synthesized(ws, module_cli)
+
+
+def test_granted_access_renders_on_the_pods_and_check_accepts_it(granted, crds):
+    ws = granted.ws
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    for replica in ("Master", "Worker"):
+        pod = job["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
+        assert pod["serviceAccountName"] == "trainer"
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+        assert pod["priorityClassName"] == "batch-high"
+        assert pod["containers"][0]["imagePullPolicy"] == "Always"
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "batch-high"
+    base = ws.out / "clusters/a800-north/llm-training"
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    (patch,) = trainjob["spec"]["runtimePatches"]
+    (node_job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node_job["template"]["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["imagePullSecrets"]) == (
+        "trainer",
+        [{"name": "regcred"}],
+    )
+    (runtime,) = _docs(base.parent / "platform/llm-training/trainingruntime-fsdp-a800.yaml")
+    (rjob,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    assert node["imagePullPolicy"] == "IfNotPresent"
+    # The pods Trainer creates carry the job's patch.
+    run = granted.run("explain", "llama-sft", "--format", "json")
+    assert run.code == 0, run.err
+    (explained,) = json.loads(run.out)["jobs"]
+    pod = explained["pods"][0]
+    assert (pod["service_account"], pod["image_pull_secrets"]) == ("trainer", ["regcred"])
+    assert pod["image_pull_policy"] == "IfNotPresent"  # the runtime's
+    run = granted.run("explain", "resnet50-ddp", "--cluster", "gpu-east")
+    assert run.code == 0, run.err
+    assert "(pull policy Always, pull secret regcred)" in run.out
+    assert "    runs as    ServiceAccount trainer\n" in run.out
+    assert "    priority   PriorityClass batch-high\n" in run.out
+    run = granted.run("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+
+
+def test_granted_secret_and_configmap_keys_become_value_from(granted, crds):
+    ws = granted.ws
+    base = ws.out / "clusters/a800-north/llm-training"
+    expected = [
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}},
+        {"name": "DATA", "valueFrom": {"configMapKeyRef": {"name": "datasets", "key": "path"}}},
+    ]
+    (job,) = _docs(base / "pytorchjob-llama-finetune-fsdp-r1.yaml")
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert c["env"][-3:-1] == expected  # after the job's own, before the profile's
+    (trainjob,) = _docs(base / "trainjob-llama-sft-r1.yaml")
+    assert trainjob["spec"]["trainer"]["env"][-2:] == expected
+    assert "s3cret" not in granted.synth.out
+    for name in ("llama-finetune-fsdp", "llama-sft"):
+        run = granted.run("explain", name, "--format", "json")
+        assert run.code == 0, run.err
+        (explained,) = json.loads(run.out)["jobs"]
+        env = {e["name"]: e for e in explained["pods"][0]["env"]}
+        assert env["HF_TOKEN"]["from"] == "Secret 'hf-token' key 'token'"
+        assert env["HF_TOKEN"]["value"] == "" and env["HF_TOKEN"]["source"] == "job"
+        assert env["DATA"]["from"] == "ConfigMap 'datasets' key 'path'"
+    run = granted.run("explain", "llama-sft")
+    assert "HF_TOKEN                    = <Secret 'hf-token' key 'token'>  (job)" in run.out
+    run = granted.run("check", "--crds", str(crds))
+    assert run.code == 0, run.err
+
+
+def test_burstable_requests_where_the_policy_allows_them(granted):
+    ws = granted.ws
+    (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
+    (c,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert c["resources"]["limits"] == {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8"}
+    assert c["resources"]["requests"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": "8"}
+    # Volcano admits a gang on its requests.
+    run = granted.run("explain", "resnet50-ddp", "--cluster", "gpu-east", "--format", "json")
+    (explained,) = json.loads(run.out)["jobs"]
+    assert explained["podgroup"]["requests"]["cpu"] == "32"
+
+
+def test_a_whole_granted_secret_becomes_env_from(granted, crds):
+    ws = granted.ws
+    (job,) = _docs(
+        ws.out / "clusters/a800-north/llm-training/mpijob-llama-pretrain-deepspeed-r6.yaml"
+    )
+    for role in ("Launcher", "Worker"):
+        (c,) = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["containers"]
+        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    # sshd starts the ranks without the worker pod's env: the launcher forwards the keys.
+    (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    assert "-x WANDB_API_KEY" in " ".join(launcher["command"])
+    run = granted.run("explain", "llama-pretrain-deepspeed")
+    assert "env from   every key of Secret 'wandb'  (job)" in run.out
+    assert granted.run("check", "--crds", str(crds)).code == 0
+
+
+def test_a_runtime_s_env_from_reaches_its_trainjobs_when_their_team_may_read_it(ws, granted, crds):
+    edit(ws, RUNTIMES, "from trainkit import (", "from trainkit import (SecretEnv,")
+    edit(
+        ws, RUNTIMES, "    mpi=RuntimeMPI(",
+        '    env_from=[SecretEnv(secret="wandb")],\n    mpi=RuntimeMPI(',
+    )  # fmt: skip
+    # The Secret is read in each TrainJob's namespace, whose keys its team controls.
+    err = refusals(ws)
+    lines = (ws.root / DS_TRAINJOB).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "runtime=" in text)
+    assert (
+        f"{DS_TRAINJOB}:{line}: TrainJob 'llama-pretrain-ds': runtime: runtime 'deepspeed-0-19' "
+        "takes sources whole (env_from) from the job's namespace: team 'llm' may not read "
+        f"Secret 'wandb'; Team.secrets in {TEAMS} allows none; ask the platform team to add it"
+    ) in err
+    # Granted (in ``granted``, with the same runtime):
+    (rt,) = _docs(granted.ws.out / "clusters/gpu-east/platform/runtimes/deepspeed-0-19.yaml")
+    for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        (c,) = job["template"]["spec"]["template"]["spec"]["containers"]
+        assert c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    (tj,) = _docs(
+        granted.ws.out / "clusters/gpu-east/llm-training/trainjob-llama-pretrain-ds-r6.yaml"
+    )
+    assert "-x WANDB_API_KEY" in " ".join(tj["spec"]["trainer"]["command"])
+    run = granted.run("explain", "llama-pretrain-ds")
+    assert "every key of Secret 'wandb'" in run.out
+    assert granted.run("check", "--crds", str(crds)).code == 0
+
+
+def test_volcanos_own_default_queue_is_the_platforms_to_grant(granted, crds):
     """Volcano creates and keeps its queue ``default`` (volcano-sh/volcano v1.12.4
     pkg/scheduler/cache/cache.go newDefaultAndRootQueue; its webhook refuses deleting it):
     a team the platform grants it runs there as on any queue, and trainkit never renders it."""
@@ -1014,9 +1033,7 @@ def test_volcanos_own_default_queue_is_the_platforms_to_grant(ws, cli, crds):
     from trainkit.plan.usage import ClusterJobs, queue_usage
     from trainkit.synth import effective_jobs, render_groups
 
-    edit(ws, TEAMS, 'queues=["vision"],', 'queues=["vision", "default"],')
-    edit(ws, RESNET, 'queue="vision"', 'queue="default"')
-    assert cli("synth").code == 0
+    ws = granted.ws
     (job,) = _docs(ws.out / "clusters/gpu-east/vision/pytorchjob-resnet50-ddp.yaml")
     assert job["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "default"
     assert job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "default"
@@ -1026,7 +1043,7 @@ def test_volcanos_own_default_queue_is_the_platforms_to_grant(ws, cli, crds):
         d for path in ws.out.rglob("*.yaml") for d in _docs(path) if d and d.get("kind") == "Queue"
     ]
     assert queues and all(q["metadata"]["name"] != "default" for q in queues)
-    assert cli("check", "--crds", str(crds)).code == 0
+    assert granted.run("check", "--crds", str(crds)).code == 0
     # The plan shows what the queue's jobs ask for, and no quota: none is known.
     plan = build_plan(load_jobs(ws.jobs, ws.root).definitions)
     on_default = [

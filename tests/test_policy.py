@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import Run, Workspace
+from conftest import REPO, Run, Workspace
 from example_edits import edit
 from example_refusals import refusals
 from shared_tree import SharedTree
@@ -463,12 +464,91 @@ def _assert_says(err: str, expected: list[str]) -> None:
         assert "error: " + re.sub(r"^([^:]+):\d+: ", r"\1:L: ", line) in reported, err
 
 
-@pytest.mark.parametrize("case", sorted(VIOLATIONS))
-def test_violation_is_refused_naming_the_rule(ws, case):
+# The step that refuses each violation whose edits change no platform file (a platform
+# edit changes what every job is judged against), and whose lines are all in the files it
+# edits or names: violations of one step whose files differ are refused in one copy of the
+# examples (``refused``), as trainkit reports every problem a step finds. A step's problems
+# stop the later steps, so violations of different steps never share a copy. Load: each
+# definition file runs on its own, a platform file's problems included.
+STAGE = {
+    "capability outside the known names": "load",
+    "device visibility through env": "load",
+    "memory request above the limit": "load",
+    "priority class on a TrainJob": "load",
+    "privileged is no field of a job": "load",
+    "profile setting a variable the operators set": "load",
+    "registry entry without repository": "load",
+    "runtime selecting AMD devices through env": "load",
+    "variable both in env and env_refs": "load",
+    "variable from a key the operator sets": "load",
+    "job setting a variable of its network profile": "plan",
+    "network profile not on the job's cluster": "plan",
+    "pull secret the team does not list": "plan",
+    "secret key the team does not grant": "plan",
+    "service account the team does not list": "plan",
+    "trainjob setting a variable of its runtime's network profile": "plan",
+    "unknown network profile": "plan",
+    "cpu request below the limit": "policy",
+    "image from another registry": "policy",
+    "job over the per-job GPU cap": "policy",
+    "look-alike registry host": "policy",
+    "team over its GPU cap on a cluster": "policy",
+    "toleration of every taint": "policy",
+    "toleration the cluster does not allow": "policy",
+    "trainjob image from another registry": "policy",
+    "trainjob toleration the cluster does not allow": "policy",
+}
+
+
+def _touched(case: str) -> set[str]:
+    """The files a violation edits or names in its lines: a batch's violations share none."""
     edits, expected = VIOLATIONS[case]
-    for rel, old, new in edits:
-        edit(ws, rel, old, new)
-    _assert_says(refusals(ws), expected)
+    return {rel for rel, _, _ in edits} | {line.split(":", 1)[0] for line in expected}
+
+
+def _violation_batches() -> dict[str, list[str]]:
+    """The violations by the copy they are refused in: those of one step in turn into the
+    first batch none of whose files they touch; one without a step alone."""
+    batches: dict[str, list[str]] = {}
+    for case in sorted(VIOLATIONS):
+        if case not in STAGE:
+            batches[case] = [case]
+            continue
+        k = 1
+        while (name := f"{STAGE[case]}-{k}") in batches and any(
+            _touched(case) & _touched(other) for other in batches[name]
+        ):
+            k += 1
+        batches.setdefault(name, []).append(case)
+    return batches
+
+
+VIOLATION_BATCHES = _violation_batches()
+BATCH_OF = {case: name for name, cases in VIOLATION_BATCHES.items() for case in cases}
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
+    """What synth refuses in a copy of the examples with every edit of the batch NAME,
+    found once by the first of its tests (``example_refusals``)."""
+    done: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in done:
+            ws = Workspace(tmp_path_factory.mktemp("refused"))
+            shutil.copytree(REPO / "jobs", ws.jobs, ignore=shutil.ignore_patterns("__pycache__"))
+            for case in VIOLATION_BATCHES[name]:
+                for rel, old, new in VIOLATIONS[case][0]:
+                    edit(ws, rel, old, new)
+            done[name] = refusals(ws)
+        return done[name]
+
+    return get
+
+
+@pytest.mark.parametrize("case", [case for cases in VIOLATION_BATCHES.values() for case in cases])
+def test_violation_is_refused_naming_the_rule(refused, case):
+    _assert_says(refused(BATCH_OF[case]), VIOLATIONS[case][1])
 
 
 # One violation of each step that can refuse (the load, the plan, the policy of a job, of a

@@ -1388,6 +1388,7 @@ CASES = [
     Case(
         # Edited inside generated/ itself: validate reads it and writes nothing.
         id="validate-in-generated-misspelt-maxRestarts",
+        stage="validate",
         edits=(
             (
                 PYTORCHJOB_YAML,
@@ -1470,7 +1471,7 @@ def _batches(cases: list[Case]) -> dict[str, list[Case]]:
             batches[case.id] = [case]
             continue
         assert case.problems is not None, f"{case.id}: a batched case counts its problems"
-        assert case.copy is not None or case.command == ("synth",), case.id
+        assert case.command[0] == "validate" or case.command == ("synth",), case.id
         k = 1
         while (name := f"{case.stage}-{k}") in batches and any(
             case.touched & other.touched for other in batches[name]
@@ -1485,9 +1486,10 @@ BATCH_OF = {case.id: name for name, cases in BATCHES.items() for case in cases}
 
 
 def _command(cases: list[Case]) -> tuple[str, ...]:
-    """The batch's command line: validate takes every case's file."""
+    """The batch's command line: validate takes every case's paths."""
     if cases[0].stage == "validate":
-        return ("validate", *(case.file for case in cases), "--crds", CRDS)
+        paths = [arg for case in cases for arg in case.command[1:] if arg not in ("--crds", CRDS)]
+        return ("validate", *paths, "--crds", CRDS)
     (command,) = {case.command for case in cases}
     return command
 
@@ -1558,11 +1560,13 @@ def _broken(
     caches.seed(root)
     shutil.copytree(generated, root / "generated", symlinks=True, copy_function=_link)
     ws = Workspace(root)
+    # Copies first: a case that edits generated/ in place edits none of the others' copies.
     for case in cases:
         if case.copy:
             source, dest = case.copy
             (root / dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(root / source, root / dest)
+    for case in cases:
         for rel, text in case.writes:
             ws.write(rel, text)
         for rel, old, new in case.edits:

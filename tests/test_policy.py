@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import yaml
@@ -895,7 +894,7 @@ SFT_PLACEMENT = (
 
 
 @pytest.fixture(scope="module")
-def granted(module_ws: Workspace, module_cli: Callable[..., Run], crds: Path) -> SharedTree:
+def granted(module_ws: Workspace, module_cli: Callable[..., Run]) -> SharedTree:
     """A copy of the examples whose platform grants what the tests below use, synthesized
     once; ``check --crds`` of it runs once (``SharedTree.run``)."""
     ws = module_ws

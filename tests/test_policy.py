@@ -13,7 +13,7 @@ import yaml
 from conftest import REPO, Run, Workspace
 from example_edits import edit
 from example_refusals import refusals
-from shared_tree import SharedTree
+from shared_tree import SharedTree, keep_only
 from trainkit import (
     ContainerSecurityContext,
     DefinitionError,
@@ -976,6 +976,8 @@ def granted(module_ws: Workspace, module_cli: Callable[..., Run]) -> SharedTree:
     # llama-pretrain-deepspeed: a whole Secret (test_a_whole_granted_secret_...).
     edit(ws, DEEPSPEED, "from trainkit import", "from trainkit import SecretEnv,")
     edit(ws, DEEPSPEED, "    nodes=2,", '    nodes=2,\n    env_from=[SecretEnv(secret="wandb")],')
+    # The jobs the tests read: the other examples would add nothing but their synth and check.
+    keep_only(ws, [RESNET, SFT, FSDP, DEEPSPEED, DS_TRAINJOB])
     return SharedTree.synthesized(ws, module_cli)
 
 

@@ -67,7 +67,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _examples_caches: Repo
     monkeypatch.delenv("CI", raising=False)
     root = tmp_path / "repo"
     shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     _examples_caches.seed(root)
     set_retire(root, False)
     fresh = tmp_path / "fresh"

@@ -126,7 +126,7 @@ def test_a_small_tree_is_decoded_in_the_checks_own_process(
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_key_process_that_fails_to_start_in_any_way_leaves_the_check_to_decode(
-    synthesized: Workspace, monkeypatch: pytest.MonkeyPatch
+    small: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before, only an OSError was told: any other error (a bug) left ``results`` waiting
     for the key thread forever."""
@@ -135,4 +135,4 @@ def test_a_key_process_that_fails_to_start_in_any_way_leaves_the_check_to_decode
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(tree, "KeyProcess", broken)
-    assert _check(synthesized, monkeypatch, cores=2) == []
+    assert _check(small, monkeypatch, cores=2) == []

@@ -163,6 +163,14 @@ def synced(root: Path, apps: dict[str, dict[str, Any]]) -> dict[str, list[dict[s
     }
 
 
+def identity(app: dict[str, Any], d: dict[str, Any]) -> tuple[str, str, str, str]:
+    """An object as a cluster knows it: its cluster (the Application's destination), kind,
+    namespace and name (a job on two clusters is two objects)."""
+    destination = app["spec"]["destination"]
+    return (str(destination.get("server") or destination["name"]),
+            d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # fmt: skip
+
+
 def tracked(
     apps: dict[str, dict[str, Any]], built: dict[str, list[dict[str, Any]]]
 ) -> dict[tuple[str, str, str, str], str]:
@@ -170,22 +178,23 @@ def tracked(
     tracking annotation, once it has synced)."""
     out: dict[tuple[str, str, str, str], str] = {}
     for name, docs in built.items():
-        destination = apps[name]["spec"]["destination"]
         for d in docs:
-            key = (str(destination.get("server") or destination["name"]),
-                   d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # fmt: skip
+            key = identity(apps[name], d)
             assert key not in out, f"{key} synced by {out.get(key)} and {name}"
             out[key] = name
     return out
 
 
-def bodies(built: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str, str], str]:
-    found = {}
-    for docs in built.values():
-        for d in docs:
-            key = (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
-            found[key] = json.dumps(d, sort_keys=True)
-    return found
+def bodies(
+    apps: dict[str, dict[str, Any]], built: dict[str, list[dict[str, Any]]]
+) -> dict[tuple[str, str, str, str], str]:
+    """Object identity → what is applied (on each cluster: the same job on two clusters
+    is compared on each)."""
+    return {
+        identity(apps[name], d): json.dumps(d, sort_keys=True)
+        for name, docs in built.items()
+        for d in docs
+    }
 
 
 @pytest.mark.long
@@ -194,7 +203,7 @@ def test_the_switch_keeps_every_job(repo: Path) -> None:
     assert sorted(before) == sorted(["trainkit", *(retired_application_name(c) for c in CLUSTERS)])
     old_built = synced(repo, before)
     old_tracked = tracked(before, old_built)
-    old_bodies = bodies(old_built)
+    old_bodies = bodies(before, old_built)
     jobs = [k for k in old_tracked if k[1] in ("PyTorchJob", "TrainJob", "MPIJob", "RayJob",
                                                "TFJob", "PaddleJob")]  # fmt: skip
     assert len(jobs) > 10
@@ -224,7 +233,7 @@ def test_the_switch_keeps_every_job(repo: Path) -> None:
     # The new Applications apply exactly the objects the old ones synced, unchanged: each
     # apply only moves the tracking annotation; no job is deleted, created or changed.
     assert set(new_tracked) == set(old_tracked)
-    assert bodies(step1_built) == old_bodies
+    assert bodies(step1, step1_built) == old_bodies
     for key in jobs:
         assert new_tracked[key] != old_tracked[key]
         assert new_tracked[key].startswith("trainkit-") and "platform" not in new_tracked[key]

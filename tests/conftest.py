@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import shutil
@@ -55,7 +56,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection left (modules, test items, parametrizations) lives until the process
+    ends: moved out of the cycle collector's sight (``gc.freeze``), so that the collections
+    during the tests, and pytest's at exit, no longer walk it each time (about half the
+    collector's time in a worker). Nothing a test makes is frozen."""
     sys.dont_write_bytecode = _DONT_WRITE_BYTECODE
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -255,13 +261,28 @@ def _examples_caches(_examples_generated: Path, _session_cache: Path) -> RepoCac
 
 @pytest.fixture(scope="session")
 def _examples_generated(tmp_path_factory: pytest.TempPathFactory, _session_cache: Path) -> Path:
-    """generated/ of the examples, synthesized once per session as a developer would, and
-    its kustomize builds stored in the session's build cache."""
-    root = tmp_path_factory.mktemp("examples")
+    """generated/ of the examples, synthesized as a developer would and its kustomize builds
+    stored in the build cache: once per test run, shared by the xdist workers (as the
+    caches are). The first worker to ask does it; the others wait for it (a file lock) and
+    read its tree, which no test changes (each copies it, ``synthesized``)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root, done = shared / "examples", shared / "examples.done"
+    with FileLock(str(root) + ".lock"):
+        if not done.is_file():
+            _synthesize_examples(root, _session_cache)
+            done.touch()
+    return root / "generated"
+
+
+def _synthesize_examples(root: Path, cache: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)  # a worker that failed halfway
     shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("CI", raising=False)
-        mp.setenv("TRAINKIT_CACHE_DIR", str(_session_cache))
+        mp.setenv("TRAINKIT_CACHE_DIR", str(cache))
         mp.chdir(root)
         assert main(["synth"]) == 0
         # Into the build cache (build_cache.py) now: a check of a copy that fails before it
@@ -269,7 +290,6 @@ def _examples_generated(tmp_path_factory: pytest.TempPathFactory, _session_cache
         # ever stored, and each such test ran kubectl again.
         for directory in build_directories(root / "generated"):
             kustomize_build(directory)
-    return root / "generated"
 
 
 @pytest.fixture

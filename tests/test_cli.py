@@ -66,6 +66,35 @@ def test_several_errors_are_all_printed(bare, bare_cli):
     assert "trainkit synth: 2 error(s)" in run.err
 
 
+@pytest.mark.parametrize("case", ["exception at import", "too many GPUs"])
+def test_a_check_refused_before_rendering_starts_no_kustomize_build(
+    bare, bare_cli, monkeypatch, case
+):
+    """A definition that fails, or a plan the platform refuses: the check says so and has
+    started no build (each would only have been killed)."""
+    from trainkit.validate import build
+
+    assert bare_cli("synth").code == 0
+    started = []
+    real = build.Build.__init__
+
+    def counted(self, directory, kubectl):  # type: ignore[no-untyped-def]
+        started.append(directory)
+        real(self, directory, kubectl)
+
+    monkeypatch.setattr(build.Build, "__init__", counted)
+    # Without caches: a check after a passing one would not run the builds again (runcache).
+    assert bare_cli("check", "--no-cache").code == 0
+    assert started, "the passing check ran no build: this test would prove nothing"
+    started.clear()
+    rel, source, expected = BROKEN[case]
+    bare.write(rel, source)
+    run = bare_cli("check", "--no-cache")
+    assert run.code == 1
+    assert f"error: {expected[0]}" in run.err, run.err
+    assert started == []
+
+
 def test_synth_then_check(bare, bare_cli):
     run = bare_cli("synth")
     assert run.code == 0 and "added" in run.out

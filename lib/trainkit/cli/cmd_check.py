@@ -65,19 +65,27 @@ def run(args: argparse.Namespace) -> int:
     passed = last.facts.get("build_inputs") if last is not None else None
     if last is None or runs is None or last.frame != runs.frame("check", tools or {}):
         passed = None
-    # The builds run beside the synth: kustomize reads the files on disk, and the synth
-    # then proves them up to date (a stale tree is refused before any build is read).
-    builds = TreeBuilds(
-        out_dir, passed if isinstance(passed, dict) else None, probe=True, keys=True
-    )
+    # The builds run beside the rendering: kustomize reads the files on disk, and the synth
+    # then proves them up to date (a stale tree is refused before any build is read). They
+    # start once the definitions loaded and passed the platform's rules: a run refused
+    # before would only kill them.
+    reuse = passed if isinstance(passed, dict) else None
+    started: list[TreeBuilds] = []
+
+    def start_builds() -> None:
+        if not started:
+            started.append(TreeBuilds(out_dir, reuse, probe=True, keys=True))
+
     try:
         with Progress(sys.stderr, "trainkit check") as progress:
             progress.step("running the definitions and rendering")
             out = synthesize(
                 Path(args.jobs), out_dir, check=True, against=args.against,
                 load_options=load_options(args), require_baseline=require_baseline(args),
-                use_cache=not args.no_cache, runs=runs,
+                use_cache=not args.no_cache, runs=runs, rendering=start_builds,
             )  # fmt: skip
+            start_builds()  # a no-op: the synth rendered, so they started
+            builds = started[0]
             progress.clear()
             notices(out.notices, out.plan.warnings, args)
             raise_if_stale(out.changes, args.out)
@@ -109,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
             progress.clear()
             notices((), notes, args)
     finally:
-        builds.stop()
+        for started_builds in started:
+            started_builds.stop()
     if problems:
         raise ManifestError(problems)
     facts: dict[str, object] = {

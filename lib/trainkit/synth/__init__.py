@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,7 @@ def synthesize(
     require_baseline: bool = False,
     runs: RunCache | None = None,
     incremental: bool = False,
+    rendering: Callable[[], None] | None = None,
 ) -> Output:
     """Load, plan and render; then write ``out_dir`` atomically (or only compare, with check).
 
@@ -145,6 +146,10 @@ def synthesize(
     already made it). With ``incremental`` too, the last run's record decides which job
     files the pipeline skips (``synth.delta``): the same pipeline runs either way, and the
     files written and the verdict are those of a full run.
+
+    ``rendering`` is called once the definitions loaded and the plan passed the platform's
+    rules, as the files are about to be rendered (``check`` starts its kustomize builds
+    there: a run refused before would throw them away).
     """
     root = root or jobs_dir.resolve().parent
     if not (use_cache and cache_enabled()):
@@ -159,7 +164,7 @@ def synthesize(
     )
     inputs = _Inputs(
         jobs_dir, out_dir, root, check, against, load_options, require_baseline, runs, directory,
-        definitions,
+        definitions, rendering,
     )  # fmt: skip
     if incremental and runs is not None and definitions is not None:
         skipped = what_to_skip(jobs_dir, out_dir, root, runs, definitions)
@@ -186,6 +191,7 @@ class _Inputs:
     runs: RunCache | None
     directory: Path | None
     definitions: DefinitionCache | None
+    rendering: Callable[[], None] | None
 
 
 def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
@@ -237,6 +243,8 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
         raise _NotReused
     # A skip renders the platform's few objects and the changed ones: none is worth reading
     # (and writing back) the cache of every object's YAML for.
+    if i.rendering is not None:
+        i.rendering()
     use_yaml = i.directory is not None and not skipped.anything
     cache = YamlCache(i.directory / "yaml.json" if i.directory is not None and use_yaml else None)
     origins: dict[str, Definition] = {}

@@ -92,9 +92,10 @@ class TreeBuilds:
     """The kustomize builds of a tree, running in the background from the moment this is
     made, as many at once as there are cores, each started as soon as a core is free.
 
-    ``trainkit check`` makes it before its synth: kustomize reads the files on disk, which
-    the synth then proves are exactly what the definitions give (a stale tree is refused,
-    and its builds killed, before any is read). ``reuse`` maps a build's directory
+    ``trainkit check`` makes it as its synth renders (once the definitions loaded and the
+    plan passed the platform's rules): kustomize reads the files on disk, which the synth
+    then proves are exactly what the definitions give (a stale tree is refused, and its
+    builds killed, before any is read). ``reuse`` maps a build's directory
     (relative to ``out_dir``) to the inputs digest of its passing build last time: a build
     with those inputs again is not run. ``probe`` also asks kubectl which kustomize it
     bundles, once ``results`` is first called (a check refused before it reads its builds

@@ -479,6 +479,42 @@ def test_kubectl_is_asked_its_kustomize_only_once_the_builds_are_read(
     assert len(asked) == 1
 
 
+def test_each_kubectl_binary_is_asked_its_kustomize_once_per_process(tmp_path: Path) -> None:
+    """A process that checks again asks the same kubectl binary once; another binary, or the
+    same path rewritten, is asked again, and what each said is its own warning."""
+    import time
+
+    from trainkit.validate import build
+
+    asked = tmp_path / "asked"
+
+    def kubectl(name: str, version: str) -> str:
+        fake = tmp_path / name
+        fake.write_text(
+            f"#!/bin/sh\necho {name} >> '{asked}'\necho '{{\"kustomizeVersion\": \"{version}\"}}'\n"
+        )
+        fake.chmod(0o755)
+        return str(fake)
+
+    def said(path: str) -> str | None:
+        probe = build.VersionProbe(path)
+        try:
+            warning = probe.warning("out/")
+        finally:
+            probe.stop()
+        return None if warning is None else warning.message.split(" (from")[0]
+
+    one, other = kubectl("one", build.ARGOCD_KUSTOMIZE), kubectl("other", "v5.0.0")
+    got = [said(one), said(one), said(other), said(other)]
+    assert got == [None, None, "kustomize v5.0.0", "kustomize v5.0.0"]
+    assert asked.read_text().split() == ["one", "other"]
+    mtime = os.stat(one).st_mtime_ns
+    kubectl("one", "v5.1.0")  # the same path, new bytes
+    os.utime(one, ns=(time.time_ns(), mtime + 1))
+    assert said(one) == "kustomize v5.1.0"
+    assert asked.read_text().split() == ["one", "other", "one"]
+
+
 def builds_digest(directory: Path) -> str:
     from trainkit.validate.tree import _inputs
 

@@ -45,11 +45,30 @@ def kustomize_build(directory: Path) -> tuple[str, list[Problem]]:
         build.stop()
 
 
+_VERSIONS: dict[tuple[str, int, int, int], str] = {}
+"""The kustomize each kubectl binary said it bundles, by the binary's path and file identity:
+a process that checks again (``plan``, a tool calling ``validate_tree``) asks each binary
+once. A binary replaced or touched is another key."""
+
+
+def _identity(kubectl: str) -> tuple[str, int, int, int] | None:
+    try:
+        st = os.stat(kubectl)
+    except OSError:
+        return None
+    return os.path.realpath(kubectl), st.st_size, st.st_mtime_ns, st.st_ino
+
+
 class VersionProbe:
-    """``kubectl version --client`` running beside the builds: which kustomize builds."""
+    """``kubectl version --client`` running beside the builds: which kustomize builds (asked
+    once per binary in a process)."""
 
     def __init__(self, kubectl: str) -> None:
         self.kubectl = kubectl
+        self._key = _identity(kubectl)
+        self._proc: subprocess.Popen[bytes] | None = None
+        if self._key is not None and self._key in _VERSIONS:
+            return
         self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._proc = subprocess.Popen(
             [kubectl, "version", "--client", "-o", "json"],
@@ -60,19 +79,30 @@ class VersionProbe:
 
     def stop(self) -> None:
         """End the probe if it still runs (an error or Ctrl-C); close its file."""
+        if self._proc is None:
+            return
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
         self._out.close()
 
-    def warning(self, where: str) -> Problem | None:
-        """A warning when the kustomize is not the one Argo CD bundles (or is unknown)."""
+    def _version(self) -> object:
+        if self._proc is None:
+            assert self._key is not None
+            return _VERSIONS[self._key]
         self._proc.wait()
         try:
             self._out.seek(0)
             found = json.loads(self._out.read() or b"{}").get("kustomizeVersion")
-        except ValueError:
-            found = None
+        except (ValueError, AttributeError):
+            return None
+        if self._proc.returncode == 0 and isinstance(found, str) and self._key is not None:
+            _VERSIONS[self._key] = found
+        return found
+
+    def warning(self, where: str) -> Problem | None:
+        """A warning when the kustomize is not the one Argo CD bundles (or is unknown)."""
+        found = self._version()
         if found == ARGOCD_KUSTOMIZE:
             return None
         return Problem(

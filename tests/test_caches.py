@@ -481,3 +481,30 @@ def test_the_code_stamp_lists_every_source_file_as_os_walk_finds_it(tmp_path: Pa
         "ba/f.py",
     ]
     assert got == _walked(tmp_path)
+
+
+def test_the_definitions_origin_starts_ahead_only_when_a_definition_will_run(
+    bare: Workspace, bare_cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``synth`` and ``check`` start the definitions' origin process beside their imports
+    only when a definition file will run: with every file's payload cached and its inputs
+    unchanged, none is started (it would cost an interpreter importing the models)."""
+    started: list[str] = []
+    real = server.prestart
+
+    def counted() -> None:
+        started.append("origin")
+        real()
+
+    monkeypatch.setattr(server, "prestart", counted)
+    assert bare_cli("synth").code == 0
+    assert started == ["origin"]  # nothing cached yet
+    started.clear()
+    # A script is no definition's import: every definition is cached, the tree changed.
+    bare.write("jobs/vision/scripts/train.py", "print('changed')\n")
+    assert bare_cli("synth").code == 0
+    assert bare_cli("check").code == 0
+    assert started == []
+    bare.write("jobs/vision/ddp.py", bare.jobs.joinpath("vision/ddp.py").read_text() + "\n")
+    assert bare_cli("check").code == 0  # the definition changed: it runs (the same objects)
+    assert started == ["origin"]

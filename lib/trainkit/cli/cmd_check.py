@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         notices((), record.warnings)
         _checked(args, len(record.outputs), record.facts)
         return 0
-    prestart()
+    prestart(args, runs)
     from ..synth import synthesize
     from ..validate import PodAllowance, TreeBuilds, crd_needs, planned_objects, validate_tree
 

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
             say(args, f"{args.out}/: {Changes(unchanged=len(record.outputs)).summary()}")
         return 0
-    prestart()
+    prestart(args, runs)
     require_node()
     from ..serialize import prewarm
 

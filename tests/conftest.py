@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import io
 import os
@@ -265,12 +266,11 @@ def _examples_generated(tmp_path_factory: pytest.TempPathFactory, _session_cache
     stored in the build cache: once per test run, shared by the xdist workers (as the
     caches are). The first worker to ask does it; the others wait for it (a file lock) and
     read its tree, which no test changes (each copies it, ``synthesized``)."""
-    from filelock import FileLock
-
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root, done = shared / "examples", shared / "examples.done"
-    with FileLock(str(root) + ".lock"):
+    with open(shared / "examples.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not done.is_file():
             _synthesize_examples(root, _session_cache)
             done.touch()

@@ -77,12 +77,12 @@ EXPECTED: dict[tuple[str, str], tuple[int, list[tuple[str, int, bool, str]], str
         [("Head", 1, True, BLANK), ("cpu", 2, True, BLANK), ("Submitter", 1, False, BLANK)],
         "none",
     ),
-    ("RayJob lr-sweep-ray-r2", "gpu-east"): (
+    ("RayJob lr-sweep-ray-r3", "gpu-east"): (
         3,
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
         "none",
     ),
-    ("RayJob lr-sweep-ray-r2", "h100-south"): (
+    ("RayJob lr-sweep-ray-r3", "h100-south"): (
         3,
         [("Head", 1, True, BLANK), ("gpu", 2, True, NV8), ("Submitter", 1, False, BLANK)],
         "none",

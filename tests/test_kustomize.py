@@ -371,7 +371,7 @@ def test_name_prefix_queue_and_images_reach_into_every_pod_of_a_rayjob(synthesiz
     )
     docs = kustomize(overlay)
     jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "RayJob"}
-    job = jobs["dev-lr-sweep-ray-r2"]
+    job = jobs["dev-lr-sweep-ray-r3"]
     names = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
     queues = {d["metadata"]["name"] for d in docs if d["kind"] == "Queue"}
     assert job["metadata"]["labels"]["volcano.sh/queue-name"] in queues

@@ -700,7 +700,7 @@ def test_a_kueue_cluster_s_plan_shows_its_cluster_queue_held_and_quota(
     wiki-sft: the plan adds the pods' requests (head, workers, submitter; the TrainJob's node
     and its dataset step; the long-lived RayCluster eval-pool, queued itself) and shows the
     queue's nominal quota."""
-    edit(deployed.jobs / "llm/lr_sweep_ray.py", "    run=2,", "    run=3,")
+    edit(deployed.jobs / "llm/lr_sweep_ray.py", "    run=3,", "    run=4,")
     doc = plan(cli)
     (kueue,) = [c for c in doc["clusters"] if c["cluster"] == "h100-south"]
     (llm,) = [q for q in kueue["queues"] if q["queue"] == "llm"]

@@ -40,7 +40,7 @@ KINDS = {
     "PaddleJob": ("jobs/vision/resnet_paddle.py", "paddlejob-resnet-paddle.yaml"),
     "JAXJob": ("jobs/llm/bigram_jax.py", "jaxjob-bigram-jax.yaml"),
     "MPIJob": ("jobs/llm/llama_pretrain_deepspeed.py", "mpijob-llama-pretrain-deepspeed-r6.yaml"),
-    "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r2.yaml"),
+    "RayJob": ("jobs/llm/lr_sweep_ray.py", "rayjob-lr-sweep-ray-r3.yaml"),
 }
 FIELDS = (
     'working_dir="/mnt/code", termination_grace_period=90, '

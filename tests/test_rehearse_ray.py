@@ -308,8 +308,8 @@ def test_the_plan_scales_the_cluster_down_and_lists_every_change(tmp_path: Path)
     plan = _plan(_example(), tmp_path, nodes=1, procs_per_node=1, inherited=inherited)
     # KubeRay's head and one of the group's two workers, one CPU each, no GPU.
     assert [(n.pod, n.group, n.cpus) for n in plan.nodes] == [
-        ("lr-sweep-ray-r2-local-head", "headgroup", 1),
-        ("lr-sweep-ray-r2-local-gpu-worker-0", "gpu", 1),
+        ("lr-sweep-ray-r3-local-head", "headgroup", 1),
+        ("lr-sweep-ray-r3-local-gpu-worker-0", "gpu", 1),
     ]
     assert plan.nodes[1].start == "ray start --num-cpus=1 --memory=274877906944 --num-gpus=0"
     changes = "\n".join(plan.changes)
@@ -354,7 +354,7 @@ def test_the_plan_scales_the_cluster_down_and_lists_every_change(tmp_path: Path)
     worker = plan.nodes[1].env
     assert worker["RAY_NODE_TYPE_NAME"] == "gpu" and worker["FQ_RAY_IP"] == "127.0.0.1"
     assert worker["RAY_ADDRESS"] == "127.0.0.1:4321"
-    assert plan.nodes[0].env["RAY_CLOUD_INSTANCE_ID"] == "lr-sweep-ray-r2-local-head"
+    assert plan.nodes[0].env["RAY_CLOUD_INSTANCE_ID"] == "lr-sweep-ray-r3-local-head"
 
 
 def test_the_plan_says_what_it_cannot_rehearse(tmp_path: Path) -> None:

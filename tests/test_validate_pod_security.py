@@ -300,7 +300,7 @@ def test_validate_in_a_trainkit_repository_honours_the_platform_s_profiles(ws, c
 def test_a_rayjobs_submitter_pod_is_checked_too():
     # KubeRay v1.7 RayJobSpec.SubmitterPodTemplate is a PodTemplateSpec under its own key
     # (ray-operator/apis/ray/v1/rayjob_types.go), not under `template`.
-    path = REPO / "generated/clusters/gpu-east/llm-training/rayjob-lr-sweep-ray-r2.yaml"
+    path = REPO / "generated/clusters/gpu-east/llm-training/rayjob-lr-sweep-ray-r3.yaml"
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     submitter = doc["spec"]["submitterPodTemplate"]["spec"]
     submitter["containers"][0]["securityContext"] = {"privileged": True}

@@ -5,7 +5,7 @@ from trainkit import RayJob, Resources, RuntimeEnv, Script, WorkerGroup
 
 job = RayJob(
     name="lr-sweep-ray",
-    run=2,  # the head says it has no GPUs: a deployed RayJob is never edited in place
+    run=3,  # r3: the driver leaves torch to the trials; a deployed RayJob is never edited in place
     image="registry.example.com/ml/ray:2.60.0-py311-cu124",
     script=Script.file("scripts/lr_sweep.py"),
     args=["--trials", "16", "--steps", "300"],

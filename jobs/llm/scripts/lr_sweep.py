@@ -3,6 +3,10 @@
 Run as a RayJob's entrypoint: ``ray.init()`` joins the Ray cluster KubeRay started (it reads
 RAY_ADDRESS). Each trial asks for one GPU when the cluster has GPUs, else for one CPU, so the
 same script runs in a CPU rehearsal.
+
+The driver only schedules the trials and prints their losses: torch is imported by the trial,
+in the Ray worker that trains, not on the head (which has no GPUs; importing torch there would
+cost seconds and memory for nothing).
 """
 
 from __future__ import annotations
@@ -11,40 +15,39 @@ import argparse
 import math
 
 import ray
-import torch
-import torch.nn.functional as F
 
 VOCAB = 64
 
 
-class TinyLM(torch.nn.Module):
-    def __init__(self, dim: int = 64) -> None:
-        super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, dim)
-        self.mix = torch.nn.GRU(dim, dim, batch_first=True)
-        self.head = torch.nn.Linear(dim, VOCAB)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        hidden, _ = self.mix(self.embed(tokens))
-        return self.head(hidden)
-
-
-def corpus(length: int, seed: int) -> torch.Tensor:
-    """A repeating pattern with noise: learnable, so a good rate shows."""
-    gen = torch.Generator().manual_seed(seed)
-    base = torch.arange(length) % 17
-    noise = torch.randint(0, VOCAB, (length,), generator=gen)
-    keep = torch.rand(length, generator=gen) < 0.9
-    return torch.where(keep, base, noise)
-
-
 def trial(lr: float, steps: int, seed: int) -> float:
-    """Train with ``lr``; the final loss (inf when training diverged)."""
+    """Train a tiny GRU language model with ``lr``; the final loss (inf when training diverged)."""
+    import torch
+    import torch.nn.functional as F
+
+    class TinyLM(torch.nn.Module):
+        def __init__(self, dim: int = 64) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(VOCAB, dim)
+            self.mix = torch.nn.GRU(dim, dim, batch_first=True)
+            self.head = torch.nn.Linear(dim, VOCAB)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            hidden, _ = self.mix(self.embed(tokens))
+            return self.head(hidden)
+
+    def corpus(length: int) -> torch.Tensor:
+        """A repeating pattern with noise: learnable, so a good rate shows."""
+        gen = torch.Generator().manual_seed(seed)
+        base = torch.arange(length) % 17
+        noise = torch.randint(0, VOCAB, (length,), generator=gen)
+        keep = torch.rand(length, generator=gen) < 0.9
+        return torch.where(keep, base, noise)
+
     torch.manual_seed(seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = TinyLM().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    tokens = corpus(4096, seed).to(device)
+    tokens = corpus(4096).to(device)
     loss = torch.tensor(math.inf)
     for _ in range(steps):
         starts = torch.randint(0, len(tokens) - 33, (16,))

@@ -68,9 +68,10 @@ pytest_plugins = ["ray_fixtures"]  # one shared Ray cluster for the whole sessio
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "jobs/llm/lr_sweep_ray.py"
-# One trial: each trial is a task whose worker imports torch (about 4 CPU-s); the sweep's code
-# runs the same for one as for sixteen.
-SMALL = ["--trials", "1", "--steps", "5"]
+# One trial of one step: each trial is a task whose worker imports torch (about 3 CPU-s), and
+# each step costs about 0.1 CPU-s more; the sweep's code runs the same for one trial as for
+# sixteen, and a trial's loop the same for one step as for 300.
+SMALL = ["--trials", "1", "--steps", "1"]
 PLATFORM = [
     Definition(
         Cluster(
@@ -506,7 +507,7 @@ def test_the_example_sweeps_through_the_cli(
         f"[ray] starting the entrypoint on the Ray cluster at {address}\n",
         "[entrypoint] best: lr ",
         "KubeRay would mark the RayJob SUCCEEDED",
-        "/workspace/lr_sweep.py --trials 1 --steps 5",
+        "/workspace/lr_sweep.py --trials 1 --steps 1",
     ):
         assert line in run.out, run.out
     assert watch.left == []

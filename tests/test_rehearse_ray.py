@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
+import functools
 import io
 import json
 import os
@@ -169,10 +170,12 @@ time.sleep(10**6)
 """
 
 
-def _example(args: list[str] = SMALL) -> RayJobTarget:
-    """The example RayJob on its first cluster, with ``args`` (a short sweep)."""
+@functools.cache
+def _example() -> RayJobTarget:
+    """The example RayJob on its first cluster, with a short sweep (``SMALL``): loaded once
+    for the plan tests, which only read it (a frozen target)."""
     (d,) = load_file(EXAMPLE).definitions
-    d = dataclasses.replace(d, obj=d.obj.model_copy(update={"args": args}))
+    d = dataclasses.replace(d, obj=d.obj.model_copy(update={"args": SMALL}))
     platform = load_jobs(REPO / "jobs", only={PLATFORM_DIR}).definitions
     target = targets_for(d, platform)[0]
     assert isinstance(target, RayJobTarget)

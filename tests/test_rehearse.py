@@ -59,7 +59,9 @@ from trainkit.rehearse import (
     targets_for,
 )
 from trainkit.rehearse.output import cpu_hints, parse_torchrun_failures
-from trainkit.rehearse.procs import Proc, process_table
+from trainkit.rehearse.procs import Proc, forget_ended, process_table
+from trainkit.rehearse.ray_run import RayRun
+from trainkit.rehearse.runner import _Run
 from trainkit.rehearse.stopping import QUIET_SCAN_SECONDS, SCAN_SECONDS, ScanPace
 from trainkit.render.kubeflow_trainer import render_trainjob
 
@@ -1055,3 +1057,30 @@ def test_the_process_table_reads_parent_group_and_exit_whatever_a_process_is_nam
         child.stdin.close()
         os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not collected yet
         assert process_table()[child.pid] == Proc(os.getpid(), child.pid, zombie=True)
+
+
+def test_a_group_that_ended_is_forgotten_at_the_next_scan() -> None:
+    # A rehearsal signals every group it learnt when it stops. One whose processes all ended
+    # is dropped at the next scan: the kernel may give its number to another program's
+    # process, which may lead a group of its own (the Ray cluster another test started).
+    def session(code: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, start_new_session=True
+        )
+
+    with session("import sys; sys.stdin.read()") as live, session("") as ended:
+        with session("") as zombie:
+            ended.wait()
+            os.waitid(os.P_PID, zombie.pid, os.WEXITED | os.WNOWAIT)  # exited, not collected
+            groups = {live.pid, ended.pid, zombie.pid}
+            forget_ended(process_table(), groups)
+            assert groups == {live.pid, zombie.pid}  # a zombie still holds its group
+            run = _Run.__new__(_Run)
+            run.procs, run.groups = [], {live.pid, ended.pid}
+            run._scan()
+            ray = RayRun.__new__(RayRun)
+            ray.proc, ray.groups = None, {live.pid, ended.pid}
+            ray._scan()
+            assert (run.groups, ray.groups) == ({live.pid}, {live.pid})
+        assert live.stdin is not None
+        live.stdin.close()

@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Proc", "descendants", "kill_groups", "live_in_groups", "process_table"]
+__all__ = [
+    "Proc",
+    "descendants",
+    "forget_ended",
+    "kill_groups",
+    "live_in_groups",
+    "process_table",
+]
 
 _PROC = Path("/proc")
 _PROC_DIR = str(_PROC)
@@ -100,6 +107,15 @@ def descendants(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
 def live_in_groups(table: dict[int, Proc], groups: set[int]) -> set[int]:
     """Running (not zombie) members of ``groups``."""
     return {pid for pid, p in table.items() if p.pgid in groups and not p.zombie}
+
+
+def forget_ended(table: dict[int, Proc], groups: set[int]) -> None:
+    """Drop from ``groups`` each group that no process of ``table`` is in any more (a zombie
+    still holds its group). An ended group's number is free: the kernel hands it to a new
+    process, which may lead a group of its own (a new session, as launchers and daemons
+    start), and signalling the old number would stop another program's processes. Learnt
+    groups are pruned at every scan, so a number would have to be reused between two scans."""
+    groups.intersection_update({p.pgid for p in table.values()})
 
 
 def kill_groups(groups: Iterable[int], sig: signal.Signals) -> None:

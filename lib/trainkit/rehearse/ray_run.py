@@ -19,7 +19,7 @@ from typing import TextIO
 from ..errors import Problem, RehearsalError
 from . import ray_cluster
 from .output import Follower, Source, cpu_hints
-from .procs import descendants, kill_groups, live_in_groups, process_table
+from .procs import descendants, forget_ended, kill_groups, live_in_groups, process_table
 from .ray_target import RayJobTarget
 from .stopping import (
     KILLED_WAIT_SECONDS,
@@ -225,10 +225,12 @@ class RayRun:
         return got
 
     def _scan(self) -> None:
-        """Learn the process groups of everything below the driver while it runs."""
+        """Learn the process groups of everything below the driver while it runs (and forget
+        those that ended)."""
+        table = process_table()
+        forget_ended(table, self.groups)
         if self.proc is None or self.proc.poll() is not None:
             return
-        table = process_table()
         own = os.getpgrp()
         for pid in descendants(table, [self.proc.pid]):
             pgid = table[pid].pgid

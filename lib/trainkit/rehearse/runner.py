@@ -33,7 +33,7 @@ from .output import (
     parse_torchrun_failures,
 )
 from .ports import free_port
-from .procs import descendants, kill_groups, live_in_groups, process_table
+from .procs import descendants, forget_ended, kill_groups, live_in_groups, process_table
 from .ray_target import RayJobTarget
 from .stopping import (
     KILLED_WAIT_SECONDS,
@@ -427,6 +427,7 @@ class _Run:
     def _scan(self) -> None:
         """Learn the process groups of everything below the launchers still running."""
         table = process_table()
+        forget_ended(table, self.groups)
         roots = [p.pid for p in self.procs if p.returncode is None]
         own = os.getpgrp()
         below = descendants(table, roots)

@@ -317,3 +317,40 @@ def test_cdk8s_is_asked_in_bounded_chunks_for_the_same_texts(monkeypatch):
     monkeypatch.setattr(cdk8s_node, "_CHUNK", 4)
     assert serialize._synth(objects) == whole
     assert asked == [4] * 8 + [1]
+
+
+# Strings of spaces and line breaks only: cdk8s (the `yaml` npm package 2.9.1, blockString in
+# dist/stringify/stringifyString.js) writes them as a block scalar with no indentation
+# indicator, so every reader takes the content's indentation from the longest line (YAML 1.2.2
+# §8.1.1.1: no non-empty line, so "the number of spaces on the longest line") and reads each
+# line as empty: ' \n' comes back "\n" from libyaml, PyYAML and go-yaml (kustomize) alike.
+BLANK_LINES = [" \n", "  \n", "\n \n", " \n\n", " \n \n", "\n\n  \n\n"]
+
+
+@pytest.mark.parametrize("text", BLANK_LINES)
+def test_a_string_of_spaces_and_line_breaks_is_quoted(text):
+    body = pod([text])
+    raw = serialize._json(body)
+    (cdk8s_text,) = serialize._synth([raw])
+    assert "|+" in cdk8s_text  # what cdk8s writes, and what this test is about
+    assert not serialize._safe(body, cdk8s_text, raw)  # the fast path sends it to be read back
+    ((written,),) = to_yaml([("c", [body])], YamlCache(None))
+    assert written.endswith(f"  args:\n  - {json.dumps(text)}\n")  # libyaml double-quotes it
+    assert yaml.load(written, Loader=yaml.CSafeLoader) == body
+
+
+@pytest.mark.parametrize("text", [" \nx", "\n \nx", "x\n \n", "x\n  \ny\n"])
+def test_a_space_only_line_beside_text_keeps_cdk8s_block(text):
+    """With a line of text the indentation is that line's (or cdk8s's `|2` says it): every
+    reader gets the string back from cdk8s's block scalar, so it is kept."""
+    ((written,),) = to_yaml([("c", [pod([text])])], YamlCache(None))
+    assert "    - |" in written and yaml.load(written, Loader=yaml.CSafeLoader) == pod([text])
+
+
+@pytest.mark.parametrize("text", ["x\n\n", "x\n\n\n", "\n\n", "x\n \n\n"])
+def test_trailing_empty_lines_of_the_last_object_of_a_request_are_kept(text):
+    """cdk8s writes `x` and an empty line for "x\\n\\n" (`|+`); cutting its List apart kept
+    that empty line for every item but the last of a request."""
+    bodies = [pod([text]), pod(["a", text])]
+    (texts,) = to_yaml([("c", bodies)], YamlCache(None))
+    assert [yaml.load(t, Loader=yaml.CSafeLoader) for t in texts] == bodies

@@ -112,6 +112,9 @@ def check_every_reader(bodies: list[dict]) -> None:
 # A line of a block scalar holding only a tab (`|+` then TAB): the pure-Python reader takes it,
 # libyaml refuses it ("found a tab character where an indentation space is expected").
 @example([["\t\n"]])
+# Spaces and line breaks only (`|+` with no indentation indicator): every reader drops the spaces,
+# the longest line setting the indentation (YAML 1.2.2 8.1.1.1), so ' \n' came back "\n".
+@example([[" \n", "\n \n", " \n\n", "x\n\n"]])
 def test_every_reader_reads_back_every_string(groups):
     check_every_reader([manifest(values) for values in groups])
 
@@ -204,6 +207,19 @@ def test_kustomize_reads_every_string_back_as_a_string(tmp_path):
     # ...and sigs.k8s.io/yaml (go-yaml v2) does too: its extra words (y, on, ...) stay quoted.
     plain = {n.value for n in scalars(yaml.compose(built, Loader=yaml.CSafeLoader)) if not n.style}
     assert plain & set(RESOLVED) == {"=", "<<"}
+
+
+def test_kustomize_reads_spaces_and_line_breaks_back(tmp_path):
+    """Strings of spaces and line breaks only, alone in an object (nothing else in it sends
+    it to libyaml): cdk8s's `|+` lost their spaces in kustomize, as in every reader."""
+    body = manifest([" \n", "\n \n", " \n\n", " \nx", "x\n \n"])
+    ((text,),) = to_yaml([("c", [body])], YamlCache(None))
+    tests = value_tests(body)
+    built = kustomize(text, tmp_path / "ours", tests)
+    kustomize(built, tmp_path / "again", tests)
+    (argo,) = decode_build(built.encode())
+    assert argo.body["spec"] == body["spec"]
+    assert argo.body["metadata"]["annotations"] == body["metadata"]["annotations"]
 
 
 def scalars(node: yaml.Node) -> Iterator[yaml.ScalarNode]:

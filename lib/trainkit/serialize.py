@@ -39,7 +39,7 @@ from .cdk8s_node import Cdk8s, processes_for
 __all__ = ["YamlCache", "prewarm", "reads_as_non_string", "to_yaml"]
 
 # Bump when the bytes for the same dict may change (layout rules, the checks below).
-_FORMAT = "3"
+_FORMAT = "4"
 
 
 class YamlCache:
@@ -189,9 +189,11 @@ def _readable(body: dict[str, Any], text: str, raw: str) -> str:
 
     cdk8s (the ``yaml`` npm package with its YAML 1.1 schema) leaves plain some strings
     that other readers resolve (``=``, ``<<``, ``0o755``, ``0X1F``, ``-_1``,
-    ``2024-1-1 1:2:3,5``), and writes tabs, DEL, C1 controls, NEL, LS and PS raw, which
-    PyYAML rejects or reads as line breaks. ``_safe`` proves most objects fine from the
-    text alone; the others are read back (about 1 ms each).
+    ``2024-1-1 1:2:3,5``), writes tabs, DEL, C1 controls, NEL, LS and PS raw, which
+    PyYAML rejects or reads as line breaks, and writes a string of spaces and line breaks
+    only as a block scalar whose spaces every reader drops (``_blank_block``). ``_safe``
+    proves most objects fine from the text alone; the others are read back (about 1 ms
+    each).
     """
     if _safe(body, text, raw) or _read_back(body, text):
         return text
@@ -234,7 +236,11 @@ def _safe(body: dict[str, Any], text: str, raw: str) -> bool:
     if not raw.isascii() and _RAW.search(raw):
         return False  # cdk8s may write these raw
     escaped = "\\" in raw
-    if (escaped and _ESCAPED_RAW.search(raw)) or "\x7f" in raw:
+    if escaped and _ESCAPED_RAW.search(raw):
+        return False
+    if escaped and " \\n" in raw and _SPACE_LINE_FIRST.search(raw):
+        return False  # cdk8s may write it as a block scalar every reader takes otherwise
+    if "\x7f" in raw:
         return False
     counts: Counter[str] | None = None
     for s in _candidates(raw, escaped):
@@ -379,12 +385,39 @@ _AFTER_PLAIN = frozenset(" \t\r\n:,]}#")
 # JSON's escapes of what ``_RAW`` refuses (JSON writes control characters escaped); an
 # escaped backslash before a letter is no such escape.
 _ESCAPED_RAW = re.compile(r"(?<!\\)(?:\\\\)*\\(?:[tbfr]|u00[01][0-9a-fA-F])")
+# A JSON string whose first line that is not empty holds only spaces and is followed by a
+# line break: cdk8s may write it as a block scalar its readers take otherwise (see
+# ``_blank_block``, which the read-back applies). Wider than that class: ' \nx' is
+# written with an indentation indicator and read back fine; a false alarm costs a read-back.
+_SPACE_LINE_FIRST = re.compile(r'"(?:\\n)* +\\n')
+
+
+def _blank_block(node: yaml.ScalarNode, value: str) -> bool:
+    """Whether ``node`` is a block scalar (``|``, ``>``) holding ``value``, a string of
+    spaces and line breaks only with at least one space on a line.
+
+    cdk8s (the ``yaml`` npm package 2.9.1, ``blockString`` in
+    ``dist/stringify/stringifyString.js``) cuts such a value whole as its trailing
+    whitespace, so it finds no leading space and writes no indentation indicator (``|+``,
+    then each line indented as usual). With no indicator a reader takes the content's
+    indentation from its first non-empty line, and with none "the number of spaces on the
+    longest line" (YAML 1.2.2, 8.1.1.1 Block Indentation Indicator): every line is then
+    empty and its spaces are gone. libyaml (``yaml_parser_scan_block_scalar_breaks``, its
+    ``max_indent``), PyYAML (``scan_block_scalar_indentation``) and go-yaml v2/v3 (scannerc.go,
+    a port of libyaml's scanner) all read ``' \\n'`` written so as ``"\\n"``.
+    """
+    return node.style in ("|", ">") and " " in value and not value.strip(" \n")
 
 
 def _quoted(node: yaml.Node, value: Any) -> bool:
-    """No string of ``value`` that some reader would resolve is plain in ``node``."""
+    """No string of ``value`` that some reader would resolve is plain in ``node``, and none
+    is a block scalar that readers take for another string (``_blank_block``)."""
     if isinstance(node, yaml.ScalarNode):
-        return bool(node.style) or not (isinstance(value, str) and reads_as_non_string(value))
+        if not isinstance(value, str):
+            return True
+        if node.style:
+            return not _blank_block(node, value)
+        return not reads_as_non_string(value)
     if isinstance(node, yaml.SequenceNode) and isinstance(value, list):
         return len(node.value) == len(value) and all(map(_quoted, node.value, value))
     if isinstance(node, yaml.MappingNode) and isinstance(value, dict):
@@ -409,9 +442,11 @@ def _split_items(doc: str) -> list[str]:
 
     cdk8s writes ``items:`` at column 0 and each item as ``  - key: …`` with its
     other lines indented by four; block scalars are indented further, so
-    removing four columns restores each object exactly as a top-level document.
+    removing four columns restores each object exactly as a top-level document. Only
+    the document's own final line break is cut: the empty lines before it end a ``|+``
+    block scalar of the last item.
     """
-    lines = doc.rstrip("\n").split("\n")
+    lines = doc.removesuffix("\n").split("\n")
     start = lines.index("items:") + 1
     items: list[list[str]] = []
     for line in lines[start:]:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import enum
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
+from pathlib import PurePath
+from typing import Annotated, Literal, get_args, get_origin
+
+from pydantic import BaseModel
 
 from ..errors import Problem
 from ..load import PLATFORM_DIR, Definition
@@ -115,11 +121,12 @@ def check_network_grant(
 
 def _resources(obj: object, path: str = "") -> Iterator[tuple[str, Resources]]:
     """Every ``Resources`` in a definition (the job's, its roles', worker groups', init
-    containers'), with its field path."""
+    containers'), with its field path. Only the fields that can hold one are walked
+    (``_resource_fields``): the rest of a job (env, volumes, scripts...) is not."""
     if isinstance(obj, Resources):
         yield path, obj
     elif isinstance(obj, TrainkitModel):
-        for name in type(obj).model_fields:
+        for name in _resource_fields(type(obj)):
             yield from _resources(getattr(obj, name), f"{path}.{name}" if path else name)
     elif isinstance(obj, Mapping):
         for key, value in obj.items():
@@ -127,6 +134,48 @@ def _resources(obj: object, path: str = "") -> Iterator[tuple[str, Resources]]:
     elif isinstance(obj, list | tuple):
         for i, value in enumerate(obj):
             yield from _resources(value, f"{path}[{i}]")
+
+
+@functools.cache
+def _resource_fields(cls: type[TrainkitModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` (in their order) whose annotation lets them hold a ``Resources``,
+    at any depth, once per class. A value is validated into its annotation, so a field of
+    only strings, numbers, literals or models that hold none never holds one; an annotation
+    this cannot read (``Any``, a bare container) counts as one that may."""
+    return tuple(name for name, f in cls.model_fields.items() if _may_hold(f.annotation))
+
+
+_LEAVES = (str, bytes, int, float, bool, enum.Enum, PurePath)
+
+
+def _may_hold(annotation: object) -> bool:
+    """Whether a value of ``annotation`` can be or contain a ``Resources`` that ``_resources``
+    reaches (through models, mappings, lists and tuples): every model the annotation names,
+    and every model those name, in turn."""
+    todo, models = [annotation], set()
+    while todo:
+        tp = todo.pop()
+        origin = get_origin(tp)
+        if origin is Literal or tp is None or tp is type(None):
+            continue
+        if origin is Annotated:
+            todo.append(get_args(tp)[0])
+        elif origin is not None:  # a union, a list, a dict, a tuple...
+            args = [a for a in get_args(tp) if a is not Ellipsis]
+            if not args:
+                return True
+            todo.extend(args)
+        elif not isinstance(tp, type):
+            return True  # Any, a type variable, a forward reference: may be anything
+        elif issubclass(tp, Resources):
+            return True
+        elif issubclass(tp, TrainkitModel):
+            if tp not in models:
+                models.add(tp)
+                todo.extend(f.annotation for f in tp.model_fields.values())
+        elif not issubclass(tp, _LEAVES) and not issubclass(tp, BaseModel):
+            return True  # a bare dict, list or tuple, or object: may hold anything
+    return False
 
 
 def check_extended_grant(

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, Workspace
-from trainkit import DefinitionError
+from trainkit import DefinitionError, runcache
 from trainkit import synth as synth_mod
 from trainkit.cache_dir import cache_dir, cache_enabled, repo_cache_dir, tracked_by_git
 from trainkit.load import LoadOptions, load_jobs, server
 from trainkit.resolve import build_plan
-from trainkit.runcache import source_files
+from trainkit.runcache import code_stamp, source_files, stamp_of
 from trainkit.serialize import _key
 from trainkit.synth import render_groups, synthesize
 
@@ -508,3 +508,44 @@ def test_the_definitions_origin_starts_ahead_only_when_a_definition_will_run(
     bare.write("jobs/vision/ddp.py", bare.jobs.joinpath("vision/ddp.py").read_text() + "\n")
     assert bare_cli("check").code == 0  # the definition changed: it runs (the same objects)
     assert started == ["origin"]
+
+
+def test_a_changed_source_is_another_stamp_and_a_record_of_another_stamp_is_not_used(
+    bare: Workspace, bare_cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A process running other trainkit code (an edited, added or removed source file)
+    stamps it otherwise, and does not answer from the records of this one."""
+    package = tmp_path / "package"
+    (package / "render").mkdir(parents=True)
+    (package / "render" / "a.py").write_text("A = 1\n")
+    stamps = {stamp_of(str(package))}
+    (package / "render" / "a.py").write_text("A = 22\n")
+    stamps.add(stamp_of(str(package)))
+    os.utime(package / "render" / "a.py", ns=(0, 0))
+    stamps.add(stamp_of(str(package)))
+    (package / "b.lua").write_text("return 1\n")
+    stamps.add(stamp_of(str(package)))
+    assert len(stamps) == 4
+    assert bare_cli("synth").code == 0
+    full = full_runs(monkeypatch)
+    assert bare_cli("synth").code == 0
+    assert full == []
+    monkeypatch.setattr(runcache, "_process_stamp", lambda: stamp_of(str(package)))
+    assert bare_cli("synth").code == 0
+    assert full == [1]
+
+
+def test_a_process_stamps_its_code_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sources a process imported cannot change under it: every run in one process
+    (a test session, a watch loop) shares the stamp of its first."""
+    walked: list[str] = []
+
+    def counted(directory: str, prefix: str = "") -> list[tuple[str, int, int]]:
+        walked.append(prefix)
+        return source_files(directory, prefix)
+
+    monkeypatch.setattr(runcache, "source_files", counted)
+    runcache._process_stamp.cache_clear()
+    first = code_stamp()
+    assert code_stamp() == first and walked.count("") == 1  # "": the package's top
+    assert first == stamp_of(str(Path(runcache.__file__).parent))

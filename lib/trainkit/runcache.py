@@ -10,7 +10,7 @@ The inputs, hashed into the record's key (``RunCache.key``):
 
 - the code: trainkit's version and the size and mtime of each of its source files,
   Python's version and the installed cdk8s, pydantic, pydantic-core and PyYAML
-  (``code_stamp``);
+  (``code_stamp``, taken once per process);
 - the command and its options that change the output or the verdict: the absolute
   jobs, output and repository directories, ``--against``, ``--require-baseline``,
   the command written into every header (``$TRAINKIT_SYNTH_COMMAND`` or
@@ -32,6 +32,7 @@ Records are data (JSON) in the repository's cache directory and follow the rules
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -55,6 +56,7 @@ __all__ = [
     "code_stamp",
     "jobs_tree",
     "source_files",
+    "stamp_of",
     "synth_options",
 ]
 
@@ -313,13 +315,29 @@ def _record(data: Mapping[str, Any]) -> Record | None:
 
 def code_stamp() -> str:
     """Trainkit's version and source files (size, mtime), Python's version, and the
-    installed versions of the libraries that shape the output."""
+    installed versions of the libraries that shape the output: computed once per process.
+
+    The code a process runs does not change under it once imported, so a stamp taken
+    later in the process would be no truer: a trainkit file edited while a process runs
+    changes what the next process runs (it stamps anew), not what this one ran. A stamp
+    taken again would even be false: this process's records would claim the edited
+    code's stamp while holding the output of the code it had imported before."""
+    return _process_stamp()
+
+
+@functools.cache
+def _process_stamp() -> str:
+    return stamp_of(os.path.dirname(os.path.abspath(__file__)))
+
+
+def stamp_of(package: str) -> str:
+    """The code stamp of trainkit's sources in the directory ``package`` (``code_stamp``)."""
     from trainkit import __version__
 
     return _digest(
         {
             "trainkit": __version__,
-            "source": source_files(os.path.dirname(os.path.abspath(__file__))),
+            "source": source_files(package),
             "python": sys.version,
             "libraries": _library_versions(),
         }

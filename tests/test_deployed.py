@@ -255,3 +255,38 @@ def test_read_changed_on_disk_compares_the_bytes(repo: Path) -> None:
     assert disk.read_changed({JOB: b"image: a:1\n", "a b/c d.yaml": b"other\n"}) == {
         "a b/c d.yaml": b"spaced\n"
     }
+
+
+def test_a_baseline_is_found_with_one_git_process_per_revision_tried(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The top of the work tree, whether it is shallow and the first revision to try come
+    from one rev-parse; a fallback revision (main without origin/main) costs one more."""
+    head = git(repo, "rev-parse", "HEAD")
+    calls = _counting(monkeypatch)
+    baseline = resolve_baseline(repo, repo / "generated", None)
+    assert baseline.description == f"main ({head[:12]})"
+    assert [c[3] for c in calls] == ["rev-parse", "rev-parse"]
+    git(repo, "update-ref", "refs/remotes/origin/main", head)
+    for against, description in ((None, "origin/main"), ("HEAD~0", "HEAD~0")):
+        del calls[:]
+        baseline = resolve_baseline(repo, repo / "generated", against)
+        assert baseline.description == f"{description} ({head[:12]})"
+        assert [c[3] for c in calls] == ["rev-parse"]
+
+
+def test_a_required_baseline_missing_from_a_shallow_clone_says_it_is_shallow(
+    repo: Path, tmp_path: Path
+) -> None:
+    git(repo, "checkout", "-q", "-b", "pr")
+    commit(repo, {f"generated/{JOB}": "image: a:2\n"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", "-b", "pr", f"file://{repo}", str(clone))
+    for where, shallow in ((clone, " (a shallow clone)"), (repo, "")):
+        with pytest.raises(SetupError) as err:
+            resolve_baseline(where, where / "generated", None, require=True)
+        [problem] = err.value.problems
+        assert f"but origin/main does not exist in git{shallow}; fetch it" in problem.message
+    # Without require, the clone's pr is no main either: nothing known to be deployed.
+    baseline = resolve_baseline(clone, clone / "generated", None)
+    assert baseline.nothing and "neither origin/main nor main exists" in baseline.description

@@ -6,8 +6,9 @@ committed files of one revision, so that commit's ``generated/`` is the best
 offline stand-in for the cluster; without git, the files on disk are.
 
 Reading runs on every ``make synth``, so a git baseline costs a fixed handful
-of ``git`` processes whatever the tree's size: find the repository, resolve
-the revision, then one ``ls-tree`` and one ``cat-file --batch`` for all bytes.
+of ``git`` processes whatever the tree's size: one ``rev-parse`` finds the
+repository, whether it is shallow and the first revision to try (another per
+fallback revision), then one ``ls-tree`` and one ``cat-file --batch`` for all bytes.
 Every comparison with the deployed tree skips a file that holds the bytes it is
 compared with (nothing changes), so ``read_changed`` tells such a file by its blob
 id in the ``ls-tree`` listing and reads only the others.
@@ -194,7 +195,7 @@ def baseline_from_git(root: Path, out_dir: Path, ref: str) -> Baseline:
     git = shutil.which("git")
     if git is None:
         raise SetupError([Problem(file=str(root), message=_INSTALL_GIT)])
-    top, why = _toplevel(git, root)
+    top, why, _shallow, commit = _toplevel(git, root, ref)
     if top is None:
         message = (
             f"--against {ref} needs a git work tree, but this is not inside one ({why}); "
@@ -204,7 +205,6 @@ def baseline_from_git(root: Path, out_dir: Path, ref: str) -> Baseline:
     prefix = _prefix(top, out_dir)
     if prefix is None:
         raise SetupError([Problem(file=str(out_dir), message=_outside(top))])
-    commit = _commit(git, top, ref)
     if commit is None:
         raise SetupError([Problem(file=str(top), message=_no_such_revision(ref))])
     return _git_baseline(git, top, out_dir, prefix, ref, commit)
@@ -231,18 +231,19 @@ def resolve_baseline(
     git = shutil.which("git")
     if git is None:
         return _missing(out_dir, "git is not installed", require, revision)
-    top, why = _toplevel(git, root)
+    refs = [f"origin/{revision}"] if require else [f"origin/{revision}", revision]
+    top, why, shallow, commit = _toplevel(git, root, refs[0])
     if top is None:
         return _missing(out_dir, why, require, revision)
     prefix = _prefix(top, out_dir)
     if prefix is None:
         return _missing(out_dir, f"outside the git repository at {top}", require, revision)
-    refs = (f"origin/{revision}",) if require else (f"origin/{revision}", revision)
-    for ref in refs:
+    if commit is not None:
+        return _git_baseline(git, top, out_dir, prefix, refs[0], commit)
+    for ref in refs[1:]:
         commit = _commit(git, top, ref)
         if commit is not None:
             return _git_baseline(git, top, out_dir, prefix, ref, commit)
-    shallow = _run(git, top, "rev-parse", "--is-shallow-repository").strip() == b"true"
     why = f"origin/{revision} does not exist in git" + (" (a shallow clone)" if shallow else "")
     if not require:
         why = f"neither origin/{revision} nor {revision} exists in git"
@@ -269,21 +270,40 @@ def _git_baseline(
     return Baseline(f"{ref} ({commit[:12]})", out_dir, _GitTree(git, top, commit, prefix))
 
 
-def _toplevel(git: str, root: Path) -> tuple[Path | None, str]:
-    """The work tree's top directory, or None and git's reason (not a repository, no access)."""
+def _toplevel(git: str, root: Path, ref: str) -> tuple[Path | None, str, bool, str | None]:
+    """The work tree's top directory, whether the repository is a shallow clone and the
+    commit id ``ref`` names (None when it names nothing, as ``_commit``), from one
+    ``rev-parse``; or None and git's reason (not a repository, no access)."""
+    asked = _valid_ref(ref)
+    verify = ["--verify", "-q", f"{ref}^{{commit}}"] if asked else []
     try:
         result = subprocess.run(
-            [git, "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, check=False
-        )
+            [git, "-C", str(root), "rev-parse", "--show-toplevel", "--is-shallow-repository",
+             *verify],
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
     except OSError as err:
-        return None, str(err)
-    if result.returncode != 0:
+        return None, str(err), False, None
+    # "<top>\n<true|false>\n[<commit>\n]", in the order asked: the top may hold a newline,
+    # the rest not. --verify -q fails with status 1 and nothing on stderr, after the rest.
+    text = result.stdout.decode().removesuffix("\n")
+    commit = None
+    if result.returncode == 0 and asked:
+        text, _, commit = text.rpartition("\n")
+    top, _, shallow = text.rpartition("\n")
+    if result.returncode not in ((0, 1) if asked else (0,)) or shallow not in ("true", "false"):
         stderr = result.stderr.decode(errors="replace")
         if "not a git repository" in stderr:
-            return None, "not a git repository"
+            return None, "not a git repository", False, None
         lines = stderr.strip().splitlines()
-        return None, (lines[0] if lines else f"git exited with status {result.returncode}")
-    return Path(result.stdout.decode().rstrip("\n")), ""
+        return (
+            None,
+            (lines[0] if lines else f"git exited with status {result.returncode}"),
+            False,
+            None,
+        )
+    return Path(top), "", shallow == "true", commit or None
 
 
 def _prefix(top: Path, out_dir: Path) -> str | None:
@@ -297,8 +317,8 @@ def _prefix(top: Path, out_dir: Path) -> str | None:
 
 def _commit(git: str, top: Path, ref: str) -> str | None:
     """The commit id ``ref`` names, or None when it names nothing (or no commit)."""
-    if ref.startswith("-"):
-        return None  # would be read as an option, and is no valid revision anyway
+    if not _valid_ref(ref):
+        return None
     result = subprocess.run(
         [git, "-C", str(top), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
         capture_output=True,
@@ -306,6 +326,12 @@ def _commit(git: str, top: Path, ref: str) -> str | None:
     )
     commit = result.stdout.decode().strip()
     return commit if result.returncode == 0 and commit else None
+
+
+def _valid_ref(ref: str) -> bool:
+    """Whether ``ref`` may be asked of git at all: one starting with "-" would be read as an
+    option, and is no valid revision anyway."""
+    return not ref.startswith("-")
 
 
 def _run(git: str, top: Path, *args: str, stdin: bytes | None = None) -> bytes:

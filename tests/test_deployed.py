@@ -290,3 +290,16 @@ def test_a_required_baseline_missing_from_a_shallow_clone_says_it_is_shallow(
     # Without require, the clone's pr is no main either: nothing known to be deployed.
     baseline = resolve_baseline(clone, clone / "generated", None)
     assert baseline.nothing and "neither origin/main nor main exists" in baseline.description
+
+
+def test_a_revision_without_the_output_directory_is_listed_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing committed below the output directory yet (a repository's first synth): the
+    empty listing is remembered like any other, not asked of git again at every use."""
+    baseline = resolve_baseline(repo, repo / "nothing-here", "main")
+    calls = _counting(monkeypatch)
+    assert baseline.paths() == []
+    assert baseline.read_changed({JOB: b"image: a:1\n"}) == {}
+    assert baseline.read_many([JOB]) == {}
+    assert [c[3] for c in calls] == ["--literal-pathspecs"]

@@ -51,13 +51,16 @@ class _GitTree:
     prefix: str  # the directory relative to ``top`` with a trailing "/", or "" for ``top`` itself
     listing: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
     """Path (relative to ``prefix``) → blob id (None for what is no blob), once listed."""
+    listed: list[bool] = field(default_factory=list, repr=False, compare=False)
+    """Holds True once ``listing`` is filled: an empty one (nothing committed below
+    ``prefix`` yet) is listed once too."""
 
     def paths(self) -> list[str]:
         """Every file below ``prefix`` in ``commit``, relative to it (one ``ls-tree``)."""
         return list(self._listing())
 
     def _listing(self) -> dict[str, str | None]:
-        if self.listing:
+        if self.listed:
             return self.listing
         pathspec = ["--", self.prefix] if self.prefix else []
         listed = _run(
@@ -72,6 +75,7 @@ class _GitTree:
             _mode, kind, blob = meta.split(b" ")
             name = raw.decode("utf-8", "surrogateescape").removeprefix(self.prefix)
             self.listing[name] = blob.decode("ascii") if kind == b"blob" else None
+        self.listed.append(True)
         return self.listing
 
     def unchanged(self, files: Mapping[str, bytes]) -> set[str]:

@@ -537,7 +537,7 @@ def test_a_changed_source_is_another_stamp_and_a_record_of_another_stamp_is_not_
 
 def test_a_process_stamps_its_code_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sources a process imported cannot change under it: every run in one process
-    (a test session, a watch loop) shares the stamp of its first."""
+    (a test session, a program calling synthesize in turn) shares the stamp of its first."""
     walked: list[str] = []
 
     def counted(directory: str, prefix: str = "") -> list[tuple[str, int, int]]:

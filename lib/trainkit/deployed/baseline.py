@@ -22,6 +22,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from trainkit.errors import Problem, SetupError
@@ -49,19 +50,16 @@ class _GitTree:
     top: Path
     commit: str
     prefix: str  # the directory relative to ``top`` with a trailing "/", or "" for ``top`` itself
-    listing: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
-    """Path (relative to ``prefix``) → blob id (None for what is no blob), once listed."""
-    listed: list[bool] = field(default_factory=list, repr=False, compare=False)
-    """Holds True once ``listing`` is filled: an empty one (nothing committed below
-    ``prefix`` yet) is listed once too."""
 
     def paths(self) -> list[str]:
         """Every file below ``prefix`` in ``commit``, relative to it (one ``ls-tree``)."""
-        return list(self._listing())
+        return list(self._listing)
 
+    @cached_property
     def _listing(self) -> dict[str, str | None]:
-        if self.listed:
-            return self.listing
+        """Path (relative to ``prefix``) → blob id (None for what is no blob), listed once,
+        also when nothing is committed below ``prefix`` yet (an empty listing)."""
+        listing: dict[str, str | None] = {}
         pathspec = ["--", self.prefix] if self.prefix else []
         listed = _run(
             self.git, self.top, "--literal-pathspecs", "ls-tree", "-r", "-z", self.commit,
@@ -74,14 +72,13 @@ class _GitTree:
             meta, _, raw = entry.partition(b"\t")
             _mode, kind, blob = meta.split(b" ")
             name = raw.decode("utf-8", "surrogateescape").removeprefix(self.prefix)
-            self.listing[name] = blob.decode("ascii") if kind == b"blob" else None
-        self.listed.append(True)
-        return self.listing
+            listing[name] = blob.decode("ascii") if kind == b"blob" else None
+        return listing
 
     def unchanged(self, files: Mapping[str, bytes]) -> set[str]:
         """Those ``files`` (path → bytes) committed with exactly those bytes: git's blob id
         (the SHA-1 or SHA-256 of ``blob <size>\\0<bytes>``) of the bytes is the listed one."""
-        listing = self._listing()
+        listing = self._listing
         same = set()
         for rel, data in files.items():
             blob = listing.get(rel)
@@ -102,7 +99,7 @@ class _GitTree:
             return {}
         # cat-file --batch reads one object name per line, so a name holding a
         # newline cannot be asked for (and is no manifest trainkit writes).
-        present = sorted(rel for rel in self._listing() if rel in wanted and "\n" not in rel)
+        present = sorted(rel for rel in self._listing if rel in wanted and "\n" not in rel)
         if not present:
             return {}
         request = "".join(f"{self.commit}:{self.prefix}{rel}\n" for rel in present)

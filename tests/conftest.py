@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import build_cache
+from run_directory import run_directory
 from trainkit.cache_dir import read_json, repo_cache_dir, write_json
 from trainkit.cli import main
 from trainkit.validate import kustomize_build
@@ -100,10 +101,8 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _kustomize_builds_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Each distinct kustomize build runs once per test run (see build_cache.py)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     with pytest.MonkeyPatch.context() as mp:
-        build_cache.install(mp, shared / "kustomize-builds")
+        build_cache.install(mp, run_directory(tmp_path_factory) / "kustomize-builds")
         yield
 
 
@@ -117,8 +116,7 @@ def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     written atomically, ``crd_cache``). A repository's caches are keyed by its path, and each
     worker's temporary directories are its own. A test asserting what a cache holds or a cold
     run makes its own cache directory."""
-    base = tmp_path_factory.getbasetemp()
-    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainkit-cache"
+    path = run_directory(tmp_path_factory) / "trainkit-cache"
     path.mkdir(exist_ok=True)
     _SESSION_CACHE[:] = [path]
     return path
@@ -266,8 +264,7 @@ def _examples_generated(tmp_path_factory: pytest.TempPathFactory, _session_cache
     stored in the build cache: once per test run, shared by the xdist workers (as the
     caches are). The first worker to ask does it; the others wait for it (a file lock) and
     read its tree, which no test changes (each copies it, ``synthesized``)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = run_directory(tmp_path_factory)
     root, done = shared / "examples", shared / "examples.done"
     with open(shared / "examples.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from run_directory import run_directory
 from trainkit.rehearse.ports import free_port
 from trainkit.rehearse.procs import descendants, process_table
 
@@ -87,9 +88,7 @@ def shared_ray(_shared_ray_users: _Users) -> Iterator[SharedRay]:
 def _shared_ray_users(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[_Users]:
-    base = tmp_path_factory.getbasetemp()
-    # xdist gives each worker a directory below the run's root (popen-gwN).
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = run_directory(tmp_path_factory)
     # Every worker collects every test of the run, and knows how many use the cluster.
     uses = sum("shared_ray" in item.fixturenames for item in request.session.items)
     users = _Users(root / "shared-ray.json", root / "shared-ray.lock", uses)

@@ -10,7 +10,6 @@ first worker to ask runs the steps, the others wait for its result (a file lock)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 from filelock import FileLock
+
+from run_directory import run_directory
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -49,9 +50,7 @@ def build_steps() -> list[str]:
 
 def release_build(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBuild:
     """The build job's steps on a copy of this checkout's sources (tracked and new files)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    where = shared / "release-build"
+    where = run_directory(tmp_path_factory) / "release-build"
     with FileLock(str(where) + ".lock"):
         record = where / "steps.json"
         if not record.is_file():

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, Workspace
+from run_directory import package_watch
 from trainkit import DefinitionError, runcache
 from trainkit import synth as synth_mod
 from trainkit.cache_dir import cache_dir, cache_enabled, repo_cache_dir, tracked_by_git
@@ -233,13 +234,16 @@ def test_a_stored_payload_that_does_not_rebuild_is_a_miss(
 
 
 def test_a_definition_unconfined_cannot_write_the_cache_the_next_run_trusts(
-    bare: Workspace, own_cache: Path
+    bare: Workspace, own_cache: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     synthesize(bare.jobs, bare.out)
     target = repo_cache_dir(bare.root) / "definitions.json"
     bare.write("jobs/vision/evil.py", f"open({str(target)!r}, 'a').write(' ')\n")
-    with pytest.raises(
-        DefinitionError, match=r"definitions\.json changed while this definition ran"
+    with (
+        package_watch(tmp_path_factory, writes=False),
+        pytest.raises(
+            DefinitionError, match=r"definitions\.json changed while this definition ran"
+        ),
     ):
         synthesize(bare.jobs, bare.out, load_options=LoadOptions(sandbox=False))
 

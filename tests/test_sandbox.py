@@ -29,11 +29,21 @@ import pytest
 import yaml
 
 from conftest import REPO, Run, Workspace
+from run_directory import package_watch
 from trainkit import DefinitionError
 from trainkit.load import LoadOptions, load_jobs, sandbox, server
 from trainkit.scaffold import scaffold_files
 
 UNCONFINED = LoadOptions(sandbox=False)
+
+
+@pytest.fixture(autouse=True)
+def _package_watch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Loads without the sandbox here watch trainkit's package (``package_watch``)."""
+    with package_watch(tmp_path_factory, writes=False):
+        yield
+
+
 DENIALS = Path(__file__).with_name("denials.py")
 GITHUB_ROUTE = "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 

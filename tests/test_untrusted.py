@@ -20,11 +20,24 @@ from pathlib import Path
 import pytest
 
 from conftest import Workspace
+from run_directory import package_watch
 from trainkit import DefinitionError, PyTorchJob, Team
 from trainkit.load import LoadInterrupted, LoadOptions, load_jobs, server
 from trainkit.synth import synthesize
 
 UNCONFINED = LoadOptions(sandbox=False)
+WRITES_INTO_TRAINKIT = {"test_writing_into_the_repository_or_trainkit_is_refused"}
+"""Tests whose definition writes into trainkit's own package (see ``_package_watch``)."""
+
+
+@pytest.fixture(autouse=True)
+def _package_watch(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Loads without the sandbox here watch trainkit's package (``package_watch``)."""
+    writes = request.node.originalname in WRITES_INTO_TRAINKIT
+    with package_watch(tmp_path_factory, writes=writes):
+        yield
 
 
 def load(ws: Workspace, options: LoadOptions | None = None) -> list[object]:

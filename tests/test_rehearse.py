@@ -11,15 +11,14 @@ one epoch), a real training run, is executed by tests/test_docs.py.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -723,19 +722,19 @@ def test_a_hung_rehearsal_is_stopped_at_the_timeout_and_nothing_survives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two nodes each start two ranks in sessions of their own (as torchrun does), each
-    # rank a child; rank 0 and its child ignore SIGTERM. The clock starts once every
-    # rank has recorded its pids, so the timeout never races the start of the processes.
+    # rank a child; rank 0 and its child ignore SIGTERM. The run's clock (its deadline's)
+    # starts once every rank has recorded its pids, then passes the timeout at once: the
+    # timeout never races the start of the processes, and no real second is waited.
     env = {"PID_DIR": str(tmp_path), "IGNORE_SIGTERM_RANK": "0"}
     job = _job(command=["python", str(FIXTURES / "hang_tree.py")], nodes=2, env=env)
     records = lambda: sorted(tmp_path.glob("rank*.pid"))  # noqa: E731
     clock = ClockFrozenUntil(lambda: len(records()) == 4, timeout=3, bound=120)
-    monkeypatch.setattr(
-        runner, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=time.sleep)
-    )
-    monkeypatch.setattr(runner, "STOP_GRACE_SECONDS", 0.5)
+    monkeypatch.setattr(runner, "_Run", functools.partial(runner._Run, clock=clock.monotonic))
+    monkeypatch.setattr(runner, "STOP_GRACE_SECONDS", 0.1)  # rank 0 waits it out, then SIGKILL
     out = io.StringIO()
     with pytest.raises(RehearsalError, match=r"timed out after 3 s \(--timeout\)") as err:
         rehearse(_target(job), timeout=3, out=out)
+    assert clock.since is not None  # the deadline was counted on the test's clock
     assert "with node(s) 0, 1 still running; every process of the rehearsal was stopped" in str(
         err.value
     )
@@ -745,7 +744,7 @@ def test_a_hung_rehearsal_is_stopped_at_the_timeout_and_nothing_survives(
     pids = {int(pid) for p in records() for pid in p.read_text().split()}
     assert len(pids) == 4 + 2 + 4  # four ranks, two nodes, four children
     assert not [pid for pid in pids if _running(pid)]
-    assert "[rehearse] stopping node(s) 0, 1: SIGTERM, and SIGKILL after 0.5 s" in out.getvalue()
+    assert "[rehearse] stopping node(s) 0, 1: SIGTERM, and SIGKILL after 0.1 s" in out.getvalue()
 
 
 def test_ctrl_c_stops_every_process_and_the_command_exits_130(

@@ -256,7 +256,8 @@ def test_a_build_lock_left_by_a_killed_build_fails_the_rehearsal_instead_of_hang
     # it to go, silently and forever, right after "Setting accelerator to CPU" (a full suite
     # hung 240 s so, on a lock a killed build had left in ~/.cache/torch_extensions). The rank
     # here waits as DeepSpeed's does, without DeepSpeed's imports; the runner's clock moves only
-    # once the rank waits, one second a poll, so the quiet period passes without real seconds.
+    # once the rank waits, five seconds a poll, so the quiet period passes without real seconds
+    # (in three polls, each of which sleeps when nothing was printed).
     # The DeepSpeed example below runs the real launcher and ranks with the locks watched.
     ext = tmp_path / "ext"
     lock = ext / "deepspeed_shm_comm" / "lock"
@@ -269,7 +270,8 @@ def test_a_build_lock_left_by_a_killed_build_fails_the_rehearsal_instead_of_hang
     waiter = (sys.executable, str(FIXTURES / "build_lock_waiter.py"))
     launch = NodeLaunch(0, waiter, env, False, tmp_path / "logs" / "launcher")
     plan = RehearsalPlan(_target(launch="deepspeed"), 1, 1, workspace, 0, (launch,), ())
-    ticks = itertools.count()
+    step = 5
+    ticks = itertools.count(step=step)
     run = runner._Run(
         plan, io.StringIO(), "jobs/team/mpi.py", clock=lambda: next(ticks) if run.recent else 0.0
     )
@@ -281,7 +283,7 @@ def test_a_build_lock_left_by_a_killed_build_fails_the_rehearsal_instead_of_hang
     assert f"delete it (rm {lock})" in message
     assert list(run.recent) == [f"[node0] waiting for {lock}"]
     # Stopped once the quiet period passed, long before the deadline (100).
-    assert next(ticks) <= buildlocks.STALE_SECONDS + 3, "kept waiting"
+    assert next(ticks) <= buildlocks.STALE_SECONDS + 3 * step, "kept waiting"
     assert run.procs[0].returncode == -signal.SIGTERM  # the waiting rank was stopped
     assert lock.exists()  # not this rehearsal's: another user's build may still want it
 

@@ -41,7 +41,7 @@ from trainkit.cli import main
 from trainkit.effective import EnvVar
 from trainkit.injected_env.kubeflow_trainer_env import trainjob_env
 from trainkit.injected_env.training_operator_env import pytorchjob_env
-from trainkit.load import Definition, load_file
+from trainkit.load import Definition, load_file, server
 from trainkit.model import TrainkitModel
 from trainkit.rehearse import (
     Protection,
@@ -962,6 +962,34 @@ def test_choosing_the_job_in_a_file(tmp_path: Path) -> None:
     for name in ("a", "b"):
         with pytest.raises(DefinitionError, match="no Cluster is defined"):
             rehearse_file(team / "two.py", job_name=name)
+
+
+def test_a_file_is_loaded_with_the_platform_in_one_run_and_no_other_team_s_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each run of the definitions starts a confined server of its own (a tenth of a second):
+    # the file and the platform share one. Another team's file is not run: its problem does
+    # not stop this rehearsal.
+    path = _trainer_tree(
+        tmp_path, 'TrainJob(name="t", runtime="cpu", script=Script.file("scripts/env_dump.py"))'
+    )
+    (tmp_path / "jobs" / "other").mkdir()
+    (tmp_path / "jobs" / "other" / "bad.py").write_text("raise SystemExit('broken')\n")
+    runs: list[list[str]] = []
+    real = server.run
+
+    def run(groups: Any, *args: Any, **kwargs: Any) -> Any:
+        runs.append(sorted(Path(f).relative_to(tmp_path).as_posix() for g in groups for _, f in g))
+        return real(groups, *args, **kwargs)
+
+    monkeypatch.setattr(server, "run", run)
+    monkeypatch.setattr(runner._Run, "run", lambda self, timeout: None)
+    report = rehearse_file(path, out=io.StringIO())
+    assert (report.kind, report.runtime) == (
+        "TrainJob",
+        "ClusterTrainingRuntime 'cpu' of cluster 'local'",
+    )
+    assert runs == [["jobs/platform/platform.py", "jobs/team/job.py"]]
 
 
 def test_choosing_between_jobs_of_one_name() -> None:

@@ -142,8 +142,15 @@ def load_file(
     *,
     jobs_dir: Path | None = None,
     options: LoadOptions | None = None,
+    with_dirs: Collection[str] = (),
 ) -> Loaded:
-    """Load one definition file (placement rules checked), in its own process like any other."""
+    """Load one definition file (placement rules checked), in its own process like any other.
+
+    With ``with_dirs`` (directories under ``jobs_dir``, e.g. ``{PLATFORM_DIR}``) their files
+    are loaded in the same run, as ``load_jobs(only=with_dirs)`` would load them (with what the
+    walk refused anywhere under ``jobs_dir``). ``files`` of the result lists the files loaded,
+    ``path``'s first.
+    """
     path = path.absolute()
     jobs_dir = (jobs_dir or _guess_jobs_dir(path)).resolve()
     root = (root or jobs_dir.parent).resolve()
@@ -159,7 +166,12 @@ def load_file(
             )
         ]
         raise DefinitionError(problems)
-    return _run(chosen, [], jobs_dir, root, options or LoadOptions(), None, None)
+    others = [f for f in files if f.team in with_dirs and f not in chosen]
+    loaded = _run(
+        [*chosen, *others], problems if with_dirs else [], jobs_dir, root,
+        options or LoadOptions(), None, None,
+    )  # fmt: skip
+    return replace(loaded, files=[f.rel for f in (*chosen, *others)])
 
 
 def _guess_jobs_dir(path: Path) -> Path:

@@ -56,9 +56,13 @@ def rehearse_file(
     runtime, no cluster, …) raises DefinitionError.
     """
     out = sys.stdout if out is None else out
-    loaded = load_file(path, root, jobs_dir=jobs_dir, options=load_options).definitions
-    rel = loaded[0].file if loaded else path.as_posix()
-    d = choose_job(loaded, job_name, rel)
+    # The file and the platform in one run of the definitions (plan_job loads the platform
+    # by itself): a problem of either fails the rehearsal, both reported at once.
+    loaded = load_file(
+        path, root, jobs_dir=jobs_dir, options=load_options, with_dirs={PLATFORM_DIR}
+    )
+    rel = loaded.files[0]
+    d = choose_job([x for x in loaded.definitions if x.file == rel], job_name, rel)
     # Before planning: a RayJob runs on Ray, XGBoost and JAX jobs on their framework, the
     # others with torchrun (or mpirun).
     if isinstance(d.obj, RayJob) and d.obj.ray_cluster is not None:
@@ -79,7 +83,8 @@ def rehearse_file(
         require_ray(d.file, d.obj.describe())
     else:
         require_framework(type(d.obj).__name__, d.file, d.obj.describe())
-    targets = plan_job(d, jobs_dir or _jobs_dir(path), root, load_options)
+    platform = [p for p in loaded.definitions if p.team == PLATFORM_DIR]
+    targets = targets_for(d, platform)
     target = targets[0]
     if len(targets) > 1:
         say(
@@ -181,11 +186,6 @@ def targets_for(d: Definition, platform: Sequence[Definition]) -> list[Target]:
         return (order.index(t.cluster) if t.cluster in order else len(order), t.cluster)
 
     return sorted(targets, key=rank)
-
-
-def _jobs_dir(path: Path) -> Path:
-    # The rule load_file uses: the nearest enclosing directory named jobs.
-    return next(p for p in path.resolve().parents if p.name == "jobs")
 
 
 def _rehearsed() -> str:

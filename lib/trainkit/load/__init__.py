@@ -82,7 +82,8 @@ class Loaded:
     imports: list[str] = field(default_factory=list)
     """Every file the definitions' processes imported, as they reported it (cache keys)."""
     files: list[str] = field(default_factory=list)
-    """Every definition file found (``DefinitionFile.rel``), the skipped ones included."""
+    """Every definition file found (``DefinitionFile.rel``), the skipped ones included
+    (``load_jobs``); the files loaded, the one asked for first (``load_file``)."""
 
 
 class LoadInterrupted(KeyboardInterrupt):

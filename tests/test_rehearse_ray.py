@@ -19,6 +19,7 @@ import ctypes.util
 import dataclasses
 import functools
 import io
+import itertools
 import json
 import os
 import re
@@ -61,6 +62,7 @@ from trainkit.rehearse import ray as rehearse_ray
 from trainkit.rehearse.procs import descendants, process_table
 from trainkit.rehearse.ray import RayPlace, plan_ray_rehearsal
 from trainkit.rehearse.ray_target import RayJobTarget
+from trainkit.rehearse.stopping import POLL_SECONDS, QUIET_SCAN_SECONDS, SCAN_SECONDS
 
 if TYPE_CHECKING:  # imported by pytest as a plugin, first: its asserts are rewritten
     from ray_fixtures import SharedRay
@@ -456,6 +458,36 @@ def test_the_shared_cluster_stops_once_the_last_test_using_it_ended(
     other.leave()  # the last worker using it
     assert stopped == [first, second]
     assert json.loads(state.read_text()) == {"cluster": None, "users": [], "used": 1}
+
+
+def test_a_ray_rehearsal_lists_its_processes_less_often_while_none_starts_or_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the driver runs, the processes below it are listed at the node runner's pace
+    (``ScanPace``): every SCAN_SECONDS while they change, down to once in QUIET_SCAN_SECONDS
+    while they stay the same (each list reads every process of the machine), and fast again
+    once one starts (a task's worker)."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] = round(now[0] + seconds, 6)
+
+    monkeypatch.setattr(ray_run, "time", SimpleNamespace(monotonic=lambda: now[0], sleep=sleep))
+    run = ray_run.RayRun.__new__(ray_run.RayRun)
+    run.proc = SimpleNamespace(poll=lambda: None if now[0] < 8 else 0)  # type: ignore[assignment]
+    listed: list[float] = []
+
+    def scan() -> set[int]:
+        listed.append(now[0])
+        return {1, 2} if now[0] < 4 else {1, 2, 3}  # a worker starts at 4 s
+
+    monkeypatch.setattr(run, "_scan", scan)
+    monkeypatch.setattr(run, "_pump", lambda final=False: False)
+    assert run._wait(deadline=100.0) is False  # the driver ended
+    gaps = [round(b - a, 6) for a, b in itertools.pairwise(listed)]
+    s, q = SCAN_SECONDS, QUIET_SCAN_SECONDS
+    assert POLL_SECONDS < s < q
+    assert gaps == [s, 2 * s, q, q, q, s, 2 * s, q, q, q], (listed, gaps)
 
 
 def test_the_watch_finds_an_orphan_the_block_left_running() -> None:

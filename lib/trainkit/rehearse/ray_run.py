@@ -26,6 +26,7 @@ from .stopping import (
     POLL_SECONDS,
     SCAN_SECONDS,
     TAIL_LINES,
+    ScanPace,
     run_stopping,
     say,
 )
@@ -198,13 +199,12 @@ class RayRun:
     def _wait(self, deadline: float) -> bool:
         """Until the driver ended (→ False) or the deadline passed (→ True)."""
         assert self.proc is not None
-        last_scan = 0.0
+        pace = ScanPace()
         while self.proc.poll() is None:
             got = self._pump()
             now = time.monotonic()
-            if now - last_scan >= SCAN_SECONDS:
-                self._scan()
-                last_scan = now
+            if pace.due(now):
+                pace.listed(now, self._scan())
             if now >= deadline:
                 return True
             if not got:
@@ -224,18 +224,20 @@ class RayRun:
             self.out.flush()
         return got
 
-    def _scan(self) -> None:
+    def _scan(self) -> set[int]:
         """Learn the process groups of everything below the driver while it runs (and forget
-        those that ended)."""
+        those that ended); the processes below it."""
         table = process_table()
         forget_ended(table, self.groups)
         if self.proc is None or self.proc.poll() is not None:
-            return
+            return set()
         own = os.getpgrp()
-        for pid in descendants(table, [self.proc.pid]):
+        below = descendants(table, [self.proc.pid])
+        for pid in below:
             pgid = table[pid].pgid
             if pgid > 1 and pgid != own:
                 self.groups.add(pgid)
+        return below
 
     def _settled(self) -> bool:
         if self.proc is not None and self.proc.poll() is None:

@@ -348,3 +348,39 @@ def test_a_model_defined_in_a_function_or_twice_gets_its_field_docstrings() -> N
 
     assert Local.model_fields["size"].description == "How big."
     assert Twice.model_fields["a"].description == "First."
+
+
+class _Documented(TrainkitModel):
+    width: int = 0
+    """How wide."""
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_reading_field_docstrings_keeps_no_syntax_tree_and_leaves_the_collector_as_it_was(
+    collecting: bool,
+) -> None:
+    """Each module's source is parsed once, with the cycle collector paused; what is kept is
+    the docstrings, not the tree (whose nodes every full collection would walk again)."""
+    import ast
+    import gc
+
+    from trainkit.model import field_docs
+
+    field_docs._CLASSES.pop(__name__, None)  # this module: read again
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        assert field_docstrings(_Documented) == {"width": "How wide."}
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if was else gc.disable)()
+    seen: set[int] = set()
+    todo: list[object] = [field_docs._CLASSES]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        assert not isinstance(obj, ast.AST), "a syntax tree node is kept"
+        todo.extend(gc.get_referents(obj))
+    assert __name__ in field_docs._CLASSES

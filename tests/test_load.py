@@ -129,3 +129,18 @@ def test_a_definition_s_process_inherits_every_model_s_validator(bare):
         "    raise RuntimeError(f'validators not built: {sorted(set(unbuilt))}')\n",
     )
     assert len(load(bare)) == 7
+
+
+def test_a_definition_s_process_collects_cycles_but_not_what_the_origin_holds(bare):
+    # The origin makes the models and their validators with the cycle collector paused and
+    # then freezes them out of it (gc.freeze): no collection walks them again, there or in a
+    # definition's process. A definition's own cycles are collected as anywhere else.
+    bare.write(
+        "jobs/platform/probe.py",
+        "import gc\n"
+        "if not gc.isenabled():\n"
+        "    raise RuntimeError('the cycle collector is off')\n"
+        "if gc.get_freeze_count() < 10_000:\n"
+        "    raise RuntimeError(f'{gc.get_freeze_count()} objects frozen')\n",
+    )
+    assert len(load(bare)) == 7

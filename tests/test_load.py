@@ -144,3 +144,38 @@ def test_a_definition_s_process_collects_cycles_but_not_what_the_origin_holds(ba
         "    raise RuntimeError(f'{gc.get_freeze_count()} objects frozen')\n",
     )
     assert len(load(bare)) == 7
+
+
+def test_the_origin_builds_each_validator_after_those_of_the_models_it_holds():
+    # pydantic takes a held model's finished schema instead of generating it again inside
+    # every model that holds it: leaves first, the origin's validators cost half the CPU.
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from trainkit.load import server
+    from trainkit.model import TrainkitModel
+
+    built: list[str] = []
+
+    class Base(TrainkitModel):
+        @classmethod
+        def __pydantic_on_complete__(cls) -> None:
+            super().__pydantic_on_complete__()
+            built.append(cls.__name__)
+
+    class Leaf(Base):
+        size: int = 0
+
+    class Mid(Base):
+        leaf: Leaf = Leaf()
+
+    class Top(Base):
+        mids: list[Mid] | None = None
+        leaf: Annotated[Leaf, Field(description="held twice")] = Leaf()
+
+    built.clear()  # Leaf() and Mid() above built theirs
+    for cls in (Base, Leaf, Mid, Top):
+        cls.__pydantic_complete__ = False  # as deferred, so that each is built again
+    server._build_validators(Base)
+    assert built == ["Base", "Leaf", "Mid", "Top"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from trainkit.load import load_jobs
+from trainkit.load import PLATFORM_DIR, load_jobs
 from trainkit.resolve import build_plan
 from trainkit.validate import (
     BASELINE,
@@ -34,7 +34,9 @@ def test_check_with_and_without_crds_and_validate_give_one_verdict(tmp_path: Pat
     assert anchor in text
     job.write_text(text.replace(anchor, "\n          hostPID: true" + anchor, 1))
     line = job.read_text().splitlines().index("          hostPID: true") + 1
-    profiles = build_plan(load_jobs(REPO / "jobs", REPO).definitions).network_profiles
+    # The platform's network profiles (only its definitions are loaded: no job adds one).
+    platform = load_jobs(REPO / "jobs", REPO, only={PLATFORM_DIR}).definitions
+    profiles = build_plan(platform).network_profiles
     allowance = PodAllowance.from_profiles(profiles)
     assert allowance != BASELINE
     out = tmp_path / "generated"

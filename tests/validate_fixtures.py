@@ -10,7 +10,10 @@ process needs it first (the cache has its own tests).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import fcntl
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -60,22 +63,52 @@ class CrdFacts:
 
 @cache
 def shared_crd_facts() -> dict[Path, tuple[bytes, tuple[CrdFacts, ...]]]:
-    """Each shared CRD file: its bytes and the CRD documents it holds, read once per session.
+    """Each shared CRD file: its bytes and the CRD documents it holds, read once per test run.
 
     The oracle the validate and pin tests hold trainkit's CRD loading to: libyaml composes
     each document (C), and only ``spec.group``, ``spec.names.kind`` and each version's
     ``name``/``served`` are constructed — the schemas (nearly all of the 13 MB) never become
     Python data. Independent of ``trainkit.validate.documents`` (no Builder, no pruning).
     """
-    found = {}
+    files = {path: path.read_bytes() for path in sorted(crds_dir().rglob("*.y*ml"))}
+    # Once per test run, not once per xdist worker (both run a test that reads them, 0.7
+    # CPU-s each): the first stores them in the run's directory, keyed by each file's
+    # SHA-256, and the other reads them back.
+    with open(session_cache().parent / "crd-facts.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        stored = session_cache().parent / "crd-facts.json"
+        digests = {str(path): hashlib.sha256(data).hexdigest() for path, data in files.items()}
+        if stored.is_file():
+            record = json.loads(stored.read_bytes())
+            if record["digests"] == digests:
+                return {
+                    path: (data, _read(record["facts"][str(path)])) for path, data in files.items()
+                }
+        found = {path: (data, _parse(data)) for path, data in files.items()}
+        facts = {str(path): [asdict(d) for d in docs] for path, (_, docs) in found.items()}
+        try:
+            text = json.dumps({"digests": digests, "facts": facts})
+        except (TypeError, ValueError):  # a value JSON cannot hold: each worker parses
+            return found
+        if all(_read(e) == found[Path(k)][1] for k, e in json.loads(text)["facts"].items()):
+            stored.with_suffix(".tmp").write_text(text)
+            stored.with_suffix(".tmp").replace(stored)
+        return found
+
+
+def _parse(data: bytes) -> tuple[CrdFacts, ...]:
     # A million short-lived nodes and marks, no reference cycle: with the cycle collector on,
     # it walked them (and the whole test process) again and again, three quarters of the CPU.
     with cycle_collection_paused():
-        for path in sorted(crds_dir().rglob("*.y*ml")):
-            data = path.read_bytes()
-            docs = (_facts(n) for n in yaml.compose_all(data, Loader=yaml.CSafeLoader))
-            found[path] = (data, tuple(d for d in docs if d is not None))
-    return found
+        docs = (_facts(n) for n in yaml.compose_all(data, Loader=yaml.CSafeLoader))
+        return tuple(d for d in docs if d is not None)
+
+
+def _read(entries: list[dict[str, Any]]) -> tuple[CrdFacts, ...]:
+    """Facts as ``_parse`` gave them, from their JSON (stored only where it reads back the same)."""
+    return tuple(
+        CrdFacts(e["group"], e["kind"], tuple(tuple(v) for v in e["versions"])) for e in entries
+    )
 
 
 _CONSTRUCT = yaml.constructor.SafeConstructor()

@@ -143,10 +143,11 @@ def kustomize(path: Path) -> list[dict[str, Any]]:
 
 
 def applications(argocd: Path) -> dict[str, dict[str, Any]]:
-    listed = yaml.safe_load((argocd / "kustomization.yaml").read_text())["resources"]
+    # libyaml's parser, as in kustomize() (PyYAML's own took a quarter of the test's CPU).
+    listed = yaml.load((argocd / "kustomization.yaml").read_bytes(), Loader=yaml.CSafeLoader)
     apps = {}
-    for rel in listed:
-        doc = yaml.safe_load((argocd / rel).read_text())
+    for rel in listed["resources"]:
+        doc = yaml.load((argocd / rel).read_bytes(), Loader=yaml.CSafeLoader)
         if doc["kind"] == "Application":
             apps[doc["metadata"]["name"]] = doc
     return apps

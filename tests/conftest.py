@@ -69,8 +69,8 @@ def pytest_collection() -> Iterator[object]:
     ends: it is moved out of the collector's sight (``gc.freeze``), so that the collections
     during the tests, and pytest's at exit, no longer walk it each time (about half the
     collector's time in a worker); collection's few MB of garbage with it (a full collection
-    first would cost about as much as the collections it saved). Nothing a test makes is
-    frozen: the collector is on again for the tests."""
+    first would cost about as much as the collections it saved). The collector is on again
+    for the tests (what they leave alive is frozen later: ``pytest_runtest_logfinish``)."""
     try:
         return (yield)
     finally:
@@ -91,9 +91,11 @@ def _count_full_collections(phase: str, info: dict[str, int]) -> None:
 def pytest_runtest_logfinish() -> None:
     """What a full collection found alive (the session's caches, CRD sets, built models,
     modules imported since) is frozen too, between tests, after the young garbage is freed
-    (``gc.collect(1)``): each later full collection walked it again, though it lives until
-    the process ends (three quarters of the full collections' CPU, which grows with the
-    heap). Garbage that has reached the oldest generation since is frozen with it."""
+    (``gc.collect(1)``): each later full collection walked it again, though nearly all of it
+    lives until the process ends (three quarters of the full collections' CPU, which grows
+    with the heap). What dies later is freed as before, unless in a reference cycle (a module
+    fixture's, garbage that reached the oldest generation since): that stays, as collection's
+    does (the workers' peak memory is the same)."""
     if _FULL_COLLECTIONS[0]:
         _FULL_COLLECTIONS[0] = 0
         gc.collect(1)

@@ -179,3 +179,19 @@ def test_the_origin_builds_each_validator_after_those_of_the_models_it_holds():
         cls.__pydantic_complete__ = False  # as deferred, so that each is built again
     server._build_validators(Base)
     assert built == ["Base", "Leaf", "Mid", "Top"]
+
+
+def test_a_definition_s_process_inherits_the_loader_s_code_frozen(bare):
+    # The origin imports the code that runs definitions (worker, calls) before it forks and
+    # freezes it with the models, not each definition's process again.
+    bare.write(
+        "jobs/platform/probe.py",
+        "import gc, sys\n"
+        "tracked = {id(o) for o in gc.get_objects()}\n"
+        "shared = {'worker': sys.modules['trainkit.load.worker'].load_group,\n"
+        "          'calls': sys.modules['trainkit.load.calls'].Calls}\n"
+        "fresh = sorted(name for name, obj in shared.items() if id(obj) in tracked)\n"
+        "if fresh:\n"
+        "    raise RuntimeError(f'not frozen in the origin: {fresh}')\n",
+    )
+    assert len(load(bare)) == 7

@@ -264,7 +264,9 @@ def main() -> None:
     fd, owner = int(sys.argv[1]), int(sys.argv[2])
     # Every fork starts with the models a definition imports already loaded, and their
     # validators built: the models defer building them to their first use (model.base),
-    # which would otherwise happen again in every definition's process.
+    # which would otherwise happen again in every definition's process. So does the code
+    # that runs the definitions (``worker``): imported in each worker instead, its modules
+    # were read and executed (their dataclasses built) again in every definition's process.
     # What this process holds lives as long as it and its forks do: the cycle collector,
     # paused while it is made, would find nothing to free in it (about a fifth of the
     # origin's start-up), and is then told to leave it be (gc.freeze, as Python's gc
@@ -273,6 +275,8 @@ def main() -> None:
     # comes after: a definition's cycles are collected as in any Python process.
     gc.disable()
     from trainkit.model import TrainkitModel
+
+    from . import worker  # noqa: F401
 
     _build_validators(TrainkitModel)
     gc.freeze()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Run, Workspace
+from conftest import PLATFORM, Run, Workspace
 from run_directory import package_watch
 from trainkit import DefinitionError, runcache
 from trainkit import synth as synth_mod
@@ -246,6 +246,57 @@ def test_a_definition_unconfined_cannot_write_the_cache_the_next_run_trusts(
         ),
     ):
         synthesize(bare.jobs, bare.out, load_options=LoadOptions(sandbox=False))
+
+
+def test_validate_reuses_the_platform_s_payloads_and_keeps_every_other_entry(
+    bare: Workspace,
+    bare_cli: Callable[..., Run],
+    own_cache: Path,
+    crds: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside a repository ``validate`` loads the platform's definitions (its
+    NetworkProfiles, its Policy's CRD files) through the definitions cache synth keeps:
+    an unchanged platform file does not run, a changed one does; the entries of the job
+    files it does not load stay for the next synth."""
+    assert bare_cli("synth").code == 0
+    store = repo_cache_dir(bare.root) / "definitions.json"
+    entries = ["jobs/platform/platform.py", "jobs/vision/ddp.py"]
+    assert sorted(json.loads(store.read_text())["entries"]) == entries
+    runs = count_runs(monkeypatch)
+    run = bare_cli("validate", "--crds", str(crds))
+    assert run.code == 0, run.err
+    assert runs == []
+    bare.write("jobs/platform/platform.py", PLATFORM + "# edited\n")
+    run = bare_cli("validate", "--crds", str(crds))
+    assert run.code == 0, run.err
+    assert runs == [[["platform.py"]]]
+    assert sorted(json.loads(store.read_text())["entries"]) == entries
+    assert bare_cli("synth").code == 0
+    assert runs == [[["platform.py"]]]  # nothing more ran: ddp.py's entry was kept
+
+
+@pytest.mark.parametrize("how", ["CI", "--no-cache"])
+def test_validate_under_ci_or_no_cache_runs_the_platform_and_leaves_the_cache(
+    how: str,
+    bare: Workspace,
+    bare_cli: Callable[..., Run],
+    own_cache: Path,
+    crds: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert bare_cli("synth").code == 0
+    before = cache_files(bare)
+    runs = count_runs(monkeypatch)
+    args = ["validate", "--crds", str(crds)]
+    if how == "CI":
+        monkeypatch.setenv("CI", "1")
+    else:
+        args.append("--no-cache")
+    run = bare_cli(*args)
+    assert run.code == 0, run.err
+    assert runs == [[["platform.py"]]]
+    assert cache_files(bare) == before
 
 
 # --- Part B: what a run with unchanged inputs skips ---

@@ -54,6 +54,7 @@ __all__ = [
     "baseline_id",
     "check_inputs",
     "code_stamp",
+    "data_stamp",
     "jobs_tree",
     "source_files",
     "stamp_of",
@@ -103,6 +104,21 @@ class Record:
     output without running it (``synth.delta``)."""
 
 
+def data_stamp(jobs_dir: Path) -> str:
+    """``RunCache.data_stamp`` of ``jobs_dir``, for a command that loads definitions through
+    the definitions cache but records no run (``validate``)."""
+    return _data_stamp(jobs_tree(jobs_dir.resolve()), code_stamp())
+
+
+def _data_stamp(tree: Mapping[str, str], code: str) -> str:
+    data = {
+        rel: token
+        for rel, token in tree.items()
+        if not rel.endswith(".py") and "scripts" not in rel.split("/")[:-1]
+    }
+    return _digest({"code": code, "data": data})
+
+
 class RunCache:
     """The records of one repository, for one jobs and output directory and option set."""
 
@@ -125,12 +141,7 @@ class RunCache:
     def data_stamp(self) -> str:
         """What a definition may read besides its imports: the data files under jobs/
         (not ``*.py``, not in ``scripts/``), with the code stamp (for ``load.cache``)."""
-        data = {
-            rel: token
-            for rel, token in self.tree.items()
-            if not rel.endswith(".py") and "scripts" not in rel.split("/")[:-1]
-        }
-        return _digest({"code": self.code, "data": data})
+        return _data_stamp(self.tree, self.code)
 
     def key(self, kind: str, imports: Iterable[str], extra: Mapping[str, object]) -> str:
         """The hash of every input of a ``kind`` run (see the module docstring)."""

@@ -45,6 +45,13 @@ def add(sub: Any) -> None:
     add_require_crds(p)
     add_report_format(p)
     add_loading(p)
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="inside a trainkit repository, run every platform definition instead of reusing "
+        "the payload of an unchanged one (the definitions cache synth and check keep; never "
+        "used when the environment variable CI is set)",
+    )
     p.set_defaults(func=run)
 
 
@@ -76,12 +83,21 @@ def run(args: argparse.Namespace) -> int:
 def _platform(args: argparse.Namespace) -> list[Definition] | None:
     """Inside a trainkit repository (the command runs from its root), the platform's
     definitions; elsewhere None."""
-    from ..load import PLATFORM_DIR, load_jobs
+    from ..cache_dir import cache_enabled, repo_cache_dir
+    from ..load import PLATFORM_DIR, DefinitionCache, load_jobs
+    from ..runcache import data_stamp
 
     jobs = Path("jobs")
     if not (jobs / PLATFORM_DIR).is_dir():
         return None
-    return load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args)).definitions
+    # The platform's files whose inputs are unchanged since synth or check ran them are not
+    # run again: their payloads are rebuilt through the models (``load.cache``).
+    cache = None
+    if cache_enabled(no_cache=args.no_cache):
+        root = jobs.resolve().parent
+        cache = DefinitionCache(repo_cache_dir(root), data_stamp(jobs), root)
+    loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args), cache=cache)
+    return loaded.definitions
 
 
 def _tree(platform: list[Definition]) -> TreeCrds:

@@ -127,6 +127,9 @@ def load_jobs(
         )
     files, problems = find_definitions(jobs_dir, root)
     if only is not None:
+        if cache is not None:
+            # A load of some directories keeps what the cache holds of the others.
+            cache.carry(f.rel for f in files if f.team not in only)
         files = [f for f in files if f.team in only]
     found = [f.rel for f in files]
     if skip:

@@ -24,6 +24,7 @@ import jsonschema
 import pytest
 
 from conftest import BARE, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace
+from test_caches import count_runs
 from trainkit.cli import main
 from trainkit.plan import PlanReport, build_review, format_markdown, format_text
 
@@ -473,6 +474,29 @@ def test_one_plan_writes_the_comment_and_its_json(bare: Workspace, bare_cli: Cli
     failed = bare_cli("plan", "--format", "markdown", "--json-file", "plan.json")
     assert failed.code == 1 and failed.out == ""
     assert not (bare.root / "plan.json").exists()
+
+
+def test_a_plan_reuses_the_payloads_of_unchanged_definitions(
+    bare: Workspace, bare_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The definitions cache synth keeps: after a synth an unchanged file does not run, an
+    edited one runs alone, and the plan is the one every definition run gives (--no-cache,
+    or CI, runs every one)."""
+    assert bare_cli("synth").code == 0
+    runs = count_runs(monkeypatch)
+    unchanged = bare_cli("plan", "--format", "json")
+    assert unchanged.code == 0, unchanged.err
+    assert runs == []
+    edit(bare.jobs / "vision/ddp.py", "nodes=2,", "nodes=3,")
+    cached = bare_cli("plan", "--format", "json")
+    assert runs == [[["ddp.py"]]]
+    fresh = bare_cli("plan", "--format", "json", "--no-cache")
+    assert runs[1:] == [[["platform.py"], ["ddp.py"]]]
+    monkeypatch.setenv("CI", "1")
+    in_ci = bare_cli("plan", "--format", "json")
+    assert runs[2:] == [[["platform.py"], ["ddp.py"]]]
+    assert cached.code == fresh.code == in_ci.code == 0, cached.err
+    assert cached.out == fresh.out == in_ci.out
 
 
 def test_a_json_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from .options import (
     add_loading,
     load_options,
 )
+from .pipeline import definitions_cache
 from .printing import notices
 
 __all__ = ["add", "run"]
@@ -54,15 +55,24 @@ def add(sub: Any) -> None:
         help="also write the plan as json into FILE (e.g. a pull-request comment in markdown "
         "and the data for programs from one run); written only when the plan succeeds",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every definition instead of reusing the payload of an unchanged one (the "
+        "definitions cache synth and check keep; never used when the environment variable CI "
+        "is set)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..plan import build_review, format_json, format_markdown, format_text
 
+    jobs = Path(args.jobs)
     review = build_review(
-        Path(args.jobs), Path(args.out), against=args.against, load_options=load_options(args)
-    )
+        jobs, Path(args.out), against=args.against, load_options=load_options(args),
+        cache=definitions_cache(jobs, no_cache=args.no_cache),
+    )  # fmt: skip
     notices(review.notices, review.warnings)
     if review.report.note and args.format != "text":
         print(f"note: {review.report.note}", file=sys.stderr)  # text says it in the plan

@@ -15,6 +15,7 @@ from .options import (
     add_require_crds,
     load_options,
 )
+from .pipeline import definitions_cache
 
 if TYPE_CHECKING:
     from ..load import Definition
@@ -83,19 +84,14 @@ def run(args: argparse.Namespace) -> int:
 def _platform(args: argparse.Namespace) -> list[Definition] | None:
     """Inside a trainkit repository (the command runs from its root), the platform's
     definitions; elsewhere None."""
-    from ..cache_dir import cache_enabled, repo_cache_dir
-    from ..load import PLATFORM_DIR, DefinitionCache, load_jobs
-    from ..runcache import data_stamp
+    from ..load import PLATFORM_DIR, load_jobs
 
     jobs = Path("jobs")
     if not (jobs / PLATFORM_DIR).is_dir():
         return None
     # The platform's files whose inputs are unchanged since synth or check ran them are not
     # run again: their payloads are rebuilt through the models (``load.cache``).
-    cache = None
-    if cache_enabled(no_cache=args.no_cache):
-        root = jobs.resolve().parent
-        cache = DefinitionCache(repo_cache_dir(root), data_stamp(jobs), root)
+    cache = definitions_cache(jobs, no_cache=args.no_cache)
     loaded = load_jobs(jobs, only={PLATFORM_DIR}, options=load_options(args), cache=cache)
     return loaded.definitions
 

@@ -14,9 +14,10 @@ from .options import require_baseline
 from .printing import report_format
 
 if TYPE_CHECKING:
+    from ..load import DefinitionCache
     from ..runcache import Record, RunCache
 
-__all__ = ["prestart", "require_node", "run_cache", "unchanged"]
+__all__ = ["definitions_cache", "prestart", "require_node", "run_cache", "unchanged"]
 
 
 def require_node() -> None:
@@ -59,6 +60,20 @@ def _all_cached(args: argparse.Namespace, runs: RunCache) -> bool:
     files, _ = find_definitions(jobs, root)
     cache = DefinitionCache(repo_cache_dir(root), runs.data_stamp(), root)
     return bool(files) and all(cache.lookup(f) is not None for f in files)
+
+
+def definitions_cache(jobs: Path, *, no_cache: bool) -> DefinitionCache | None:
+    """For a command that loads definitions but records no run (``plan``, ``validate``): the
+    definitions cache synth keeps for the repository of ``jobs`` (``load.cache``), unless
+    caches are off (``cache_dir.cache_enabled``) or ``jobs`` is no directory."""
+    from ..cache_dir import cache_enabled, repo_cache_dir
+    from ..load.cache import DefinitionCache
+    from ..runcache import data_stamp
+
+    if not cache_enabled(no_cache=no_cache) or not jobs.is_dir():
+        return None
+    root = jobs.resolve().parent  # as synthesize's, and the run cache's
+    return DefinitionCache(repo_cache_dir(root), data_stamp(jobs), root)
 
 
 def run_cache(args: argparse.Namespace) -> RunCache | None:

@@ -23,7 +23,7 @@ import yaml
 from ..deployed import Baseline, keep_deployed, refuse_in_place_changes, resolve_baseline
 from ..effective import EffectiveJob
 from ..errors import Problem, SetupError
-from ..load import LoadOptions, load_jobs
+from ..load import DefinitionCache, LoadOptions, load_jobs
 from ..model import Cluster
 from ..resolve import build_plan
 from ..synth import Rendered, check_cluster_truth, render_groups
@@ -53,14 +53,16 @@ def build_review(
     root: Path | None = None,
     against: str | None = None,
     load_options: LoadOptions | None = None,
+    cache: DefinitionCache | None = None,
 ) -> Review:
     """The plan of ``jobs_dir`` against the deployed ``out_dir`` (see ``resolve_baseline``).
 
     Raises synth's errors; a missing baseline is no error: the plan is then
-    against an empty tree and ``report.note`` says why.
+    against an empty tree and ``report.note`` says why. With ``cache``, a definition file
+    whose inputs are unchanged is not run again (``load.cache``), as in synth.
     """
     root = root or jobs_dir.resolve().parent
-    loaded = load_jobs(jobs_dir, root, options=load_options)
+    loaded = load_jobs(jobs_dir, root, options=load_options, cache=cache)
     plan = build_plan(loaded.definitions)
     revision = plan.argocd.revision if plan.argocd else "main"
     baseline, note = _baseline(root, out_dir, against, revision)

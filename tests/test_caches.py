@@ -299,6 +299,27 @@ def test_validate_under_ci_or_no_cache_runs_the_platform_and_leaves_the_cache(
     assert cache_files(bare) == before
 
 
+def test_explain_reuses_the_payloads_of_unchanged_definitions(
+    bare: Workspace, bare_cli: Callable[..., Run], own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a synth, ``explain`` runs no definition, after an edit the edited file alone,
+    and shows what every definition run shows (--no-cache, or CI, runs every one)."""
+    assert bare_cli("synth").code == 0
+    runs = count_runs(monkeypatch)
+    assert bare_cli("explain", "ddp", "--format", "json").code == 0
+    assert runs == []
+    bare.write("jobs/vision/ddp.py", (bare.jobs / "vision/ddp.py").read_text() + "# edited\n")
+    cached = bare_cli("explain", "ddp", "--format", "json")
+    assert runs == [[["ddp.py"]]]
+    fresh = bare_cli("explain", "ddp", "--format", "json", "--no-cache")
+    assert runs[1:] == [[["platform.py"], ["ddp.py"]]]
+    monkeypatch.setenv("CI", "1")
+    in_ci = bare_cli("explain", "ddp", "--format", "json")
+    assert runs[2:] == [[["platform.py"], ["ddp.py"]]]
+    assert cached.code == fresh.code == in_ci.code == 0, cached.err
+    assert cached.out == fresh.out == in_ci.out
+
+
 # --- Part B: what a run with unchanged inputs skips ---
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .effective import RAY, EffectiveJob, PodSet
 from .errors import DefinitionError, Problem, printable
-from .load import LoadOptions, load_jobs
+from .load import DefinitionCache, LoadOptions, load_jobs
 from .resolve import build_plan
 from .resolve.network import describe_grants
 
@@ -31,13 +31,15 @@ def explain_jobs(
     cluster: str | None = None,
     root: Path | None = None,
     options: LoadOptions | None = None,
+    cache: DefinitionCache | None = None,
 ) -> tuple[list[EffectiveJob], list[Problem]]:
     """The effective jobs named ``job`` (``NAME``, ``KIND/NAME`` or the object name
-    ``NAME-rN``) on ``cluster`` or every cluster, and the policy problems they have."""
+    ``NAME-rN``) on ``cluster`` or every cluster, and the policy problems they have. With
+    ``cache``, a definition file whose inputs are unchanged is not run again (``load.cache``)."""
     from .policy import check_policy
     from .synth import effective_jobs, render_groups, rendered_runtimes
 
-    loaded = load_jobs(jobs_dir, root, options=options)
+    loaded = load_jobs(jobs_dir, root, options=options, cache=cache)
     plan = build_plan(loaded.definitions)
     groups = render_groups(plan)
     everything = effective_jobs(groups)

@@ -11,6 +11,7 @@ from .options import (
     add_loading,
     load_options,
 )
+from .pipeline import definitions_cache
 
 __all__ = ["add", "run"]
 
@@ -34,14 +35,23 @@ def add(sub: Any) -> None:
         "--format", choices=["text", "json"], default="text", help="text (default) or json"
     )
     add_loading(p)
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every definition instead of reusing the payload of an unchanged one (the "
+        "definitions cache synth and check keep; never used when the environment variable CI "
+        "is set)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..explain import explain_jobs, format_json, format_text
 
+    directory = Path(args.jobs)
     jobs, problems = explain_jobs(
-        Path(args.jobs), args.job, cluster=args.cluster, options=load_options(args)
-    )
+        directory, args.job, cluster=args.cluster, options=load_options(args),
+        cache=definitions_cache(directory, no_cache=args.no_cache),
+    )  # fmt: skip
     print((format_json if args.format == "json" else format_text)(jobs, problems), end="")
     return 0

@@ -63,9 +63,10 @@ def _all_cached(args: argparse.Namespace, runs: RunCache) -> bool:
 
 
 def definitions_cache(jobs: Path, *, no_cache: bool) -> DefinitionCache | None:
-    """For a command that loads definitions but records no run (``plan``, ``validate``): the
-    definitions cache synth keeps for the repository of ``jobs`` (``load.cache``), unless
-    caches are off (``cache_dir.cache_enabled``) or ``jobs`` is no directory."""
+    """For a command that loads definitions but records no run (``plan``, ``explain``,
+    ``validate``): the definitions cache synth keeps for the repository of ``jobs``
+    (``load.cache``), unless caches are off (``cache_dir.cache_enabled``) or ``jobs`` is no
+    directory."""
     from ..cache_dir import cache_enabled, repo_cache_dir
     from ..load.cache import DefinitionCache
     from ..runcache import data_stamp

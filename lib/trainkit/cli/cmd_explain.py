@@ -8,6 +8,7 @@ from typing import Any
 
 from .options import (
     GivenPath,
+    add_definitions_cache,
     add_loading,
     load_options,
 )
@@ -35,13 +36,7 @@ def add(sub: Any) -> None:
         "--format", choices=["text", "json"], default="text", help="text (default) or json"
     )
     add_loading(p)
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="run every definition instead of reusing the payload of an unchanged one (the "
-        "definitions cache synth and check keep; never used when the environment variable CI "
-        "is set)",
-    )
+    add_definitions_cache(p)
     p.set_defaults(func=run)
 
 

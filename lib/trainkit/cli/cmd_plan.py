@@ -9,6 +9,7 @@ from typing import Any
 
 from .options import (
     GivenPath,
+    add_definitions_cache,
     add_loading,
     load_options,
 )
@@ -55,13 +56,7 @@ def add(sub: Any) -> None:
         help="also write the plan as json into FILE (e.g. a pull-request comment in markdown "
         "and the data for programs from one run); written only when the plan succeeds",
     )
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="run every definition instead of reusing the payload of an unchanged one (the "
-        "definitions cache synth and check keep; never used when the environment variable CI "
-        "is set)",
-    )
+    add_definitions_cache(p)
     p.set_defaults(func=run)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .crd_input import load_crds, tree_crds, unverified
 from .options import (
     add_crds_option,
+    add_definitions_cache,
     add_loading,
     add_report_format,
     add_require_crds,
@@ -46,12 +47,8 @@ def add(sub: Any) -> None:
     add_require_crds(p)
     add_report_format(p)
     add_loading(p)
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="inside a trainkit repository, run every platform definition instead of reusing "
-        "the payload of an unchanged one (the definitions cache synth and check keep; never "
-        "used when the environment variable CI is set)",
+    add_definitions_cache(
+        p, which="every platform definition", where="inside a trainkit repository, "
     )
     p.set_defaults(func=run)
 

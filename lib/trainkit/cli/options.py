@@ -14,6 +14,7 @@ __all__ = [
     "GivenPath",
     "add_common",
     "add_crds_option",
+    "add_definitions_cache",
     "add_loading",
     "add_report_format",
     "add_require_crds",
@@ -107,6 +108,20 @@ def add_common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fail unless origin/<ArgoCD revision> (or --against) is there to compare with "
         "(the default when the environment variable CI is set)",
+    )
+
+
+def add_definitions_cache(
+    p: argparse.ArgumentParser, *, which: str = "every definition", where: str = ""
+) -> None:
+    """``--no-cache`` of a command that loads definitions through synth's definitions cache
+    but keeps no run record of its own (``plan``, ``explain``, ``validate``)."""
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help=f"{where}run {which} instead of reusing the payload of an unchanged one (the "
+        "definitions cache synth and check keep; never used when the environment variable CI "
+        "is set)",
     )
 
 

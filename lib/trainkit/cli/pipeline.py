@@ -51,14 +51,11 @@ def prestart(args: argparse.Namespace, runs: RunCache | None) -> None:
 
 
 def _all_cached(args: argparse.Namespace, runs: RunCache) -> bool:
-    from ..cache_dir import repo_cache_dir
-    from ..load.cache import DefinitionCache
     from ..load.discover import find_definitions
 
     jobs = Path(args.jobs).resolve()
-    root = jobs.parent  # as synthesize's, and the run cache's
-    files, _ = find_definitions(jobs, root)
-    cache = DefinitionCache(repo_cache_dir(root), runs.data_stamp(), root)
+    files, _ = find_definitions(jobs, jobs.parent)
+    cache = _repository_cache(jobs, runs.data_stamp())
     return bool(files) and all(cache.lookup(f) is not None for f in files)
 
 
@@ -67,14 +64,21 @@ def definitions_cache(jobs: Path, *, no_cache: bool) -> DefinitionCache | None:
     ``validate``): the definitions cache synth keeps for the repository of ``jobs``
     (``load.cache``), unless caches are off (``cache_dir.cache_enabled``) or ``jobs`` is no
     directory."""
-    from ..cache_dir import cache_enabled, repo_cache_dir
-    from ..load.cache import DefinitionCache
+    from ..cache_dir import cache_enabled
     from ..runcache import data_stamp
 
     if not cache_enabled(no_cache=no_cache) or not jobs.is_dir():
         return None
-    root = jobs.resolve().parent  # as synthesize's, and the run cache's
-    return DefinitionCache(repo_cache_dir(root), data_stamp(jobs), root)
+    return _repository_cache(jobs.resolve(), data_stamp(jobs))
+
+
+def _repository_cache(jobs: Path, data_stamp: str) -> DefinitionCache:
+    """The definitions cache of the repository whose definitions are in ``jobs`` (resolved)."""
+    from ..cache_dir import repo_cache_dir
+    from ..load.cache import DefinitionCache
+
+    root = jobs.parent  # as synthesize's, and the run cache's
+    return DefinitionCache(repo_cache_dir(root), data_stamp, root)
 
 
 def run_cache(args: argparse.Namespace) -> RunCache | None:

@@ -16,6 +16,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib/trainkit"
 # room → rooms it may import (besides itself). Leaves import no other room.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "collector": set(),
     "kube": set(),
     "cache_dir": set(),
     "injected_env": set(),
@@ -24,15 +25,15 @@ ALLOWED: dict[str, set[str]] = {
     "serialize": {"cache_dir", "cdk8s_node"},
     "runcache": {"cache_dir", "deployed", "repo_root", "write"},
     "write": {"errors"},
-    "model": {"errors", "kube", "injected_env"},
-    "load": {"cache_dir", "errors", "kube", "model"},
+    "model": {"collector", "errors", "kube", "injected_env"},
+    "load": {"cache_dir", "collector", "errors", "kube", "model"},
     "resolve": {"errors", "load", "model"},
     "render": {"injected_env", "model", "resolve"},
     "effective": {"injected_env", "kube", "resolve", "render"},
     "policy": {"effective", "errors", "kube", "load", "model", "resolve"},
     "deployed": {"errors", "load", "model"},
     "kubectl": set(),
-    "validate": {"cache_dir", "deployed", "errors", "kube", "kubectl"},
+    "validate": {"cache_dir", "collector", "deployed", "errors", "kube", "kubectl"},
     "schema": {"model", "plan", "write"},
     "synth": {
         "cache_dir",

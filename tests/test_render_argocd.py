@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from argocd_rules import Cluster, destination_permitted, resource_permitted
+from trainkit.collector import cycle_collection_paused
 from trainkit.errors import DefinitionError
 from trainkit.health import HEALTH_KEY_PREFIX, health_checks
 from trainkit.load import load_jobs
@@ -51,7 +52,6 @@ from trainkit.render.argocd import (
 from trainkit.render.cluster_scoped import render_namespace
 from trainkit.resolve import build_plan
 from trainkit.synth import render_groups, synthesize
-from trainkit.validate.documents import cycle_collection_paused
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO_URL = "https://git.example.com/ml/trainkit-deploy.git"

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from conftest import crds_dir as shared_crds
+from trainkit.collector import cycle_collection_paused
 from trainkit.errors import SetupError
 from trainkit.validate import CrdSet, crds_dir, load_crds
 from trainkit.validate.crd_files import may_define, parse_crd_file
-from trainkit.validate.documents import cycle_collection_paused, iter_documents, load_all
+from trainkit.validate.documents import iter_documents, load_all
 from validate_fixtures import shared_crd_facts, shared_crd_set, validate_doc
 
 REPO = Path(__file__).parents[1]
@@ -178,7 +179,7 @@ def test_which_files_may_define_a_kind(text: bytes, found: bool) -> None:
     assert may_define(text, "a.io", "Widget") is found
 
 
-# --- reading without the cycle collector (documents.cycle_collection_paused) ---------------
+# --- reading without the cycle collector (collector.cycle_collection_paused) ---------------
 
 
 @pytest.fixture

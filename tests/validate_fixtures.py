@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from conftest import crds_dir, session_cache
+from trainkit.collector import cycle_collection_paused
 from trainkit.errors import Problem
 from trainkit.validate import (
     BASELINE,
@@ -32,7 +33,6 @@ from trainkit.validate import (
     describe_object,
     load_crds,
 )
-from trainkit.validate.documents import cycle_collection_paused
 from trainkit.validate.findings import format_path
 
 __all__ = ["CrdFacts", "shared_crd_facts", "shared_crd_set", "validate_doc"]

@@ -39,6 +39,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, get_args
 
+from ..collector import cycle_collection_paused
 from . import sandbox
 
 if TYPE_CHECKING:
@@ -273,14 +274,13 @@ def main() -> None:
     # documentation advises for a process that forks without exec), so that no collection
     # here or in a definition's process walks it again. The collector runs again for what
     # comes after: a definition's cycles are collected as in any Python process.
-    gc.disable()
-    from trainkit.model import TrainkitModel
+    with cycle_collection_paused():
+        from trainkit.model import TrainkitModel
 
-    from . import worker  # noqa: F401
+        from . import worker  # noqa: F401
 
-    _build_validators(TrainkitModel)
-    gc.freeze()
-    gc.enable()
+        _build_validators(TrainkitModel)
+        gc.freeze()
     _origin_loop(socket.socket(fileno=fd), owner)
     # The caller closed the socket and waits to reap this process (``_Origin.close``, at
     # the caller's exit). Nothing here needs finalizing (its output goes to /dev/null, its

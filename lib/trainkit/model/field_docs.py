@@ -18,11 +18,12 @@ found nothing to free.
 from __future__ import annotations
 
 import ast
-import gc
 import inspect
 import sys
 import textwrap
 from typing import Any
+
+from ..collector import cycle_collection_paused
 
 __all__ = ["field_docstrings"]
 
@@ -50,13 +51,8 @@ def field_docstrings(cls: type[Any]) -> dict[str, str]:
 def _classes(module: str) -> dict[str, list[dict[str, str]]]:
     found = _CLASSES.get(module)
     if found is None:
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with cycle_collection_paused():
             found = _read(getattr(sys.modules.get(module), "__file__", None))
-        finally:
-            if collecting:
-                gc.enable()
         _CLASSES[module] = found
     return found
 

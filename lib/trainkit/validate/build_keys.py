@@ -125,7 +125,7 @@ def answer(data: bytes) -> bytes:
 
 def serve() -> None:
     """The helper's loop: answer each build read from stdin until it closes."""
-    # Decoded values are trees that reference counting frees (see documents.cycle_collection_paused).
+    # Decoded values are trees that reference counting frees (see collector.cycle_collection_paused).
     gc.disable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:

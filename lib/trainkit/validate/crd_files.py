@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
+from trainkit.collector import cycle_collection_paused
 from trainkit.errors import Problem, SetupError
-from trainkit.validate.documents import cycle_collection_paused, load_all
+from trainkit.validate.documents import load_all
 
 __all__ = ["CrdVersion", "may_define", "parse_crd_file", "served_versions"]
 

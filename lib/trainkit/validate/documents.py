@@ -33,21 +33,19 @@ all alive until their document is built. Python's cycle collector, triggered by
 allocations, walked them again and again (with every object the process held
 before): more than half the CPU of reading the upstream CRDs. None of them is part
 of a reference cycle, so reading runs with the collector paused
-(``cycle_collection_paused``); reference counting frees them as before.
+(``collector.cycle_collection_paused``); reference counting frees them as before.
 """
 
 from __future__ import annotations
 
-import gc
 import re
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
 
+from trainkit.collector import cycle_collection_paused
 from trainkit.validate.findings import JsonPath
 
 __all__ = [
@@ -57,7 +55,6 @@ __all__ = [
     "InputLimitError",
     "K8sLoader",
     "check_nesting",
-    "cycle_collection_paused",
     "iter_documents",
     "line_of",
     "load_all",
@@ -211,32 +208,6 @@ def load_all(text: str | bytes) -> list[Any]:
     """The data of every document (no nodes kept), with the same limits."""
     with cycle_collection_paused():
         return [data for _, data in iter_documents(text)]
-
-
-_pause_lock = threading.Lock()
-_pauses = 0
-_resume = False
-
-
-@contextmanager
-def cycle_collection_paused() -> Iterator[None]:
-    """Python's cycle collector paused inside (see the module's docstring), for code that
-    allocates many objects and builds no reference cycles. Nests, and is safe to use from
-    several threads at once: the collector runs again, if it ran before, when the last user
-    is done."""
-    global _pauses, _resume
-    with _pause_lock:
-        if _pauses == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _resume:
-                gc.enable()
 
 
 class Builder:

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from trainkit.collector import cycle_collection_paused
 from trainkit.deployed.baseline import Baseline
 from trainkit.errors import Problem, SetupError
 from trainkit.validate.applied import Planned, compare_build, matches_build
@@ -29,7 +30,7 @@ from trainkit.validate.argo_decode import DecodeError, canonical_json, decode_bu
 from trainkit.validate.build import Build, VersionProbe, origin_build, require_kubectl
 from trainkit.validate.build_keys import KeyProcess
 from trainkit.validate.crds import CrdSet
-from trainkit.validate.documents import InputLimitError, cycle_collection_paused, load_all
+from trainkit.validate.documents import InputLimitError, load_all
 from trainkit.validate.files import validate_decoded, validate_paths
 from trainkit.validate.pod_security import BASELINE, PodAllowance
 

@@ -83,7 +83,10 @@ def test_the_plan_caps_the_hosts_and_points_open_mpi_at_a_local_hostfile(tmp_pat
     assert hostfile.read_text(encoding="utf-8") == "localhost slots=4\n"
     assert launch.env["K_MPI_JOB_ROLE"] == "launcher"
     assert launch.env["FORWARDED"] == "yes"
+    # No fabric here: Open MPI's ofi transport would cost each rank's MPI_Init a second.
+    assert launch.env["OMPI_MCA_btl"] == "^ofi"
     changes = "\n".join(plan.changes)
+    assert "OMPI_MCA_btl=^ofi (no network fabric here" in changes
     assert "hostfile: the 2 host(s) of 2 slot(s) are this machine (localhost slots=4)" in changes
     assert "resources.gpu 2 → 0" in changes
 
@@ -132,7 +135,8 @@ def test_mpirun_runs_every_rank_here_with_the_job_s_env_forwarded() -> None:
     assert (report.nodes, report.procs_per_node, report.world_size) == (2, 1, 2)
     text = out.getvalue()
     for rank in range(2):
-        assert f"rank {rank}/2 sum 3 forwarded yes" in text
+        # Open MPI's ofi transport skipped: the ranks' MPI_Init does not wait a second for it.
+        assert f"rank {rank}/2 sum 3 forwarded yes btl ^ofi" in text
 
 
 def test_a_failing_rank_fails_the_rehearsal() -> None:
@@ -188,7 +192,7 @@ def test_a_deepspeed_launch_runs_deepspeed_s_openmpi_launcher_against_the_local_
         "--hostfile", str(tmp_path / "logs" / "hostfile"), "--launcher", "openmpi",
         "--launcher_args",
         "--allow-run-as-root -x RENDEZVOUS_PORT -x FORWARDED -x MASTER_PORT "
-        "--mca mpi_yield_when_idle 1 --mca btl_tcp_if_include lo",
+        "--mca mpi_yield_when_idle 1 --mca btl_tcp_if_include lo -x 'OMPI_MCA_btl=^openib,ofi'",
         "--no_ssh_check", "--force_multi", "--master_addr", "127.0.0.1",
         str(tmp_path / "ws" / "mpi_allreduce.py"),
     )  # fmt: skip

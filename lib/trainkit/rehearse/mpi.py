@@ -34,6 +34,9 @@ from .workspace import ReadOnly
 
 __all__ = ["plan_mpi_rehearsal"]
 
+_NO_FABRIC = "^ofi"
+"""Open MPI's btl selection for ranks on one machine: every transport but the fabric's."""
+
 
 def plan_mpi_rehearsal(
     t: MPIJobTarget,
@@ -102,6 +105,16 @@ def plan_mpi_rehearsal(
     # Only the loopback exists between the ranks here; more ranks than cores is fine.
     env["OMPI_MCA_btl_tcp_if_include"] = env["OMPI_MCA_oob_tcp_if_include"] = "lo"
     env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    # Open MPI's ofi btl finds no fabric on this machine (libfabric's tcp, udp and shm providers
+    # are excluded by default), and closing it sleeps 1 s (opal/mca/btl/ofi/btl_ofi_component.c
+    # mca_btl_ofi_component_close, Open MPI v5.0.11 of the mpi extra): every rank's MPI_Init
+    # waited that second. The ranks here reach each other through sm, tcp and self only.
+    # An MCA parameter given to mpirun (launcher_args) still takes precedence over this one.
+    env["OMPI_MCA_btl"] = _NO_FABRIC
+    changes.append(
+        f"OMPI_MCA_btl={_NO_FABRIC} (no network fabric here: the ranks' MPI_Init skips Open "
+        "MPI's ofi transport, whose start and stop cost each rank a second)"
+    )
     env["CUDA_VISIBLE_DEVICES"] = ""
     env.setdefault("OMP_NUM_THREADS", "1")
     if os.geteuid() == 0:
@@ -110,8 +123,10 @@ def plan_mpi_rehearsal(
     if t.launch == "deepspeed":
         changes.append(
             "deepspeed: --force_multi (the local hostfile has one host, and DeepSpeed takes "
-            "its openmpi launcher only for several), --master_addr 127.0.0.1 and "
-            "--mca btl_tcp_if_include lo (DeepSpeed's mpirun would pick eth0)"
+            "its openmpi launcher only for several), --master_addr 127.0.0.1, "
+            "--mca btl_tcp_if_include lo (DeepSpeed's mpirun would pick eth0) and "
+            f"-x OMPI_MCA_btl=^openib,{_NO_FABRIC[1:]} (its mpirun's --mca btl ^openib "
+            "would override the env's)"
         )
         # DeepSpeed's MPI discovery binds 29500 unless the script passes distributed_port
         # (deepspeed/comm/comm.py mpi_discovery): a free port for scripts that read it, so
@@ -180,8 +195,11 @@ def _argv(
         # DeepSpeed runs the ranks with its own interpreter, the rehearsal's here. Its mpirun
         # gets `--mca btl_tcp_if_include eth0` unless the launcher args name the interface
         # (deepspeed/launcher/multinode_runner.py OpenMPIRunner.get_cmd).
+        # DeepSpeed's mpirun also gets `--mca btl ^openib`, which overrides OMPI_MCA_btl from
+        # the env (a second `--mca btl` is refused as a conflict): the ranks get it with -x.
         extra = ["--allow-run-as-root", *forward, *t.launcher_args,
-                 "--mca", "btl_tcp_if_include", "lo"]  # fmt: skip
+                 "--mca", "btl_tcp_if_include", "lo",
+                 "-x", f"OMPI_MCA_btl=^openib,{_NO_FABRIC[1:]}"]  # fmt: skip
         return (
             python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile),
             "--launcher", "openmpi", "--launcher_args", shlex.join(extra), "--no_ssh_check",

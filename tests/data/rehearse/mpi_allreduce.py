@@ -30,4 +30,8 @@ else:
     with peer:
         peer.sendall(f"{rank + 1}\n".encode())
         total = int(peer.makefile().readline())
-print(f"rank {rank}/{world} sum {total} forwarded {os.environ.get('FORWARDED')}", flush=True)
+env = os.environ
+print(
+    f"rank {rank}/{world} sum {total} forwarded {env.get('FORWARDED')} btl {env.get('OMPI_MCA_btl')}",
+    flush=True,
+)

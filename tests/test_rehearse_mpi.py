@@ -231,6 +231,9 @@ def test_the_deepspeed_example_trains_under_deepspeed_s_launcher_and_mpi4py() ->
     text = out.getvalue()
     assert "step 2/2 loss " in text
     assert "done: 2 ranks, ZeRO stage 2" in text
+    # DeepSpeed's mpirun passes the ranks the btl selection without Open MPI's ofi transport
+    # (its own --mca btl ^openib would override the env's).
+    assert "--mca btl ^openib " in text and " -x OMPI_MCA_btl=^openib,ofi " in text
     # Each rank took and dropped torch's build lock in a watched directory as it loaded the op.
     assert any(_mtime(d) not in (None, before[d]) for d in watched), watched
 

@@ -84,9 +84,9 @@ def test_the_plan_caps_the_hosts_and_points_open_mpi_at_a_local_hostfile(tmp_pat
     assert launch.env["K_MPI_JOB_ROLE"] == "launcher"
     assert launch.env["FORWARDED"] == "yes"
     # No fabric here: Open MPI's ofi transport would cost each rank's MPI_Init a second.
-    assert launch.env["OMPI_MCA_btl"] == "^ofi"
+    assert (launch.env["OMPI_MCA_btl"], launch.env["OMPI_MCA_mtl"]) == ("^ofi", "^ofi")
     changes = "\n".join(plan.changes)
-    assert "OMPI_MCA_btl=^ofi (no network fabric here" in changes
+    assert "OMPI_MCA_btl=^ofi and OMPI_MCA_mtl=^ofi (no network fabric here" in changes
     assert "hostfile: the 2 host(s) of 2 slot(s) are this machine (localhost slots=4)" in changes
     assert "resources.gpu 2 → 0" in changes
 
@@ -136,7 +136,7 @@ def test_mpirun_runs_every_rank_here_with_the_job_s_env_forwarded() -> None:
     text = out.getvalue()
     for rank in range(2):
         # Open MPI's ofi transport skipped: the ranks' MPI_Init does not wait a second for it.
-        assert f"rank {rank}/2 sum 3 forwarded yes btl ^ofi" in text
+        assert f"rank {rank}/2 sum 3 forwarded yes btl ^ofi mtl ^ofi" in text
 
 
 def test_a_failing_rank_fails_the_rehearsal() -> None:

@@ -105,15 +105,16 @@ def plan_mpi_rehearsal(
     # Only the loopback exists between the ranks here; more ranks than cores is fine.
     env["OMPI_MCA_btl_tcp_if_include"] = env["OMPI_MCA_oob_tcp_if_include"] = "lo"
     env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
-    # Open MPI's ofi btl finds no fabric on this machine (libfabric's tcp, udp and shm providers
-    # are excluded by default), and closing it sleeps 1 s (opal/mca/btl/ofi/btl_ofi_component.c
-    # mca_btl_ofi_component_close, Open MPI v5.0.11 of the mpi extra): every rank's MPI_Init
-    # waited that second. The ranks here reach each other through sm, tcp and self only.
-    # An MCA parameter given to mpirun (launcher_args) still takes precedence over this one.
-    env["OMPI_MCA_btl"] = _NO_FABRIC
+    # Open MPI's ofi components find no fabric on this machine (libfabric's tcp, udp and shm
+    # providers are excluded by default) and cost every rank's MPI_Init: closing the ofi btl
+    # sleeps 1 s (opal/mca/btl/ofi/btl_ofi_component.c mca_btl_ofi_component_close, Open MPI
+    # v5.0.11 of the mpi extra), and the ofi mtl's probe reads /proc/kallsyms (libfabric's verbs
+    # provider) before the cm pml gives up. The ranks here reach each other through ob1 over
+    # sm, tcp and self only. An MCA parameter given to mpirun (launcher_args) still wins.
+    env["OMPI_MCA_btl"] = env["OMPI_MCA_mtl"] = _NO_FABRIC
     changes.append(
-        f"OMPI_MCA_btl={_NO_FABRIC} (no network fabric here: the ranks' MPI_Init skips Open "
-        "MPI's ofi transport, whose start and stop cost each rank a second)"
+        f"OMPI_MCA_btl={_NO_FABRIC} and OMPI_MCA_mtl={_NO_FABRIC} (no network fabric here: the "
+        "ranks' MPI_Init skips Open MPI's ofi transports, which cost each rank a second)"
     )
     env["CUDA_VISIBLE_DEVICES"] = ""
     env.setdefault("OMP_NUM_THREADS", "1")

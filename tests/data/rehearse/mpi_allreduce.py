@@ -32,6 +32,7 @@ else:
         total = int(peer.makefile().readline())
 env = os.environ
 print(
-    f"rank {rank}/{world} sum {total} forwarded {env.get('FORWARDED')} btl {env.get('OMPI_MCA_btl')}",
+    f"rank {rank}/{world} sum {total} forwarded {env.get('FORWARDED')} btl {env.get('OMPI_MCA_btl')} "
+    f"mtl {env.get('OMPI_MCA_mtl')}",
     flush=True,
 )

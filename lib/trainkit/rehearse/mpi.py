@@ -35,7 +35,7 @@ from .workspace import ReadOnly
 __all__ = ["plan_mpi_rehearsal"]
 
 _NO_FABRIC = "^ofi"
-"""Open MPI's btl selection for ranks on one machine: every transport but the fabric's."""
+"""Open MPI's btl and mtl selection for ranks on one machine: all but the ofi (libfabric) ones."""
 
 
 def plan_mpi_rehearsal(

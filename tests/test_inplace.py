@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from typing import Any
 
 from conftest import RUNTIMES, TRAINJOB
+from trainkit import serialize
 
 GIT_ENV = {
     **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
@@ -69,7 +72,9 @@ def test_an_edited_pytorchjob_script_is_named_once_for_all_its_clusters(bare, ba
     assert line.count("set run=") == 1
 
 
-def test_a_job_over_a_cap_that_also_changes_in_place_gets_both_errors_in_one_run(bare, bare_cli):
+def test_a_job_over_a_cap_that_also_changes_in_place_gets_both_errors_in_one_run(
+    bare, bare_cli, monkeypatch
+):
     bare.write(
         "jobs/platform/policy.py",
         "from trainkit import Policy\npolicy = Policy(max_gpus_per_job=8)\n",
@@ -77,10 +82,18 @@ def test_a_job_over_a_cap_that_also_changes_in_place_gets_both_errors_in_one_run
     assert bare_cli("synth").code == 0
     job = (bare.jobs / "vision/ddp.py").read_text()
     bare.write("jobs/vision/ddp.py", job.replace("nodes=2,", "nodes=3,"))
+    sent: list[dict[str, Any]] = []
+    real = serialize._synth
+    monkeypatch.setattr(
+        serialize, "_synth", lambda objects: sent.extend(map(json.loads, objects)) or real(objects)
+    )
     r = bare_cli("synth", "--against", "disk")
     assert r.code == 1
     assert "exceed the per-job cap of 8" in r.err
     assert "would change in place" in r.err and "set run=1" in r.err
+    # The render that finds the in-place change takes the unchanged objects' YAML from the
+    # cache, as a passing run does: only the edited job's objects go to cdk8s.
+    assert {(o["kind"], o["metadata"]["name"]) for o in sent} <= {("PyTorchJob", "ddp")}, sent
 
 
 def test_runtime_edits_are_not_in_place_changes(tw, bare_cli):

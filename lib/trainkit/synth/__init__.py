@@ -306,9 +306,14 @@ def _sha(data: bytes) -> str:
 
 
 def _in_place_problems(i: _Inputs, plan: Plan, groups: Groups, baseline: Baseline) -> list[Problem]:
-    """The in-place changes the render would make, for a run failing on other problems."""
+    """The in-place changes the render would make, for a run failing on other problems.
+
+    The objects' YAML comes from the repository's cache where caches are on, as a passing
+    run's does (each cached text checked, ``serialize``): only the changed objects go to
+    cdk8s. The cache file is not written (the run fails)."""
     origins: dict[str, Definition] = {}
-    files = render_files(plan, YamlCache(None), origins, groups, synth_command(i.root))
+    cache = YamlCache(i.directory / "yaml.json" if i.directory is not None else None)
+    files = render_files(plan, cache, origins, groups, synth_command(i.root))
     try:
         refuse_in_place_changes(files, origins, baseline)
     except TrainkitError as e:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, RepoCaches, Run, Workspace
+from conftest import REPO, RepoCaches, Run, Workspace, copy_tree
 from trainkit.cli import main
 
 RESNET = "jobs/vision/resnet50_ddp.py"
@@ -1556,7 +1556,7 @@ def _broken(
     ``write._build``), a case's ``edit`` replaces the file, a case's new file is new. The
     session's tree is compared after each batch (``broken``): a batch that changed it fails.
     """
-    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_tree(REPO / "jobs", root / "jobs")
     caches.seed(root)
     shutil.copytree(generated, root / "generated", symlinks=True, copy_function=_link)
     ws = Workspace(root)

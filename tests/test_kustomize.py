@@ -1,12 +1,11 @@
 """Every cluster directory builds with kubectl kustomize, and overlays work on the CRD kinds."""
 
 import os
-import shutil
 
 import pytest
 import yaml
 
-from conftest import BARE
+from conftest import BARE, copy_tree
 from trainkit.health import health_checks
 from trainkit.synth import synthesize
 from trainkit.validate.argo_decode import decode_build
@@ -53,7 +52,7 @@ def _bare_generated(tmp_path_factory, _session_cache):
 def generated(bare, _bare_generated):
     """``bare`` as synth leaves it: the module's generated/, copied (tests add overlays
     beside it)."""
-    shutil.copytree(_bare_generated / "generated", bare.out, symlinks=True)
+    copy_tree(_bare_generated / "generated", bare.out)
     return bare
 
 

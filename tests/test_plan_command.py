@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import BARE, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace
+from conftest import BARE, REPO, RUNTIMES, TRAINJOB, RepoCaches, Run, Workspace, copy_tree
 from test_caches import count_runs
 from trainkit.cli import main
 from trainkit.plan import PlanReport, build_review, format_markdown, format_text
@@ -80,8 +80,8 @@ def _examples_deployed(tmp_path_factory: pytest.TempPathFactory, _examples_gener
     """A repository of the examples whose generated/ (the session's synth of them) is
     committed as origin/main: ``deploy`` of the examples, once per session."""
     root = tmp_path_factory.mktemp("deployed")
-    shutil.copytree(REPO / "jobs", root / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(_examples_generated, root / "generated", symlinks=True)
+    copy_tree(REPO / "jobs", root / "jobs")
+    copy_tree(_examples_generated, root / "generated")
     with pytest.MonkeyPatch.context() as mp:
         _hermetic(mp, root.parent)
         _commit(root)
@@ -93,7 +93,7 @@ def deployed(ws: Workspace, _examples_deployed: Path) -> Workspace:
     """``ws`` after ``deploy``: the session's deployed examples, copied (each test edits its
     own)."""
     for name in (".git", "generated"):
-        shutil.copytree(_examples_deployed / name, ws.root / name, symlinks=True)
+        copy_tree(_examples_deployed / name, ws.root / name)
     return ws
 
 
@@ -120,7 +120,7 @@ class _Deployed:
 
         assert files(ws.jobs) == files(self.root / "jobs"), "another jobs/ than the deployed"
         for name in (".git", "generated"):
-            shutil.copytree(self.root / name, ws.root / name, symlinks=True)
+            copy_tree(self.root / name, ws.root / name)
         self.caches.seed(ws.root)
 
 
@@ -663,7 +663,7 @@ def test_deployed_jobs_have_the_pods_synth_gives_them(
         if r["after"]
     }
     for name in (".git", "generated"):  # ``deploy``, as the session's (``deployed``)
-        shutil.copytree(_examples_deployed / name, ws.root / name, symlinks=True)
+        copy_tree(_examples_deployed / name, ws.root / name)
     for team in ("vision", "llm"):
         for path in (ws.jobs / team).glob("*.py"):
             path.unlink()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable
 
 import pytest
 import yaml
 
-from conftest import REPO, Run, Workspace
+from conftest import REPO, Run, Workspace, copy_tree
 from example_edits import edit
 from example_refusals import refusals
 from shared_tree import SharedTree, keep_only
@@ -535,7 +534,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
     def get(name: str) -> str:
         if name not in done:
             ws = Workspace(tmp_path_factory.mktemp("refused"))
-            shutil.copytree(REPO / "jobs", ws.jobs, ignore=shutil.ignore_patterns("__pycache__"))
+            copy_tree(REPO / "jobs", ws.jobs)
             for case in VIOLATION_BATCHES[name]:
                 for rel, old, new in VIOLATIONS[case][0]:
                     edit(ws, rel, old, new)

@@ -1455,13 +1455,6 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
     os.replace(edited, path)
 
 
-def _link(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # a file system without hard links
-        shutil.copy2(source, target)
-
-
 def _batches(cases: list[Case]) -> dict[str, list[Case]]:
     """The cases by the copy they break and the run they share: those of one ``stage`` in
     turn into the first batch none of whose files they touch; a case without one alone."""
@@ -1558,7 +1551,7 @@ def _broken(
     """
     copy_tree(REPO / "jobs", root / "jobs")
     caches.seed(root)
-    shutil.copytree(generated, root / "generated", symlinks=True, copy_function=_link)
+    copy_tree(generated, root / "generated", link=True)
     ws = Workspace(root)
     # Copies first: a case that edits generated/ in place edits none of the others' copies.
     for case in cases:

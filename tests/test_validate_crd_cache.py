@@ -13,6 +13,7 @@ import trainkit.validate.crd_cache as crd_cache
 import trainkit.validate.crds as crds_module
 from conftest import crds_dir as shared_crds
 from trainkit.cache_dir import cache_dir, cache_enabled
+from trainkit.errors import SetupError
 from trainkit.validate import load_crds
 from validate_fixtures import validate_doc
 
@@ -81,16 +82,40 @@ def test_only_the_files_used_are_parsed_and_cached(
 ) -> None:
     crds, cache = env
     assert verdict(crds) == EXPECTED
-    # queues.yaml was parsed and cached; podgroups.yaml was never parsed (only hashed).
+    # queues.yaml was parsed and cached; podgroups.yaml was never parsed (only hashed, and
+    # its bytes searched for the Queue kind, which they do not name: absent.json says so).
     names = entries(cache)
-    assert "stat.json" in names and len(names) == 3
+    assert "stat.json" in names and "absent.json" in names and len(names) == 4
+    directory = cache / f"crds-v{crd_cache.FORMAT}"
     (entry,) = [n for n in names if n.endswith(".kinds.json")]
-    kinds = json.loads((cache / f"crds-v{crd_cache.FORMAT}" / entry).read_text())["kinds"]
+    kinds = json.loads((directory / entry).read_text())["kinds"]
     assert kinds == [["scheduling.volcano.sh", "v1beta1", "Queue"]]
-    # Warm: the same verdict without parsing any YAML, nor hashing an unchanged file.
+    absent = json.loads((directory / "absent.json").read_text())["files"]
+    assert list(absent.values()) == [[["scheduling.volcano.sh", "Queue"]]]
+    # Warm: the same verdict without parsing any YAML, nor hashing an unchanged file, nor
+    # searching a file for a kind it was found not to name.
     refuse_parsing(monkeypatch)
     monkeypatch.setattr(crd_cache.hashlib, "sha256", None)
+
+    def searched(data: bytes, group: str, kind: str) -> bool:
+        raise AssertionError(f"searched for {group} {kind} again")
+
+    monkeypatch.setattr(crds_module, "may_define", searched)
     assert verdict(crds) == EXPECTED
+
+
+def test_a_file_found_not_to_name_a_kind_is_searched_again_once_edited(
+    env: tuple[Path, Path],
+) -> None:
+    """What absent.json remembers is keyed by the file's content: an edit that makes the file
+    define the kind is read (and a conflict with the other file's schema found)."""
+    crds, _ = env
+    assert verdict(crds) == EXPECTED
+    podgroups = crds / "scheduling.volcano.sh_podgroups.yaml"
+    queues = (crds / "scheduling.volcano.sh_queues.yaml").read_text()
+    podgroups.write_text(queues.replace("minimum: 1", "minimum: 0"))
+    with pytest.raises(SetupError, match="is defined here with another schema than in"):
+        verdict(crds)
 
 
 def test_the_cache_holds_data_without_descriptions(env: tuple[Path, Path]) -> None:

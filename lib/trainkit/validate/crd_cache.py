@@ -31,12 +31,15 @@ Kind = tuple[str, str, str]
 
 
 class CrdCache:
-    """Entries under ``<root>/crds-v<FORMAT>/``: ``<sha>.json`` (documents), ``<sha>.kinds.json``."""
+    """Entries under ``<root>/crds-v<FORMAT>/``: ``<sha>.json`` (documents), ``<sha>.kinds.json``;
+    ``absent.json``: the (group, kind) pairs a file's bytes cannot define (``may_define``)."""
 
     def __init__(self, root: Path) -> None:
         self.directory = root / f"crds-v{FORMAT}"
         self._stats: dict[str, list[Any]] | None = None
         self._stats_changed = False
+        self._absent: dict[str, list[list[str]]] | None = None
+        self._absent_changed = False
 
     def digest(self, path: Path) -> str:
         """SHA-256 of ``path``'s bytes; re-hashed only when its size, mtime or inode changed."""
@@ -82,11 +85,34 @@ class CrdCache:
         self._write(f"{sha}.json", {"format": FORMAT, "sha256": sha, "documents": documents})
         self._write(f"{sha}.kinds.json", {"format": FORMAT, "sha256": sha, "kinds": kinds})
 
+    def absent(self, sha: str, group: str, kind: str) -> bool:
+        """Whether the file with this content is known not to define ``kind`` of ``group``
+        (its bytes do not name them: ``crd_files.may_define``, a function of the bytes)."""
+        known = self._load_absent().get(sha)
+        return isinstance(known, list) and [group, kind] in known
+
+    def add_absent(self, sha: str, group: str, kind: str) -> None:
+        """Remember that the file with this content cannot define ``kind`` of ``group``."""
+        files = self._load_absent()
+        known = files.get(sha)
+        files[sha] = [*(known if isinstance(known, list) else []), [group, kind]]
+        self._absent_changed = True
+
     def save(self) -> None:
-        """Persist the stat → hash map if it changed."""
+        """Persist the stat → hash map and the absent pairs if they changed."""
         if self._stats_changed and self._stats is not None:
             self._write("stat.json", {"format": FORMAT, "files": self._stats})
             self._stats_changed = False
+        if self._absent_changed and self._absent is not None:
+            self._write("absent.json", {"format": FORMAT, "files": self._absent})
+            self._absent_changed = False
+
+    def _load_absent(self) -> dict[str, list[list[str]]]:
+        if self._absent is None:
+            entry = self._read("absent.json", None)
+            files = entry.get("files") if entry is not None else None
+            self._absent = files if isinstance(files, dict) else {}
+        return self._absent
 
     def _load_stats(self) -> dict[str, list[Any]]:
         if self._stats is None:

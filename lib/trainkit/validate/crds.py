@@ -197,10 +197,22 @@ class CrdSet:
         return found[0] if found else None
 
     def _may_define(self, f: _CrdFile, group: str, kind: str) -> bool:
+        """``may_define`` of the file's bytes; a file found not to define a kind is remembered
+        in the cache by its content (``f.sha``), so the next run does not read it again for
+        that kind (a CRD directory holds many files a tree never needs, each read and searched
+        once per kind)."""
+        cache, sha = self._cache, f.sha
+        if cache is not None and sha is not None and cache.absent(sha, group, kind):
+            return False
         try:
-            return may_define(f.path.read_bytes(), group, kind)
+            data = f.path.read_bytes()
         except OSError:
             return True  # let parsing report the unreadable file
+        if may_define(data, group, kind):
+            return True
+        if cache is not None and sha is not None and hashlib.sha256(data).hexdigest() == sha:
+            cache.add_absent(sha, group, kind)
+        return False
 
     def _versions_of(self, f: _CrdFile) -> list[CrdVersion]:
         """Parse (or read from the cache) one file's versions, once."""

@@ -179,3 +179,19 @@ def test_output_is_byte_identical_across_hash_seeds_time_zones_and_cwd(bare, tmp
     )
     assert _read(a) == _read(b)
     assert len(_read(a)) > 10
+
+
+def test_a_small_tree_starts_the_node_its_files_need_not_one_per_cpu(bare, monkeypatch):
+    # A node process costs more CPU to start than a small tree's YAML costs to write: while
+    # the definitions run, node starts for the objects their files will render (about
+    # OBJECTS_PER_FILE each, cdk8s_node._PER_PROCESS per process), not one per CPU.
+    from trainkit import cdk8s_node
+
+    monkeypatch.setattr(cdk8s_node.os, "sched_getaffinity", lambda _: {0, 1, 2, 3})
+    serialize_mod._cdk8s.close()  # none left over from an earlier test
+    try:
+        out = synth(bare, use_cache=False)
+        assert out.files  # the tree was written through node
+        assert len(serialize_mod._cdk8s._procs) == 1
+    finally:
+        serialize_mod._cdk8s.close()

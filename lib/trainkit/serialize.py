@@ -105,7 +105,7 @@ def _remember(key: str, text: str) -> None:
     _checked_size[0] += len(text)
 
 
-def prewarm(objects: int = 1 << 30, *, background: bool = False) -> None:
+def prewarm(objects: int, *, background: bool = False) -> None:
     """Unpack cdk8s and start node now, enough of it for about ``objects`` objects (a run
     with cache misses will need it).
 

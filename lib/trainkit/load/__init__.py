@@ -18,6 +18,7 @@ is run as a definition.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
@@ -104,7 +105,7 @@ def load_jobs(
     only: Collection[str] | None = None,
     skip: Collection[str] = (),
     options: LoadOptions | None = None,
-    while_loading: Callable[[], None] | None = None,
+    while_loading: Callable[[int], None] | None = None,
     cache: DefinitionCache | None = None,
 ) -> Loaded:
     """Load every definition under ``jobs_dir``; raise one DefinitionError with all problems.
@@ -114,9 +115,9 @@ def load_jobs(
     working directory. ``only`` limits the load to those directories under
     ``jobs_dir`` (e.g. ``{PLATFORM_DIR}``); ``skip`` names definition files (by ``rel``)
     not to load, whose objects the caller already has. ``while_loading`` is called once the
-    definition processes exist, to overlap other start-up work with them (it may
-    start threads: nothing forks from this process after that); it is not called when
-    no definition runs. With ``cache``, a file whose inputs are unchanged is not run: its
+    definition processes exist, with the number of files they run, to overlap other
+    start-up work with them (it may start threads: nothing forks from this process after
+    that); it is not called when no definition runs. With ``cache``, a file whose inputs are unchanged is not run: its
     last payload is rebuilt like a fresh one (see ``load.cache``).
     """
     jobs_dir = jobs_dir.resolve()
@@ -212,7 +213,7 @@ def _run(
     jobs_dir: Path,
     root: Path,
     options: LoadOptions,
-    while_loading: Callable[[], None] | None,
+    while_loading: Callable[[int], None] | None,
     cache: DefinitionCache | None,
 ) -> Loaded:
     problems = list(problems)
@@ -250,7 +251,9 @@ def _run(
     runs: list[_Ran] = []
     pending = [(i, f) for i, f in enumerate(files) if i not in hits]
     if pending:
-        ready = [use_hits] if while_loading is None else [while_loading, use_hits]
+        ready = [use_hits]
+        if while_loading is not None:
+            ready.insert(0, functools.partial(while_loading, len(pending)))
         runs.append(
             _execute(
                 _groups(pending, options.isolation), files, jobs_dir, root, watched, options, ready

@@ -194,6 +194,18 @@ class _Inputs:
     rendering: Callable[[], None] | None
 
 
+OBJECTS_PER_FILE = 4
+"""About how many objects a job file renders to (a job on two clusters: the job and its
+script's ConfigMap on each): how much node a run that loads files will need."""
+
+
+def _prewarm_for(files: int) -> None:
+    # As much node as the files run will need: one more process than that is started for
+    # nothing (its start-up alone costs more CPU than a small tree's synth); the synth
+    # starts more if the objects turn out more.
+    prewarm(files * OBJECTS_PER_FILE)
+
+
 def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
     """Load → plan → render → check → files → compare with what is deployed → write, for
     every definition file but those ``skipped`` (whose output is kept). With anything
@@ -202,11 +214,11 @@ def _pipeline(i: _Inputs, skipped: Skipped) -> Output:
         if skipped.anything:
             # Node starts now, beside the load: the changed objects will need it, and no
             # definition process is forked from this one (load.server).
-            prewarm(skipped.loading * 4, background=True)
+            prewarm(skipped.loading * OBJECTS_PER_FILE, background=True)
         # Without a skip, node starts while the definitions run (in processes forked before).
         loaded = load_jobs(
             i.jobs_dir, i.root, skip=skipped.files, options=i.load_options,
-            while_loading=None if skipped.anything else prewarm, cache=i.definitions,
+            while_loading=None if skipped.anything else _prewarm_for, cache=i.definitions,
         )  # fmt: skip
         plan = build_plan(loaded.definitions)
         revision = plan.argocd.revision if plan.argocd else "main"

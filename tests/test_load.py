@@ -153,8 +153,8 @@ def test_the_origin_builds_each_validator_after_those_of_the_models_it_holds():
 
     from pydantic import Field
 
-    from trainkit.load import server
     from trainkit.model import TrainkitModel
+    from trainkit.model.base import build_validators
 
     built: list[str] = []
 
@@ -177,8 +177,50 @@ def test_the_origin_builds_each_validator_after_those_of_the_models_it_holds():
     built.clear()  # Leaf() and Mid() above built theirs
     for cls in (Base, Leaf, Mid, Top):
         cls.__pydantic_complete__ = False  # as deferred, so that each is built again
-    server._build_validators(Base)
+    build_validators(Base)
     assert built == ["Base", "Leaf", "Mid", "Top"]
+
+
+_COMPLETION_ORDER = """
+import json, sys
+from pathlib import Path
+from trainkit.model.base import TrainkitModel, _models_in
+done = []
+on_complete = TrainkitModel.__pydantic_on_complete__.__func__
+TrainkitModel.__pydantic_on_complete__ = classmethod(lambda cls: (done.append(cls), on_complete(cls)))
+from trainkit.load import load_jobs
+models, todo = set(), [TrainkitModel]
+while todo:
+    cls = todo.pop()
+    models.add(cls)
+    todo.extend(set(cls.__subclasses__()) - models)
+before = {cls for cls in models if cls.__pydantic_complete__}  # a default value built them
+assert load_jobs(Path(sys.argv[1]), Path(sys.argv[2])).definitions
+pos = {cls: -1 for cls in before} | {cls: i for i, cls in enumerate(done)}
+late = []
+for cls in done:
+    held = set()
+    for info in cls.__pydantic_fields__.values():
+        _models_in(info.annotation, models, held)
+    late += [f"{cls.__name__} before {h.__name__}" for h in held - {cls} if pos.get(h, 1 << 30) > pos[cls]]
+print(json.dumps({"built": len(done), "late": late}))
+"""
+
+
+def test_the_loader_builds_a_kind_s_validator_after_those_of_the_models_it_holds(bare):
+    # As the origin does (above), in a process of its own: this one's validators are built.
+    # In the order first used, PyTorchJob's was built first, each held model's schema
+    # generated again inside it (and inside every other kind holding the same model).
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPLETION_ORDER, str(bare.jobs), str(bare.root)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["built"] > 10 and result["late"] == [], result
 
 
 def test_a_definition_s_process_inherits_the_loader_s_code_frozen(bare):

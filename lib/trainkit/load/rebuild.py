@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import Problem
 from ..kube.text import YAML_UNPRINTABLE, text_value_problem
 from ..model import JOB_KINDS, PLATFORM_KINDS, ModelError, TrainkitModel
+from ..model.base import build_validators
 from .discover import PLATFORM_DIR, DefinitionFile, inside, shown
 from .working_dir_files import WorkingDirError, read_working_dir
 
@@ -135,6 +136,10 @@ def _object(
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return [_garbled(df)]
+    if not cls.__pydantic_complete__:
+        # Leaves first: in the order first used, held models' schemas were generated again
+        # inside each model holding them (about twice the CPU).
+        build_validators(TrainkitModel, [cls])
     try:
         obj = cls(**data)
     except ModelError as e:

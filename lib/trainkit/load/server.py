@@ -37,13 +37,9 @@ import traceback
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, get_args
 
 from ..collector import cycle_collection_paused
 from . import sandbox
-
-if TYPE_CHECKING:
-    from ..model import TrainkitModel
 
 __all__ = ["Event", "Limits", "prestart", "run"]
 
@@ -275,11 +271,11 @@ def main() -> None:
     # here or in a definition's process walks it again. The collector runs again for what
     # comes after: a definition's cycles are collected as in any Python process.
     with cycle_collection_paused():
-        from trainkit.model import TrainkitModel
+        from trainkit.model.base import TrainkitModel, build_validators
 
         from . import worker  # noqa: F401
 
-        _build_validators(TrainkitModel)
+        build_validators(TrainkitModel)
         gc.freeze()
     _origin_loop(socket.socket(fileno=fd), owner)
     # The caller closed the socket and waits to reap this process (``_Origin.close``, at
@@ -287,50 +283,6 @@ def main() -> None:
     # servers are on their own): tearing down the interpreter's modules and models would
     # only cost about 0.2 CPU-seconds, which every trainkit run would wait for as it ends.
     os._exit(0)
-
-
-def _build_validators(model: type[TrainkitModel]) -> None:
-    """Build the validator of ``model`` and of every subclass of it, each after those of its
-    bases and of the models its fields hold: pydantic then takes their finished schemas
-    instead of generating them again inside every model that holds them (in the order the
-    subclasses were found, Probe's schema was generated 43 times and Resources' 42: half of
-    the CPU this took). The validators are the same either way."""
-    classes: list[type[TrainkitModel]] = []
-    seen: set[type[TrainkitModel]] = set()
-    todo = [model]
-    while todo:
-        cls = todo.pop()
-        if cls not in seen:
-            seen.add(cls)
-            classes.append(cls)
-            todo.extend(cls.__subclasses__())
-    order = {cls: i for i, cls in enumerate(classes)}
-    built: set[type[TrainkitModel]] = set()
-
-    def build(cls: type[TrainkitModel], holders: tuple[type[TrainkitModel], ...]) -> None:
-        if cls in built or cls in holders:  # a model that holds itself, at any depth
-            return
-        held: set[type[TrainkitModel]] = {b for b in cls.__mro__[1:] if b in seen}
-        for info in cls.__pydantic_fields__.values():
-            _models_in(info.annotation, seen, held)
-        for inner in sorted(held - built, key=order.__getitem__):
-            build(inner, (*holders, cls))
-        cls.model_rebuild()
-        built.add(cls)
-
-    for cls in classes:
-        build(cls, ())
-
-
-def _models_in(
-    annotation: object, models: set[type[TrainkitModel]], found: set[type[TrainkitModel]]
-) -> None:
-    """Add to ``found`` each of ``models`` that ``annotation`` names, at any depth
-    (``list[Volume]``, ``Role | None``, ``Annotated[...]``)."""
-    if isinstance(annotation, type) and annotation in models:
-        found.add(annotation)
-    for arg in get_args(annotation):
-        _models_in(arg, models, found)
 
 
 def _origin_loop(sock: socket.socket, owner: int) -> None:

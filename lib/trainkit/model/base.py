@@ -12,7 +12,7 @@ import inspect
 import operator
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, Valida
 from .field_docs import field_docstrings
 from .messages import ModelError
 
-__all__ = ["BUILT", "ModelError", "TrainkitModel", "by_own_field"]
+__all__ = ["BUILT", "ModelError", "TrainkitModel", "build_validators", "by_own_field"]
 
 BUILT: list[TrainkitModel] | None = None
 """While a definition file runs, every object it builds (so the loader can tell
@@ -169,3 +169,58 @@ def by_own_field(kinds: Mapping[str, type[TrainkitModel]]) -> BeforeValidator:
         return value
 
     return BeforeValidator(one_kind)
+
+
+def build_validators(
+    root: type[TrainkitModel], wanted: Iterable[type[TrainkitModel]] | None = None
+) -> None:
+    """Build the validator of each of ``wanted`` (default: ``root`` and every subclass of it)
+    not built yet, each after those of its bases and of the models its fields hold (among
+    ``root``'s subclasses).
+
+    The models defer building their validators to their first use. Built in the order they
+    are first used, or in the order the subclasses are found, pydantic generated the schema of
+    a held model again inside every model that holds it (Probe's 43 times, Resources' 42):
+    leaves first, it takes their finished schemas instead, for about half the CPU. The
+    validators are the same either way. The definitions' origin builds them all before it
+    forks (``load.server``); the loader builds those of the kinds it rebuilds, on first use
+    (``load.rebuild``).
+    """
+    classes: list[type[TrainkitModel]] = []
+    seen: set[type[TrainkitModel]] = set()
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            classes.append(cls)
+            todo.extend(cls.__subclasses__())
+    order = {cls: i for i, cls in enumerate(classes)}
+    built: set[type[TrainkitModel]] = set()
+
+    def build(cls: type[TrainkitModel], holders: tuple[type[TrainkitModel], ...]) -> None:
+        if cls in built or cls in holders:  # a model that holds itself, at any depth
+            return
+        built.add(cls)
+        if cls.__pydantic_complete__:
+            return
+        held: set[type[TrainkitModel]] = {b for b in cls.__mro__[1:] if b in seen}
+        for info in cls.__pydantic_fields__.values():
+            _models_in(info.annotation, seen, held)
+        for inner in sorted(held - built, key=order.__getitem__):
+            build(inner, (*holders, cls))
+        cls.model_rebuild()
+
+    for cls in classes if wanted is None else wanted:
+        build(cls, ())
+
+
+def _models_in(
+    annotation: object, models: set[type[TrainkitModel]], found: set[type[TrainkitModel]]
+) -> None:
+    """Add to ``found`` each of ``models`` that ``annotation`` names, at any depth
+    (``list[Volume]``, ``Role | None``, ``Annotated[...]``)."""
+    if isinstance(annotation, type) and annotation in models:
+        found.add(annotation)
+    for arg in get_args(annotation):
+        _models_in(arg, models, found)

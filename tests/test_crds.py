@@ -520,3 +520,36 @@ def test_a_file_beside_the_pinned_ones_that_may_serve_a_kind_is_read(bare_cli, c
     run = bare_cli("crds", "--crds", str(tmp_path / "crds"))
     assert run.code == 1
     assert "scheduling.volcano.sh/v1beta1 Queue is defined here with another schema" in run.err
+
+
+def test_check_reads_a_pinned_file_only_for_the_kinds_its_pin_says_it_serves(
+    crds, tmp_path, monkeypatch
+):
+    """The CRD set of check and validate knows the pins: the Training Operator's MPIJob file
+    (v1) names the group and kind of the MPI Operator's v2beta1 MPIJob, and was parsed (and
+    compared) for it on every check; its pin says it serves v1 only."""
+    import argparse
+
+    import trainkit.validate.crds as crd_set
+    from trainkit.cli.crd_input import load_crds as check_crds
+
+    for rel in (
+        "mpi-operator/kubeflow.org_mpijobs.yaml",
+        "training-operator/kubeflow.org_mpijobs.yaml",
+    ):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(crds / rel, tmp_path / rel)
+    read: list[str] = []
+    parse = crd_set.parse_crd_file
+    monkeypatch.setattr(
+        crd_set, "parse_crd_file",
+        lambda path, data: read.append(path.relative_to(tmp_path).as_posix()) or parse(path, data),
+    )  # fmt: skip
+    args = argparse.Namespace(crds=str(tmp_path), started_in=str(tmp_path))
+    found, _ = check_crds(args, None)
+    assert found is not None
+    crd = found.lookup(("kubeflow.org", "v2beta1", "MPIJob"))
+    assert crd is not None and crd.source == tmp_path / "mpi-operator/kubeflow.org_mpijobs.yaml"
+    assert read == ["mpi-operator/kubeflow.org_mpijobs.yaml"]
+    assert found.lookup(("kubeflow.org", "v1", "MPIJob")) is not None  # its own kind: read
+    assert read[1:] == ["training-operator/kubeflow.org_mpijobs.yaml"]

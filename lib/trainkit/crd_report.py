@@ -192,6 +192,12 @@ def pinned_checksums() -> frozenset[str]:
     return frozenset(p.sha256 for p in load_pins())
 
 
+def pinned_kinds() -> dict[str, set[tuple[str, str, str]]]:
+    """SHA-256 of each upstream CRD file trainkit pins → the (group, version, kind) it serves:
+    a CRD set told these reads a file with those bytes only for the kinds it serves."""
+    return _pinned_kinds(load_pins())
+
+
 def _pinned_kinds(pins: list[Pin]) -> dict[str, set[tuple[str, str, str]]]:
     """SHA-256 of each pinned upstream CRD file → the (group, version, kind) it serves (the
     pins' ``served`` lists are checked against the files: tests/test_crds.py)."""

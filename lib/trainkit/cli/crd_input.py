@@ -58,16 +58,22 @@ def load_crds(args: argparse.Namespace, tree: TreeCrds | None) -> tuple[CrdSet |
     """The CRDs to validate against (``--crds``, ``$TRAINKIT_CRDS``, else the fetched pinned
     ones) and how to say so; files inside the work tree count only as ``tree`` allows (None:
     no repository, nothing to guard)."""
+    from ..crd_report import pinned_kinds
     from ..validate import crds_dir, load_crds
 
+    # A file with a pinned upstream file's bytes serves what its pin says: it is read only
+    # for those kinds, not for every kind whose group and name its text holds (the
+    # Training Operator's v1 MPIJob for the MPI Operator's v2beta1 one).
+    pinned = pinned_kinds()
     # --crds was said from the repository root already; $TRAINKIT_CRDS from where we started.
     path = crds_dir(args.crds) if args.crds else crds_dir(None, base=args.started_in)
     if path is not None:
-        crds = load_crds(path, tree=tree)
+        crds = load_crds(path, tree=tree, pinned=pinned)
         return crds, f"the CRDs in {args.crds or os.environ.get('TRAINKIT_CRDS')}"
     fetched = _fetched()
     if fetched is not None:
-        return load_crds(fetched, tree=tree), f"the pinned CRDs fetched into {fetched}"
+        crds = load_crds(fetched, tree=tree, pinned=pinned)
+        return crds, f"the pinned CRDs fetched into {fetched}"
     return None, "object rules only, NOT against CRDs (no --crds)"
 
 

@@ -8,6 +8,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trainkit.validate import validate_paths, validate_text
 from trainkit.validate.documents import MAX_DEPTH, may_nest_deeper
@@ -99,6 +102,56 @@ def test_the_depth_bound_never_underestimates() -> None:
     assert may_nest_deeper(b"[" * 300, 256)
     assert may_nest_deeper(b"- " * 200, 256)
     assert not may_nest_deeper(b"a:\n  b: [x, {y: z}]\n  c: []\n", 256)
+
+
+def test_the_depth_bound_sees_every_line_break_libyaml_knows() -> None:
+    # libyaml starts a line after \r, NEL, LS and PS too, and reads UTF-16 after its byte
+    # order mark: a deep block sequence on such a line went unmeasured (composed unchecked,
+    # where an older libyaml has no depth limit of its own).
+    deep = "- " * 1200 + "x"
+    for brk in ("\n", "\r", "\r\n", "\x85", "\u2028", "\u2029"):
+        assert may_nest_deeper(f"a:{brk}{deep}{brk}".encode(), 2000), repr(brk)
+    assert may_nest_deeper(f"\ufeff{deep}\n".encode(), 2000)
+    assert may_nest_deeper(f"a:\n{deep}\n".encode("utf-16"), 2000)
+    assert not may_nest_deeper("a:\r  b: [c]\r\u2028d: 1\n".encode(), 2000)
+
+
+_BREAKS = ["\n", "\r", "\r\n", "\x85", "\u2028", "\u2029"]
+
+
+def _depth(data: bytes) -> int | None:
+    """How deep ``data``'s collections nest, as libyaml reads it (None: not YAML)."""
+    depth = deepest = 0
+    try:
+        for event in yaml.parse(data, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                deepest = max(deepest, depth)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    return deepest
+
+
+@given(
+    before=st.lists(st.sampled_from(["a: 1", "b: [x, {y: z}]", "c: {}"]), unique=True),
+    levels=st.integers(1, 12),
+    after=st.lists(st.sampled_from(["e: 1", "f: [[]]"]), unique=True),
+    breaks=st.lists(st.sampled_from(_BREAKS), min_size=1),
+    bom=st.sampled_from(["", "\ufeff"]),
+    limit=st.integers(3, 10),
+)
+def test_the_depth_bound_holds_whatever_breaks_the_lines(
+    before, levels, after, breaks, bom, limit
+) -> None:
+    lines = [*before, "deep:", "- " * levels + "x", *after]
+    text = bom + "".join(line + breaks[i % len(breaks)] for i, line in enumerate(lines))
+    data = text.encode()
+    depth = _depth(data)
+    assert depth is not None, text
+    if depth > limit:
+        assert may_nest_deeper(data, limit), (text, depth)
 
 
 def configmap(data: str = "", binary: str = "") -> str:

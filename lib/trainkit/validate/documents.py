@@ -136,12 +136,29 @@ def may_nest_deeper(data: bytes, depth: int) -> bool:
     mapping key, and within the leading ``[ -?:]`` run of some line — so at most
     two levels per column of the longest such run. Flow collections nest by
     brackets: at most one level per non-empty ``[``/``{``, plus an empty one.
+
+    A line starts the text (after a UTF-8 byte order mark) or follows a line break, which
+    for libyaml is ``\\n``, ``\\r``, NEL, LS or PS; UTF-16 text (after its byte order mark)
+    is not measured. Texts break lines with ``\\n``: one search for it (a literal first byte,
+    which the regex engine finds without trying every position), the others only when
+    there.
     """
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return True  # UTF-16, which libyaml reads: none of the bytes below are its characters
     flow = data.count(b"[") + data.count(b"{") - data.count(b"[]") - data.count(b"{}") + 1
     block_columns = (depth - flow) // 2 - 1
     if block_columns < 1:
         return True
-    return re.search(rb"^[ \t?:-]{%d}" % block_columns, data, re.MULTILINE) is not None
+    run = rb"[ \t?:-]{%d}" % block_columns
+    if re.match(rb"(?:\xef\xbb\xbf)?" + run, data) or re.search(rb"\n" + run, data):
+        return True
+    if b"\r" in data or (not data.isascii() and any(brk in data for brk in _UNICODE_BREAKS)):
+        return re.search(rb"(?:\r|\xc2\x85|\xe2\x80[\xa8\xa9])" + run, data) is not None
+    return False
+
+
+_UNICODE_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+"""Line breaks libyaml knows besides ``\\n`` and ``\\r``: NEL, LS and PS (UTF-8)."""
 
 
 def _check_depth_exactly(text: str | bytes, loader: Any) -> None:

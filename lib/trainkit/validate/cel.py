@@ -156,6 +156,9 @@ class RuleBook:
 def _environment() -> Any:
     import celpy
 
+    from .cel_parser import install
+
+    install()  # cel-python's parser from stored tables, not computed again (cel_parser)
     return celpy.Environment()
 
 

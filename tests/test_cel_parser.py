@@ -1,0 +1,125 @@
+"""cel-python's parser from trainkit's stored parse tables (``validate.cel_parser``): the same
+parser cel-python builds, made without computing the tables in every process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import lark
+import pytest
+import yaml
+from celpy.celparser import CELParser
+
+from trainkit.validate import cel, cel_parser
+
+REPO = Path(__file__).parents[1]
+_RULE = re.compile(r"^( *)(- )?rule: ", re.M)
+
+
+def _crd_rules() -> Iterator[str]:
+    """Every ``x-kubernetes-validations`` rule of the upstream CRDs (``$TRAINKIT_CRDS``)."""
+    root = Path(os.environ.get("TRAINKIT_CRDS") or REPO.parent / "shared" / "crds")
+    for path in sorted(root.rglob("*.yaml")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = _RULE.match(line)
+            if not m:
+                continue
+            column = len(m[1]) + len(m[2] or "")
+            block = [line[column:]]
+            for more in lines[i + 1 :]:
+                if more.strip() and len(more) - len(more.lstrip()) <= column:
+                    break
+                block.append(more[column:])
+            rule = yaml.safe_load("\n".join(block))["rule"]
+            if isinstance(rule, str):
+                yield rule
+
+
+_MORE = [
+    "self.x.all(y, y > 1) && has(self.z) ? 'a' : size(self.w) == 2u",
+    "true || false && !null_value",
+    "[1, 2].map(x, x * 2)[0] == 2.0e3 - -1",
+    'self.a.b["c"].startsWith("x") in {"k": [b"by", r"raw"]}',
+    "a\n&& b",
+    "'''multi\nline''' + \"\"\"more\"\"\"",
+]
+_BAD = ["a &&", "(x", "self.", "1 +* 2", "{'a' 1}", "'open"]
+
+
+@pytest.fixture(scope="module")
+def parsers() -> tuple[lark.Lark, lark.Lark]:
+    """(cel-python's own parser, as it builds it; the one from the stored tables)."""
+    saved = CELParser.CEL_PARSER
+    try:
+        CELParser.CEL_PARSER = None
+        CELParser()  # cel-python's own, computed from its grammar
+        own = CELParser.CEL_PARSER
+        CELParser.CEL_PARSER = None
+        assert cel_parser.install()
+        stored = CELParser.CEL_PARSER
+    finally:
+        CELParser.CEL_PARSER = saved
+    assert own is not None and stored is not None
+    return own, stored
+
+
+def test_stored_tables_are_for_the_installed_lark_and_grammar() -> None:
+    # lark numbers the states in an order that varies with the hash seed, so the file is not
+    # compared with a fresh computation: it was made by this lark from this grammar, and it
+    # parses as the parser lark builds now (the tests below).
+    text = (Path(cel_parser.__file__).parent / "cel_parser.json").read_text()
+    assert text.startswith("{") and cel_parser.stamp() == json.loads(text)["stamp"], (
+        "cel_parser.json is stale: run `python -m trainkit.validate.cel_parser --write`"
+    )
+
+
+def test_every_crd_rule_parses_to_the_same_tree(parsers: tuple[lark.Lark, lark.Lark]) -> None:
+    own, stored = parsers
+    rules = [*_crd_rules(), *_MORE]
+    assert len(rules) > 50  # the CRDs were read
+    for rule in rules:
+        expected = own.parse(rule)
+        got = stored.parse(rule)
+        assert got == expected, rule
+        assert [(t.meta.line, t.meta.column, t.meta.end_pos) for t in got.iter_subtrees()] == [
+            (t.meta.line, t.meta.column, t.meta.end_pos) for t in expected.iter_subtrees()
+        ], rule
+
+
+@pytest.mark.parametrize("text", _BAD)
+def test_a_bad_rule_fails_the_same_way(parsers: tuple[lark.Lark, lark.Lark], text: str) -> None:
+    own, stored = parsers
+    with pytest.raises(lark.exceptions.UnexpectedInput) as want:
+        own.parse(text)
+    with pytest.raises(type(want.value)) as got:
+        stored.parse(text)
+    assert (got.value.line, got.value.column) == (want.value.line, want.value.column)
+    assert got.value.get_context(text) == want.value.get_context(text)
+
+
+def test_the_environment_does_not_compute_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object) -> None:
+        raise AssertionError("the LALR tables were computed")
+
+    monkeypatch.setattr(lark.parsers.lalr_analysis.LALR_Analyzer, "compute_lalr", refuse)
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    cel._environment.cache_clear()
+    cel._program.cache_clear()
+    try:
+        program, why = cel._program("self.a.size() > 1")
+        assert (program is not None, why) == (True, "")
+    finally:
+        cel._environment.cache_clear()
+        cel._program.cache_clear()
+
+
+def test_other_versions_get_cel_pythons_own_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    monkeypatch.setattr(cel_parser, "stamp", lambda: {"lark": "0", "grammar": "other"})
+    assert cel_parser.install() is False
+    assert CELParser.CEL_PARSER is None  # cel-python builds its own, as before

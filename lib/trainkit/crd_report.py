@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainkit.errors import Problem, SetupError
-from trainkit.load import LoadOptions
-from trainkit.synth import render_objects
 from trainkit.upstream import Pin, fetch_crds, load_pins, pin_for
 from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_kind, load_crds
+
+if TYPE_CHECKING:
+    from trainkit.load import LoadOptions
 
 __all__ = ["crd_report", "pinned_checksums"]
 
@@ -33,6 +35,10 @@ def crd_report(
     started_in: Path | None = None,
 ) -> int:
     """Print the report; raise SetupError naming each missing CRD (after printing)."""
+    # Only here: ``check`` and ``validate`` read the pins (pinned_kinds), and ``validate``
+    # outside a trainkit repository never loads a definition nor the models.
+    from trainkit.synth import render_objects
+
     objects, notices, operators = render_objects(jobs_dir, load_options=load_options)
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 _RUN = """
 import json, sys
 from trainkit.cli import main
@@ -34,3 +36,24 @@ def test_validate_outside_a_repository_loads_no_model(tmp_path: Path) -> None:
     assert rc == 0
     assert "trainkit.crd_report" in modules  # the CRDs were read, with their pins
     assert not {"trainkit.model", "trainkit.synth", "pydantic"} & modules
+    # Nor what fetches CRDs (urllib.request, ssl): only `trainkit crds --fetch` does.
+    assert "trainkit.upstream.pins" in modules
+    assert not {"trainkit.upstream.transfer", "urllib.request"} & modules
+
+
+def test_the_fetching_api_is_still_there() -> None:
+    import trainkit.upstream
+    from trainkit.upstream import MIRROR_ENV, Fetched, fetch_crds, transfer
+
+    assert (MIRROR_ENV, Fetched, fetch_crds) == (
+        transfer.MIRROR_ENV,
+        transfer.Fetched,
+        transfer.fetch_crds,
+    )
+    assert set(trainkit.upstream.__all__) <= set(dir(trainkit.upstream)) | {
+        "MIRROR_ENV",
+        "Fetched",
+        "fetch_crds",
+    }
+    with pytest.raises(AttributeError, match="no attribute 'fetch'"):
+        trainkit.upstream.fetch  # noqa: B018

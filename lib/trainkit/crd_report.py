@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainkit.errors import Problem, SetupError
-from trainkit.upstream import Pin, fetch_crds, load_pins, pin_for
+from trainkit.upstream import Pin, load_pins, pin_for
 from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_kind, load_crds
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ def crd_report(
         for n in needs
     }
     if fetch is not None:
+        from trainkit.upstream import fetch_crds
+
         wanted = {p for p in pinned.values() if p is not None}
         chosen = pins if everything else [p for p in pins if p in wanted]
         fetched = fetch_crds(chosen, fetch, mirror=mirror)

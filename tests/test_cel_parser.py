@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from conftest import crds_dir
 from trainkit.validate import cel, cel_parser
 
-REPO = Path(__file__).parents[1]
 _PREFIX = re.compile(r" *(- )?")  # before `rule: ` on its line
 
 

@@ -8,9 +8,12 @@ make complete, from the pinned upstream release files or from each cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from trainkit.errors import Problem, SetupError
@@ -20,7 +23,7 @@ from trainkit.validate import CrdSet, NeededCrd, crd_needs, crds_dir, describe_k
 if TYPE_CHECKING:
     from trainkit.load import LoadOptions
 
-__all__ = ["crd_report", "pinned_checksums"]
+__all__ = ["crd_report", "pinned_checksums", "pinned_kinds"]
 
 
 def crd_report(
@@ -197,13 +200,16 @@ def _json(rows: list[tuple[NeededCrd, str | None, Pin | None]], source: Path | N
 def pinned_checksums() -> frozenset[str]:
     """SHA-256 of every upstream CRD file trainkit pins (what ``crds --fetch`` writes): such a
     file inside the work tree is the upstream one, whoever put it there."""
-    return frozenset(p.sha256 for p in load_pins())
+    return frozenset(pinned_kinds())
 
 
-def pinned_kinds() -> dict[str, set[tuple[str, str, str]]]:
+@functools.cache
+def pinned_kinds() -> Mapping[str, frozenset[tuple[str, str, str]]]:
     """SHA-256 of each upstream CRD file trainkit pins → the (group, version, kind) it serves:
-    a CRD set told these reads a file with those bytes only for the kinds it serves."""
-    return _pinned_kinds(load_pins())
+    a CRD set told these reads a file with those bytes only for the kinds it serves. Read
+    once per process (``check`` asks for the checksums and the kinds)."""
+    kinds = _pinned_kinds(load_pins())
+    return MappingProxyType({sha: frozenset(served) for sha, served in kinds.items()})
 
 
 def _pinned_kinds(pins: list[Pin]) -> dict[str, set[tuple[str, str, str]]]:
